@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a fresh Debian machine: installs what the
+# tests drive for real (perf, the elfutils debuginfod server, addr2line,
+# llvm-symbolizer) when it is missing, then runs the Go tests, with the race
+# detector on the packages that use goroutines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v perf >/dev/null 2>&1 || need+=(linux-perf)
+command -v debuginfod >/dev/null 2>&1 || need+=(debuginfod)
+command -v addr2line >/dev/null 2>&1 || need+=(binutils)
+command -v llvm-symbolizer >/dev/null 2>&1 || need+=(llvm)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "test.sh: installing ${need[*]}" >&2
+	sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+export CGO_ENABLED=0
+go build ./...
+go vet ./...
+# The race detector needs cgo; it runs on the packages with goroutines.
+race_pkgs=$(go list ./... | grep -E '/(buildidcache|symbolize|check)($|/)' || true)
+plain_pkgs=$(go list ./... | grep -vE '/(buildidcache|symbolize|check)($|/)' || true)
+status=0
+if [ -n "$plain_pkgs" ]; then
+	go test -count=1 -timeout 15m $plain_pkgs || status=1
+fi
+if [ -n "$race_pkgs" ]; then
+	CGO_ENABLED=1 go test -count=1 -race -timeout 15m $race_pkgs || status=1
+fi
+exit $status
