@@ -171,5 +171,3 @@ func cstr(b []byte) string {
 	}
 	return string(b)
 }
-
-var errTruncated = errors.New("truncated")
