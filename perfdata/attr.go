@@ -199,6 +199,11 @@ func decodeAttr(b []byte, order binary.ByteOrder) Attr {
 		// significant bit down (swap_bitfield in tools/perf/util/session.c):
 		// little-endian bit i is bit 63-i.
 		flags = bits.Reverse64(flags)
+		// The two-bit precise_ip keeps its own bit order inside the field:
+		// its value is (v>>47)&3 of the big-endian word, so after the
+		// reversal its two bits are swapped back.
+		lo, hi := flags>>15&1, flags>>16&1
+		flags = flags&^uint64(flagPreciseIPMask) | hi<<15 | lo<<16
 	}
 	a.Flags = AttrFlags(flags)
 	a.WakeupEvents = u32(48)
