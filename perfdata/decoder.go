@@ -171,3 +171,18 @@ func cstr(b []byte) string {
 	}
 	return string(b)
 }
+
+// fitCount checks, after a u32 count was read, that n entries of at least
+// min bytes each fit in what remains, so that a hostile count fails before
+// anything is allocated. It reports whether decoding can go on.
+func (d *decoder) fitCount(n uint32, min int, what string) bool {
+	if d.err != nil {
+		return false
+	}
+	if int64(n) > int64(d.remaining()/min) {
+		d.off -= 4
+		d.fail(io.ErrUnexpectedEOF, "%d %s cannot fit in %d bytes", n, what, d.remaining()+4)
+		return false
+	}
+	return true
+}
