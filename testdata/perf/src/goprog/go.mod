@@ -1,0 +1,3 @@
+module perfcheck.test/goprog
+
+go 1.26
