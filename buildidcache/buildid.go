@@ -1,0 +1,555 @@
+package buildidcache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// BuildID is a GNU build-id: the descriptor bytes of an NT_GNU_BUILD_ID
+// note. It is usually 20 bytes (SHA-1), but 16 (MD5/UUID), 8 (lld's
+// --build-id=fast) and any other length are valid.
+type BuildID []byte
+
+// String returns the build-id as lowercase hex, the form perf, elfutils and
+// debuginfod use in file names and URLs.
+func (b BuildID) String() string { return hex.EncodeToString(b) }
+
+// IsZero reports whether b is empty or all zero bytes.
+func (b BuildID) IsZero() bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseBuildID parses a hex build-id. Upper case is accepted.
+func ParseBuildID(s string) (BuildID, error) {
+	if s == "" || len(s)%2 != 0 {
+		return nil, fmt.Errorf("build-id %q: want an even number of hex digits", s)
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("build-id %q: %w", s, err)
+	}
+	return BuildID(b), nil
+}
+
+// Matches reports whether b and o name the same binary. They match when
+// they are equal, or when the longer one is the shorter one followed only by
+// zero bytes: perf before 5.9 stored every build-id in a 20-byte field and
+// wrote no length, so a 16- or 8-byte build-id comes back from such a
+// perf.data zero-padded (build_id__init in tools/perf/util/build-id.c).
+// An all-zero build-id matches nothing.
+func (b BuildID) Matches(o BuildID) bool {
+	if b.IsZero() || o.IsZero() {
+		return false
+	}
+	short, long := b, o
+	if len(short) > len(long) {
+		short, long = long, short
+	}
+	if !bytes.Equal(short, long[:len(short)]) {
+		return false
+	}
+	return BuildID(long[len(short):]).IsZero() || len(long) == len(short)
+}
+
+// lookupNames returns the hex names under which b may be stored: b itself
+// and, when b ends in zero padding, the common shorter lengths it may have
+// been padded from (16 and 8 bytes), longest first.
+func (b BuildID) lookupNames() []string {
+	names := []string{b.String()}
+	for _, n := range []int{16, 8} {
+		if len(b) > n && BuildID(b[n:]).IsZero() && !BuildID(b[:n]).IsZero() {
+			names = append(names, BuildID(b[:n]).String())
+		}
+	}
+	return names
+}
+
+// DebugLevel ranks how much a file can tell a symbolizer, so that among
+// several verified candidates the richest is used for symbolization.
+type DebugLevel int
+
+// Debug levels, from least to most useful.
+const (
+	DebugNone    DebugLevel = iota // no symbol table at all
+	DebugDynsym                    // only .dynsym (exported symbols)
+	DebugSymtab                    // a full .symtab, .gnu_debugdata (MiniDebugInfo) or kallsyms
+	DebugDWARF                     // .debug_info: lines and inlines
+)
+
+func (l DebugLevel) String() string {
+	switch l {
+	case DebugNone:
+		return "none"
+	case DebugDynsym:
+		return "dynsym"
+	case DebugSymtab:
+		return "symtab"
+	case DebugDWARF:
+		return "dwarf"
+	}
+	return fmt.Sprintf("DebugLevel(%d)", int(l))
+}
+
+// MarshalText makes a DebugLevel print as its name in JSON.
+func (l DebugLevel) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Identity is what an ELF file says about itself.
+type Identity struct {
+	// BuildID is the GNU build-id, nil when the file has none.
+	BuildID BuildID
+	// GoBuildID is the Go toolchain's build-id (the "Go" note of type 4 in
+	// .note.go.buildid), "" when absent. It identifies the build inputs,
+	// not the bytes, so it is a second identity, never a substitute.
+	GoBuildID string
+	// Debug is the richest symbol information the file holds.
+	Debug DebugLevel
+	// DebugLink and DebugLinkCRC are the contents of .gnu_debuglink: the
+	// base name of a separate debug file and the CRC-32 of that file.
+	DebugLink    string
+	DebugLinkCRC uint32
+	// Class is 32 or 64; BigEndian gives the byte order.
+	Class     int
+	BigEndian bool
+	// FromSegments is true when the build-id was found through PT_NOTE
+	// program headers because the section headers were missing or held no
+	// build-id note.
+	FromSegments bool
+}
+
+// FormatError reports a malformed ELF file.
+type FormatError struct {
+	File   string // file name, "" when reading from an io.ReaderAt
+	Offset int64  // absolute byte offset of the offending structure
+	Msg    string
+	Err    error // io.ErrUnexpectedEOF for truncation, else nil or a cause
+}
+
+func (e *FormatError) Error() string {
+	var sb strings.Builder
+	if e.File != "" {
+		sb.WriteString(e.File)
+		sb.WriteString(": ")
+	}
+	fmt.Fprintf(&sb, "offset %#x: %s", e.Offset, e.Msg)
+	if e.Err != nil {
+		sb.WriteString(": ")
+		sb.WriteString(e.Err.Error())
+	}
+	return sb.String()
+}
+
+func (e *FormatError) Unwrap() error { return e.Err }
+
+// Sentinel errors. Every error this package returns wraps at most one of
+// them, with %w, so callers test with errors.Is.
+var (
+	// ErrNotELF means the file does not start with the ELF magic.
+	ErrNotELF = errors.New("not an ELF file")
+	// ErrNoBuildID means an ELF file (or a query) has no GNU build-id.
+	ErrNoBuildID = errors.New("no GNU build-id")
+	// ErrNotFound means no locator found a file with the asked build-id;
+	// the *NotFoundError that wraps it lists what was tried.
+	ErrNotFound = errors.New("no file with this build-id found")
+	// ErrMismatch means a candidate file has another build-id than the
+	// one asked for.
+	ErrMismatch = errors.New("build-id mismatch")
+	// ErrUnsafePath means a file name would lead outside the directory it
+	// must stay in (a ".." component, a NUL byte, an empty name).
+	ErrUnsafePath = errors.New("unsafe path")
+	// ErrDeadline means the Resolver's overall debuginfod deadline has
+	// passed, so no further request was made.
+	ErrDeadline = errors.New("debuginfod deadline exceeded")
+	// ErrServer means a debuginfod server did not answer usefully (HTTP
+	// error, timeout, refused connection).
+	ErrServer = errors.New("debuginfod server failed")
+)
+
+// Note types and names (include/uapi/linux/elf.h, binutils' include/elf/common.h,
+// Go's cmd/link/internal/ld/elf.go).
+const (
+	ntGNUBuildID = 3
+	ntGoBuildID  = 4
+
+	shtSymtab = 2
+	shtNote   = 7
+	shtNobits = 8
+	shtDynsym = 11
+	ptNote    = 4
+)
+
+// Caps on what one file may make us read. Real note sections are a few
+// hundred bytes; a build-id longer than maxBuildIDLen is not a build-id.
+const (
+	headRead        = 4096    // first read: header, usually phdrs and notes too
+	maxNoteRegion   = 1 << 20 // biggest note section or segment we look into
+	maxBuildIDLen   = 1024
+	maxGoBuildIDLen = 1024
+	maxShstrtab     = 1 << 20
+	maxDebugLink    = 4096
+	maxHeaders      = 1 << 16 // section or program headers
+)
+
+// ReadIdentity reads the identity of the ELF file in r, which is size bytes
+// long. It reads only headers, notes, the section-name table and
+// .gnu_debuglink. A file without a GNU build-id is not an error: the
+// Identity's BuildID is nil.
+func ReadIdentity(r io.ReaderAt, size int64) (*Identity, error) {
+	return readIdentity(r, size, "")
+}
+
+// elfReader reads bounded pieces of an ELF file, serving them from the first
+// page when it can.
+type elfReader struct {
+	r     io.ReaderAt
+	size  int64
+	name  string
+	head  []byte
+	order binary.ByteOrder
+	is64  bool
+}
+
+func (e *elfReader) errf(off int64, cause error, format string, args ...any) error {
+	return &FormatError{File: e.name, Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// read returns n bytes at off. The slice may alias the first-page buffer and
+// must not be modified.
+func (e *elfReader) read(off int64, n int64, what string) ([]byte, error) {
+	if off < 0 || n < 0 || off > e.size || n > e.size-off {
+		return nil, e.errf(off, io.ErrUnexpectedEOF, "%s (%d bytes) extends past the end of the file (%d bytes)", what, n, e.size)
+	}
+	if off+n <= int64(len(e.head)) {
+		return e.head[off : off+n], nil
+	}
+	buf := make([]byte, n)
+	if _, err := e.r.ReadAt(buf, off); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, e.errf(off, err, "reading %s", what)
+	}
+	return buf, nil
+}
+
+type section struct {
+	name      uint32
+	typ       uint32
+	flags     uint64
+	off, size int64
+	align     uint64
+}
+
+func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
+	e := &elfReader{r: r, size: size, name: name}
+	n := min(size, headRead)
+	e.head = make([]byte, n)
+	if m, err := r.ReadAt(e.head, 0); err != nil && !(err == io.EOF && int64(m) == n) {
+		return nil, e.errf(0, err, "reading the ELF header")
+	}
+	if n < 16 || string(e.head[:4]) != "\x7fELF" {
+		return nil, fmt.Errorf("%s: %w", orReader(name), ErrNotELF)
+	}
+	id := &Identity{}
+	switch e.head[5] {
+	case 1:
+		e.order = binary.LittleEndian
+	case 2:
+		e.order = binary.BigEndian
+		id.BigEndian = true
+	default:
+		return nil, e.errf(5, nil, "unknown ELF data encoding %d", e.head[5])
+	}
+	switch e.head[4] {
+	case 1:
+		id.Class = 32
+	case 2:
+		id.Class, e.is64 = 64, true
+	default:
+		return nil, e.errf(4, nil, "unknown ELF class %d", e.head[4])
+	}
+	hdrSize := int64(52)
+	if e.is64 {
+		hdrSize = 64
+	}
+	h, err := e.read(0, hdrSize, "ELF header")
+	if err != nil {
+		return nil, err
+	}
+	var phoff, shoff int64
+	var phentsize, phnum, shentsize, shnum, shstrndx int64
+	if e.is64 {
+		phoff, shoff = int64(e.order.Uint64(h[32:])), int64(e.order.Uint64(h[40:]))
+		phentsize, phnum = int64(e.order.Uint16(h[54:])), int64(e.order.Uint16(h[56:]))
+		shentsize, shnum, shstrndx = int64(e.order.Uint16(h[58:])), int64(e.order.Uint16(h[60:])), int64(e.order.Uint16(h[62:]))
+	} else {
+		phoff, shoff = int64(e.order.Uint32(h[28:])), int64(e.order.Uint32(h[32:]))
+		phentsize, phnum = int64(e.order.Uint16(h[42:])), int64(e.order.Uint16(h[44:]))
+		shentsize, shnum, shstrndx = int64(e.order.Uint16(h[46:])), int64(e.order.Uint16(h[48:])), int64(e.order.Uint16(h[50:]))
+	}
+
+	secs, err := e.sections(shoff, shentsize, shnum, &shstrndx)
+	if err != nil {
+		return nil, err
+	}
+	var names []byte
+	if shstrndx > 0 && shstrndx < int64(len(secs)) {
+		s := secs[shstrndx]
+		if s.typ != shtNobits && s.size <= maxShstrtab {
+			if names, err = e.read(s.off, s.size, "section name table"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, s := range secs {
+		switch s.typ {
+		case shtSymtab:
+			if s.size > 0 && id.Debug < DebugSymtab {
+				id.Debug = DebugSymtab
+			}
+			continue
+		case shtDynsym:
+			if s.size > 0 && id.Debug < DebugDynsym {
+				id.Debug = DebugDynsym
+			}
+			continue
+		case shtNobits:
+			continue
+		case shtNote:
+			if err := e.notes(s.off, s.size, s.align, id); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch secName(names, s.name) {
+		case ".debug_info", ".zdebug_info":
+			if s.size > 0 {
+				id.Debug = DebugDWARF
+			}
+		case ".gnu_debugdata":
+			if s.size > 0 && id.Debug < DebugSymtab {
+				id.Debug = DebugSymtab
+			}
+		case ".gnu_debuglink":
+			if err := e.debugLink(s, id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if id.BuildID == nil || id.GoBuildID == "" {
+		// Stripped section headers (llvm-objcopy --strip-sections, some
+		// firmware and packers) leave only the PT_NOTE segments, which is
+		// what the kernel and perf's minimal reader use too
+		// (read_build_id in tools/perf/util/symbol-minimal.c).
+		had := id.BuildID != nil
+		if err := e.segments(phoff, phentsize, phnum, id); err != nil {
+			return nil, err
+		}
+		if !had && id.BuildID != nil {
+			id.FromSegments = true
+		}
+	}
+	return id, nil
+}
+
+func orReader(name string) string {
+	if name == "" {
+		return "input"
+	}
+	return name
+}
+
+func secName(names []byte, off uint32) string {
+	if int64(off) >= int64(len(names)) {
+		return ""
+	}
+	b := names[off:]
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// sections reads the section header table. With more than 0xff00 sections
+// the count and the name-table index live in section 0 (ELF gABI,
+// "Extended Section Numbering").
+func (e *elfReader) sections(shoff, entsize, num int64, strndx *int64) ([]section, error) {
+	if shoff == 0 {
+		return nil, nil
+	}
+	min := int64(40)
+	if e.is64 {
+		min = 64
+	}
+	if entsize < min {
+		return nil, e.errf(shoff, nil, "section header size %d is less than %d", entsize, min)
+	}
+	if num == 0 || *strndx == 0xffff {
+		first, err := e.read(shoff, entsize, "section header 0")
+		if err != nil {
+			return nil, err
+		}
+		s0 := e.section(first)
+		if num == 0 {
+			num = s0.size
+		}
+		if *strndx == 0xffff {
+			*strndx = int64(e.order.Uint32(first[e.linkOff():]))
+		}
+	}
+	if num <= 0 {
+		return nil, nil
+	}
+	if num > maxHeaders {
+		return nil, e.errf(shoff, nil, "%d section headers is more than %d", num, maxHeaders)
+	}
+	tab, err := e.read(shoff, num*entsize, "section header table")
+	if err != nil {
+		return nil, err
+	}
+	secs := make([]section, num)
+	for i := range secs {
+		secs[i] = e.section(tab[int64(i)*entsize:])
+	}
+	return secs, nil
+}
+
+func (e *elfReader) linkOff() int {
+	if e.is64 {
+		return 40
+	}
+	return 24
+}
+
+func (e *elfReader) section(b []byte) section {
+	o := e.order
+	if e.is64 {
+		return section{name: o.Uint32(b), typ: o.Uint32(b[4:]), flags: o.Uint64(b[8:]),
+			off: int64(o.Uint64(b[24:])), size: int64(o.Uint64(b[32:])), align: o.Uint64(b[48:])}
+	}
+	return section{name: o.Uint32(b), typ: o.Uint32(b[4:]), flags: uint64(o.Uint32(b[8:])),
+		off: int64(o.Uint32(b[16:])), size: int64(o.Uint32(b[20:])), align: uint64(o.Uint32(b[32:]))}
+}
+
+func (e *elfReader) segments(phoff, entsize, num int64, id *Identity) error {
+	if phoff == 0 || num == 0 {
+		return nil
+	}
+	min := int64(32)
+	if e.is64 {
+		min = 56
+	}
+	if entsize < min {
+		return e.errf(phoff, nil, "program header size %d is less than %d", entsize, min)
+	}
+	tab, err := e.read(phoff, num*entsize, "program header table")
+	if err != nil {
+		return err
+	}
+	o := e.order
+	for i := int64(0); i < num; i++ {
+		b := tab[i*entsize:]
+		if o.Uint32(b) != ptNote {
+			continue
+		}
+		var off, size int64
+		var align uint64
+		if e.is64 {
+			off, size, align = int64(o.Uint64(b[8:])), int64(o.Uint64(b[32:])), o.Uint64(b[48:])
+		} else {
+			off, size, align = int64(o.Uint32(b[4:])), int64(o.Uint32(b[16:])), uint64(o.Uint32(b[28:]))
+		}
+		if err := e.notes(off, size, align, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notes scans one note section or segment. Notes are aligned to 4 bytes,
+// or to 8 when the section or segment says so (gABI; GNU property notes).
+func (e *elfReader) notes(off, size int64, align uint64, id *Identity) error {
+	if size <= 0 {
+		return nil
+	}
+	if size > maxNoteRegion {
+		return e.errf(off, nil, "note region of %d bytes is more than %d", size, maxNoteRegion)
+	}
+	b, err := e.read(off, size, "note")
+	if err != nil {
+		return err
+	}
+	a := 4
+	if align == 8 {
+		a = 8
+	}
+	return parseNotes(b, off, a, e.order, id, e.name)
+}
+
+// parseNotes walks a buffer of ELF notes (Elf32_Nhdr and Elf64_Nhdr are the
+// same: three 4-byte words). base is b's file offset, for errors.
+func parseNotes(b []byte, base int64, align int, o binary.ByteOrder, id *Identity, file string) error {
+	pad := func(n uint64) uint64 { return (n + uint64(align) - 1) &^ uint64(align-1) }
+	p := uint64(0)
+	for uint64(len(b))-p >= 12 {
+		namesz, descsz, typ := uint64(o.Uint32(b[p:])), uint64(o.Uint32(b[p+4:])), o.Uint32(b[p+8:])
+		nameOff := p + 12
+		// Padding counts from the start of the region, which is itself
+		// aligned: with 8-byte alignment the 12-byte header and a 4-byte
+		// name need no padding (gelf_getnote in elfutils' libelf).
+		descOff := pad(nameOff + namesz)
+		end := pad(descOff + descsz)
+		if descOff > uint64(len(b)) || descOff+descsz > uint64(len(b)) {
+			return &FormatError{File: file, Offset: base + int64(p), Msg: fmt.Sprintf("note (name %d bytes, desc %d bytes) overruns its section", namesz, descsz), Err: io.ErrUnexpectedEOF}
+		}
+		name := b[nameOff : nameOff+namesz]
+		desc := b[descOff : descOff+descsz]
+		switch {
+		case typ == ntGNUBuildID && string(name) == "GNU\x00" && id.BuildID == nil:
+			if descsz == 0 || descsz > maxBuildIDLen {
+				return &FormatError{File: file, Offset: base + int64(p), Msg: fmt.Sprintf("GNU build-id note of %d bytes", descsz)}
+			}
+			id.BuildID = BuildID(bytes.Clone(desc))
+		case typ == ntGoBuildID && string(name) == "Go\x00\x00" && id.GoBuildID == "":
+			if descsz > maxGoBuildIDLen {
+				return &FormatError{File: file, Offset: base + int64(p), Msg: fmt.Sprintf("Go build-id note of %d bytes", descsz)}
+			}
+			id.GoBuildID = string(bytes.TrimRight(desc, "\x00"))
+		}
+		if end > uint64(len(b)) {
+			break
+		}
+		p = end
+	}
+	return nil
+}
+
+func (e *elfReader) debugLink(s section, id *Identity) error {
+	if s.size < 5 || s.size > maxDebugLink {
+		return nil
+	}
+	b, err := e.read(s.off, s.size, ".gnu_debuglink")
+	if err != nil {
+		return err
+	}
+	i := bytes.IndexByte(b, 0)
+	if i <= 0 {
+		return nil
+	}
+	crcOff := (i + 4) &^ 3
+	if crcOff+4 > len(b) {
+		return nil
+	}
+	id.DebugLink = string(b[:i])
+	id.DebugLinkCRC = e.order.Uint32(b[crcOff:])
+	return nil
+}

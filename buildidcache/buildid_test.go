@@ -1,0 +1,392 @@
+package buildidcache
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuildIDString(t *testing.T) {
+	b, err := ParseBuildID("0102ABcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != "0102abcd" {
+		t.Errorf("String = %q", b.String())
+	}
+	for _, bad := range []string{"", "1", "zz", "0g"} {
+		if _, err := ParseBuildID(bad); err == nil {
+			t.Errorf("ParseBuildID(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestBuildIDMatches(t *testing.T) {
+	id16 := BuildID(bytes.Repeat([]byte{0xab}, 16))
+	padded := BuildID(append(bytes.Clone(id16), 0, 0, 0, 0))
+	other := BuildID(append(bytes.Clone(id16), 0, 0, 0, 1))
+	for _, c := range []struct {
+		a, b BuildID
+		want bool
+	}{
+		{id16, id16, true},
+		{id16, padded, true},
+		{padded, id16, true},
+		{id16, other, false},
+		{BuildID{0, 0}, BuildID{0, 0}, false},
+		{nil, nil, false},
+		{BuildID{1, 2}, BuildID{1, 3}, false},
+	} {
+		if got := c.a.Matches(c.b); got != c.want {
+			t.Errorf("%v.Matches(%v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+	names := padded.lookupNames()
+	if len(names) != 2 || names[1] != id16.String() {
+		t.Errorf("lookupNames(%v) = %v", padded, names)
+	}
+}
+
+// TestReadIdentityC checks GNU build-ids of every common length against
+// readelf, on binaries gcc builds here.
+func TestReadIdentityC(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		flags []string
+		size  int // 0: no build-id expected
+	}{
+		{"sha1", []string{"-Wl,--build-id=sha1"}, 20},
+		{"md5", []string{"-Wl,--build-id=md5"}, 16},
+		{"fast8", []string{"-Wl,--build-id=0x0102030405060708"}, 8},
+		{"none", []string{"-Wl,--build-id=none"}, 0},
+		{"debug", []string{"-g", "-Wl,--build-id"}, 20},
+		{"stripped", []string{"-s", "-Wl,--build-id"}, 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := buildC(t, dir, c.name, c.flags...)
+			id, err := ReadFileIdentity(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(id.BuildID) != c.size {
+				t.Fatalf("build-id %v has %d bytes, want %d", id.BuildID, len(id.BuildID), c.size)
+			}
+			if want := readelfID(t, bin); id.BuildID.String() != want {
+				t.Errorf("build-id %v, readelf says %q", id.BuildID, want)
+			}
+			if c.name == "fast8" && id.BuildID.String() != "0102030405060708" {
+				t.Errorf("8-byte build-id = %v", id.BuildID)
+			}
+			if id.Class != 64 || id.BigEndian || id.FromSegments {
+				t.Errorf("class %d big-endian %v from segments %v", id.Class, id.BigEndian, id.FromSegments)
+			}
+			want := DebugSymtab
+			switch c.name {
+			case "debug":
+				want = DebugDWARF
+			case "stripped":
+				want = DebugDynsym
+			}
+			if id.Debug != want {
+				t.Errorf("debug level %v, want %v", id.Debug, want)
+			}
+		})
+	}
+}
+
+// TestReadIdentityGo checks Go binaries: the default link since Go 1.24
+// derives a GNU build-id from the Go build-id, -B none drops it, and
+// cross-compiled binaries give the other classes and byte orders
+// (386: 32-bit little-endian, mips: 32-bit big-endian, s390x: 64-bit
+// big-endian), all checked against readelf.
+func TestReadIdentityGo(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name      string
+		env       []string
+		flags     []string
+		class     int
+		bigEndian bool
+		gnu       bool
+	}{
+		{"default", nil, nil, 64, false, true},
+		{"Bnone", nil, []string{"-ldflags=-B=none"}, 64, false, false},
+		{"386", []string{"GOOS=linux", "GOARCH=386"}, nil, 32, false, true},
+		{"mips", []string{"GOOS=linux", "GOARCH=mips"}, nil, 32, true, true},
+		{"s390x", []string{"GOOS=linux", "GOARCH=s390x"}, nil, 64, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if testing.Short() && c.env != nil {
+				t.Skip("cross-compiling is slow on a cold build cache")
+			}
+			bin := buildGo(t, dir, c.name, c.env, c.flags...)
+			id, err := ReadFileIdentity(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.Class != c.class || id.BigEndian != c.bigEndian {
+				t.Errorf("class %d big-endian %v, want %d %v", id.Class, id.BigEndian, c.class, c.bigEndian)
+			}
+			if (id.BuildID != nil) != c.gnu {
+				t.Errorf("GNU build-id %v, want one: %v", id.BuildID, c.gnu)
+			}
+			if want := readelfID(t, bin); id.BuildID.String() != want {
+				t.Errorf("build-id %v, readelf says %q", id.BuildID, want)
+			}
+			if want := readelfGoID(t, bin); want == "" || id.GoBuildID != want {
+				t.Errorf("Go build-id %q, readelf says %q", id.GoBuildID, want)
+			}
+		})
+	}
+}
+
+// TestReadIdentityNoSections strips the section header table from a real
+// binary with llvm-objcopy --strip-sections when it is installed, and
+// otherwise by zeroing e_shoff/e_shnum/e_shstrndx in a copy (the same
+// result for a reader); the build-id must then come from PT_NOTE.
+func TestReadIdentityNoSections(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "prog", "-Wl,--build-id")
+	want := readelfID(t, bin)
+	stripped := filepath.Join(dir, "nosections")
+	if p, err := exec.LookPath("llvm-objcopy"); err == nil {
+		if b, err := exec.Command(p, "--strip-sections", bin, stripped).CombinedOutput(); err != nil {
+			t.Fatalf("llvm-objcopy: %v\n%s", err, b)
+		}
+	} else {
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(b[40:], 0) // e_shoff
+		binary.LittleEndian.PutUint16(b[60:], 0) // e_shnum
+		binary.LittleEndian.PutUint16(b[62:], 0) // e_shstrndx
+		if err := os.WriteFile(stripped, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, err := ReadFileIdentity(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.BuildID.String() != want || !id.FromSegments {
+		t.Errorf("build-id %v (from segments %v), want %s from segments", id.BuildID, id.FromSegments, want)
+	}
+	if id.Debug != DebugNone {
+		t.Errorf("debug level %v without sections", id.Debug)
+	}
+}
+
+// countingReaderAt counts reads and bytes, to prove that reading a
+// build-id touches only a few small pieces of a file.
+type countingReaderAt struct {
+	r            io.ReaderAt
+	reads, bytes int
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	c.bytes += len(p)
+	return c.r.ReadAt(p, off)
+}
+
+func TestReadIdentityTouchesOnlyNotes(t *testing.T) {
+	// The Go toolchain binary is tens of megabytes with DWARF.
+	bin := filepath.Join(filepath.Dir(goTool(t)), "go")
+	f, err := os.Open(bin)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	c := &countingReaderAt{r: f}
+	id, err := ReadIdentity(c, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.BuildID == nil || id.GoBuildID == "" {
+		t.Fatalf("%s: no build-ids: %+v", bin, id)
+	}
+	if c.reads > 5 || c.bytes > 64<<10 {
+		t.Errorf("read %d times, %d bytes of a %d-byte file", c.reads, c.bytes, st.Size())
+	}
+}
+
+// TestReadIdentitySystem compares our reader with debug/elf on the
+// binaries of /usr/bin (debug/elf reads whole note sections; it is the
+// reference here, not the implementation).
+func TestReadIdentitySystem(t *testing.T) {
+	files, _ := filepath.Glob("/usr/bin/*")
+	n := 0
+	for _, name := range files {
+		if n >= 300 {
+			break
+		}
+		want, ok := stdlibBuildID(name)
+		if !ok {
+			continue
+		}
+		n++
+		id, err := ReadFileIdentity(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if id.BuildID.String() != want {
+			t.Errorf("%s: build-id %v, debug/elf finds %q", name, id.BuildID, want)
+		}
+	}
+	if n == 0 {
+		t.Skip("no ELF files in /usr/bin")
+	}
+}
+
+// stdlibBuildID reads the GNU build-id with debug/elf; ok is false when the
+// file is not an ELF file debug/elf accepts.
+func stdlibBuildID(name string) (id string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	f, err := elf.Open(name)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(b) >= 12 {
+			nsz, dsz, typ := f.ByteOrder.Uint32(b), f.ByteOrder.Uint32(b[4:]), f.ByteOrder.Uint32(b[8:])
+			a := uint32(4)
+			if s.Addralign == 8 {
+				a = 8
+			}
+			do := (12 + nsz + a - 1) &^ (a - 1)
+			end := (do + dsz + a - 1) &^ (a - 1)
+			if uint64(do)+uint64(dsz) > uint64(len(b)) {
+				break
+			}
+			if typ == 3 && string(b[12:12+nsz]) == "GNU\x00" {
+				return BuildID(b[do : do+dsz]).String(), true
+			}
+			if uint64(end) > uint64(len(b)) {
+				break
+			}
+			b = b[end:]
+		}
+	}
+	return "", true
+}
+
+func TestReadIdentityNotELF(t *testing.T) {
+	_, err := ReadIdentity(strings.NewReader("#!/bin/sh\necho hi\n"), 18)
+	if !errors.Is(err, ErrNotELF) {
+		t.Errorf("err = %v, want ErrNotELF", err)
+	}
+	_, err = ReadFileIdentity(t.TempDir())
+	if !errors.Is(err, ErrNotELF) {
+		t.Errorf("directory: err = %v, want ErrNotELF", err)
+	}
+}
+
+// TestReadIdentityTruncated cuts a real binary at many lengths: every cut
+// must give either a clean error (with an offset, io.ErrUnexpectedEOF for
+// truncation) or a result, and never a panic.
+func TestReadIdentityTruncated(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "prog", "-Wl,--build-id")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := ReadIdentity(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < len(data); n += 1 + n/16 {
+		id, err := ReadIdentity(bytes.NewReader(data[:n]), int64(n))
+		if err != nil {
+			if id != nil {
+				t.Fatalf("cut at %d: result and error", n)
+			}
+			var fe *FormatError
+			if errors.As(err, &fe) && fe.Offset < 0 {
+				t.Errorf("cut at %d: negative offset in %v", n, err)
+			}
+			continue
+		}
+		if id.BuildID != nil && !id.BuildID.Matches(full.BuildID) {
+			t.Errorf("cut at %d: build-id %v, full file has %v", n, id.BuildID, full.BuildID)
+		}
+	}
+}
+
+// TestKernelBuildID compares /sys/kernel/notes with what perf says about the
+// running kernel.
+func TestKernelBuildID(t *testing.T) {
+	id, err := KernelBuildID()
+	if err != nil {
+		t.Skipf("no kernel build-id here: %v", err)
+	}
+	needTool(t, "perf")
+	out, err := exec.Command("perf", "buildid-list", "-k").Output()
+	if err != nil {
+		t.Skipf("perf buildid-list -k: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != id.String() {
+		t.Errorf("kernel build-id %v, perf says %q", id, got)
+	}
+}
+
+// TestVDSO reads the vDSO out of our own memory and checks it with
+// debug/elf and readelf on a copy.
+func TestVDSO(t *testing.T) {
+	img, id, err := VDSO()
+	if err != nil {
+		t.Skipf("no vDSO readable here: %v", err)
+	}
+	if id.BuildID == nil {
+		t.Fatal("vDSO without a build-id")
+	}
+	p := filepath.Join(t.TempDir(), "vdso.so")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if want := readelfID(t, p); want != id.BuildID.String() {
+		t.Errorf("vDSO build-id %v, readelf says %q", id.BuildID, want)
+	}
+}
+
+func FuzzReadIdentity(f *testing.F) {
+	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+			break
+		}
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := ReadIdentity(bytes.NewReader(b), int64(len(b)))
+		if (err == nil) == (id == nil) {
+			t.Fatalf("id %v, err %v", id, err)
+		}
+		if id != nil && len(id.BuildID) > maxBuildIDLen {
+			t.Fatalf("build-id of %d bytes", len(id.BuildID))
+		}
+	})
+}

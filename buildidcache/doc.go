@@ -1,0 +1,42 @@
+// Package buildidcache finds the exact binary that a profile recorded, by
+// build-id, and proves it.
+//
+// It has three parts:
+//
+//   - Reading identities from ELF files: [ReadFileIdentity] and
+//     [ReadIdentity] return the GNU build-id (the NT_GNU_BUILD_ID note, any
+//     length), the Go build-id (.note.go.buildid), the .gnu_debuglink and how
+//     much debug information the file carries. [KernelBuildID] reads the
+//     running kernel's build-id from /sys/kernel/notes and [VDSO] the
+//     running vDSO's.
+//   - Looking binaries up: a [Resolver] runs an ordered chain of locators
+//     (perf's build-id cache, debug directories, debuginfod servers, the
+//     recorded path) and accepts a candidate only when its build-id matches.
+//     Each [Result] says which locator and which file answered, and which
+//     candidates were rejected and why.
+//   - Filling perf's cache: [Cache] adds, lists and prunes entries in the
+//     layout perf 6.x writes under ~/.debug, so perf itself reads them.
+//
+// The layout, the lookup order and the choices made where perf, elfutils and
+// this package differ are written down in docs/buildidcache.md.
+//
+// # Security
+//
+// Reading an identity reads only the ELF header, the program and section
+// header tables and the note, string-table and .gnu_debuglink bytes, each
+// bounded by the file's size and by fixed caps, so a hostile file costs a few
+// small reads and never a large allocation. No code here panics on malformed
+// input; errors carry the file name and byte offset ([FormatError]).
+//
+// File names that come from a perf.data file are untrusted. [Cache] cleans
+// every such name, refuses ".." components, NUL bytes and empty names, and
+// does every write through an [os.Root] opened on the cache directory, so
+// neither a crafted name nor a symlink planted inside the cache can make a
+// write land outside it. Writes go to a temporary name and are renamed into
+// place; a lookup never trusts a file it did not verify by build-id.
+//
+// Network access happens only when a debuginfod URL is configured, and every
+// downloaded file is checked against the build-id that was asked for; a file
+// with another build-id is deleted, not cached, and reported in
+// [Result.Rejected].
+package buildidcache
