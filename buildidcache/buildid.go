@@ -80,10 +80,10 @@ type DebugLevel int
 
 // Debug levels, from least to most useful.
 const (
-	DebugNone    DebugLevel = iota // no symbol table at all
-	DebugDynsym                    // only .dynsym (exported symbols)
-	DebugSymtab                    // a full .symtab, .gnu_debugdata (MiniDebugInfo) or kallsyms
-	DebugDWARF                     // .debug_info: lines and inlines
+	DebugNone   DebugLevel = iota // no symbol table at all
+	DebugDynsym                   // only .dynsym (exported symbols)
+	DebugSymtab                   // a full .symtab, .gnu_debugdata (MiniDebugInfo) or kallsyms
+	DebugDWARF                    // .debug_info: lines and inlines
 )
 
 func (l DebugLevel) String() string {
