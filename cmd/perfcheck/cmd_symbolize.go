@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/symbolize"
+)
+
+func init() {
+	register(&command{
+		name:    "symbolize",
+		usage:   "perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]",
+		summary: "addr2line-style: function, then file:line, inlines expanded",
+		run:     runSymbolize,
+	})
+}
+
+// symbolizeFrameJSON is one frame in --json output.
+type symbolizeFrameJSON struct {
+	Function string `json:"function,omitempty"`
+	RawName  string `json:"raw_name,omitempty"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+	Inlined  bool   `json:"inlined,omitempty"`
+}
+
+// symbolizeAddrJSON is the answer for one address in --json output.
+type symbolizeAddrJSON struct {
+	Address string               `json:"address"`
+	Frames  []symbolizeFrameJSON `json:"frames"`
+	Error   string               `json:"error,omitempty"`
+}
+
+func runSymbolize(args []string, stdout, stderr io.Writer) int {
+	const name = "symbolize"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	exe := fs.String("e", "", "binary, kallsyms or perf-PID.map file to symbolize against")
+	fs.StringVar(exe, "exe", "", "same as -e")
+	buildID := fs.String("build-id", "", "locate the binary by this build-id instead of -e (needs the build-id cache)")
+	inlines := fs.Bool("inlines", false, "print the callers of inlined functions too, leaf first (addr2line -i)")
+	fs.BoolVar(inlines, "i", false, "same as --inlines")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	dem := fs.Bool("demangle", true, "demangle C++ and Rust names")
+	addrs := fs.Bool("a", false, "print each address before its frames (addr2line -a)")
+	debugFile := fs.Bool("debug-file", true, "look for a separate debug file (build-id, .gnu_debuglink) in the standard places")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]")
+		fmt.Fprintln(stderr, "Addresses are file addresses (as in the binary's symbol table), hex with or without 0x;")
+		fmt.Fprintln(stderr, "with none given they are read from stdin, one or more per line.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	if *buildID != "" && *exe != "" {
+		return errorf(stderr, name, "give -e or --build-id, not both")
+	}
+	if *buildID != "" {
+		// TODO(symbolize): resolve through buildidcache's Resolver once it
+		// exposes a lookup by build-id; until then say what is missing.
+		return errorf(stderr, name, "--build-id needs buildidcache lookup by build-id, which is not available yet; use -e FILE")
+	}
+	if *exe == "" {
+		return errorf(stderr, name, "missing -e FILE")
+	}
+	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
+	b, err := symbolize.Open(*exe, opts)
+	if err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	defer b.Close()
+
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	var results []symbolizeAddrJSON
+	var frames []symbolize.Frame
+	status := exitOK
+	one := func(tok string) {
+		addr, perr := parseAddr(tok)
+		if perr != nil {
+			fmt.Fprintf(stderr, "perfcheck %s: bad address %q\n", name, tok)
+			status = exitError
+			return
+		}
+		var lerr error
+		frames, lerr = b.Frames(addr, frames)
+		if *jsonOut {
+			r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolizeFrameJSON{}}
+			if lerr != nil && !errors.Is(lerr, symbolize.ErrUnknownAddr) {
+				r.Error = lerr.Error()
+			}
+			fr := frames
+			if !*inlines && len(fr) > 1 {
+				fr = fr[:1]
+			}
+			for _, f := range fr {
+				r.Frames = append(r.Frames, symbolizeFrameJSON(f))
+			}
+			results = append(results, r)
+			return
+		}
+		if *addrs {
+			fmt.Fprintf(w, "0x%016x\n", addr)
+		}
+		if lerr != nil && !errors.Is(lerr, symbolize.ErrUnknownAddr) {
+			fmt.Fprintf(stderr, "perfcheck %s: %#x: %v\n", name, addr, lerr)
+		}
+		if len(frames) == 0 {
+			fmt.Fprint(w, "??\n??:0\n")
+			return
+		}
+		fr := frames
+		if !*inlines {
+			fr = fr[:1]
+		}
+		for _, f := range fr {
+			fn := f.Function
+			if fn == "" {
+				fn = "??"
+			}
+			file := f.File
+			if file == "" {
+				file = "??"
+			}
+			// addr2line prints "?" for an unknown line of a known
+			// address, "??:0" only for an address it cannot place.
+			line := "?"
+			if f.Line > 0 {
+				line = strconv.Itoa(f.Line)
+			}
+			fmt.Fprintf(w, "%s\n%s:%s\n", fn, file, line)
+		}
+	}
+	if fs.NArg() > 0 {
+		for _, a := range fs.Args() {
+			one(a)
+		}
+	} else {
+		sc := bufio.NewScanner(os.Stdin)
+		if in, ok := stdinOverride.(io.Reader); ok && in != nil {
+			sc = bufio.NewScanner(in)
+		}
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			for _, tok := range strings.Fields(sc.Text()) {
+				one(tok)
+			}
+			if !*jsonOut {
+				w.Flush() // answer each line as it comes, for pipes
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return errorf(stderr, name, "reading stdin: %v", err)
+		}
+	}
+	if *jsonOut {
+		if results == nil {
+			results = []symbolizeAddrJSON{}
+		}
+		if err := writeJSON(w, results); err != nil {
+			return errorf(stderr, name, "%v", err)
+		}
+	}
+	return status
+}
+
+// stdinOverride lets tests feed stdin to runSymbolize in-process.
+var stdinOverride any
+
+// parseAddr reads a hex address, with or without 0x, as addr2line does.
+func parseAddr(s string) (uint64, error) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	return strconv.ParseUint(s, 16, 64)
+}

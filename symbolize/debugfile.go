@@ -1,0 +1,179 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/ulikunitz/xz"
+)
+
+// parseDebugLink decodes a .gnu_debuglink section: a NUL-terminated file
+// name, padding to 4 bytes, then the CRC-32 of the debug file.
+func parseDebugLink(d []byte, bo binary.ByteOrder) (string, uint32) {
+	i := bytes.IndexByte(d, 0)
+	if i <= 0 {
+		return "", 0
+	}
+	name := string(d[:i])
+	off := (i + 1 + 3) &^ 3
+	if off+4 > len(d) {
+		return name, 0
+	}
+	return name, bo.Uint32(d[off:])
+}
+
+// DefaultDebugDir is where distributions install separate debug files.
+const DefaultDebugDir = "/usr/lib/debug"
+
+// DefaultDebugFile looks for a separate debug file where gdb and addr2line
+// do: by build-id under /usr/lib/debug/.build-id/xx/yyyy.debug, then by
+// debuglink name next to the binary, in its .debug subdirectory, and under
+// /usr/lib/debug followed by the binary's directory.
+func DefaultDebugFile(q DebugQuery) (string, error) {
+	var tried []string
+	if len(q.BuildID) >= 2 {
+		h := hex.EncodeToString(q.BuildID)
+		p := filepath.Join(DefaultDebugDir, ".build-id", h[:2], h[2:]+".debug")
+		if fileExists(p) {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	if q.DebugLink != "" && q.Path != "" {
+		dir := filepath.Dir(q.Path)
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		for _, p := range []string{
+			filepath.Join(dir, q.DebugLink),
+			filepath.Join(dir, ".debug", q.DebugLink),
+			filepath.Join(DefaultDebugDir, dir, q.DebugLink),
+		} {
+			if p == q.Path {
+				continue
+			}
+			if fileExists(p) {
+				return p, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	return "", fmt.Errorf("%w: no debug file for %s (tried %v)", ErrNotFound, q.Path, tried)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// hasDWARF reports whether ef carries DWARF line or info data of its own
+// (an --only-keep-debug file or an unstripped binary), not NOBITS
+// placeholders.
+func hasDWARF(ef *elf.File) bool {
+	for _, name := range []string{".debug_info", ".zdebug_info"} {
+		if s := ef.Section(name); s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// openDebugFile asks the locator for the separate debug file and checks it
+// belongs to b: same build-id when both have one, else the debuglink CRC.
+func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
+	if b.opts.NoDebugFile || (len(b.buildID) == 0 && b.debugLink == "") {
+		return nil, nil, "", nil
+	}
+	loc := b.opts.DebugFile
+	if loc == nil {
+		loc = DefaultDebugFile
+	}
+	p, err := loc(DebugQuery{Path: b.path, BuildID: b.buildID, DebugLink: b.debugLink, DebugLinkCRC: b.linkCRC})
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil, "", nil
+		}
+		return nil, nil, "", err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var ef *elf.File
+	err = safely(p, func() error {
+		var err error
+		ef, err = elf.NewFile(f)
+		return err
+	})
+	if err != nil {
+		f.Close()
+		return nil, nil, "", fmt.Errorf("debug file %s: %w", p, err)
+	}
+	if id := elfBuildID(ef); len(b.buildID) > 0 && len(id) > 0 {
+		if !bytes.Equal(id, b.buildID) {
+			f.Close()
+			return nil, nil, "", fmt.Errorf("debug file %s has build-id %x, %s has %x", p, id, b.path, b.buildID)
+		}
+	} else if b.debugLink != "" {
+		h := crc32.NewIEEE()
+		if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+			f.Close()
+			return nil, nil, "", err
+		}
+		if h.Sum32() != b.linkCRC {
+			f.Close()
+			return nil, nil, "", fmt.Errorf("debug file %s: CRC %08x, debuglink of %s wants %08x", p, h.Sum32(), b.path, b.linkCRC)
+		}
+	}
+	return f, ef, p, nil
+}
+
+// maxMiniDebugInfo bounds the decompressed MiniDebugInfo: xz rarely
+// compresses a symbol table more than 20-fold, and 256 MiB is far beyond
+// any real one.
+const maxMiniDebugInfo = 256 << 20
+
+// miniDebugInfo decompresses .gnu_debugdata (Fedora/RHEL MiniDebugInfo, an
+// xz-compressed ELF holding a .symtab of the functions .dynsym lacks) and
+// returns it, nil when absent.
+func (b *Binary) miniDebugInfo() (*elf.File, error) {
+	s := b.ef.Section(".gnu_debugdata")
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	comp, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+	}
+	zr, err := xz.NewReader(bytes.NewReader(comp))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+	}
+	limit := int64(len(comp)) * 50
+	limit = min(max(limit, 1<<20), maxMiniDebugInfo)
+	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x decompresses beyond %d bytes", ErrMalformed, b.path, s.Offset, limit)
+	}
+	var mini *elf.File
+	err = safely(b.path+" .gnu_debugdata", func() error {
+		var err error
+		mini, err = elf.NewFile(bytes.NewReader(data))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: .gnu_debugdata: %v", ErrMalformed, b.path, err)
+	}
+	return mini, nil
+}

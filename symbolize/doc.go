@@ -1,0 +1,33 @@
+// Package symbolize turns addresses inside a binary into frames: function
+// name, source file, line and column, with inlined frames expanded leaf
+// first, as addr2line -f -i and llvm-symbolizer do.
+//
+// Open a binary with [Open] (or share opened binaries through a [Set], which
+// opens each path once, bounds how many stay open and is safe for concurrent
+// use), convert a runtime address to a file address with [Binary.Bias], and
+// ask [Binary.Frames]. Callers never name a backend: a [Binary] consults, in
+// order, DWARF (its own or a separate debug file found through
+// [Options.DebugFile]), the Go pclntab, and the ELF symbol tables (.symtab,
+// .dynsym, MiniDebugInfo, synthesized foo@plt entries). Text symbol lists —
+// kallsyms and perf's /tmp/perf-PID.map — open through the same [Open] and
+// answer through the same [Symbolizer] interface. docs/symbolize.md gives the
+// address mapping rules, the order of backends and the known differences with
+// addr2line and llvm-symbolizer.
+//
+// Indexes are built lazily: opening reads only the ELF headers; the symbol
+// table is sorted on the first lookup, and DWARF is indexed one compilation
+// unit at a time, when an address first falls in it. After that a lookup
+// allocates nothing when the caller passes back the buffer of the previous
+// call.
+//
+// # Security
+//
+// Binaries are untrusted input. Every call into debug/elf, debug/dwarf and
+// debug/gosym, which may panic on malformed input, goes through one wrapper
+// that turns a panic into an error naming the file ([ErrMalformed]); a
+// malformed binary yields an error, never a crash. Decompressed sections
+// (MiniDebugInfo) are read with a size bound derived from the input. The
+// package only reads files: it never writes, renames or deletes anything,
+// and it opens only the paths it is given plus the separate debug file the
+// [Options.DebugFile] locator returns.
+package symbolize

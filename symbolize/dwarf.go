@@ -1,0 +1,522 @@
+package symbolize
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// dwarfIndex answers lookups from DWARF. The unit table (address ranges of
+// each compilation unit) is built when the index is created; a unit's line
+// rows and function/inline tree are decoded the first time an address falls
+// in it, under mu, and published with an atomic pointer so that lookups in
+// decoded units take no lock.
+type dwarfIndex struct {
+	d    *dwarf.Data
+	ef   *elf.File // the file the DWARF came from (binary or debug file)
+	name string    // its path, for errors
+
+	ranges []cuRange // sorted by lo
+	maxHi  []uint64  // prefix maximum of ranges[i].hi
+	units  []unitSlot
+
+	mu    sync.Mutex // serializes decoding (debug/dwarf readers share caches)
+	names map[dwarf.Offset]dieName
+	exec  [][2]uint64 // executable sections of the running binary
+}
+
+type cuRange struct {
+	lo, hi uint64
+	unit   int32
+}
+
+type unitSlot struct {
+	entry *dwarf.Entry
+	info  atomic.Pointer[unitInfo]
+	err   error // decoding error, kept so it is reported once per lookup
+}
+
+// lineRow is one row of a unit's line table. end marks an end_sequence
+// row: addresses from it up to the next row have no line.
+type lineRow struct {
+	addr uint64
+	file uint32
+	line uint32
+	col  uint32
+	end  bool
+}
+
+// scope is a function (subprogram) or an inlined call in a unit. Children
+// of a scope are the inlined calls directly inside it.
+type scope struct {
+	ranges            [][2]uint64
+	name              string // linkage name when known, else DW_AT_name
+	parent            int32  // -1 for a subprogram
+	children          []int32
+	callFile          uint32 // inlined calls: where the call was
+	callLine, callCol uint32
+}
+
+type unitInfo struct {
+	files  []string
+	rows   []lineRow
+	scopes []scope
+	roots  []rootRange // subprogram ranges, sorted by lo
+	rootHi []uint64    // prefix maximum of roots[i].hi
+}
+
+type rootRange struct {
+	lo, hi uint64
+	scope  int32
+}
+
+type dieName struct {
+	name string
+	ok   bool
+}
+
+// loadDWARF returns the DWARF index of the binary or of its separate debug
+// file, nil when there is none (or it cannot be decoded: the error is kept
+// in b.dwErr and the symbol table still answers).
+func (b *Binary) loadDWARF() *dwarfIndex {
+	b.dwOnce.Do(func() {
+		if b.ef == nil {
+			return
+		}
+		ef, name := b.ef, b.path
+		if !hasDWARF(ef) {
+			f, def, p, err := b.openDebugFile()
+			if err != nil {
+				b.dwErr = err
+				return
+			}
+			if def == nil {
+				return
+			}
+			if !hasDWARF(def) {
+				// A debug file with only a .symtab still helps the
+				// symbol table of a stripped binary.
+				b.dbgFile, b.dbgPath = f, p
+				b.dw = &dwarfIndex{ef: def, name: p}
+				return
+			}
+			b.dbgFile, b.dbgPath = f, p
+			ef, name = def, p
+		}
+		dw, err := newDWARFIndex(ef, name, b.execRange)
+		if err != nil {
+			b.dwErr = err
+			if b.dbgFile != nil {
+				b.dw = &dwarfIndex{ef: ef, name: name}
+			}
+			return
+		}
+		b.dw = dw
+	})
+	return b.dw
+}
+
+func newDWARFIndex(ef *elf.File, name string, exec [][2]uint64) (*dwarfIndex, error) {
+	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
+	err := safely(name, func() error {
+		d, err := ef.DWARF()
+		if err != nil {
+			return err
+		}
+		x.d = d
+		r := d.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				break
+			}
+			if e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit {
+				r.SkipChildren()
+				continue
+			}
+			u := int32(len(x.units))
+			x.units = append(x.units, unitSlot{entry: e})
+			rs, err := d.Ranges(e)
+			if err == nil {
+				for _, rg := range rs {
+					if rg[1] > rg[0] && x.inExec(rg[0]) {
+						x.ranges = append(x.ranges, cuRange{rg[0], rg[1], u})
+					}
+				}
+			}
+			r.SkipChildren()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
+	}
+	x.units = append([]unitSlot(nil), x.units...) // exact size
+	sort.Slice(x.ranges, func(i, j int) bool { return x.ranges[i].lo < x.ranges[j].lo })
+	x.maxHi = make([]uint64, len(x.ranges))
+	var m uint64
+	for i, r := range x.ranges {
+		m = max(m, r.hi)
+		x.maxHi[i] = m
+	}
+	return x, nil
+}
+
+// inExec reports whether addr lies in an executable section of the running
+// binary. Code the linker discarded (--gc-sections, COMDAT duplicates)
+// keeps its DWARF with addresses at or near 0; those ranges would shadow
+// real code and are dropped, as addr2line and llvm-symbolizer skip them.
+func (x *dwarfIndex) inExec(addr uint64) bool {
+	if len(x.exec) == 0 {
+		return true // ET_REL or no section headers: nothing to check against
+	}
+	for _, r := range x.exec {
+		if r[0] <= addr && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// unitsFor calls fn for each unit whose ranges contain addr, innermost
+// (latest start) first, until fn returns true.
+func (x *dwarfIndex) unitsFor(addr uint64, fn func(u int32) bool) {
+	i := sort.Search(len(x.ranges), func(i int) bool { return x.ranges[i].lo > addr }) - 1
+	for ; i >= 0 && x.maxHi[i] > addr; i-- {
+		if r := x.ranges[i]; addr < r.hi {
+			if fn(r.unit) {
+				return
+			}
+		}
+	}
+}
+
+// frames looks addr up in DWARF. ok is false when no unit with a line for
+// addr covers it.
+func (x *dwarfIndex) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok bool, err error) {
+	if x.d == nil {
+		return buf, false, nil
+	}
+	out = buf
+	x.unitsFor(addr, func(u int32) bool {
+		ui, uerr := x.unit(u)
+		if uerr != nil {
+			err = uerr
+			return true
+		}
+		out, ok = ui.frames(b, addr, buf[:0])
+		return ok
+	})
+	return out, ok, err
+}
+
+func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
+	s := &x.units[u]
+	if ui := s.info.Load(); ui != nil {
+		return ui, nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if ui := s.info.Load(); ui != nil {
+		return ui, nil
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	var ui *unitInfo
+	err := safely(x.name, func() error {
+		var err error
+		ui, err = x.decodeUnit(s.entry)
+		return err
+	})
+	if err != nil {
+		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, err)
+		return nil, s.err
+	}
+	s.info.Store(ui)
+	return ui, nil
+}
+
+func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
+	rows := ui.rows
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
+	if i < 0 || rows[i].end {
+		return buf, false
+	}
+	row := &rows[i]
+	// Innermost chain of scopes containing addr.
+	var chain [32]int32
+	n := 0
+	j := sort.Search(len(ui.roots), func(j int) bool { return ui.roots[j].lo > addr }) - 1
+	for ; j >= 0 && ui.rootHi[j] > addr; j-- {
+		if r := ui.roots[j]; addr < r.hi {
+			chain[0] = r.scope
+			n = 1
+			break
+		}
+	}
+	for n > 0 && n < len(chain) {
+		cur := &ui.scopes[chain[n-1]]
+		next := int32(-1)
+		for _, c := range cur.children {
+			if ui.scopes[c].contains(addr) {
+				next = c
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		chain[n] = next
+		n++
+	}
+	file, line, col := ui.file(row.file), int(row.line), int(row.col)
+	if n == 0 {
+		return append(buf, Frame{File: file, Line: line, Column: col}), true
+	}
+	for k := n - 1; k >= 0; k-- {
+		s := &ui.scopes[chain[k]]
+		buf = append(buf, Frame{
+			Function: b.demangle(s.name),
+			RawName:  s.name,
+			File:     file,
+			Line:     line,
+			Column:   col,
+			Inlined:  k > 0,
+		})
+		file, line, col = ui.file(s.callFile), int(s.callLine), int(s.callCol)
+	}
+	return buf, true
+}
+
+func (ui *unitInfo) file(i uint32) string {
+	if int(i) < len(ui.files) {
+		return ui.files[i]
+	}
+	return ""
+}
+
+func (s *scope) contains(addr uint64) bool {
+	for _, r := range s.ranges {
+		if r[0] <= addr && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeUnit reads one unit's line table and its subprogram/inlined
+// subroutine tree. Called with x.mu held.
+func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
+	ui := &unitInfo{}
+	lr, err := x.d.LineReader(cu)
+	if err != nil {
+		return nil, err
+	}
+	fileIdx := map[*dwarf.LineFile]uint32{}
+	if lr != nil {
+		var e dwarf.LineEntry
+		seqStart := 0
+		for {
+			if err := lr.Next(&e); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, err
+			}
+			fi, seen := fileIdx[e.File]
+			if !seen {
+				fi = uint32(len(ui.files))
+				name := ""
+				if e.File != nil {
+					name = e.File.Name
+				}
+				ui.files = append(ui.files, name)
+				fileIdx[e.File] = fi
+			}
+			ui.rows = append(ui.rows, lineRow{addr: e.Address, file: fi, line: uint32(e.Line), col: uint32(e.Column), end: e.EndSequence})
+			if e.EndSequence {
+				// Drop sequences of discarded code (see inExec).
+				if seqStart < len(ui.rows) && !x.inExec(ui.rows[seqStart].addr) {
+					ui.rows = ui.rows[:seqStart]
+				}
+				seqStart = len(ui.rows)
+			}
+		}
+		ui.rows = ui.rows[:seqStart] // an unterminated sequence has no extent
+	}
+	// The file table as attributes (DW_AT_call_file) index it; map each
+	// entry to our string table.
+	var callFiles []uint32
+	if lr != nil {
+		for _, lf := range lr.Files() {
+			fi, seen := fileIdx[lf]
+			if !seen {
+				fi = uint32(len(ui.files))
+				name := ""
+				if lf != nil {
+					name = lf.Name
+				}
+				ui.files = append(ui.files, name)
+				fileIdx[lf] = fi
+			}
+			callFiles = append(callFiles, fi)
+		}
+	}
+	sort.SliceStable(ui.rows, func(i, j int) bool {
+		a, b := &ui.rows[i], &ui.rows[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		return a.end && !b.end // a sequence starting where another ends wins
+	})
+
+	// Walk the DIE tree. stack holds, per open DIE with children, the
+	// scope that encloses its descendants (-1 outside any function).
+	r := x.d.Reader()
+	r.Seek(cu.Offset)
+	if _, err := r.Next(); err != nil {
+		return nil, err
+	}
+	stack := []int32{-1}
+	if !cu.Children {
+		stack = nil
+	}
+	for len(stack) > 0 {
+		e, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		cur := stack[len(stack)-1]
+		encl := cur
+		switch e.Tag {
+		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+			rs, err := x.d.Ranges(e)
+			if err != nil || len(rs) == 0 {
+				break
+			}
+			if e.Tag == dwarf.TagInlinedSubroutine && cur < 0 {
+				break
+			}
+			if e.Tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
+				break
+			}
+			sc := scope{ranges: rs, parent: -1, name: x.nameOf(e, 0)}
+			if e.Tag == dwarf.TagInlinedSubroutine {
+				sc.parent = cur
+				if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(callFiles) {
+					sc.callFile = callFiles[v]
+				} else {
+					sc.callFile = ^uint32(0)
+				}
+				if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok && v > 0 {
+					sc.callLine = uint32(v)
+				}
+				if v, ok := e.Val(dwarf.AttrCallColumn).(int64); ok && v > 0 {
+					sc.callCol = uint32(v)
+				}
+			}
+			id := int32(len(ui.scopes))
+			ui.scopes = append(ui.scopes, sc)
+			if sc.parent >= 0 {
+				ui.scopes[sc.parent].children = append(ui.scopes[sc.parent].children, id)
+			} else {
+				for _, rg := range rs {
+					if rg[1] > rg[0] {
+						ui.roots = append(ui.roots, rootRange{rg[0], rg[1], id})
+					}
+				}
+			}
+			encl = id
+		case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+			dwarf.TagEnumerationType, dwarf.TagVariable, dwarf.TagFormalParameter,
+			dwarf.TagSubroutineType, dwarf.TagArrayType, dwarf.TagBaseType,
+			dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
+			dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
+			// Nothing below these holds code ranges of interest.
+			r.SkipChildren()
+			continue
+		}
+		if e.Children {
+			stack = append(stack, encl)
+		}
+	}
+	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
+	ui.rootHi = make([]uint64, len(ui.roots))
+	var m uint64
+	for i, r := range ui.roots {
+		m = max(m, r.hi)
+		ui.rootHi[i] = m
+	}
+	return ui, nil
+}
+
+// nameOf returns the linkage name of a subprogram DIE, else its DW_AT_name,
+// following DW_AT_abstract_origin and DW_AT_specification (an inlined or
+// out-of-line instance names nothing itself). depth bounds reference
+// cycles in malformed input.
+func (x *dwarfIndex) nameOf(e *dwarf.Entry, depth int) string {
+	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
+		return n
+	}
+	if n, ok := e.Val(0x2007).(string); ok && n != "" { // DW_AT_MIPS_linkage_name
+		return n
+	}
+	name, _ := e.Val(dwarf.AttrName).(string)
+	if depth > 8 {
+		return name
+	}
+	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+		off, ok := e.Val(a).(dwarf.Offset)
+		if !ok {
+			continue
+		}
+		if n := x.nameAt(off, depth+1); n != "" {
+			// The referenced DIE's linkage name beats our plain name;
+			// its plain name only fills a gap.
+			if name == "" || n != name {
+				if isLinkage(n) || name == "" {
+					return n
+				}
+			}
+		}
+	}
+	return name
+}
+
+func isLinkage(n string) bool {
+	return len(n) > 2 && (n[:2] == "_Z" || n[:2] == "_R")
+}
+
+func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) string {
+	if dn, ok := x.names[off]; ok {
+		return dn.name
+	}
+	r := x.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	n := ""
+	if err == nil && e != nil {
+		n = x.nameOf(e, depth)
+	}
+	x.names[off] = dieName{name: n, ok: err == nil}
+	return n
+}
+
+// tagGNUCallSite is DW_TAG_GNU_call_site, GCC's pre-DWARF 5 call site.
+const tagGNUCallSite dwarf.Tag = 0x4109

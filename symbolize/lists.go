@@ -1,0 +1,155 @@
+package symbolize
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// maxListLine bounds one line of a kallsyms or perf map file; longer lines
+// (C++ JIT names can be long, but not megabytes) are an error.
+const maxListLine = 64 << 10
+
+// kallsymsLastSize is the extent given to the last symbol of a kallsyms
+// listing, which has no successor to end it: a page, as perf's
+// symbols__fixup_end rounds it.
+const kallsymsLastSize = 4096
+
+// readLines calls fn with each line of r (without the newline) and its
+// byte offset, stopping at the first error.
+func readLines(r *bufio.Reader, name string, fn func(line string, off int64) error) error {
+	var off int64
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// Reassemble a long line, within bounds.
+			buf := append([]byte(nil), line...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(buf) <= maxListLine {
+				line, err = r.ReadSlice('\n')
+				buf = append(buf, line...)
+			}
+			if len(buf) > maxListLine {
+				return fmt.Errorf("%w: %s: line at offset %d longer than %d bytes", ErrMalformed, name, off, maxListLine)
+			}
+			line = buf
+		}
+		if len(line) > 0 {
+			s := strings.TrimRight(string(line), "\r\n")
+			if ferr := fn(s, off); ferr != nil {
+				return ferr
+			}
+			off += int64(len(line))
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+}
+
+// readKallsyms parses "ADDR TYPE NAME [MODULE]" lines, keeping text symbols
+// (types t, T, w, W) as perf's kallsyms__parse callers do for the kernel
+// map. Symbols have no sizes: each extends to the next one. Addresses that
+// are all zero (kptr_restrict hid them) make the listing useless and are an
+// error.
+func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
+	var raw []rawSym
+	nonZero := false
+	lines := 0
+	err := readLines(r, name, func(line string, off int64) error {
+		if line == "" {
+			return nil
+		}
+		lines++
+		f := strings.Fields(line)
+		if len(f) < 3 || len(f[1]) != 1 {
+			return fmt.Errorf("%w: %s: offset %d: not a kallsyms line: %.60q", ErrMalformed, name, off, line)
+		}
+		addr, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w: %s: offset %d: bad address %.20q", ErrMalformed, name, off, f[0])
+		}
+		if addr != 0 {
+			nonZero = true
+		}
+		switch f[1][0] {
+		case 't', 'T', 'w', 'W':
+		default:
+			return nil
+		}
+		rank := 0
+		switch f[1][0] {
+		case 'w', 'W':
+			rank = 1
+		case 't':
+			rank = 2
+		}
+		raw = append(raw, rawSym{value: addr, name: f[2], rank: rank, limit: ^uint64(0)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lines > 0 && !nonZero {
+		return nil, fmt.Errorf("%w: %s: every address is zero (kernel.kptr_restrict hides them)", ErrMalformed, name)
+	}
+	if lines == 0 {
+		return nil, fmt.Errorf("%w: %s: empty kallsyms", ErrMalformed, name)
+	}
+	t := buildSymTable(raw)
+	if n := len(t.syms); n > 0 && t.syms[n-1].end == ^uint64(0) {
+		t.syms[n-1].end = t.syms[n-1].start + kallsymsLastSize
+		t.maxEnd[n-1] = t.syms[n-1].end
+	}
+	return t, nil
+}
+
+// readPerfMap parses a perf JIT map: "START SIZE NAME" with START and SIZE
+// in hex (with or without 0x) and NAME the rest of the line, as written by
+// JITs for perf (tools/perf/Documentation/jit-interface.txt). A later line
+// for the same start wins: JITs reuse code addresses after freeing code.
+func readPerfMap(r *bufio.Reader, name string) (*symTable, error) {
+	var entries []symbol
+	err := readLines(r, name, func(line string, off int64) error {
+		if strings.TrimSpace(line) == "" {
+			return nil
+		}
+		a, rest, ok1 := strings.Cut(line, " ")
+		s, n, ok2 := strings.Cut(rest, " ")
+		if !ok1 || !ok2 {
+			return fmt.Errorf("%w: %s: offset %d: not a perf map line: %.60q", ErrMalformed, name, off, line)
+		}
+		start, err1 := strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64)
+		size, err2 := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if err1 != nil || err2 != nil || start+size < start {
+			return fmt.Errorf("%w: %s: offset %d: bad address or size in %.60q", ErrMalformed, name, off, line)
+		}
+		entries = append(entries, symbol{start: start, end: start + size, name: n})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Stable sort keeps file order among equal starts; keep the last.
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].start < entries[j].start })
+	t := &symTable{}
+	for i := range entries {
+		if i+1 < len(entries) && entries[i+1].start == entries[i].start {
+			continue
+		}
+		t.syms = append(t.syms, entries[i])
+	}
+	t.maxEnd = make([]uint64, len(t.syms))
+	var m uint64
+	for i, s := range t.syms {
+		m = max(m, s.end)
+		t.maxEnd[i] = m
+	}
+	return t, nil
+}

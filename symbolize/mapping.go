@@ -1,0 +1,92 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"fmt"
+)
+
+// Mapping is where a binary was mapped in a process, as perf's MMAP and
+// MMAP2 records (and /proc/PID/maps) give it: [Start, Limit) at file
+// offset Offset.
+type Mapping struct {
+	Start, Limit, Offset uint64
+	// Kernel marks perf's kernel map ([kernel.kallsyms]_text): then
+	// Offset is not a file offset but the runtime address of the
+	// relocation reference symbol (_text), as perf_event__synthesize_
+	// kernel_mmap in tools/perf/util/synthetic-events.c writes it.
+	Kernel bool
+}
+
+// Bias returns the load bias of the binary in mapping m: a runtime address
+// a in m is the file address a - bias (uint64 arithmetic wraps, so a bias
+// that is "negative" works too). Compute it once per mapping.
+//
+// For an ELF executable or library it comes from the PT_LOAD segment that
+// holds file offset m.Offset: file address = a - Start + Offset - p_offset +
+// p_vaddr. That one rule is right for non-PIE executables (bias 0), PIE and
+// shared libraries (any number of segments, whichever of them m maps),
+// prelinked and non-zero-based objects and the vdso. For vmlinux with
+// m.Kernel it is the KASLR slide: m.Offset minus the file's _text (else
+// _stext) address. For a kernel module (ET_REL) the mapping starts at the
+// module's .text, as perf places it, and file addresses are .text offsets.
+// kallsyms and perf maps hold runtime addresses: their bias is 0.
+func (b *Binary) Bias(m Mapping) (uint64, error) {
+	if b.kind != KindELF {
+		return 0, nil
+	}
+	if m.Kernel {
+		if m.Offset == 0 {
+			return 0, nil
+		}
+		for _, name := range []string{"_text", "_stext"} {
+			if v, ok := b.symbolValue(name); ok {
+				return m.Offset - v, nil
+			}
+		}
+		return 0, fmt.Errorf("%s: %w: kernel image has neither _text nor _stext", b.path, ErrNoMapping)
+	}
+	if b.ef.Type == elf.ET_REL {
+		return m.Start, nil
+	}
+	for _, p := range b.loads {
+		// The mapping's offset is page aligned; the segment's need not
+		// be, so compare against the page holding its first byte.
+		lo := p.Off &^ (pageSize(p.Align) - 1)
+		if lo <= m.Offset && m.Offset < p.Off+p.Filesz {
+			return m.Start - m.Offset + p.Off - p.Vaddr, nil
+		}
+	}
+	if len(b.loads) == 0 {
+		return m.Start - m.Offset, nil
+	}
+	return 0, fmt.Errorf("%s: %w: offset %#x", b.path, ErrNoMapping, m.Offset)
+}
+
+func pageSize(align uint64) uint64 {
+	if align >= 4096 && align&(align-1) == 0 {
+		return 4096
+	}
+	return 1
+}
+
+// symbolValue finds a symbol's value in .symtab (then .dynsym) by name.
+func (b *Binary) symbolValue(name string) (uint64, bool) {
+	var v uint64
+	var found bool
+	_ = safely(b.path, func() error {
+		for _, read := range []func() ([]elf.Symbol, error){b.ef.Symbols, b.ef.DynamicSymbols} {
+			syms, err := read()
+			if err != nil {
+				continue
+			}
+			for _, s := range syms {
+				if s.Name == name {
+					v, found = s.Value, true
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+	return v, found
+}

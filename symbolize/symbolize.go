@@ -1,0 +1,403 @@
+package symbolize
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Sentinel errors; every error this package returns wraps one of them (or an
+// *os.PathError from opening a file).
+var (
+	// ErrUnknownAddr means no backend knows the address: it is outside
+	// every function and symbol of the binary.
+	ErrUnknownAddr = errors.New("symbolize: address not found")
+	// ErrMalformed means the binary or one of its tables could not be
+	// decoded; the message names the file and, where known, the offset.
+	ErrMalformed = errors.New("symbolize: malformed input")
+	// ErrNotFound is what an [Options.DebugFile] locator returns when it
+	// has no separate debug file for the binary.
+	ErrNotFound = errors.New("symbolize: not found")
+	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
+	// segment of the binary, so its load bias cannot be computed.
+	ErrNoMapping = errors.New("symbolize: mapping not covered by a PT_LOAD segment")
+	// ErrClosed is returned by lookups on a closed Binary or Set.
+	ErrClosed = errors.New("symbolize: closed")
+)
+
+// Frame is one source-level frame. Frames returns them leaf first: the
+// innermost inlined function, then the functions it was inlined into, then
+// the function that holds the code.
+type Frame struct {
+	// Function is the demangled function name ([Options.NoDemangle]
+	// keeps it raw). Empty when unknown.
+	Function string
+	// RawName is the name as stored in the binary: the linkage (mangled)
+	// name when the debug info or symbol table has one.
+	RawName string
+	// File is the source file, a full path when the debug info gives
+	// one. Empty when unknown.
+	File string
+	// Line and Column are 1-based; 0 means unknown.
+	Line   int
+	Column int
+	// Inlined is true when this frame's code was inlined into the next
+	// frame of the slice (every frame but the last of a lookup).
+	Inlined bool
+}
+
+// Symbolizer resolves addresses of one binary. addr is a file address (an
+// ELF virtual address as in the file's symbol table: see [Binary.Bias] for
+// runtime addresses). Frames overwrites buf from its start and returns the
+// frames leaf first; passing back the previous result avoids allocation. An
+// address no backend knows gives [ErrUnknownAddr] and no frames.
+type Symbolizer interface {
+	Frames(addr uint64, buf []Frame) ([]Frame, error)
+}
+
+// DebugQuery describes the separate debug file a binary asks for.
+type DebugQuery struct {
+	Path         string // the binary's path
+	BuildID      []byte // its NT_GNU_BUILD_ID, nil when it has none
+	DebugLink    string // the .gnu_debuglink file name, "" when absent
+	DebugLinkCRC uint32 // CRC-32 of the debug file named by DebugLink
+}
+
+// Options tune a Binary. The zero value demangles and looks for separate
+// debug files in the standard places ([DefaultDebugFile]).
+type Options struct {
+	// NoDemangle leaves Frame.Function equal to Frame.RawName.
+	NoDemangle bool
+	// DebugFile locates the separate debug file of a binary whose own
+	// file has no DWARF. It returns the path, or an error wrapping
+	// [ErrNotFound]. The returned file is checked (build-id, else the
+	// debuglink CRC) before use. nil means [DefaultDebugFile]; use
+	// NoDebugFile to disable the search.
+	DebugFile func(q DebugQuery) (string, error)
+	// NoDebugFile disables the search for separate debug files.
+	NoDebugFile bool
+}
+
+// Kind says what a Binary was opened from.
+type Kind int
+
+const (
+	KindELF      Kind = iota // an ELF executable, library, vdso, vmlinux or module
+	KindKallsyms             // a kallsyms text file (/proc/kallsyms, perf's cache)
+	KindPerfMap              // a perf JIT map, /tmp/perf-PID.map
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindELF:
+		return "elf"
+	case KindKallsyms:
+		return "kallsyms"
+	case KindPerfMap:
+		return "perf-map"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Binary is one opened binary (or symbol list). It is safe for concurrent
+// use; its indexes are built on first need.
+type Binary struct {
+	path string
+	kind Kind
+	opts Options
+
+	f  *os.File
+	ef *elf.File // nil for symbol lists
+
+	buildID   []byte
+	debugLink string
+	linkCRC   uint32
+	loads     []elf.ProgHeader
+	execRange [][2]uint64 // executable sections, to drop discarded code
+
+	symOnce sync.Once
+	syms    *symTable
+	symErr  error
+
+	dwOnce  sync.Once
+	dw      *dwarfIndex
+	dwErr   error
+	dbgPath string
+	dbgFile *os.File
+
+	goOnce sync.Once
+	gotab  *goTable
+	goErr  error
+
+	demangleCache sync.Map // raw name -> demangled name
+
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// Open opens the binary at path. An ELF file (executable, shared library,
+// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
+// file is read as a perf JIT map when its name is perf-*.map and as kallsyms
+// otherwise.
+func Open(path string, opts Options) (*Binary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	b := &Binary{path: path, opts: opts, f: f}
+	var magic [4]byte
+	if _, err := f.ReadAt(magic[:], 0); err == nil && string(magic[:]) == elf.ELFMAG {
+		if err := b.openELF(); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return b, nil
+	}
+	defer func() { f.Close(); b.f = nil }()
+	base := filepath.Base(path)
+	if strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map") {
+		b.kind = KindPerfMap
+		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path)
+	} else {
+		b.kind = KindKallsyms
+		b.syms, b.symErr = readKallsyms(bufio.NewReader(f), path)
+	}
+	b.symOnce.Do(func() {})
+	if b.symErr != nil {
+		return nil, b.symErr
+	}
+	return b, nil
+}
+
+// OpenKallsyms reads a kallsyms listing ("ADDR TYPE NAME [MODULE]" lines)
+// from r; name is used in errors.
+func OpenKallsyms(r io.Reader, name string, opts Options) (*Binary, error) {
+	return openList(r, name, opts, KindKallsyms)
+}
+
+// OpenPerfMap reads a perf JIT map ("START SIZE NAME" lines) from r; name is
+// used in errors.
+func OpenPerfMap(r io.Reader, name string, opts Options) (*Binary, error) {
+	return openList(r, name, opts, KindPerfMap)
+}
+
+func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
+	b := &Binary{path: name, opts: opts, kind: k}
+	br := bufio.NewReader(r)
+	if k == KindPerfMap {
+		b.syms, b.symErr = readPerfMap(br, name)
+	} else {
+		b.syms, b.symErr = readKallsyms(br, name)
+	}
+	b.symOnce.Do(func() {})
+	if b.symErr != nil {
+		return nil, b.symErr
+	}
+	return b, nil
+}
+
+func (b *Binary) openELF() error {
+	b.kind = KindELF
+	err := safely(b.path, func() error {
+		ef, err := elf.NewFile(b.f)
+		if err != nil {
+			return err
+		}
+		b.ef = ef
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD {
+				b.loads = append(b.loads, p.ProgHeader)
+			}
+		}
+		for _, s := range ef.Sections {
+			if s.Flags&elf.SHF_EXECINSTR != 0 && s.Flags&elf.SHF_ALLOC != 0 && s.Size > 0 {
+				b.execRange = append(b.execRange, [2]uint64{s.Addr, s.Addr + s.Size})
+			}
+		}
+		b.buildID = elfBuildID(ef)
+		if s := ef.Section(".gnu_debuglink"); s != nil && s.Type != elf.SHT_NOBITS {
+			if d, err := s.Data(); err == nil {
+				b.debugLink, b.linkCRC = parseDebugLink(d, ef.ByteOrder)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", b.path, err)
+	}
+	return nil
+}
+
+// Path returns the path the binary was opened from.
+func (b *Binary) Path() string { return b.path }
+
+// Kind returns what the binary was opened from.
+func (b *Binary) Kind() Kind { return b.kind }
+
+// BuildID returns the binary's NT_GNU_BUILD_ID, nil when it has none.
+func (b *Binary) BuildID() []byte { return b.buildID }
+
+// DebugFile returns the separate debug file whose DWARF the binary uses, ""
+// when it uses its own or none. It forces the DWARF index to load.
+func (b *Binary) DebugFile() string {
+	b.loadDWARF()
+	return b.dbgPath
+}
+
+// Close releases the binary's file descriptors and indexes. Lookups after
+// Close return ErrClosed.
+func (b *Binary) Close() error {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	var err error
+	if b.f != nil {
+		err = b.f.Close()
+	}
+	if b.dbgFile != nil {
+		b.dbgFile.Close()
+	}
+	return err
+}
+
+func (b *Binary) isClosed() bool {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	return b.closed
+}
+
+// Frames implements [Symbolizer]. The backends are tried in order: DWARF
+// (which gives inlined frames), the Go pclntab, then the symbol tables; the
+// first that knows addr answers. When DWARF knows the line but not the
+// function (assembly units), the symbol table names the function.
+func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
+	buf = buf[:0]
+	if b.isClosed() {
+		return buf, ErrClosed
+	}
+	if b.kind == KindELF {
+		if dw := b.loadDWARF(); dw != nil {
+			out, ok, err := dw.frames(b, addr, buf)
+			if err != nil {
+				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+			}
+			if ok {
+				if out[len(out)-1].Function == "" {
+					if s, ok := b.lookupSym(addr); ok {
+						out[len(out)-1].RawName = s.name
+						out[len(out)-1].Function = b.demangle(s.name)
+					}
+				}
+				return out, nil
+			}
+		}
+		if gt := b.loadGo(); gt != nil {
+			out, ok, err := gt.frames(b, addr, buf)
+			if err != nil {
+				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+			}
+			if ok {
+				return out, nil
+			}
+		}
+	}
+	if s, ok := b.lookupSym(addr); ok {
+		return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name}), nil
+	}
+	if b.symErr != nil {
+		return buf, b.symErr
+	}
+	return buf, ErrUnknownAddr
+}
+
+// Symbol returns the name, start address and size of the symbol-table entry
+// covering addr, ignoring debug info; ok is false when none covers it.
+func (b *Binary) Symbol(addr uint64) (name string, start, size uint64, ok bool) {
+	s, ok := b.lookupSym(addr)
+	if !ok {
+		return "", 0, 0, false
+	}
+	return s.name, s.start, s.end - s.start, true
+}
+
+func (b *Binary) lookupSym(addr uint64) (*symbol, bool) {
+	t := b.loadSyms()
+	if t == nil {
+		return nil, false
+	}
+	return t.lookup(addr)
+}
+
+func (b *Binary) loadSyms() *symTable {
+	b.symOnce.Do(func() {
+		b.syms, b.symErr = b.readELFSymbols()
+		if b.symErr != nil {
+			b.symErr = fmt.Errorf("%s: %w", b.path, b.symErr)
+		}
+	})
+	return b.syms
+}
+
+// elfBuildID returns the NT_GNU_BUILD_ID note's descriptor.
+func elfBuildID(ef *elf.File) []byte {
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := findBuildIDNote(d, ef.ByteOrder); id != nil {
+			return id
+		}
+	}
+	for _, p := range ef.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > 1<<20 {
+			continue
+		}
+		d := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(d, 0); err != nil {
+			continue
+		}
+		if id := findBuildIDNote(d, ef.ByteOrder); id != nil {
+			return id
+		}
+	}
+	return nil
+}
+
+func findBuildIDNote(d []byte, bo interface{ Uint32([]byte) uint32 }) []byte {
+	for len(d) >= 12 {
+		nameSz, descSz, typ := uint64(bo.Uint32(d)), uint64(bo.Uint32(d[4:])), bo.Uint32(d[8:])
+		d = d[12:]
+		nameEnd := (nameSz + 3) &^ 3
+		descEnd := (descSz + 3) &^ 3
+		if nameEnd > uint64(len(d)) || nameEnd+descSz > uint64(len(d)) {
+			return nil
+		}
+		name := d[:nameSz]
+		desc := d[nameEnd : nameEnd+descSz]
+		if typ == ntGNUBuildID && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
+			return append([]byte(nil), desc...)
+		}
+		if nameEnd+descEnd > uint64(len(d)) {
+			return nil
+		}
+		d = d[nameEnd+descEnd:]
+	}
+	return nil
+}
+
+// ntGNUBuildID is NT_GNU_BUILD_ID, the note type of a GNU build-id.
+const ntGNUBuildID = 3

@@ -1,0 +1,330 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// symbol is one entry of a sorted symbol index. end is exclusive.
+type symbol struct {
+	start, end uint64
+	name       string
+	rank       int // alias preference, lower wins (see aliasRank)
+}
+
+// symTable is a sorted, alias-resolved list of code symbols. maxEnd[i] is
+// the largest end among syms[:i+1], so that a lookup can find a symbol that
+// encloses a later one (nested or overlapping symbols) without a scan.
+type symTable struct {
+	syms   []symbol
+	maxEnd []uint64
+}
+
+// lookup returns the innermost symbol covering addr: the one with the
+// greatest start <= addr whose range contains addr.
+func (t *symTable) lookup(addr uint64) (*symbol, bool) {
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].start > addr }) - 1
+	for ; i >= 0 && t.maxEnd[i] > addr; i-- {
+		if s := &t.syms[i]; addr < s.end {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// rawSym is a symbol before sizing and alias resolution.
+type rawSym struct {
+	value, size uint64
+	name        string
+	rank        int
+	limit       uint64 // end of the section holding it, bounds zero-sized symbols
+}
+
+// aliasRank orders symbols that share an address, lower first. The rule is
+// deterministic and independent of table order: a global function beats a
+// weak one, which beats a local one (the exported name is the one users
+// know: "malloc" before "__libc_malloc" only when binding tells them apart);
+// a symbol with a size beats a zero-sized label; then fewer leading
+// underscores win, then the shorter name, then the byte-wise smaller name.
+func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
+	r := 0
+	switch bind {
+	case elf.STB_GLOBAL:
+	case elf.STB_WEAK:
+		r += 1
+	default:
+		r += 2
+	}
+	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
+		r += 4
+	}
+	if size == 0 {
+		r += 8
+	}
+	return r
+}
+
+func lessAlias(a, b *rawSym) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	ua, ub := leadingUnderscores(a.name), leadingUnderscores(b.name)
+	if ua != ub {
+		return ua < ub
+	}
+	if len(a.name) != len(b.name) {
+		return len(a.name) < len(b.name)
+	}
+	return a.name < b.name
+}
+
+func leadingUnderscores(s string) int {
+	n := 0
+	for n < len(s) && s[n] == '_' {
+		n++
+	}
+	return n
+}
+
+// buildSymTable sizes zero-sized symbols up to the next symbol (or the end
+// of their section), as perf's symbols__fixup_end does, resolves aliases
+// with lessAlias and sorts by address.
+func buildSymTable(raw []rawSym) *symTable {
+	sort.Slice(raw, func(i, j int) bool {
+		if raw[i].value != raw[j].value {
+			return raw[i].value < raw[j].value
+		}
+		return lessAlias(&raw[i], &raw[j])
+	})
+	t := &symTable{}
+	for i := 0; i < len(raw); {
+		j := i + 1
+		// The best alias is raw[i]; the group's extent is its largest size.
+		size := raw[i].size
+		for ; j < len(raw) && raw[j].value == raw[i].value; j++ {
+			if raw[j].size > size {
+				size = raw[j].size
+			}
+		}
+		start := raw[i].value
+		end := start + size
+		if size == 0 {
+			end = raw[i].limit
+			if j < len(raw) && raw[j].value < end || end <= start {
+				if j < len(raw) {
+					end = raw[j].value
+				} else {
+					end = start + 1
+				}
+			}
+		}
+		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, rank: raw[i].rank})
+		i = j
+	}
+	t.maxEnd = make([]uint64, len(t.syms))
+	var m uint64
+	for i, s := range t.syms {
+		if s.end > m {
+			m = s.end
+		}
+		t.maxEnd[i] = m
+	}
+	return t
+}
+
+// readELFSymbols indexes .symtab, .dynsym, the MiniDebugInfo .symtab and the
+// PLT of the binary, plus the .symtab of a separate debug file when the
+// binary itself was stripped.
+func (b *Binary) readELFSymbols() (*symTable, error) {
+	var raw []rawSym
+	var firstErr error
+	err := safely(b.path, func() error {
+		raw = appendELFSyms(raw, b.ef, b.ef.Symbols)
+		raw = appendELFSyms(raw, b.ef, b.ef.DynamicSymbols)
+		if mini, err := b.miniDebugInfo(); err != nil {
+			firstErr = err
+		} else if mini != nil {
+			raw = appendELFSyms(raw, mini, mini.Symbols)
+		}
+		plt, err := pltSymbols(b.ef)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		raw = append(raw, plt...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 {
+		// A stripped binary: the separate debug file keeps the .symtab.
+		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
+			_ = safely(b.dbgPath, func() error {
+				raw = appendELFSyms(raw, dw.ef, dw.ef.Symbols)
+				return nil
+			})
+		}
+	}
+	if len(raw) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return buildSymTable(raw), nil
+}
+
+// appendELFSyms appends the code symbols of one ELF symbol table of ef,
+// whose section headers say which sections hold code (a MiniDebugInfo or
+// separate debug file keeps the headers of the binary as NOBITS, with the
+// same addresses and flags). A missing table is not an error.
+func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)) []rawSym {
+	syms, err := read()
+	if err != nil {
+		return raw
+	}
+	rel := ef.Type == elf.ET_REL
+	for _, s := range syms {
+		typ := elf.ST_TYPE(s.Info)
+		bind := elf.ST_BIND(s.Info)
+		if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Name == "" {
+			continue
+		}
+		if int(s.Section) >= len(ef.Sections) {
+			continue
+		}
+		sec := ef.Sections[s.Section]
+		exec := sec.Flags&elf.SHF_EXECINSTR != 0
+		switch typ {
+		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+		case elf.STT_NOTYPE:
+			// Assembly entry points without .type: keep global labels in
+			// code, never ARM/AArch64 mapping symbols ($x, $a, $d).
+			if !exec || bind == elf.STB_LOCAL || strings.HasPrefix(s.Name, "$") {
+				continue
+			}
+		default:
+			continue
+		}
+		if !exec {
+			continue
+		}
+		if rel && sec.Name != ".text" {
+			// Kernel modules are ET_REL: addresses are .text offsets
+			// (see Binary.Bias), so only .text symbols are placed.
+			continue
+		}
+		v := s.Value
+		if rel {
+			v += sec.Addr
+		}
+		if v == 0 && !rel {
+			continue
+		}
+		raw = append(raw, rawSym{
+			value: v,
+			size:  s.Size,
+			name:  s.Name,
+			rank:  aliasRank(bind, typ, s.Size),
+			limit: sec.Addr + sec.Size,
+		})
+	}
+	return raw
+}
+
+// pltSymbols synthesizes "foo@plt" for each PLT stub of an x86-64 binary,
+// as objdump -d and perf do (perf: dso__synthesize_plt_symbols in
+// tools/perf/util/symbol-elf.c). Rather than assume a stub layout (lazy
+// .plt, IBT .plt.sec, .plt.got, each with its own entry size), it decodes
+// the indirect jump of each 8-byte-aligned slot — "ff 25 disp32", possibly
+// after endbr64 and a bnd prefix — and names the stub after the relocation
+// that fills the GOT slot the jump reads.
+func pltSymbols(ef *elf.File) ([]rawSym, error) {
+	if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 {
+		return nil, nil
+	}
+	slots, err := gotSlotNames(ef)
+	if err != nil || len(slots) == 0 {
+		return nil, err
+	}
+	var out []rawSym
+	for _, name := range []string{".plt", ".plt.sec", ".plt.got"} {
+		sec := ef.Section(name)
+		if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size > 64<<20 {
+			continue
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return out, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, name, sec.Offset, err)
+		}
+		stride := uint64(16)
+		if name == ".plt.got" && sec.Entsize == 8 {
+			stride = 8
+		}
+		for off := uint64(0); off+stride <= uint64(len(data)); off += stride {
+			entry := data[off : off+stride]
+			for k := 0; k+6 <= len(entry); k++ {
+				if entry[k] != 0xff || entry[k+1] != 0x25 {
+					continue
+				}
+				disp := int32(ef.ByteOrder.Uint32(entry[k+2:]))
+				next := sec.Addr + off + uint64(k) + 6
+				slot := next + uint64(int64(disp))
+				if n, ok := slots[slot]; ok {
+					out = append(out, rawSym{
+						value: sec.Addr + off,
+						size:  stride,
+						name:  n + "@plt",
+						rank:  aliasRank(elf.STB_GLOBAL, elf.STT_FUNC, stride),
+						limit: sec.Addr + sec.Size,
+					})
+				}
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// gotSlotNames maps GOT slot addresses to the symbol their dynamic
+// relocation (R_X86_64_JUMP_SLOT in .rela.plt, R_X86_64_GLOB_DAT in
+// .rela.dyn) binds.
+func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
+	dyn, err := ef.DynamicSymbols()
+	if err != nil {
+		if errors.Is(err, elf.ErrNoSymbols) {
+			return nil, nil
+		}
+		return nil, nil
+	}
+	m := make(map[uint64]string)
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_RELA || s.Entsize != 24 || s.Size > 64<<20 {
+			continue
+		}
+		if s.Name != ".rela.plt" && s.Name != ".rela.dyn" {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			return m, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+		for i := 0; i+24 <= len(d); i += 24 {
+			off := ef.ByteOrder.Uint64(d[i:])
+			info := ef.ByteOrder.Uint64(d[i+8:])
+			typ := elf.R_X86_64(info & 0xffffffff)
+			idx := info >> 32
+			if typ != elf.R_X86_64_JMP_SLOT && typ != elf.R_X86_64_GLOB_DAT {
+				continue
+			}
+			// DynamicSymbols drops the null entry 0, hence idx-1.
+			if idx == 0 || idx-1 >= uint64(len(dyn)) {
+				continue
+			}
+			if n := dyn[idx-1].Name; n != "" {
+				m[off] = n
+			}
+		}
+	}
+	return m, nil
+}
