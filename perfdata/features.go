@@ -67,16 +67,23 @@ func (fs *Features) setName(name string) { fs.name = name }
 // addPipe records a HEADER_FEATURE payload; base is the stream offset of
 // payload[0]. The payload is copied. A later record for the same feature
 // replaces the earlier one, as perf's processing overwrites its env.
+//
+// A payload-less record whose id is CPU_DOMAIN_INFO or higher is the end
+// marker perf >= 6.5 writes with its own HEADER_LAST_FEATURE (32 for perf
+// 6.5 to 6.16, 33 since): it is not a feature and is dropped. No feature
+// perf synthesizes in pipe mode has an empty payload.
 func (fs *Features) addPipe(id Feature, payload []byte, base int64) {
+	if len(payload) == 0 && id >= FeatureCPUDomainInfo {
+		return
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.pipe == nil {
 		fs.pipe = map[Feature]pipeFeature{}
 	}
-	fs.pipe[id] = pipeFeature{data: slices.Clone(payload), base: base}
-	if payload == nil {
-		fs.pipe[id] = pipeFeature{data: []byte{}, base: base}
-	}
+	data := make([]byte, len(payload))
+	copy(data, payload)
+	fs.pipe[id] = pipeFeature{data: data, base: base}
 	delete(fs.slots, id) // a replaced payload decodes afresh
 }
 
