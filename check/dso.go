@@ -1,0 +1,408 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// DevIno is MMAP2's file identity in the dev/inode form: the device as the
+// kernel's MAJOR()/MINOR(), the inode number and its generation.
+type DevIno struct {
+	Maj        uint32 `json:"maj"`
+	Min        uint32 `json:"min"`
+	Ino        uint64 `json:"ino"`
+	Generation uint64 `json:"generation"`
+}
+
+// DSO is one binary (or pseudo binary) that mappings of the recording
+// refer to, with its recorded identity, the verdict and the evidence.
+// Mappings of the same path with different identities (a file that changed
+// during the recording) are different DSOs.
+type DSO struct {
+	Path string // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
+	Kind Kind
+
+	// Recorded identity.
+	BuildID       perfdata.BuildID // nil when none was recorded
+	BuildIDSource string           // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
+	Dev           *DevIno          // from MMAP2 in the dev/inode form, nil otherwise
+	// Candidates are the build-ids the header's table holds for this path
+	// when there are several and this DSO could not be tied to one.
+	Candidates []perfdata.BuildID
+
+	Verdict      Verdict
+	Reason       string
+	Source       string           // the locator that found the binary (verified), or "path"
+	FoundPath    string           // the file symbols come from, or the file examined at the path
+	FoundBuildID perfdata.BuildID // the build-id of the file at the path when it differs
+	GoBuildID    string           // the Go build-id of the file at the path, when it has one
+	Advice       string           // what to do about it, "" when nothing
+	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
+
+	HitsLeaf uint64 // samples whose leaf is in this DSO
+	HitsAny  uint64 // samples with a frame anywhere in this DSO (each sample once)
+
+	index     int
+	firstTime uint64
+	pid       int32
+	symPath   string // file to symbolize with, "" = do not symbolize
+}
+
+// Symbolized reports whether names are given for this DSO's frames.
+func (d *DSO) Symbolized() bool { return d.symPath != "" }
+
+// Trusted reports whether the DSO's frames keep a sample trusted.
+func (d *DSO) Trusted() bool { return d.Verdict.Trusted() }
+
+// Options tune a check.
+type Options struct {
+	// Locator finds binaries by build-id; nil means a PathLocator with
+	// BuildIDDir and SymFS.
+	Locator Locator
+	// BuildIDDir is perf's cache, used by the default Locator.
+	BuildIDDir string
+	// SymFS is prefixed to recorded paths when looking at files on disk.
+	SymFS string
+	// RecordingEnd is when the recording ended, in wall time: perf rewrites
+	// the header last, so a perf.data file's mtime is it. Zero when unknown
+	// (a pipe); Analyze fills it from the file.
+	RecordingEnd time.Time
+	// Clock converts perf time to wall time (CLOCK_DATA); nil when the
+	// recording has no clock data.
+	Clock *perfdata.ClockData
+	// TrustPaths symbolizes replaced and mismatched DSOs through the file
+	// at the path anyway. Their frames stay marked untrusted.
+	TrustPaths bool
+	// NoSymbols skips symbolization (the check alone needs none).
+	NoSymbols bool
+	// KeepSamples keeps one small record per sample so Result.Samples can
+	// replay them (perfcheck script). Without it memory is bounded by the
+	// distinct stacks, not the samples.
+	KeepSamples bool
+	// Symbolizer opens symbol sources; nil means the symbolize package.
+	Symbolizer SymbolOpener
+	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
+	Workers int
+	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
+	JITMapDir string
+}
+
+func (o *Options) jitMapPath(pid int32) string {
+	dir := o.JITMapDir
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, "perf-"+strconv.Itoa(int(pid))+".map")
+}
+
+func (o *Options) jitMapExists(pid int32) bool {
+	st, err := os.Stat(o.jitMapPath(pid))
+	return err == nil && st.Mode().IsRegular()
+}
+
+func (o *Options) diskPath(p string) string {
+	if o.SymFS == "" {
+		return p
+	}
+	return filepath.Join(o.SymFS, p)
+}
+
+// wallTime converts a perf timestamp to wall time through CLOCK_DATA.
+func (o *Options) wallTime(t uint64) (time.Time, bool) {
+	if o.Clock == nil || o.Clock.WallClockNS == 0 || t == 0 {
+		return time.Time{}, false
+	}
+	ns := int64(o.Clock.WallClockNS) + (int64(t) - int64(o.Clock.ClockIDNS))
+	return time.Unix(0, ns), true
+}
+
+// assignTableBuildIDs gives DSOs without an MMAP2 build-id the build-id the
+// header's table holds for them. The table's pid is the machine (-1 for
+// the host, HOST_KERNEL_ID), not a process, and its entries carry no time,
+// so when one path has several build-ids the only link from a mapping to
+// an entry is order: perf 6.1 writes the table in the order it created the
+// DSOs, which is the order of their first MMAP. That pairing is used only
+// when MMAP2's dev/inode split the path into exactly as many DSOs as there
+// are build-ids; otherwise the DSO keeps all candidates and no identity.
+func (s *Session) assignTableBuildIDs() {
+	type tkey struct {
+		name   string
+		kernel bool
+	}
+	table := map[tkey][]perfdata.BuildID{}
+	for _, e := range s.buildIDs {
+		var kernel bool
+		switch e.CPUMode {
+		case perfdata.CPUModeKernel:
+			kernel = true
+		case perfdata.CPUModeUser, perfdata.CPUModeUnknown, perfdata.CPUModeHypervisor:
+		default:
+			continue // a guest's DSO, not this machine's
+		}
+		if e.BuildID.IsZero() {
+			continue
+		}
+		k := tkey{e.Filename, kernel}
+		dup := false
+		for _, b := range table[k] {
+			if sameBuildID(b, e.BuildID) {
+				dup = true
+			}
+		}
+		if !dup {
+			table[k] = append(table[k], e.BuildID)
+		}
+	}
+	lookup := func(d *DSO) []perfdata.BuildID {
+		switch d.Kind {
+		case KindKernel:
+			return table[tkey{"[kernel.kallsyms]", true}]
+		case KindModule:
+			for _, n := range moduleTableNames(d.Path) {
+				if ids := table[tkey{n, true}]; len(ids) > 0 {
+					return ids
+				}
+			}
+			return nil
+		case KindFile, KindVDSO:
+			return table[tkey{d.Path, false}]
+		}
+		return nil
+	}
+	byPath := map[string][]*DSO{}
+	for _, d := range s.dsos {
+		if d.BuildID == nil {
+			byPath[d.Path] = append(byPath[d.Path], d)
+		}
+	}
+	for _, d := range s.dsos {
+		if d.BuildID != nil {
+			continue
+		}
+		ids := lookup(d)
+		switch {
+		case len(ids) == 0:
+		case len(ids) == 1:
+			d.BuildID = ids[0]
+			d.BuildIDSource = "header"
+		default:
+			peers := byPath[d.Path]
+			paired := len(peers) == len(ids)
+			for _, p := range peers {
+				if p.Dev == nil {
+					paired = false
+				}
+			}
+			if paired {
+				for i, p := range peers {
+					if p == d {
+						d.BuildID = ids[i]
+						d.BuildIDSource = "header"
+					}
+				}
+			} else {
+				d.Candidates = ids
+			}
+		}
+	}
+}
+
+// judge gives d its verdict. It reads files and asks the locator; it is
+// safe to call for different DSOs concurrently.
+func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateCache) {
+	o := &s.opts
+	switch d.Kind {
+	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+		d.Verdict = NoFile
+		d.Reason = map[Kind]string{
+			KindAnon:     "anonymous memory: no file, no identity; addresses shown raw",
+			KindUnknown:  "no mapping covered these addresses when they were sampled",
+			KindGuest:    "guest code: not this machine's to resolve",
+			KindVsyscall: "the kernel's fixed vsyscall page: no file, no identity",
+		}[d.Kind]
+		return
+	case KindJIT:
+		p := o.jitMapPath(d.pid)
+		st := statFile(p)
+		if !st.Exists {
+			d.Verdict = Missing
+			d.Reason = "JIT code; its perf map " + p + " is gone"
+			return
+		}
+		d.Verdict = Unverified
+		d.FoundPath = p
+		d.Source = "perf-map"
+		d.symPath = p
+		d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
+		if !o.RecordingEnd.IsZero() && st.MTime.Before(o.RecordingEnd.Add(-24*time.Hour)) {
+			d.Verdict = Replaced
+			d.symPath = ""
+			d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
+		}
+		return
+	}
+
+	if len(d.Candidates) > 0 {
+		d.Verdict = Replaced
+		d.Reason = fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them; record with --buildid-mmap", len(d.Candidates))
+		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+		return
+	}
+
+	disk := o.diskPath(d.Path)
+	if d.BuildID != nil {
+		q := Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+		found, err := loc.Locate(ctx, q)
+		if err == nil {
+			d.Verdict = Verified
+			d.Source = found.Source
+			d.FoundPath = found.Path
+			d.symPath = found.Path
+			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
+			if s.replacedDuringRecording(d, states) {
+				return
+			}
+			return
+		}
+		if !errors.Is(err, ErrNotFound) {
+			d.Reason = "lookup failed: " + err.Error() + "; "
+		}
+		switch d.Kind {
+		case KindKernel:
+			d.Verdict = Mismatch
+			d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
+			d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
+			return
+		case KindVDSO:
+			d.Verdict = Missing
+			d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
+			d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
+			return
+		}
+		st := states.get(disk)
+		d.FoundPath = disk
+		switch {
+		case !st.Exists:
+			d.Verdict = Missing
+			d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
+			d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		case st.BuildID == nil:
+			d.Verdict = Mismatch
+			d.FoundBuildID = nil
+			d.GoBuildID = st.GoBuildID
+			d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
+			d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+		default:
+			d.Verdict = Mismatch
+			d.FoundBuildID = st.BuildID
+			d.GoBuildID = st.GoBuildID
+			d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
+			d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+		}
+		return
+	}
+
+	// No build-id recorded.
+	switch d.Kind {
+	case KindKernel:
+		d.Verdict = Missing
+		d.Reason = "no kernel build-id and no kernel map were recorded"
+		return
+	case KindVDSO:
+		d.Verdict = NoFile
+		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
+		return
+	}
+	st := states.get(disk)
+	d.FoundPath = disk
+	if !st.Exists {
+		d.Verdict = Missing
+		d.Reason = "no build-id recorded and no file at the path"
+		return
+	}
+	d.FoundBuildID = st.BuildID
+	d.GoBuildID = st.GoBuildID
+	var why string
+	if d.Dev != nil {
+		switch {
+		case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min:
+			why = fmt.Sprintf("device %d:%d recorded, %d:%d now (another filesystem view: not compared)", d.Dev.Maj, d.Dev.Min, st.Maj, st.Min)
+			why = "" // not evidence either way; fall through to mtime
+		case d.Dev.Ino != st.Ino:
+			d.Verdict = Replaced
+			d.Reason = fmt.Sprintf("no build-id recorded; the file at the path is another inode (%d recorded, %d now)", d.Dev.Ino, st.Ino)
+		}
+	}
+	if d.Verdict == 0 {
+		if t, ok := o.wallTime(d.firstTime); ok && st.MTime.After(t) {
+			d.Verdict = Replaced
+			d.Reason = "no build-id recorded; the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after it was mapped (" + t.UTC().Format(time.RFC3339) + ")"
+		} else if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
+			d.Verdict = Replaced
+			d.Reason = "no build-id recorded; the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + o.RecordingEnd.UTC().Format(time.RFC3339) + ")"
+		}
+	}
+	if d.Verdict == 0 {
+		d.Verdict = Unverified
+		d.Source = "path"
+		d.symPath = disk
+		switch {
+		case d.Dev != nil && d.Dev.Ino == st.Ino && why == "":
+			d.Reason = "no build-id recorded; same device and inode as recorded"
+		case o.RecordingEnd.IsZero() && o.Clock == nil:
+			d.Reason = "no build-id recorded and no recording time known: nothing to compare"
+		default:
+			d.Reason = "no build-id recorded; the file is older than the recording"
+		}
+	}
+	switch {
+	case st.BuildID == nil && st.GoBuildID != "":
+		d.Reason += "; a Go binary without a GNU build-id"
+		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
+	case st.BuildID == nil && st.IsELF:
+		d.Reason += "; the binary has no build-id"
+		d.Advice = "link with -Wl,--build-id so profiles can be verified"
+	case st.BuildID != nil:
+		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	}
+	if d.Verdict == Replaced && o.TrustPaths {
+		d.symPath = disk
+	}
+}
+
+// replacedDuringRecording catches a trap of the header's table: perf reads
+// the build-ids it writes there at the end of the recording, from the
+// files then on disk (perf_session__write_header → dsos__hit_all/
+// build_id__read). A file replaced while recording is thus described by
+// its replacement's build-id. When MMAP2 says which inode ran and the file
+// now at the path is another inode, carries the table's build-id and was
+// written before the recording ended, the table describes the replacement.
+func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
+	o := &s.opts
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.RecordingEnd.IsZero() {
+		return false
+	}
+	st := states.get(o.diskPath(d.Path))
+	if !st.Exists || st.Maj != d.Dev.Maj || st.Min != d.Dev.Min || st.Ino == d.Dev.Ino {
+		return false
+	}
+	if !sameBuildID(st.BuildID, d.BuildID) || st.MTime.After(o.RecordingEnd) {
+		return false
+	}
+	if t, ok := o.wallTime(d.firstTime); ok && !st.MTime.After(t) {
+		return false
+	}
+	d.Verdict = Replaced
+	d.symPath = ""
+	d.Reason = fmt.Sprintf("the file was replaced during the recording (inode %d ran, %d is there now, written before the recording ended): the header's build-id describes the replacement", d.Dev.Ino, st.Ino)
+	d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+	return true
+}

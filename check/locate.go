@@ -1,0 +1,200 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// Located is a binary (or symbol list) whose build-id matched the recorded
+// one.
+type Located struct {
+	Path    string           // the file to symbolize with ("" when none can be read)
+	Source  string           // which locator answered: perf-cache, debug-dir, debuginfod, path, running-kernel, running-vdso
+	BuildID perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+}
+
+// A Locator finds a binary by build-id. Each answer must have been verified
+// (the file's build-id equals id) before it is returned; an error wrapping
+// ErrNotFound means no locator has it. The buildidcache package's Resolver
+// is the full implementation (perf cache, debug dirs, debuginfod, path);
+// PathLocator is a minimal one.
+type Locator interface {
+	Locate(ctx context.Context, q Query) (*Located, error)
+}
+
+// Query is what a Locator is asked.
+type Query struct {
+	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
+	Kind    Kind
+	BuildID perfdata.BuildID
+}
+
+// ErrNotFound is wrapped by a Locator's error when no binary with the
+// build-id was found.
+var ErrNotFound = errors.New("check: no binary with the recorded build-id found")
+
+// PathLocator is a self-contained Locator: perf's build-id cache
+// (BuildIDDir, laid out as perf 6.x writes it: .build-id/xx/rest links,
+// [kernel.kallsyms]/ID/kallsyms, [vdso]/ID/vdso), then the recorded path
+// under SymFS, then, for the kernel and the vdso, the running ones.
+type PathLocator struct {
+	BuildIDDir string // "" = no cache
+	SymFS      string // a root prefixed to recorded paths, as perf's --symfs
+}
+
+// Locate implements Locator.
+func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+	if len(q.BuildID) == 0 || q.BuildID.IsZero() {
+		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, ErrNotFound)
+	}
+	var tried []string
+	if l.BuildIDDir != "" {
+		for _, p := range cacheCandidates(l.BuildIDDir, q) {
+			if ok, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
+				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID}, nil
+			}
+			tried = append(tried, p)
+		}
+	}
+	switch q.Kind {
+	case KindKernel:
+		if id, err := buildidcache.KernelBuildID(); err == nil && sameBuildID(id, q.BuildID) {
+			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: perfdata.BuildID(id)}, nil
+		}
+		tried = append(tried, "/sys/kernel/notes")
+	case KindVDSO:
+		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
+			return &Located{Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
+		}
+		tried = append(tried, "running vdso")
+	default:
+		p := filepath.Join("/", l.SymFS, q.Path)
+		if l.SymFS == "" {
+			p = q.Path
+		}
+		if ok, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
+			return &Located{Path: p, Source: "path", BuildID: q.BuildID}, nil
+		}
+		tried = append(tried, p)
+	}
+	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), ErrNotFound)
+}
+
+// cacheCandidates lists where perf's cache keeps a binary with q's build-id
+// (tools/perf/util/build-id.c: build_id_cache__linkname and
+// build_id_cache__cachedir).
+func cacheCandidates(dir string, q Query) []string {
+	id := q.BuildID.String()
+	switch q.Kind {
+	case KindKernel:
+		return []string{filepath.Join(dir, "[kernel.kallsyms]", id, "kallsyms")}
+	case KindVDSO:
+		return []string{filepath.Join(dir, "[vdso]", id, "vdso")}
+	}
+	if len(id) < 3 {
+		return nil
+	}
+	link := filepath.Join(dir, ".build-id", id[:2], id[2:])
+	return []string{filepath.Join(link, "elf"), link, filepath.Join(link, "debug")}
+}
+
+// fileHasBuildID reports whether the file at p carries id. A kallsyms file
+// has no build-id of its own: perf files it under the kernel's, so its
+// place in the cache is the proof.
+func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, error) {
+	if k == KindKernel {
+		st, err := os.Stat(p)
+		return err == nil && st.Mode().IsRegular(), err
+	}
+	ident, err := buildidcache.ReadFileIdentity(p)
+	if err != nil {
+		return false, err
+	}
+	return sameBuildID(ident.BuildID, id), nil
+}
+
+// sameBuildID compares build-ids the way buildidcache does: equal, or equal
+// after zero padding (perf before 5.9 padded every build-id to 20 bytes).
+func sameBuildID(a []byte, b []byte) bool {
+	return buildidcache.BuildID(a).Matches(buildidcache.BuildID(b))
+}
+
+// fileState is what the file at a path looks like now.
+type fileState struct {
+	Path      string
+	Exists    bool
+	StatErr   error
+	Maj, Min  uint32
+	Ino       uint64
+	MTime     time.Time
+	BuildID   perfdata.BuildID // nil when it has none (or is not ELF)
+	GoBuildID string
+	IsELF     bool
+	IdentErr  error
+}
+
+// stateCache reads each path's state once.
+type stateCache struct {
+	mu sync.Mutex
+	m  map[string]*fileState
+}
+
+func (c *stateCache) get(p string) *fileState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*fileState)
+	}
+	if s, ok := c.m[p]; ok {
+		return s
+	}
+	s := statFile(p)
+	c.m[p] = s
+	return s
+}
+
+func statFile(p string) *fileState {
+	s := &fileState{Path: p}
+	st, err := os.Stat(p)
+	if err != nil {
+		s.StatErr = err
+		return s
+	}
+	s.Exists = true
+	s.MTime = st.ModTime()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		// st_dev is the user-space encoding of the device number; MMAP2's
+		// maj/min are the kernel's MAJOR()/MINOR() of the same device
+		// (perf_event_mmap_event in kernel/events/core.c), so decode
+		// st_dev before comparing.
+		s.Maj = unix.Major(uint64(sys.Dev))
+		s.Min = unix.Minor(uint64(sys.Dev))
+		s.Ino = sys.Ino
+	}
+	if !st.Mode().IsRegular() {
+		return s
+	}
+	ident, err := buildidcache.ReadFileIdentity(p)
+	if err != nil {
+		s.IdentErr = err
+		return s
+	}
+	s.IsELF = true
+	if len(ident.BuildID) > 0 {
+		s.BuildID = perfdata.BuildID(ident.BuildID)
+	}
+	s.GoBuildID = ident.GoBuildID
+	return s
+}

@@ -1,0 +1,327 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Location is one distinct (DSO, offset) of the recording, shared by every
+// stack that passes through it.
+type Location struct {
+	ID     int    // 1-based, dense, stable within a Result
+	DSO    *DSO   //
+	Offset uint64 // file offset; for kernel, JIT and file-less memory, the address
+	// Frames are the source frames at this location, leaf (innermost
+	// inline) first; nil when the DSO is not symbolized (its verdict
+	// refuses names, or symbolization failed: see SymbolError).
+	Frames      []Frame
+	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
+}
+
+// Trusted reports whether the location keeps a sample trusted.
+func (l *Location) Trusted() bool { return l.DSO.Verdict.Trusted() }
+
+// String is the location as script and top print it: "function (dso)" for a
+// named frame, "dso+0xoffset [verdict]" otherwise.
+func (l *Location) String() string {
+	if len(l.Frames) > 0 {
+		f := l.Frames[len(l.Frames)-1].Function
+		if f == "" {
+			f = l.Frames[len(l.Frames)-1].RawName
+		}
+		if f != "" {
+			return f + " (" + l.DSO.Path + ")"
+		}
+	}
+	return l.Raw()
+}
+
+// Raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
+// trusted or not named.
+func (l *Location) Raw() string {
+	s := shortName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
+	if !l.DSO.Trusted() || l.DSO.Verdict == NoFile {
+		s += " [" + l.DSO.Verdict.String() + "]"
+	}
+	return s
+}
+
+// Stack is one distinct resolved stack, leaf first.
+type Stack struct {
+	ID          int // 1-based
+	Locations   []*Location
+	Trusted     bool // every location is trusted
+	LeafTrusted bool
+}
+
+// Aggregate is the samples one thread took with one stack for one event.
+type Aggregate struct {
+	Stack   *Stack
+	Event   int // index of the event in the recording
+	PID     int32
+	TID     int32
+	Comm    string
+	Samples uint64
+	Period  uint64
+}
+
+// Sample is one sample, replayed from a Result kept with
+// Options.KeepSamples.
+type Sample struct {
+	Event  int
+	PID    int32
+	TID    int32
+	CPU    uint32
+	Time   uint64
+	Period uint64
+	Comm   string
+	Stack  *Stack
+}
+
+// Result is the outcome of a check: DSOs with verdicts, distinct stacks and
+// locations with trust-marked frames, and per-thread aggregates.
+type Result struct {
+	File      string
+	Events    []string // event names by index ("" when unknown)
+	DSOs      []*DSO   // every DSO a sample touches, most hit first
+	Stacks    []*Stack
+	Locations []*Location
+
+	Samples              uint64
+	TrustedSamples       uint64
+	UntrustedLeafSamples uint64
+	UntrustedAnySamples  uint64
+
+	RecordingEnd time.Time
+
+	aggs  []Aggregate
+	kept  []compactSample
+	comms []string
+	opts  Options
+}
+
+// Aggregates returns the samples grouped by (stack, event, pid, tid, comm),
+// the unit the top and pprof commands build on.
+func (r *Result) Aggregates() []Aggregate { return r.aggs }
+
+// EachSample calls fn for every sample in delivery order. It needs
+// Options.KeepSamples; without it, it returns an error.
+func (r *Result) EachSample(fn func(*Sample) error) error {
+	if !r.opts.KeepSamples {
+		return fmt.Errorf("check: samples were not kept (Options.KeepSamples)")
+	}
+	var s Sample
+	for _, c := range r.kept {
+		s = Sample{Event: int(c.event), PID: c.pid, TID: c.tid, CPU: c.cpu, Time: c.time, Period: c.period,
+			Comm: r.comm(c.comm), Stack: r.Stacks[c.stack]}
+		if err := fn(&s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Result) comm(i int32) string { return r.comms[i] }
+
+// Finish ends the session: it gives each DSO a samples touch its identity
+// and verdict, symbolizes every distinct location of a DSO whose verdict
+// allows it (each once, in parallel), and counts trusted samples.
+func (s *Session) Finish(ctx context.Context) (*Result, error) {
+	o := &s.opts
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	loc := o.Locator
+	if loc == nil {
+		loc = &PathLocator{BuildIDDir: o.BuildIDDir, SymFS: o.SymFS}
+	}
+	s.assignTableBuildIDs()
+
+	// Samples per stack, hits per DSO.
+	stackSamples := make([]uint64, len(s.stacks))
+	for k, v := range s.aggs {
+		stackSamples[k.stack] += v.samples
+	}
+	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
+	for id, refs := range s.stacks {
+		n := stackSamples[id]
+		if n == 0 || len(refs) == 0 {
+			continue
+		}
+		s.dsos[refs[0].dso].HitsLeaf += n
+		for _, r := range refs {
+			if seen[r.dso] != id+1 {
+				seen[r.dso] = id + 1
+				s.dsos[r.dso].HitsAny += n
+			}
+		}
+	}
+	var touched []*DSO
+	for _, d := range s.dsos {
+		if d.HitsAny > 0 {
+			touched = append(touched, d)
+		}
+	}
+
+	// Verdicts, in parallel: lookups read files and may ask debuginfod.
+	states := &stateCache{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, d := range touched {
+		g.Go(func() error {
+			s.judge(gctx, d, loc, states)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(touched, func(i, j int) bool {
+		if touched[i].HitsAny != touched[j].HitsAny {
+			return touched[i].HitsAny > touched[j].HitsAny
+		}
+		return touched[i].Path < touched[j].Path
+	})
+
+	// Distinct locations.
+	res := &Result{DSOs: touched, Samples: s.samples, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+	locIdx := make(map[frameRef]*Location)
+	res.Stacks = make([]*Stack, len(s.stacks))
+	for id, refs := range s.stacks {
+		st := &Stack{ID: id + 1, Locations: make([]*Location, len(refs)), Trusted: true, LeafTrusted: true}
+		for i, r := range refs {
+			l := locIdx[r]
+			if l == nil {
+				l = &Location{ID: len(res.Locations) + 1, DSO: s.dsos[r.dso], Offset: r.off}
+				locIdx[r] = l
+				res.Locations = append(res.Locations, l)
+			}
+			st.Locations[i] = l
+			if !l.Trusted() {
+				st.Trusted = false
+				if i == 0 {
+					st.LeafTrusted = false
+				}
+			}
+		}
+		res.Stacks[id] = st
+		n := stackSamples[id]
+		if st.Trusted {
+			res.TrustedSamples += n
+		} else {
+			res.UntrustedAnySamples += n
+			if !st.LeafTrusted {
+				res.UntrustedLeafSamples += n
+			}
+		}
+	}
+
+	if !o.NoSymbols {
+		if err := s.symbolize(ctx, res, workers); err != nil {
+			return nil, err
+		}
+	}
+
+	res.aggs = make([]Aggregate, 0, len(s.aggs))
+	for k, v := range s.aggs {
+		res.aggs = append(res.aggs, Aggregate{Stack: res.Stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
+			Comm: s.comms[k.comm], Samples: v.samples, Period: v.period})
+	}
+	sort.Slice(res.aggs, func(i, j int) bool {
+		a, b := &res.aggs[i], &res.aggs[j]
+		if a.Stack.ID != b.Stack.ID {
+			return a.Stack.ID < b.Stack.ID
+		}
+		if a.Event != b.Event {
+			return a.Event < b.Event
+		}
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		if a.TID != b.TID {
+			return a.TID < b.TID
+		}
+		return a.Comm < b.Comm
+	})
+	return res, nil
+}
+
+// symbolize names every location of a DSO whose verdict allows names: each
+// DSO's file is opened once, each distinct location looked up once, the
+// lookups spread over the workers.
+func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error {
+	opener := s.opts.Symbolizer
+	if opener == nil {
+		opener = defaultOpener{}
+	}
+	byDSO := map[*DSO][]*Location{}
+	for _, l := range res.Locations {
+		if l.DSO.symPath != "" {
+			byDSO[l.DSO] = append(byDSO[l.DSO], l)
+		}
+	}
+	lookups := map[*DSO]SymbolLookup{}
+	var mu sync.Mutex
+	g, _ := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for d := range byDSO {
+		g.Go(func() error {
+			lk, err := opener.Open(d.symPath, d.Kind)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				// One failing binary is reported and skipped.
+				d.SymbolError = err.Error()
+				return nil
+			}
+			lookups[d] = lk
+			return nil
+		})
+	}
+	g.Wait()
+	defer func() {
+		for _, lk := range lookups {
+			lk.Close()
+		}
+	}()
+	var work []*Location
+	for d, locs := range byDSO {
+		if lookups[d] != nil {
+			work = append(work, locs...)
+		}
+	}
+	chunk := (len(work) + workers - 1) / max(workers, 1)
+	if chunk == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i := 0; i < len(work); i += chunk {
+		part := work[i:min(i+chunk, len(work))]
+		g.Go(func() error {
+			for j, l := range part {
+				if j%256 == 0 && gctx.Err() != nil {
+					return gctx.Err()
+				}
+				fr, err := lookups[l.DSO].Lookup(l.Offset)
+				if err != nil {
+					l.SymbolError = err.Error()
+					continue
+				}
+				l.Frames = fr
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}

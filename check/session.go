@@ -1,0 +1,342 @@
+package check
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// Perf's callchain context markers (include/uapi/linux/perf_event.h,
+// enum perf_callchain_context). Entries at or above contextMax are markers.
+const (
+	contextHV          = ^uint64(32) + 1   // -32
+	contextKernel      = ^uint64(128) + 1  // -128
+	contextUser        = ^uint64(512) + 1  // -512
+	contextGuest       = ^uint64(2048) + 1 // -2048
+	contextGuestKernel = ^uint64(2176) + 1 // -2176
+	contextGuestUser   = ^uint64(2560) + 1 // -2560
+	contextMax         = ^uint64(4095) + 1 // -4095
+)
+
+// SampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
+type SampleEvent struct {
+	Event     int // index of the event (attr) in the recording
+	PID, TID  int32
+	CPU       uint32
+	Time      uint64
+	Period    uint64
+	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
+	IP        uint64
+	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
+}
+
+// frameRef is one resolved address: a DSO and the offset in it.
+type frameRef struct {
+	dso int32
+	off uint64
+}
+
+type dsoKey struct {
+	kind    Kind
+	path    string
+	buildID string // from MMAP2 (build-id form)
+	devino  [4]uint64
+	pid     int32 // JIT maps are per process
+}
+
+// aggKey identifies one aggregate: a stack, an event, a thread.
+type aggKey struct {
+	stack int32
+	event int32
+	pid   int32
+	tid   int32
+	comm  int32
+}
+
+type aggVal struct {
+	samples uint64
+	period  uint64
+}
+
+// compactSample is what Options.KeepSamples keeps per sample.
+type compactSample struct {
+	time   uint64
+	period uint64
+	stack  int32
+	event  int32
+	pid    int32
+	tid    int32
+	cpu    uint32
+	comm   int32
+}
+
+// Session consumes a recording's events in perf's delivery order and
+// collects, bounded by the number of distinct stacks, what the check needs.
+// Feed it with the methods Mmap, Fork, Comm, Exit, Sample and AddBuildIDs
+// (or let Analyze do it from a perf.data file), then call Finish.
+type Session struct {
+	opts    Options
+	tracker *Tracker
+
+	dsos    []*DSO
+	dsoIdx  map[dsoKey]int32
+	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
+
+	stackIdx  map[string]int32
+	stacks    [][]frameRef
+	keyBuf    []byte
+	refBuf    []frameRef
+	aggs      map[aggKey]*aggVal
+	comms     []string
+	commIdx   map[string]int32
+	kept      []compactSample
+	buildIDs  []perfdata.BuildIDEntry
+	samples   uint64
+	firstTime uint64
+	lastTime  uint64
+	jitPIDs   map[int32]bool
+}
+
+// NewSession returns a session with opts.
+func NewSession(opts Options) *Session {
+	s := &Session{
+		opts:     opts,
+		tracker:  NewTracker(),
+		dsoIdx:   make(map[dsoKey]int32),
+		special:  make(map[string]int32),
+		stackIdx: make(map[string]int32),
+		aggs:     make(map[aggKey]*aggVal),
+		commIdx:  make(map[string]int32),
+		jitPIDs:  make(map[int32]bool),
+	}
+	s.tracker.onMap = s.onMap
+	return s
+}
+
+// Tracker returns the session's address-space tracker.
+func (s *Session) Tracker() *Tracker { return s.tracker }
+
+// Mmap feeds an MMAP or MMAP2 record.
+func (s *Session) Mmap(e *MapEvent) {
+	if classify(e) == KindAnon && e.Exec && !isKernelMap(e) && !s.jitPIDs[e.PID] {
+		// perf looks for /tmp/perf-PID.map when an anonymous executable
+		// map appears (map__new in tools/perf/util/map.c).
+		s.jitPIDs[e.PID] = true
+		if s.opts.jitMapExists(e.PID) {
+			s.tracker.SetJITMap(e.PID)
+		}
+	}
+	s.tracker.Mmap(e)
+}
+
+// Fork feeds a FORK record.
+func (s *Session) Fork(pid, ppid, tid, ptid int32) { s.tracker.Fork(pid, ppid, tid, ptid) }
+
+// Comm feeds a COMM record; exec is PERF_RECORD_MISC_COMM_EXEC.
+func (s *Session) Comm(pid, tid int32, comm string, exec bool) {
+	s.tracker.Comm(pid, tid, comm, exec)
+}
+
+// Exit feeds an EXIT record.
+func (s *Session) Exit(pid, tid int32) { s.tracker.Exit(pid, tid) }
+
+// AddBuildIDs adds entries of the header's build-id table (the BUILD_ID
+// feature, or HEADER_BUILD_ID records in a pipe, which come at its end).
+func (s *Session) AddBuildIDs(entries []perfdata.BuildIDEntry) {
+	s.buildIDs = append(s.buildIDs, entries...)
+}
+
+// onMap gives each new mapping its DSO.
+func (s *Session) onMap(m *Mapping) {
+	e := m.Event
+	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
+	switch m.Kind {
+	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+		// No identity: one pseudo DSO per name.
+	case KindJIT:
+		k.pid = m.PID
+	default:
+		if len(e.BuildID) > 0 {
+			k.buildID = string(e.BuildID)
+		} else if e.HasDevIno {
+			k.devino = [4]uint64{uint64(e.Maj), uint64(e.Min), e.Ino, e.InoGen}
+		}
+	}
+	i, ok := s.dsoIdx[k]
+	if !ok {
+		i = int32(len(s.dsos))
+		d := &DSO{
+			Path:      k.path,
+			Kind:      m.Kind,
+			index:     int(i),
+			firstTime: e.Time,
+			pid:       m.PID,
+		}
+		if len(e.BuildID) > 0 {
+			d.BuildID = append(perfdata.BuildID(nil), e.BuildID...)
+			d.BuildIDSource = "mmap2"
+		}
+		if e.HasDevIno && k.devino != [4]uint64{} {
+			d.Dev = &DevIno{Maj: e.Maj, Min: e.Min, Ino: e.Ino, Generation: e.InoGen}
+		}
+		s.dsos = append(s.dsos, d)
+		s.dsoIdx[k] = i
+	}
+	m.DSO = s.dsos[i]
+}
+
+// dsoPath is the DSO's name: the recorded path, with perf's kernel map name
+// "[kernel.kallsyms]_text" shortened to the DSO name perf uses.
+func dsoPath(m *Mapping) string {
+	p := m.Event.Path
+	switch m.Kind {
+	case KindKernel:
+		if i := strings.IndexByte(p, ']'); i >= 0 {
+			return p[:i+1]
+		}
+	case KindJIT:
+		return "/tmp/perf-" + strconv.Itoa(int(m.PID)) + ".map"
+	case KindAnon:
+		switch {
+		case p == "":
+			return "[anon]"
+		case strings.HasPrefix(p, "[stack"):
+			return "[stack]"
+		}
+	}
+	return p
+}
+
+func (s *Session) specialDSO(name string, k Kind) int32 {
+	if i, ok := s.special[name]; ok {
+		return i
+	}
+	i := int32(len(s.dsos))
+	s.dsos = append(s.dsos, &DSO{Path: name, Kind: k, index: int(i)})
+	s.special[name] = i
+	return i
+}
+
+// resolve maps one address to a frameRef.
+func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
+	switch mode {
+	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
+		return frameRef{dso: s.specialDSO("[guest]", KindGuest), off: ip}
+	}
+	m := s.tracker.Lookup(pid, mode, ip)
+	if m == nil {
+		if mode == perfdata.CPUModeKernel || mode == perfdata.CPUModeHypervisor {
+			// No kernel map was recorded (perf record without kernel
+			// access, or -e ...:u with a stray kernel address): the
+			// kernel is still the DSO, without a map to check it by.
+			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", KindKernel), off: ip}
+		}
+		return frameRef{dso: s.specialDSO("[unknown]", KindUnknown), off: ip}
+	}
+	var off uint64
+	switch m.Kind {
+	case KindFile, KindVDSO, KindModule:
+		off = m.Offset(ip)
+	default:
+		// Kernel text (perf sets pgoff = start, so offset = address),
+		// JIT code named by absolute addresses in perf-PID.map, and
+		// memory without a file: the address itself.
+		off = ip
+	}
+	return frameRef{dso: int32(m.DSO.index), off: off}
+}
+
+// Sample feeds a SAMPLE record. The stack is the sample IP followed by the
+// callchain, markers skipped; the callchain's first address normally
+// repeats the sample IP (perf_callchain_kernel/user store regs->ip first),
+// so it is dropped when equal, never counted twice.
+func (s *Session) Sample(e *SampleEvent) {
+	s.samples++
+	if s.firstTime == 0 || e.Time < s.firstTime {
+		s.firstTime = e.Time
+	}
+	if e.Time > s.lastTime {
+		s.lastTime = e.Time
+	}
+	refs := s.refBuf[:0]
+	refs = append(refs, s.resolve(e.PID, e.Mode, e.IP))
+	mode := e.Mode
+	first := true
+	for _, ip := range e.Callchain {
+		if ip >= contextMax {
+			switch ip {
+			case contextKernel:
+				mode = perfdata.CPUModeKernel
+			case contextUser:
+				mode = perfdata.CPUModeUser
+			case contextHV:
+				mode = perfdata.CPUModeHypervisor
+			case contextGuestKernel:
+				mode = perfdata.CPUModeGuestKernel
+			case contextGuestUser, contextGuest:
+				mode = perfdata.CPUModeGuestUser
+			}
+			continue
+		}
+		if first {
+			first = false
+			if ip == e.IP {
+				continue
+			}
+		}
+		refs = append(refs, s.resolve(e.PID, mode, ip))
+	}
+	s.refBuf = refs
+
+	// Deduplicate the stack by its resolved content.
+	kb := s.keyBuf[:0]
+	for _, r := range refs {
+		kb = append(kb, byte(r.dso), byte(r.dso>>8), byte(r.dso>>16), byte(r.dso>>24),
+			byte(r.off), byte(r.off>>8), byte(r.off>>16), byte(r.off>>24),
+			byte(r.off>>32), byte(r.off>>40), byte(r.off>>48), byte(r.off>>56))
+	}
+	s.keyBuf = kb
+	id, ok := s.stackIdx[string(kb)]
+	if !ok {
+		id = int32(len(s.stacks))
+		s.stacks = append(s.stacks, append([]frameRef(nil), refs...))
+		s.stackIdx[string(kb)] = id
+	}
+	comm := s.commID(s.tracker.CommOf(e.PID))
+	ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
+	a := s.aggs[ak]
+	if a == nil {
+		a = &aggVal{}
+		s.aggs[ak] = a
+	}
+	a.samples++
+	a.period += e.Period
+	if s.opts.KeepSamples {
+		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
+			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
+	}
+}
+
+func (s *Session) commID(c string) int32 {
+	if i, ok := s.commIdx[c]; ok {
+		return i
+	}
+	i := int32(len(s.comms))
+	s.comms = append(s.comms, c)
+	s.commIdx[c] = i
+	return i
+}
+
+// moduleTableNames lists the names perf may have written a module's
+// build-id under: its path, or "[name]" with dashes as underscores
+// (tools/perf/util/dso.c: kmod_path__parse_name).
+func moduleTableNames(p string) []string {
+	base := filepath.Base(p)
+	for _, ext := range []string{".xz", ".gz", ".zst"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	base = strings.TrimSuffix(base, ".ko")
+	return []string{p, "[" + strings.ReplaceAll(base, "-", "_") + "]"}
+}

@@ -1,0 +1,149 @@
+package check
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/symbolize"
+)
+
+// Frame is one source-level frame of a location, leaf first within it.
+type Frame struct {
+	Function string `json:"function,omitempty"` // demangled
+	RawName  string `json:"raw_name,omitempty"` // as stored in the binary
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+	Inlined  bool   `json:"inlined,omitempty"` // inlined into the next frame of the location
+}
+
+// SymbolOpener opens the file a verified (or unverified) DSO is symbolized
+// with. The default uses the symbolize package.
+type SymbolOpener interface {
+	// Open returns a lookup for path. kind tells how offsets map to the
+	// file's addresses: for KindFile, KindVDSO and KindModule an offset is
+	// a file offset; for KindKernel and KindJIT it is an address.
+	Open(path string, kind Kind) (SymbolLookup, error)
+}
+
+// SymbolLookup resolves offsets of one DSO to frames, leaf first. It must
+// be safe for concurrent use.
+type SymbolLookup interface {
+	Lookup(off uint64) ([]Frame, error)
+	Close() error
+}
+
+// defaultOpener symbolizes with the symbolize package.
+type defaultOpener struct{}
+
+func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+	b, err := symbolize.Open(path, symbolize.Options{})
+	if err != nil {
+		return nil, err
+	}
+	l := &symLookup{bin: b}
+	if kind == KindFile || kind == KindVDSO || kind == KindModule {
+		if b.Kind() != symbolize.KindELF {
+			b.Close()
+			return nil, fmt.Errorf("%s: not an ELF file", path)
+		}
+		loads, err := readLoads(path)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		l.loads = loads
+		l.fileOffsets = true
+	}
+	return l, nil
+}
+
+type load struct{ off, filesz, vaddr uint64 }
+
+type symLookup struct {
+	bin         *symbolize.Binary
+	loads       []load
+	fileOffsets bool
+}
+
+// errNoSegment means a file offset is in no PT_LOAD segment.
+var errNoSegment = errors.New("offset in no PT_LOAD segment")
+
+func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
+	addr := off
+	if l.fileOffsets {
+		// The ELF address of a file offset: the PT_LOAD segment that holds
+		// the offset gives vaddr - offset (as perf's map__rip_2objdump and
+		// pprof's elfexec.GetBase do for the mapping's load bias).
+		found := false
+		for _, s := range l.loads {
+			if off >= s.off && off < s.off+s.filesz {
+				addr = off - s.off + s.vaddr
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, errNoSegment
+		}
+	}
+	fr, err := l.bin.Frames(addr, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Frame, len(fr))
+	for i, f := range fr {
+		out[i] = Frame{Function: f.Function, RawName: f.RawName, File: f.File, Line: f.Line, Column: f.Column, Inlined: f.Inlined}
+	}
+	return out, nil
+}
+
+func (l *symLookup) Close() error { return l.bin.Close() }
+
+// readLoads returns the executable PT_LOAD segments of an ELF file.
+// debug/elf may panic on malformed input; that becomes an error.
+func readLoads(path string) (loads []load, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			loads, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
+		}
+	}()
+	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Executable segments first: an offset in two segments (they may
+	// share a page) belongs to the code.
+	for _, exec := range []bool{true, false} {
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD && (p.Flags&elf.PF_X != 0) == exec {
+				loads = append(loads, load{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
+			}
+		}
+	}
+	if len(loads) == 0 {
+		return nil, fmt.Errorf("%s: no PT_LOAD segment", path)
+	}
+	return loads, nil
+}
+
+// shortName is a DSO's name for dso+0xoffset labels: the base name of a
+// file, perf's bracketed names as they are.
+func shortName(p string) string {
+	if strings.HasPrefix(p, "[") {
+		return p
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
+		return p[i+1:]
+	}
+	return p
+}
