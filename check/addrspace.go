@@ -179,8 +179,8 @@ type process struct {
 // A Tracker is not safe for concurrent use.
 type Tracker struct {
 	procs  map[int32]*process
-	kernel space     // modules and anything else perf puts in the kernel machine
-	ktext  *Mapping  // [kernel.kallsyms]_text: covers what modules do not
+	kernel space    // modules and anything else perf puts in the kernel machine
+	ktext  *Mapping // [kernel.kallsyms]_text: covers what modules do not
 	onMap  func(*Mapping)
 	jitDir string // directory of perf-PID.map files ("" = /tmp)
 }
