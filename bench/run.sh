@@ -1,0 +1,190 @@
+#!/bin/bash
+# run.sh — time perfcheck against perf on the same large recording.
+#
+#   ./bench/run.sh                      # bench/out/large.data (made if missing)
+#   ./bench/run.sh FILE...              # other recordings, e.g. bench/out/large-pipe.data
+#   RUNS=5 ./bench/run.sh               # best of 5 instead of 3
+#   SECTIONS="stats check" ./bench/run.sh
+#
+# Sections (issue 2 "Speed and memory", issue 5 "Speed"):
+#   stats  perfcheck stats  vs perf report --stats, and cat FILE > /dev/null (the floor)
+#   check  perfcheck FILE   vs perf buildid-list --with-hits and perf report --stdio
+#   top    perfcheck top    vs perf report --stdio (also check + top together)
+#   pprof  perfcheck pprof  vs perf report --stdio
+# A perfcheck section runs only when `perfcheck -h` lists the command (the
+# commands are being written); otherwise it prints "skipped: not yet
+# implemented". The perf and cat figures are always measured.
+#
+# Each figure is the best wall time of RUNS runs (after one untimed run that
+# warms the page cache) and the largest peak RSS (/usr/bin/time %M) seen.
+# Output goes to /dev/null; perf runs with HOME set to an empty scratch
+# directory so that neither tool reads a ~/.debug cache the other lacks,
+# and nothing in the user's home is written.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+repo=$(cd "$here/.." && pwd -P)
+out=$here/out
+PERF=${PERF:-perf}
+RUNS=${RUNS:-3}
+SECTIONS=${SECTIONS:-stats check top pprof}
+
+command -v "$PERF" >/dev/null || { echo "run.sh: perf not found (Debian: apt-get install linux-perf)" >&2; exit 1; }
+if [ ! -x /usr/bin/time ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		apt-get install -y -q time >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q time >/dev/null; }
+	else
+		echo "run.sh: /usr/bin/time missing (Debian: apt-get install time)" >&2
+		exit 1
+	fi
+fi
+
+mkdir -p "$out"
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+	files=("$out/large.data")
+	[ -f "$out/large.data" ] || "$here/record-large.sh" file
+fi
+
+echo "building perfcheck: CGO_ENABLED=0 go build -o bench/out/perfcheck ./cmd/perfcheck"
+(cd "$repo" && CGO_ENABLED=0 go build -o "$out/perfcheck" ./cmd/perfcheck)
+pc=$out/perfcheck
+
+scratch=$(mktemp -d /tmp/perfcheck-bench.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+export HOME=$scratch/home LC_ALL=C
+mkdir -p "$HOME"
+
+# has CMD: does this perfcheck have the subcommand? Asked through the
+# command list of `perfcheck -h`, because `perfcheck CMD -h` for an unknown
+# CMD is taken as `perfcheck check CMD -h` once check exists.
+has() {
+	"$pc" -h 2>/dev/null | grep -qE "^  $1 "
+}
+
+# measure VAR OKCODES CMD...: runs CMD (stdout and stderr to files in
+# scratch) once to warm up, then RUNS times; sets VAR_s (best seconds) and
+# VAR_mb (peak RSS in MB). OKCODES is a regex of acceptable exit statuses
+# (perfcheck check exits 1 when it finds problems). On failure prints the
+# error and sets VAR_s to "".
+measure() {
+	local var=$1 ok=$2
+	shift 2
+	local best="" rss=0 i t0 t1 rc el kb
+	for ((i = 0; i <= RUNS; i++)); do
+		rc=0
+		t0=$(date +%s%N)
+		/usr/bin/time -f '%M' -o "$scratch/rss" "$@" >"$scratch/stdout" 2>"$scratch/stderr" || rc=$?
+		t1=$(date +%s%N)
+		if ! [[ $rc =~ ^($ok)$ ]]; then
+			echo "  FAILED (exit $rc): $*" >&2
+			sed -n '1,5p' "$scratch/stderr" >&2
+			printf -v "${var}_s" '%s' ""
+			printf -v "${var}_mb" '%s' ""
+			return 0
+		fi
+		[ "$i" -eq 0 ] && continue # warm-up
+		el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+		kb=$(tail -n 1 "$scratch/rss")
+		if [ -z "$best" ] || awk -v a="$el" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$el; fi
+		[ "$kb" -gt "$rss" ] && rss=$kb
+	done
+	printf -v "${var}_s" '%s' "$best"
+	printf -v "${var}_mb" '%s' "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')"
+}
+
+# row LABEL VAR: one line of the table.
+row() {
+	local s=${2}_s mb=${2}_mb
+	if [ -z "${!s}" ]; then
+		printf '  %-44s %10s %12s\n' "$1" "failed" "-"
+	else
+		printf '  %-44s %9ss %9s MB\n' "$1" "${!s}" "${!mb}"
+	fi
+}
+
+# ratio TEXT A B: prints TEXT with A/B, when both were measured.
+ratio() {
+	local a=${2}_s b=${3}_s
+	[ -n "${!a}" ] && [ -n "${!b}" ] || return 0
+	awk -v a="${!a}" -v b="${!b}" -v t="$1" 'BEGIN { if (b > 0) printf "  %-44s %9.2fx\n", t, a / b }'
+}
+
+skipped() {
+	printf '  %-44s skipped: not yet implemented\n' "$1"
+}
+
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+
+for f in "${files[@]}"; do
+	[ -e "$f" ] || { echo "run.sh: $f: no such file" >&2; exit 1; }
+	echo
+	echo "== $f ($(du -h "$f" | cut -f1), $("$PERF" --version), best of $RUNS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	measure cat 0 cat "$f"
+	row "cat FILE > /dev/null (floor)" cat
+	reportran=0
+
+	if want stats; then
+		echo "-- stats (goal: >= 4x faster than perf report --stats, within 3x of cat)"
+		measure pstats 0 "$PERF" report --stats -i "$f"
+		row "perf report --stats" pstats
+		if has stats; then
+			measure cstats 0 "$pc" stats "$f"
+			row "perfcheck stats" cstats
+			ratio "speedup over perf report --stats" pstats cstats
+			ratio "perfcheck stats / cat" cstats cat
+		else
+			skipped "perfcheck stats"
+		fi
+	fi
+
+	if want check || want top || want pprof; then
+		measure preport 0 "$PERF" report --stdio -i "$f"
+		reportran=1
+	fi
+
+	if want check; then
+		echo "-- check (goal: faster than perf buildid-list --with-hits)"
+		measure phits 0 "$PERF" buildid-list --with-hits -i "$f"
+		row "perf buildid-list --with-hits" phits
+		row "perf report --stdio" preport
+		if has check; then
+			measure ccheck '0|1' "$pc" check "$f"
+			row "perfcheck check" ccheck
+			ratio "speedup over perf buildid-list --with-hits" phits ccheck
+			ratio "speedup over perf report --stdio" preport ccheck
+		else
+			skipped "perfcheck check"
+		fi
+	fi
+
+	if want top; then
+		echo "-- top (goal: check + top >= 5x faster than perf report --stdio)"
+		[ "$reportran" = 1 ] && row "perf report --stdio" preport
+		if has top; then
+			measure ctop 0 "$pc" top "$f"
+			row "perfcheck top" ctop
+			ratio "speedup over perf report --stdio" preport ctop
+			if has check && [ -n "${ccheck_s:-}" ] && [ -n "$ctop_s" ]; then
+				checktop_s=$(awk -v a="$ccheck_s" -v b="$ctop_s" 'BEGIN { printf "%.3f", a + b }')
+				checktop_mb=-
+				row "perfcheck check + perfcheck top" checktop
+				ratio "speedup (check + top) over perf report" preport checktop
+			fi
+		else
+			skipped "perfcheck top"
+		fi
+	fi
+
+	if want pprof; then
+		echo "-- pprof"
+		[ "$reportran" = 1 ] && row "perf report --stdio" preport
+		if has pprof; then
+			measure cpprof 0 "$pc" pprof -o "$scratch/out.pb.gz" "$f"
+			row "perfcheck pprof -o out.pb.gz" cpprof
+			ratio "speedup over perf report --stdio" preport cpprof
+		else
+			skipped "perfcheck pprof"
+		fi
+	fi
+done
