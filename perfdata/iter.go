@@ -1,0 +1,129 @@
+package perfdata
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"iter"
+)
+
+// Records iterates over the records of a recording:
+//
+//	rs := f.Records(perfdata.RecordsOptions{})
+//	for rs.Next() {
+//		switch r := rs.Record().(type) {
+//		case *perfdata.Sample:
+//			...
+//		}
+//	}
+//	if err := rs.Err(); err != nil { ... }
+type Records struct {
+	p       parser
+	streams []*stream
+	cur     int
+	name    string
+	rec     Record
+	err     error
+	done    bool
+
+	ordered bool
+	oq      orderQueue
+	// In ordered mode with several streams (perf.data directory), each is
+	// read for about readerBudget bytes in turn, as perf's
+	// __perf_session__process_dir_events reads READER_MAX_SIZE from each.
+	budgetStart int64
+}
+
+const readerBudget = 2 << 20
+
+func newRecords(streams []*stream, es *eventSet, order binary.ByteOrder, name string, opts RecordsOptions) *Records {
+	rs := &Records{streams: streams, name: name, ordered: opts.Ordered}
+	rs.p.order = order
+	rs.p.name = name
+	rs.p.events = es
+	return rs
+}
+
+// Next advances to the next record and reports whether there is one. It
+// returns false at the end of the input and after the first error (see
+// Err), and never yields a nil Record.
+//
+// The Record returned by Record, and every slice and BuildID in it, is valid
+// only until the next call to Next: the iterator reuses one struct per
+// record type and grows its slices in place, so that reading a recording
+// allocates nothing per record in steady state. Copy what you keep.
+// (Strings are ordinary immutable strings and may be kept.)
+func (rs *Records) Next() bool {
+	if rs.err != nil || rs.done {
+		rs.rec = nil
+		return false
+	}
+	var (
+		rec Record
+		err error
+	)
+	if rs.ordered {
+		rec, err = rs.nextOrdered()
+	} else {
+		rec, err = rs.nextUnordered()
+	}
+	if err != nil {
+		rs.rec = nil
+		if err == io.EOF {
+			rs.done = true
+			return false
+		}
+		var fe *FormatError
+		if errors.As(err, &fe) && fe.File == "" {
+			fe.File = rs.name
+		}
+		rs.err = err
+		return false
+	}
+	rs.rec = rec
+	return true
+}
+
+// Record returns the current record (see Next for how long it is valid).
+func (rs *Records) Record() Record { return rs.rec }
+
+// Err returns the first error met, or nil at a clean end. A *FormatError
+// gives the byte offset; truncation unwraps to io.ErrUnexpectedEOF.
+func (rs *Records) Err() error { return rs.err }
+
+// All returns the records as an iter.Seq2 for range loops. The pair's error
+// is non-nil only for the last pair, whose record is then nil. The reuse
+// rule of Next applies.
+func (rs *Records) All() iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for rs.Next() {
+			if !yield(rs.rec, nil) {
+				return
+			}
+		}
+		if rs.err != nil {
+			yield(nil, rs.err)
+		}
+	}
+}
+
+// nextRaw reads the next raw record from the streams in order.
+func (rs *Records) nextRaw() (rawRecord, error) {
+	for rs.cur < len(rs.streams) {
+		rec, err := rs.streams[rs.cur].next()
+		if err == io.EOF {
+			rs.cur++
+			continue
+		}
+		return rec, err
+	}
+	return rawRecord{}, io.EOF
+}
+
+func (rs *Records) nextUnordered() (Record, error) {
+	raw, err := rs.nextRaw()
+	if err != nil {
+		return nil, err
+	}
+	return rs.p.decode(&raw)
+}

@@ -1,0 +1,292 @@
+package perfdata
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// rawRecord is one undecoded record.
+type rawRecord struct {
+	typ  RecordType
+	misc uint16
+	size uint16
+	// data is the record, header included: header.size bytes (more for a
+	// COMPRESSED2 whose u16 size wrapped). It aliases a buffer that the
+	// next read reuses.
+	data       []byte
+	off        int64 // offset of the record, or of its compressed record
+	compressed bool
+	part       int
+	// extraOff and extraSize locate the payload that AUXTRACE and
+	// TRACING_DATA carry after header.size (already skipped).
+	extraOff  int64
+	extraSize int64
+}
+
+const (
+	readChunk = 256 << 10 // bytes asked of the underlying reader at a time
+	// maxRecord bounds one record: header.size is a u16; COMPRESSED2 may
+	// exceed it by at most the wrap described in FORMAT §5.
+	maxRecord = 1 << 17
+	// garbageLimit is how far past an impossible record header a pipe
+	// stream may go on before the rest is an error rather than trailing
+	// text (perf record -o - mixes its stderr into the stream when both go
+	// to one file).
+	garbageLimit = 64 << 10
+)
+
+// stream reads records sequentially from one input (a file's data section,
+// a pipe, a data.N file), expanding compressed records in place.
+type stream struct {
+	r     io.Reader
+	order binary.ByteOrder
+	name  string // input name for errors
+	part  int
+	pipe  bool  // pipe format: read to EOF, tolerate trailing garbage
+	limit int64 // bytes the stream may hold (-1: unknown); bounds lengths
+	warn  func(string)
+
+	buf        []byte
+	start, end int   // unread bytes are buf[start:end]
+	pos        int64 // absolute offset of buf[start]
+	eof        bool  // r returned io.EOF
+	err        error // sticky
+	done       bool  // ordered directory reading: this stream has ended
+
+	z *zstream // decompression state, created at the first compressed record
+
+	// shortBy is how many bytes of the declared data section the file
+	// lacks: reaching the end is then truncation, not a clean end.
+	shortBy int64
+}
+
+func newStream(r io.Reader, base int64, limit int64, order binary.ByteOrder, name string, part int, pipe bool, warn func(string)) *stream {
+	return &stream{r: r, pos: base, limit: limit, order: order, name: name, part: part, pipe: pipe, warn: warn}
+}
+
+func (s *stream) formatErr(off int64, cause error, format string, args ...any) error {
+	return &FormatError{File: s.name, Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// fill makes at least n unread bytes available unless the input ends first;
+// it reports whether they are.
+func (s *stream) fill(n int) bool {
+	for s.end-s.start < n {
+		if s.eof {
+			return false
+		}
+		if s.start > 0 && (len(s.buf)-s.end < readChunk || s.start == s.end) {
+			copy(s.buf, s.buf[s.start:s.end])
+			s.end -= s.start
+			s.start = 0
+		}
+		want := max(n, readChunk)
+		if len(s.buf)-s.start < want {
+			nb := make([]byte, max(want, 2*len(s.buf)))
+			copy(nb, s.buf[s.start:s.end])
+			s.end -= s.start
+			s.start = 0
+			s.buf = nb
+		}
+		m, err := s.r.Read(s.buf[s.end:])
+		s.end += m
+		if err == io.EOF {
+			s.eof = true
+		} else if err != nil {
+			s.err = s.formatErr(s.pos+int64(s.end-s.start), err, "read error")
+			return false
+		}
+	}
+	return true
+}
+
+// discard skips n bytes of the input (AUXTRACE and TRACING_DATA payloads).
+func (s *stream) discard(n int64) bool {
+	if avail := int64(s.end - s.start); n <= avail {
+		s.start += int(n)
+		s.pos += n
+		return true
+	}
+	n -= int64(s.end - s.start)
+	s.pos += int64(s.end - s.start)
+	s.start, s.end = 0, 0
+	if sk, ok := s.r.(io.Seeker); ok && !s.eof {
+		cur, err := sk.Seek(0, io.SeekCurrent)
+		if err == nil {
+			end, err := sk.Seek(0, io.SeekEnd)
+			if err == nil && cur+n <= end {
+				if _, err := sk.Seek(cur+n, io.SeekStart); err == nil {
+					s.pos += n
+					return true
+				}
+			}
+			if err == nil {
+				// Shorter than the payload: truncated.
+				s.pos += end - cur
+				s.eof = true
+				return false
+			}
+		}
+	}
+	m, err := io.CopyN(io.Discard, s.r, n)
+	s.pos += m
+	if m < n {
+		if err != nil && err != io.EOF {
+			s.err = s.formatErr(s.pos, err, "read error")
+		}
+		s.eof = true
+		return false
+	}
+	return true
+}
+
+// next returns the next record, io.EOF at a clean end, or an error.
+func (s *stream) next() (rawRecord, error) {
+	if s.err != nil {
+		return rawRecord{}, s.err
+	}
+	if s.z != nil {
+		rec, ok, err := s.z.next()
+		if err != nil {
+			s.err = err
+			return rawRecord{}, err
+		}
+		if ok {
+			return rec, nil
+		}
+	}
+	rec, err := s.nextOuter()
+	if err != nil {
+		if err == io.EOF && s.z != nil {
+			if err2 := s.z.finish(); err2 != nil {
+				err = err2
+			}
+		}
+		s.err = err
+		return rawRecord{}, err
+	}
+	if rec.typ == RecordCompressed || rec.typ == RecordCompressed2 {
+		if err := s.startDecompress(rec); err != nil {
+			s.err = err
+			return rawRecord{}, err
+		}
+	}
+	return rec, nil
+}
+
+// nextOuter reads the next record of the input itself (not of a
+// compressed stream).
+func (s *stream) nextOuter() (rawRecord, error) {
+	if s.err != nil {
+		return rawRecord{}, s.err
+	}
+	off := s.pos
+	if !s.fill(8) {
+		if s.err != nil {
+			return rawRecord{}, s.err
+		}
+		if s.end == s.start {
+			if s.shortBy > 0 {
+				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the file ends %d bytes before the header says", s.shortBy)
+			}
+			return rawRecord{}, io.EOF
+		}
+		return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "record header cut short: %d of 8 bytes", s.end-s.start)
+	}
+	h := s.buf[s.start:]
+	typ := RecordType(s.order.Uint32(h))
+	misc := s.order.Uint16(h[4:])
+	size := s.order.Uint16(h[6:])
+	if s.pipe && (typ == 0 || typ > 0xffff) && size != 0 {
+		// No perf record has such a type: if only a little input is left
+		// it is text perf wrote after the last record (its stderr sharing
+		// the output file), not a record.
+		if s.trailingGarbage(off) {
+			return rawRecord{}, io.EOF
+		}
+		return rawRecord{}, s.formatErr(off, ErrMalformed, "invalid record type %d", uint32(typ))
+	}
+	if size < 8 {
+		return rawRecord{}, s.formatErr(off, ErrMalformed, "%v record size %d is smaller than its 8-byte header", typ, size)
+	}
+	n := int(size)
+	if typ == RecordCompressed2 {
+		// data_size decides the length (FORMAT §5): align8(16+data_size)
+		// can exceed a u16, which header.size then holds wrapped.
+		if !s.fill(16) {
+			return rawRecord{}, s.truncated(off, 16)
+		}
+		ds := s.order.Uint64(s.buf[s.start+8:])
+		if want := (16 + ds + 7) &^ 7; ds < maxRecord && want > uint64(n) && want&0xffff == uint64(n) {
+			n = int(want)
+		}
+	}
+	if !s.fill(n) {
+		if s.err != nil {
+			return rawRecord{}, s.err
+		}
+		return rawRecord{}, s.truncated(off, n)
+	}
+	rec := rawRecord{typ: typ, misc: misc, size: size, data: s.buf[s.start : s.start+n : s.start+n], off: off, part: s.part}
+	s.start += n
+	s.pos += int64(n)
+	// AUXTRACE and TRACING_DATA carry a payload after header.size
+	// (perf_session__process_user_event returns its size to skip).
+	var extra int64
+	switch typ {
+	case RecordAuxtrace:
+		if n >= 16 {
+			extra = int64(s.order.Uint64(rec.data[8:]))
+		}
+	case RecordTracingData:
+		if n >= 12 {
+			extra = int64(s.order.Uint32(rec.data[8:]))
+		}
+	}
+	if extra != 0 {
+		if extra < 0 || (s.limit >= 0 && extra > s.limit) {
+			return rawRecord{}, s.formatErr(off, ErrMalformed, "%v payload of %d bytes exceeds the input", typ, uint64(extra))
+		}
+		rec.extraOff, rec.extraSize = s.pos, extra
+		// The record's bytes stay valid: discard never moves them
+		// unless it empties the buffer, and then it only resets indexes.
+		if !s.discard(extra) {
+			if s.err != nil {
+				return rawRecord{}, s.err
+			}
+			return rawRecord{}, s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
+		}
+	}
+	return rec, nil
+}
+
+func (s *stream) truncated(off int64, n int) error {
+	return s.formatErr(off, io.ErrUnexpectedEOF, "record of %d bytes cut short: %d bytes left", n, s.end-s.start)
+}
+
+// trailingGarbage consumes what is left of a pipe stream after an
+// impossible record header at off and reports whether it ended within
+// garbageLimit bytes.
+func (s *stream) trailingGarbage(off int64) bool {
+	s.fill(garbageLimit + 1)
+	if s.err != nil || !s.eof || s.end-s.start > garbageLimit {
+		return false
+	}
+	n := s.end - s.start
+	s.start = s.end
+	s.pos += int64(n)
+	if s.warn != nil {
+		s.warn(fmt.Sprintf("%d bytes after the last record at offset %d are not perf records (ignored)", n, off))
+	}
+	return true
+}
+
+// ErrMalformed is the cause of a FormatError for input that is not cut
+// short but impossible: sizes or counts that do not fit, unknown magic.
+var ErrMalformed = errors.New("malformed perf.data")
+
+// errCount is the cause for a count or length that does not fit in what
+// remains of its record.
+var errCount = ErrMalformed
