@@ -90,6 +90,9 @@ type Options struct {
 	Symbolizer SymbolOpener
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
+	// Progress, when set, is called now and then during reading with the
+	// byte offset reached (for a progress bar).
+	Progress func(offset int64)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
 }

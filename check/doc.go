@@ -1,0 +1,55 @@
+// Package check decides whether the function names of a perf recording can
+// be trusted, and gives the names that can.
+//
+// It joins the other packages: perfdata's records rebuild every process's
+// address space (Tracker), each sampled address — the leaf and every
+// callchain entry, user and kernel — is resolved to a DSO and a file offset,
+// each DSO gets its recorded identity (the MMAP2 build-id, else the header's
+// build-id table, else MMAP2's device and inode, else the path) and a
+// Verdict (verified, mismatch, missing, unverified, replaced, or no-file for
+// memory without a file), and only DSOs whose verdict allows it are
+// symbolized. A frame in a mismatch, missing or replaced DSO is never
+// named: it stays "dso+0xoffset" with the DSO's reason. docs/verdicts.md
+// gives every rule.
+//
+// # Use
+//
+//	res, err := check.Analyze(ctx, "perf.data", check.Options{BuildIDDir: dir})
+//	rep := res.Report()          // the table: DSOs, verdicts, hits, advice
+//	if rep.Failed(strict) { ... } // exit status of `perfcheck check`
+//
+// Result also holds what the script, top and pprof commands build on:
+//   - Result.Locations: every distinct (DSO, offset), with its frames
+//     (function, file:line, inlined ones leaf first) when its DSO may be
+//     symbolized; Location.Trusted and Location.String give the trust mark
+//     and the "function (dso)" / "dso+0xoffset [verdict]" label;
+//   - Result.Stacks: every distinct stack, leaf first, with Trusted and
+//     LeafTrusted;
+//   - Result.Aggregates: samples and period per (stack, event, pid, tid,
+//     comm) — the unit of top and pprof;
+//   - Result.EachSample: every sample in time order, when
+//     Options.KeepSamples was set (script).
+//
+// Memory is bounded by the number of distinct stacks and threads, not of
+// samples (unless KeepSamples): stacks are deduplicated by their resolved
+// content, and each distinct location is symbolized once, in parallel.
+//
+// A Session can be fed events directly (Mmap, Fork, Comm, Exit, Sample,
+// AddBuildIDs, then Finish), and a Tracker alone rebuilds address spaces;
+// both take this package's own small event types, so they can be driven by
+// synthetic events.
+//
+// Binaries are found by a Locator: the buildidcache package's resolver
+// (perf's cache, debug directories, debuginfod, the path) or the
+// self-contained PathLocator.
+//
+// # Security
+//
+// Everything in a perf.data file is untrusted, file names included. The
+// package only reads: the recording, the files at the recorded paths (under
+// Options.SymFS when set), perf's build-id cache and /tmp/perf-PID.map
+// files; it never writes, renames or deletes a file. Memory grows with the
+// distinct stacks, mappings and threads of the input, each bounded by the
+// input's size. A malformed binary makes its DSO unsymbolized with an
+// error in the report; it never aborts the check or panics.
+package check

@@ -1,0 +1,123 @@
+package check
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is the check's summary, the value `perfcheck check --json` prints
+// (docs/check-json.md is its schema).
+type Report struct {
+	File                 string      `json:"file"`
+	Events               []string    `json:"events,omitempty"`
+	RecordingEnd         *time.Time  `json:"recording_end,omitempty"`
+	Samples              uint64      `json:"samples"`
+	TrustedSamples       uint64      `json:"trusted_samples"`
+	UntrustedLeafSamples uint64      `json:"untrusted_leaf_samples"`
+	UntrustedAnySamples  uint64      `json:"untrusted_any_samples"`
+	DSOs                 []DSOReport `json:"dsos"`
+	Advice               []Advice    `json:"advice,omitempty"`
+	// Problems counts the DSOs whose verdict fails the check (mismatch,
+	// missing, replaced); StrictProblems also counts unverified ones.
+	Problems       int `json:"problems"`
+	StrictProblems int `json:"strict_problems"`
+}
+
+// DSOReport is one row of the report: a DSO that samples touch.
+type DSOReport struct {
+	Path          string   `json:"path"`
+	Kind          Kind     `json:"kind"`
+	BuildID       string   `json:"build_id"`
+	BuildIDSource string   `json:"build_id_source,omitempty"`
+	Candidates    []string `json:"candidate_build_ids,omitempty"`
+	Dev           *DevIno  `json:"dev,omitempty"`
+	Verdict       Verdict  `json:"verdict"`
+	Reason        string   `json:"reason"`
+	Source        string   `json:"source"`
+	FoundPath     string   `json:"found_path"`
+	FoundBuildID  string   `json:"found_build_id"`
+	GoBuildID     string   `json:"go_build_id,omitempty"`
+	Symbolized    bool     `json:"symbolized"`
+	SymbolError   string   `json:"symbol_error,omitempty"`
+	HitsLeaf      uint64   `json:"hits_leaf"`
+	HitsAny       uint64   `json:"hits_any"`
+}
+
+// Advice is one thing to do, with the DSOs it is about.
+type Advice struct {
+	Text  string   `json:"text"`
+	Paths []string `json:"paths"`
+}
+
+// Report summarizes the result.
+func (r *Result) Report() *Report {
+	rep := &Report{
+		File:                 r.File,
+		Events:               r.Events,
+		Samples:              r.Samples,
+		TrustedSamples:       r.TrustedSamples,
+		UntrustedLeafSamples: r.UntrustedLeafSamples,
+		UntrustedAnySamples:  r.UntrustedAnySamples,
+		DSOs:                 make([]DSOReport, 0, len(r.DSOs)),
+	}
+	if !r.RecordingEnd.IsZero() {
+		t := r.RecordingEnd.UTC()
+		rep.RecordingEnd = &t
+	}
+	advice := map[string][]string{}
+	var order []string
+	for _, d := range r.DSOs {
+		dr := DSOReport{
+			Path: d.Path, Kind: d.Kind, BuildID: d.BuildID.String(), BuildIDSource: d.BuildIDSource,
+			Dev: d.Dev, Verdict: d.Verdict, Reason: d.Reason, Source: d.Source, FoundPath: d.FoundPath,
+			FoundBuildID: d.FoundBuildID.String(), GoBuildID: d.GoBuildID, Symbolized: d.Symbolized() && d.SymbolError == "",
+			SymbolError: d.SymbolError, HitsLeaf: d.HitsLeaf, HitsAny: d.HitsAny,
+		}
+		for _, c := range d.Candidates {
+			dr.Candidates = append(dr.Candidates, c.String())
+		}
+		rep.DSOs = append(rep.DSOs, dr)
+		if d.Verdict.Problem(false) {
+			rep.Problems++
+		}
+		if d.Verdict.Problem(true) {
+			rep.StrictProblems++
+		}
+		if d.Advice != "" && d.Verdict != Verified {
+			if _, ok := advice[d.Advice]; !ok {
+				order = append(order, d.Advice)
+			}
+			advice[d.Advice] = append(advice[d.Advice], d.Path)
+		}
+	}
+	for _, a := range order {
+		paths := advice[a]
+		sort.Strings(paths)
+		rep.Advice = append(rep.Advice, Advice{Text: a, Paths: paths})
+	}
+	return rep
+}
+
+// Failed reports whether the check fails: some DSO samples touch is
+// mismatch, missing or replaced (with strict, also unverified).
+func (rep *Report) Failed(strict bool) bool {
+	if strict {
+		return rep.StrictProblems > 0
+	}
+	return rep.Problems > 0
+}
+
+// Summary is the one-line summary the check prints.
+func (rep *Report) Summary() string {
+	pct := func(n uint64) string {
+		if rep.Samples == 0 {
+			return "0%"
+		}
+		s := strconv.FormatFloat(float64(n)*100/float64(rep.Samples), 'f', 1, 64)
+		return strings.TrimSuffix(s, ".0") + "%"
+	}
+	return strconv.FormatUint(rep.Samples, 10) + " samples, " + pct(rep.TrustedSamples) + " fully trusted; " +
+		pct(rep.UntrustedLeafSamples) + " have an untrusted leaf; " + pct(rep.UntrustedAnySamples) + " an untrusted frame"
+}
