@@ -41,7 +41,7 @@ type DSO struct {
 	Reason       string
 	Source       string           // the locator that found the binary (verified), or "path"
 	FoundPath    string           // the file symbols come from, or the file examined at the path
-	FoundBuildID perfdata.BuildID // the build-id of the file at the path when it differs
+	FoundBuildID perfdata.BuildID // the build-id of the file found (verified) or now at the path
 	GoBuildID    string           // the Go build-id of the file at the path, when it has one
 	Advice       string           // what to do about it, "" when nothing
 	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
@@ -267,6 +267,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Verdict = Verified
 			d.Source = found.Source
 			d.FoundPath = found.Path
+			d.FoundBuildID = found.BuildID
 			d.symPath = found.Path
 			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
 			if s.replacedDuringRecording(d, states) {

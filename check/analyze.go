@@ -1,0 +1,156 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// Analyze checks the recording in the perf.data file (or pipe-format file)
+// name: it reads every record in perf's time order, rebuilds the address
+// spaces, resolves every sampled address, gives each DSO a verdict and
+// symbolizes what may be. RecordingEnd defaults to the file's mtime.
+func Analyze(ctx context.Context, name string, opts Options) (*Result, error) {
+	f, err := perfdata.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if opts.RecordingEnd.IsZero() && !f.IsPipe() {
+		// perf record rewrites the header when it stops, so the file's
+		// mtime is the end of the recording.
+		if st, err := os.Stat(name); err == nil {
+			opts.RecordingEnd = st.ModTime()
+		}
+	}
+	res, err := AnalyzeFile(ctx, f, opts)
+	if res != nil {
+		res.File = name
+	}
+	return res, err
+}
+
+// AnalyzeFile is Analyze on an opened file.
+func AnalyzeFile(ctx context.Context, f *perfdata.File, opts Options) (*Result, error) {
+	return analyze(ctx, f, f.Name(), opts)
+}
+
+// AnalyzeReader checks a pipe-mode stream (perf record -o -) read from r.
+// No recording time is known unless opts.RecordingEnd is set.
+func AnalyzeReader(ctx context.Context, r io.Reader, name string, opts Options) (*Result, error) {
+	pr, err := perfdata.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return analyze(ctx, pr, name, opts)
+}
+
+// Recording is what the check reads from a perf.data: *perfdata.File and
+// *perfdata.Reader are Recordings.
+type Recording interface {
+	Events() []perfdata.Event
+	Features() *perfdata.Features
+	Records(perfdata.RecordsOptions) *perfdata.Records
+}
+
+func analyze(ctx context.Context, f Recording, name string, opts Options) (*Result, error) {
+	if opts.Clock == nil {
+		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
+			opts.Clock = &cd
+		} else if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
+			return nil, fmt.Errorf("%s: clock data: %w", name, err)
+		}
+	}
+	s := NewSession(opts)
+	if err := s.Feed(ctx, f); err != nil {
+		return nil, err
+	}
+	// A file's build-id table is a header feature; a pipe's comes as
+	// HEADER_BUILD_ID records at its end, which the reader gathers into
+	// the same Features.
+	ids, err := f.Features().BuildIDs()
+	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
+		return nil, fmt.Errorf("%s: build-id table: %w", name, err)
+	}
+	s.AddBuildIDs(ids)
+	res, err := s.Finish(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.File = name
+	for _, e := range f.Events() {
+		res.Events = append(res.Events, e.Name)
+	}
+	return res, nil
+}
+
+// Feed reads every record of f in time order (perf's ordered delivery)
+// and feeds the session.
+func (s *Session) Feed(ctx context.Context, f Recording) error {
+	events := f.Events()
+	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
+	var se SampleEvent
+	n := 0
+	for rs.Next() {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if s.opts.Progress != nil {
+				s.opts.Progress(rs.Record().Header().Offset)
+			}
+		}
+		switch r := rs.Record().(type) {
+		case *perfdata.Sample:
+			se = SampleEvent{
+				Event:     r.EventIndex,
+				PID:       int32(r.PID()),
+				TID:       int32(r.TID()),
+				CPU:       r.CPU(),
+				Time:      r.Time(),
+				Period:    r.Period,
+				Mode:      r.CPUMode(),
+				IP:        r.IP,
+				Callchain: r.Callchain,
+			}
+			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+				// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.
+				se.Period = events[r.EventIndex].Attr.SamplePeriod
+			}
+			if se.Event < 0 {
+				se.Event = 0
+			}
+			s.Sample(&se)
+		case *perfdata.Mmap:
+			s.Mmap(&MapEvent{
+				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
+				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
+				Time: r.SampleID.Time, Exec: !r.IsData(),
+			})
+		case *perfdata.Mmap2:
+			e := &MapEvent{
+				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
+				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
+				Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags,
+			}
+			if r.HasBuildID() {
+				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+			} else {
+				e.HasDevIno = true
+				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
+			}
+			s.Mmap(e)
+		case *perfdata.Comm:
+			s.Comm(int32(r.PID), int32(r.TID), r.Comm, r.Exec())
+		case *perfdata.Fork:
+			s.Fork(int32(r.PID), int32(r.PPID), int32(r.TID), int32(r.PTID))
+		case *perfdata.Exit:
+			s.Exit(int32(r.PID), int32(r.TID))
+		}
+	}
+	return rs.Err()
+}
