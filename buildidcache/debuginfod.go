@@ -1,0 +1,404 @@
+package buildidcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Defaults where this package departs from elfutils on purpose (see
+// docs/buildidcache.md): elfutils waits 90 s per server and request, which
+// an unreachable server in $DEBUGINFOD_URLS turns into minutes per profile.
+const (
+	defaultDebuginfodTimeout  = 10 * time.Second
+	defaultDebuginfodDeadline = 30 * time.Second
+	defaultCacheMiss          = 600 * time.Second // elfutils' cache_miss_s default
+)
+
+// debuginfod is the client: elfutils' protocol (GET <url>/buildid/<hex>/
+// executable|debuginfo) and elfutils' cache layout
+// (<cache>/<hex>/executable|debuginfo, an empty file for a remembered miss),
+// so that gdb, perf and this package share downloads.
+type debuginfod struct {
+	urls     []string
+	cache    string
+	timeout  time.Duration
+	deadline time.Duration
+	maxSize  int64
+	client   *http.Client
+	progress io.Writer
+
+	flight singleflight.Group
+
+	mu      sync.Mutex
+	started time.Time        // first request; the deadline counts from here
+	down    map[string]error // servers that failed for a network reason
+}
+
+// fetchResult is shared by all goroutines that asked for the same file.
+type fetchResult struct {
+	path     string
+	url      string
+	rejected []Candidate
+	tried    []string
+}
+
+func newDebuginfod(opts Options) *debuginfod {
+	urls := opts.DebuginfodURLs
+	if urls == nil {
+		urls = DebuginfodURLsFromEnv()
+	}
+	cache := opts.DebuginfodCache
+	if cache == "" {
+		cache = DefaultDebuginfodCache()
+	}
+	if len(urls) == 0 && cache == "" {
+		return nil
+	}
+	d := &debuginfod{cache: cache, timeout: opts.DebuginfodTimeout, deadline: opts.DebuginfodDeadline,
+		maxSize: opts.DebuginfodMaxSize, client: opts.HTTPClient, progress: opts.Progress, down: map[string]error{}}
+	for _, u := range urls {
+		if u = strings.TrimRight(u, "/"); u != "" {
+			d.urls = append(d.urls, u)
+		}
+	}
+	if d.timeout == 0 {
+		d.timeout = defaultDebuginfodTimeout
+		if s, err := strconv.Atoi(os.Getenv("DEBUGINFOD_TIMEOUT")); err == nil && s > 0 {
+			d.timeout = time.Duration(s) * time.Second
+		}
+	}
+	if d.deadline == 0 {
+		d.deadline = defaultDebuginfodDeadline
+	}
+	if d.maxSize == 0 {
+		if n, err := strconv.ParseInt(os.Getenv("DEBUGINFOD_MAXSIZE"), 10, 64); err == nil && n > 0 {
+			d.maxSize = n
+		}
+	}
+	if d.client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = (&net.Dialer{Timeout: d.timeout}).DialContext
+		tr.ResponseHeaderTimeout = d.timeout
+		tr.TLSHandshakeTimeout = d.timeout
+		d.client = &http.Client{Transport: tr}
+	}
+	return d
+}
+
+func (r *Resolver) lookDebuginfodDebuginfo(ctx context.Context, s *search) {
+	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == KindVDSO {
+		return
+	}
+	r.lookDebuginfod(ctx, s, "debuginfo")
+}
+
+func (r *Resolver) lookDebuginfodExecutable(ctx context.Context, s *search) {
+	if len(s.verified) > 0 || s.q.Kind == KindKernel {
+		return
+	}
+	r.lookDebuginfod(ctx, s, "executable")
+}
+
+func (r *Resolver) lookDebuginfod(ctx context.Context, s *search, typ string) {
+	if r.dl == nil {
+		return
+	}
+	res, err := r.dl.fetch(ctx, s.q.BuildID, typ)
+	s.rejected = append(s.rejected, res.rejected...)
+	s.tried = append(s.tried, res.tried...)
+	if err != nil {
+		s.tried = append(s.tried, fmt.Sprintf("debuginfod %s: %v", typ, err))
+		return
+	}
+	// The file was verified when it was downloaded; it is checked again
+	// here because a cached copy may predate us (or come from elsewhere).
+	n := len(s.verified)
+	if s.check("debuginfod", typ, res.path) && len(s.verified) > n {
+		s.verified[len(s.verified)-1].URL = res.url
+	}
+}
+
+// fetch returns the cached or downloaded file of type typ for bid.
+func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchResult, error) {
+	hexID := bid.String()
+	var target string
+	if d.cache != "" {
+		target = filepath.Join(d.cache, hexID, typ)
+		if st, err := os.Stat(target); err == nil && st.Mode().IsRegular() {
+			if st.Size() > 0 {
+				return fetchResult{path: target}, nil
+			}
+			// An empty file is elfutils' remembered miss; it holds for
+			// cache_miss_s seconds.
+			if time.Since(st.ModTime()) < d.cacheMiss() {
+				return fetchResult{}, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)
+			}
+		}
+	}
+	if len(d.urls) == 0 {
+		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
+	}
+	v, err, _ := d.flight.Do(hexID+"/"+typ, func() (any, error) {
+		// The download serves every goroutine waiting on it, so it must not
+		// die with the first caller's context; the stall timeout and the
+		// deadline bound it instead.
+		res, err := d.download(context.WithoutCancel(ctx), bid, typ, target)
+		return res, err
+	})
+	res, _ := v.(fetchResult)
+	return res, err
+}
+
+func (d *debuginfod) cacheMiss() time.Duration {
+	b, err := os.ReadFile(filepath.Join(d.cache, "cache_miss_s"))
+	if err != nil {
+		return defaultCacheMiss
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return defaultCacheMiss
+	}
+	return time.Duration(n) * time.Second
+}
+
+// serverOutcome is one server's answer to one request.
+type serverOutcome struct {
+	url      string
+	tmp      string // verified temporary file, "" on failure
+	err      error
+	notFound bool
+	rejected *Candidate
+}
+
+// download asks every live server at once, as elfutils does (one curl
+// multi handle for all of $DEBUGINFOD_URLS), and keeps the first verified
+// answer.
+func (d *debuginfod) download(ctx context.Context, bid BuildID, typ, target string) (fetchResult, error) {
+	var res fetchResult
+	d.mu.Lock()
+	if d.started.IsZero() {
+		d.started = time.Now()
+	}
+	if d.deadline > 0 && time.Since(d.started) > d.deadline {
+		d.mu.Unlock()
+		return res, ErrDeadline
+	}
+	var live []string
+	for _, u := range d.urls {
+		if err := d.down[u]; err != nil {
+			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: skipped, failed earlier: %v", u, err))
+			continue
+		}
+		live = append(live, u)
+	}
+	d.mu.Unlock()
+	if len(live) == 0 {
+		return res, fmt.Errorf("%w: every server failed earlier", ErrServer)
+	}
+	dir := ""
+	if target != "" {
+		dir = filepath.Dir(target)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("debuginfod cache: %w", err)
+		}
+	} else {
+		tmp, err := os.MkdirTemp("", "perfcheck-debuginfod-")
+		if err != nil {
+			return res, err
+		}
+		dir = tmp
+		target = filepath.Join(tmp, typ)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := make(chan serverOutcome, len(live))
+	for _, u := range live {
+		go func() { out <- d.get(ctx, u, bid, typ, dir) }()
+	}
+	var winner *serverOutcome
+	notFound := 0
+	for range live {
+		o := <-out
+		switch {
+		case o.tmp != "" && winner == nil:
+			winner = &o
+			cancel() // the others can stop
+		case o.tmp != "":
+			os.Remove(o.tmp)
+		case o.rejected != nil:
+			res.rejected = append(res.rejected, *o.rejected)
+		case o.notFound:
+			notFound++
+			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: %s not found", o.url, typ))
+		case o.err != nil && winner == nil:
+			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: %v", o.url, o.err))
+			if ctx.Err() == nil {
+				d.mu.Lock()
+				d.down[o.url] = o.err
+				d.mu.Unlock()
+			}
+		}
+	}
+	if winner != nil {
+		if err := os.Rename(winner.tmp, target); err != nil {
+			os.Remove(winner.tmp)
+			return res, fmt.Errorf("debuginfod cache: %w", err)
+		}
+		res.path, res.url = target, winner.url
+		return res, nil
+	}
+	if notFound == len(live) && d.cache != "" {
+		// Remember the miss as elfutils does: an empty file with no
+		// permissions, honoured for cache_miss_s.
+		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o000); err == nil {
+			f.Close()
+		} else if errors.Is(err, os.ErrExist) {
+			now := time.Now()
+			os.Chtimes(target, now, now) // renew an expired miss
+		}
+	}
+	return res, fmt.Errorf("%w: %s for %v on %d server(s)", ErrNotFound, typ, bid, len(live))
+}
+
+// get downloads from one server into a temporary file in dir and verifies
+// it. Nothing unverified is ever renamed into the cache.
+func (d *debuginfod) get(ctx context.Context, base string, bid BuildID, typ, dir string) serverOutcome {
+	o := serverOutcome{url: base}
+	u := base + "/buildid/" + bid.String() + "/" + typ
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		o.err = err
+		return o
+	}
+	req.Header.Set("User-Agent", "perfcheck")
+	// The whole exchange must make progress every d.timeout: the timer
+	// is pushed back by every read and cancels the request when it fires.
+	stall := time.AfterFunc(d.timeout, cancel)
+	defer stall.Stop()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		o.err = fmt.Errorf("%w: %v", ErrServer, timeoutText(err, stall, d.timeout))
+		return o
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		o.notFound = true
+		return o
+	case resp.StatusCode != http.StatusOK:
+		o.err = fmt.Errorf("%w: %s: HTTP %s", ErrServer, u, resp.Status)
+		return o
+	}
+	if d.maxSize > 0 && resp.ContentLength > d.maxSize {
+		o.err = fmt.Errorf("%w: %s: %d bytes is more than DEBUGINFOD_MAXSIZE %d", ErrServer, u, resp.ContentLength, d.maxSize)
+		return o
+	}
+	f, err := os.CreateTemp(dir, "."+typ+".tmp-*")
+	if err != nil {
+		o.err = err
+		return o
+	}
+	tmp := f.Name()
+	keep := false
+	defer func() {
+		if !keep {
+			os.Remove(tmp)
+		}
+	}()
+	pr := &progressReader{r: resp.Body, stall: stall, timeout: d.timeout, w: d.progress,
+		label: bid.String() + " " + typ, total: resp.ContentLength, max: d.maxSize}
+	_, err = io.Copy(f, pr)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	pr.finish()
+	if err != nil {
+		o.err = fmt.Errorf("%w: %s: %v", ErrServer, u, timeoutText(err, stall, d.timeout))
+		return o
+	}
+	id, err := ReadFileIdentity(tmp)
+	switch {
+	case err != nil:
+		o.rejected = &Candidate{Locator: "debuginfod", Path: u, URL: base, Role: typ, Err: fmt.Errorf("%s: %w", u, err)}
+		return o
+	case !id.BuildID.Matches(bid):
+		o.rejected = &Candidate{Locator: "debuginfod", Path: u, URL: base, Role: typ,
+			Err: fmt.Errorf("%w: %s served a file with build-id %v", ErrMismatch, u, id.BuildID)}
+		return o
+	}
+	keep = true
+	o.tmp = tmp
+	return o
+}
+
+// timeoutText names a stall for what it is instead of "context canceled".
+func timeoutText(err error, stall *time.Timer, timeout time.Duration) error {
+	if errors.Is(err, context.Canceled) && !stall.Stop() {
+		return fmt.Errorf("no progress for %v (DEBUGINFOD_TIMEOUT)", timeout)
+	}
+	return err
+}
+
+// progressReader pushes the stall timer back on every read, enforces
+// DEBUGINFOD_MAXSIZE on bodies without Content-Length and prints progress
+// at most every 250 ms for downloads that take longer than a second.
+type progressReader struct {
+	r       io.Reader
+	stall   *time.Timer
+	timeout time.Duration
+	w       io.Writer
+	label   string
+	total   int64
+	max     int64
+	n       int64
+	start   time.Time
+	last    time.Time
+	printed bool
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.stall.Reset(p.timeout)
+		p.n += int64(n)
+		if p.max > 0 && p.n > p.max {
+			return n, fmt.Errorf("more than DEBUGINFOD_MAXSIZE %d bytes", p.max)
+		}
+	}
+	if p.w != nil {
+		now := time.Now()
+		if now.Sub(p.start) > time.Second && now.Sub(p.last) > 250*time.Millisecond {
+			p.last = now
+			p.printed = true
+			if p.total > 0 {
+				fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f/%.1f MB", p.label, float64(p.n)/1e6, float64(p.total)/1e6)
+			} else {
+				fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f MB", p.label, float64(p.n)/1e6)
+			}
+		}
+	}
+	return n, err
+}
+
+func (p *progressReader) finish() {
+	if p.printed {
+		fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f MB done\n", p.label, float64(p.n)/1e6)
+	}
+}

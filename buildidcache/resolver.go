@@ -1,0 +1,361 @@
+package buildidcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind says what a mapping is, because the kernel, its modules and the vDSO
+// are cached and found differently from user binaries.
+type Kind int
+
+// Kinds of mappings.
+const (
+	KindUser   Kind = iota // an executable or shared library
+	KindKernel             // [kernel.kallsyms] or a vmlinux
+	KindModule             // a kernel module (.ko)
+	KindVDSO               // [vdso]
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindUser:
+		return "user"
+	case KindKernel:
+		return "kernel"
+	case KindModule:
+		return "module"
+	case KindVDSO:
+		return "vdso"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// MarshalText makes a Kind print as its name in JSON.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Query asks for the file with one build-id.
+type Query struct {
+	// BuildID is required; it may be zero-padded to 20 bytes as older
+	// perf writes it (see BuildID.Matches).
+	BuildID BuildID
+	// Path is the recorded file name (from perf.data; untrusted). It
+	// serves the path-based lookups: <debug-dir>/<Path>.debug,
+	// .gnu_debuglink and the recorded file itself.
+	Path string
+	Kind Kind
+	// PID, when positive and the process still lives, adds a lookup under
+	// /proc/PID/root, which sees the process's mount namespace
+	// (containers).
+	PID int
+	// IdentityOnly stops at the first verified file and downloads no
+	// debuginfo: for callers that need to know which binary ran, not to
+	// symbolize it.
+	IdentityOnly bool
+}
+
+// Candidate is one file a locator found.
+type Candidate struct {
+	// Locator names the lookup that produced it: "perf-cache",
+	// "debug-dir", "debuginfod", "path", "proc-root", "running-kernel",
+	// "running-vdso".
+	Locator string `json:"locator"`
+	// Path is the file. For "running-vdso" it is "[vdso]" and Image holds
+	// the bytes.
+	Path string `json:"path"`
+	// Role says what the file is: "elf" (the binary), "debug" (separate
+	// debuginfo), "kallsyms", "vdso", "executable" or "debuginfo" (as
+	// debuginfod names them).
+	Role string `json:"role"`
+	// URL is the debuginfod server that served the file.
+	URL string `json:"url,omitempty"`
+	// Debug is the richest symbol information the file holds.
+	Debug DebugLevel `json:"debug"`
+	// Verified tells how the file was checked: "build-id" when its note
+	// matched, "cache-key" for a kallsyms file, which has no note and is
+	// trusted because perf filed it under the build-id it had read from
+	// the running kernel.
+	Verified string `json:"verified,omitempty"`
+	// Err says why a rejected candidate was refused (wraps ErrMismatch
+	// when the build-id differs).
+	Err error `json:"-"`
+	// Image is the in-memory file for the running vDSO.
+	Image []byte `json:"-"`
+}
+
+// Reason is Err as text, for reports.
+func (c Candidate) Reason() string {
+	if c.Err == nil {
+		return ""
+	}
+	return c.Err.Error()
+}
+
+// Result is a successful lookup.
+type Result struct {
+	BuildID BuildID
+	// Identity is the first verified candidate in lookup order: it proves
+	// which binary ran.
+	Identity Candidate
+	// Best is the verified candidate with the most debug information
+	// (DWARF > .symtab > .dynsym), the one to symbolize with; the first
+	// such in lookup order on a tie.
+	Best Candidate
+	// Verified lists every verified candidate in lookup order.
+	Verified []Candidate
+	// Rejected lists files that were found but refused, with reasons.
+	Rejected []Candidate
+	// Tried lists the lookups that found nothing, as "locator: what".
+	Tried []string
+}
+
+// NotFoundError is returned when no candidate verified. It wraps
+// ErrNotFound and lists what was tried and what was rejected.
+type NotFoundError struct {
+	BuildID  BuildID
+	Path     string
+	Tried    []string
+	Rejected []Candidate
+}
+
+func (e *NotFoundError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "build-id %v", e.BuildID)
+	if e.Path != "" {
+		fmt.Fprintf(&sb, " (%s)", e.Path)
+	}
+	sb.WriteString(": ")
+	sb.WriteString(ErrNotFound.Error())
+	for _, c := range e.Rejected {
+		fmt.Fprintf(&sb, "; rejected %s %s: %v", c.Locator, c.Path, c.Err)
+	}
+	if len(e.Tried) > 0 {
+		sb.WriteString("; tried ")
+		sb.WriteString(strings.Join(e.Tried, ", "))
+	}
+	return sb.String()
+}
+
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// Options configure a Resolver. The zero value looks where perf and
+// elfutils look by default.
+type Options struct {
+	// BuildIDDir is perf's cache; "" means DefaultBuildIDDir(). "-"
+	// disables the perf-cache lookup.
+	BuildIDDir string
+	// DebugDirs are searched in order; nil means /usr/lib/debug (under
+	// SymFS when that is set). An empty non-nil slice disables them.
+	DebugDirs []string
+	// SymFS is prefixed to every recorded path, as perf's --symfs, for
+	// recordings from containers or other hosts. The running kernel and
+	// vDSO are then not consulted: they belong to this host.
+	SymFS string
+	// DebuginfodURLs are the servers; nil means $DEBUGINFOD_URLS. With
+	// none, no network access happens.
+	DebuginfodURLs []string
+	// DebuginfodCache is elfutils' client cache; "" means
+	// DefaultDebuginfodCache().
+	DebuginfodCache string
+	// DebuginfodTimeout bounds the wait for a server to connect, to answer
+	// and, during a download, to send more bytes; 0 means
+	// $DEBUGINFOD_TIMEOUT seconds, else 10 s.
+	DebuginfodTimeout time.Duration
+	// DebuginfodDeadline is one budget for the whole Resolver: once it
+	// has passed since the first request, no new request starts. 0 means
+	// 30 s; negative means none.
+	DebuginfodDeadline time.Duration
+	// DebuginfodMaxSize rejects larger downloads; 0 means
+	// $DEBUGINFOD_MAXSIZE, else no limit.
+	DebuginfodMaxSize int64
+	// HTTPClient, when set, replaces the default client (tests).
+	HTTPClient *http.Client
+	// Progress receives download progress lines; nil means none. The
+	// command sets it to stderr only when stderr is a terminal.
+	Progress io.Writer
+}
+
+// Resolver finds files by build-id. It is safe for concurrent use; each
+// debuginfod download happens once per build-id however many goroutines
+// ask.
+type Resolver struct {
+	buildIDDir string
+	debugDirs  []string
+	symfs      string
+	dl         *debuginfod // nil without servers and without a cache
+
+	vdsoOnce sync.Once
+	vdsoImg  []byte
+	vdsoID   *Identity
+	kernOnce sync.Once
+	kernID   BuildID
+}
+
+// New returns a Resolver configured by opts.
+func New(opts Options) *Resolver {
+	r := &Resolver{symfs: opts.SymFS}
+	switch opts.BuildIDDir {
+	case "":
+		r.buildIDDir = DefaultBuildIDDir()
+	case "-":
+	default:
+		r.buildIDDir = opts.BuildIDDir
+	}
+	if opts.DebugDirs == nil {
+		r.debugDirs = []string{r.underSymFS("/usr/lib/debug")}
+	} else {
+		r.debugDirs = append([]string(nil), opts.DebugDirs...)
+	}
+	r.dl = newDebuginfod(opts)
+	return r
+}
+
+// underSymFS maps a recorded absolute path into SymFS. The path is cleaned
+// as if rooted, so ".." cannot climb out of SymFS.
+func (r *Resolver) underSymFS(p string) string {
+	clean := filepath.Clean("/" + p)
+	if r.symfs == "" {
+		return clean
+	}
+	return filepath.Join(r.symfs, clean)
+}
+
+// search collects what one Resolve finds.
+type search struct {
+	q        *Query
+	verified []Candidate
+	rejected []Candidate
+	tried    []string
+}
+
+func (s *search) best() DebugLevel {
+	l := DebugLevel(-1)
+	for _, c := range s.verified {
+		l = max(l, c.Debug)
+	}
+	return l
+}
+
+// done reports whether looking further cannot improve the answer.
+func (s *search) done() bool {
+	if len(s.verified) == 0 {
+		return false
+	}
+	return s.q.IdentityOnly || s.best() == DebugDWARF
+}
+
+// check verifies the ELF file at path against the query and files it as
+// verified, rejected or tried. It reports whether it verified.
+func (s *search) check(locator, role, path string) bool {
+	id, err := ReadFileIdentity(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, ErrNotELF) && isDir(path):
+		s.tried = append(s.tried, locator+": "+path)
+		return false
+	case err != nil:
+		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role, Err: err})
+		return false
+	case id.BuildID == nil:
+		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,
+			Err: fmt.Errorf("%s: %w", path, ErrNoBuildID)})
+		return false
+	case !id.BuildID.Matches(s.q.BuildID):
+		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,
+			Err: fmt.Errorf("%w: %s has %v", ErrMismatch, path, id.BuildID)})
+		return false
+	}
+	for _, c := range s.verified {
+		if c.Path == path {
+			return true // the same file reached twice
+		}
+	}
+	s.verified = append(s.verified, Candidate{Locator: locator, Path: path, Role: role, Debug: id.Debug, Verified: "build-id"})
+	return true
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// Resolve looks for the file with q.BuildID: in perf's cache, the debug
+// directories, debuginfod (debuginfo), the recorded path and finally
+// debuginfod's /executable. It stops early once a verified file has DWARF
+// (or, with IdentityOnly, at the first verified file). When nothing
+// verifies it returns a *NotFoundError.
+func (r *Resolver) Resolve(ctx context.Context, q Query) (*Result, error) {
+	if q.BuildID.IsZero() {
+		return nil, fmt.Errorf("resolve %q: %w", q.Path, ErrNoBuildID)
+	}
+	s := &search{q: &q}
+	steps := []func(context.Context, *search){
+		r.lookPerfCache,
+		r.lookDebugDirs,
+		r.lookDebuginfodDebuginfo,
+		r.lookPath,
+		r.lookDebuginfodExecutable,
+	}
+	for _, step := range steps {
+		if s.done() || ctx.Err() != nil {
+			break
+		}
+		step(ctx, s)
+	}
+	if len(s.verified) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("resolve %v: %w", q.BuildID, err)
+		}
+		return nil, &NotFoundError{BuildID: q.BuildID, Path: q.Path, Tried: s.tried, Rejected: s.rejected}
+	}
+	res := &Result{BuildID: q.BuildID, Identity: s.verified[0], Best: s.verified[0],
+		Verified: s.verified, Rejected: s.rejected, Tried: s.tried}
+	for _, c := range s.verified[1:] {
+		if c.Debug > res.Best.Debug {
+			res.Best = c
+		}
+	}
+	return res, nil
+}
+
+// LocalPaths returns the existing files a recorded path may name on this
+// host, most specific first: under SymFS, or else under /proc/PID/root
+// while the process lives, then the path itself. It verifies nothing: it is
+// for mappings without a build-id, whose identity must come from other
+// evidence (device, inode, mtime).
+func (r *Resolver) LocalPaths(path string, pid int) []string {
+	var out []string
+	for _, p := range r.pathCandidates(path, pid) {
+		if st, err := os.Stat(p.path); err == nil && st.Mode().IsRegular() {
+			out = append(out, p.path)
+		}
+	}
+	return out
+}
+
+type pathCand struct{ locator, path string }
+
+func (r *Resolver) pathCandidates(path string, pid int) []pathCand {
+	if path == "" || strings.HasPrefix(path, "[") || strings.ContainsRune(path, 0) {
+		return nil
+	}
+	if r.symfs != "" {
+		return []pathCand{{"path", r.underSymFS(path)}}
+	}
+	var out []pathCand
+	if pid > 0 {
+		root := "/proc/" + strconv.Itoa(pid) + "/root"
+		if _, err := os.Stat(root); err == nil {
+			out = append(out, pathCand{"proc-root", root + filepath.Clean("/"+path)})
+		}
+	}
+	return append(out, pathCand{"path", filepath.Clean("/" + path)})
+}
