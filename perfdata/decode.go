@@ -17,7 +17,8 @@ type parser struct {
 	// EVENT_UPDATE) as it streams past.
 	onUserRecord func(rec *rawRecord, r Record)
 
-	intern map[string]string
+	intern    map[string]string
+	whatCache [2][128]string
 
 	mmap        Mmap
 	mmap2       Mmap2
@@ -65,6 +66,28 @@ type parser struct {
 
 const maxInterned = 1 << 14
 
+// what names a record type for error messages; the names are built once so
+// that decoding does not allocate.
+func (p *parser) what(t RecordType, compressed bool) string {
+	c := 0
+	if compressed {
+		c = 1
+	}
+	if t < 128 {
+		if s := p.whatCache[c][t]; s != "" {
+			return s
+		}
+	}
+	s := t.String() + " record"
+	if compressed {
+		s += " in compressed data"
+	}
+	if t < 128 {
+		p.whatCache[c][t] = s
+	}
+	return s
+}
+
 // str returns b as a string, sharing one copy for repeated values (file
 // names and comms repeat across processes) so that steady-state decoding
 // does not allocate.
@@ -103,10 +126,7 @@ func (p *parser) decode(rec *rawRecord) (Record, error) {
 		Offset: rec.off, Compressed: rec.compressed, Part: rec.part,
 		EventIndex: -1,
 	}
-	what := rec.typ.String() + " record"
-	if rec.compressed {
-		what += " in compressed data"
-	}
+	what := p.what(rec.typ, rec.compressed)
 	if !rec.typ.IsUser() {
 		return p.decodeKernel(rec, h, what)
 	}

@@ -15,6 +15,11 @@ type Event struct {
 	// the EVENT_DESC feature, a pipe-mode EVENT_UPDATE, or, when the file
 	// names none, derived from the attr as perf's evsel__name does.
 	Name string
+	// AttrName is the name derived from the attr alone, as perf's
+	// evsel__name does for events it has no recorded name for ("cycles:uH").
+	// perf 6.1 prints this name for pipe-mode streams even when they carry
+	// EVENT_UPDATE or EVENT_DESC names.
+	AttrName string
 }
 
 // eventSet holds the events of a recording and what is needed to find the
@@ -31,10 +36,11 @@ type eventSet struct {
 
 func (es *eventSet) add(a Attr, ids []uint64, name string) {
 	idx := len(es.events)
+	attrName := defaultEventName(&a)
 	if name == "" {
-		name = defaultEventName(&a)
+		name = attrName
 	}
-	es.events = append(es.events, Event{Attr: a, IDs: ids, Name: name})
+	es.events = append(es.events, Event{Attr: a, IDs: ids, Name: name, AttrName: attrName})
 	es.named = append(es.named, false)
 	if es.ids == nil {
 		es.ids = make(map[uint64]int)

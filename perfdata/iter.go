@@ -25,6 +25,7 @@ type Records struct {
 	rec     Record
 	err     error
 	done    bool
+	raw     rawRecord // the record being decoded (a field so it does not escape per call)
 
 	ordered bool
 	oq      orderQueue
@@ -125,5 +126,11 @@ func (rs *Records) nextUnordered() (Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rs.p.decode(&raw)
+	return rs.decode(raw)
+}
+
+// decode decodes raw through a field of rs, so that no copy escapes.
+func (rs *Records) decode(raw rawRecord) (Record, error) {
+	rs.raw = raw
+	return rs.p.decode(&rs.raw)
 }

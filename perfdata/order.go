@@ -161,7 +161,7 @@ func (rs *Records) nextOrdered() (Record, error) {
 		if q.flushing {
 			if len(q.items) > 0 && (q.final || q.items[0].ts <= q.limit) {
 				raw := q.popRaw()
-				return rs.p.decode(&raw)
+				return rs.decode(raw)
 			}
 			q.flushing = false
 			q.compact()
@@ -169,7 +169,7 @@ func (rs *Records) nextOrdered() (Record, error) {
 				q.hasPending = false
 				raw := q.pending
 				raw.data = q.pendingBuf[:]
-				return rs.p.decode(&raw)
+				return rs.decode(raw)
 			}
 			if q.final {
 				if q.finalErr != nil {
@@ -197,11 +197,11 @@ func (rs *Records) nextOrdered() (Record, error) {
 			continue
 		}
 		if raw.typ.IsUser() {
-			return rs.p.decode(&raw)
+			return rs.decode(raw)
 		}
 		ts, ok := rs.timestamp(&raw)
 		if !ok {
-			return rs.p.decode(&raw)
+			return rs.decode(raw)
 		}
 		q.push(ts, raw)
 	}

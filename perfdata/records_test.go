@@ -1,0 +1,417 @@
+package perfdata
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const (
+	rdCorpus   = "../../shared/corpus"
+	rdFixtures = "../testdata/perf"
+)
+
+// rdGlob returns the files matching pattern, failing when none does (a
+// glob that silently matches nothing would make the test vacuous).
+func rdGlob(t testing.TB, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) == 0 {
+		t.Fatalf("no file matches %s", pattern)
+	}
+	return m
+}
+
+func rdNeedCorpus(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(rdCorpus); err != nil {
+		t.Skipf("corpus %s absent (it lives outside the repository): %v", rdCorpus, err)
+	}
+}
+
+func rdNeedFixtures(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(rdFixtures, "pipe.data")); err != nil {
+		t.Skipf("fixtures in %s not recorded yet: %v", rdFixtures, err)
+	}
+}
+
+// corpusDataFiles lists the corpus recordings (not expectations).
+func corpusDataFiles(t testing.TB) []string {
+	var out []string
+	for _, p := range append(rdGlob(t, rdCorpus+"/*perf.data*"), rdGlob(t, rdCorpus+"/modern/*.data")...) {
+		if strings.HasSuffix(p, ".buildids") {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// tally counts what perf report --stats counts.
+type tally struct {
+	total   int
+	byType  map[string]int
+	byEvent map[string]int
+	err     error
+	records int
+}
+
+func countRecords(t testing.TB, f *File, opts RecordsOptions) tally {
+	t.Helper()
+	tl := tally{byType: map[string]int{}, byEvent: map[string]int{}}
+	rs := f.Records(opts)
+	for rs.Next() {
+		r := rs.Record()
+		if r == nil {
+			t.Fatal("Next returned true with a nil record")
+		}
+		tl.total++
+		tl.byType[r.Type().String()]++
+		if s, ok := r.(*Sample); ok {
+			e := f.Events()[s.EventIndex]
+			// perf 6.1 names pipe-mode events from their attrs only.
+			name := e.Name
+			if f.IsPipe() {
+				name = e.AttrName
+			}
+			tl.byEvent[name]++
+		}
+	}
+	tl.err = rs.Err()
+	if rs.Next() {
+		t.Fatal("Next returned true after returning false")
+	}
+	return tl
+}
+
+var (
+	statLine  = regexp.MustCompile(`^\s*(\S+) events:\s+(\d+)`)
+	eventHead = regexp.MustCompile(`^(\S.*) stats:$`)
+)
+
+// parseStats reads perf report --stats output: the aggregated counts per
+// record type and the samples per event.
+func parseStats(t testing.TB, path string) (tally, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := tally{byType: map[string]int{}, byEvent: map[string]int{}}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return tl, false
+	}
+	ev := ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "Aggregated stats") {
+			ev = ""
+			continue
+		}
+		if m := eventHead.FindStringSubmatch(line); m != nil {
+			ev = m[1]
+			continue
+		}
+		m := statLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		switch {
+		case ev != "" && m[1] == "SAMPLE":
+			tl.byEvent[ev] = n
+		case ev != "":
+		case m[1] == "TOTAL":
+			tl.total = n
+		default:
+			tl.byType[m[1]] = n
+		}
+	}
+	return tl, true
+}
+
+func compareTally(t *testing.T, got, want tally) {
+	t.Helper()
+	if got.total != want.total {
+		t.Errorf("total %d records, perf counts %d", got.total, want.total)
+	}
+	for k, n := range want.byType {
+		if got.byType[k] != n {
+			t.Errorf("%s: %d records, perf counts %d", k, got.byType[k], n)
+		}
+	}
+	for k, n := range got.byType {
+		if _, ok := want.byType[k]; !ok {
+			t.Errorf("%s: %d records, perf counts none", k, n)
+		}
+	}
+	for k, n := range want.byEvent {
+		if got.byEvent[k] != n {
+			t.Errorf("event %q: %d samples, perf counts %d (have %v)", k, got.byEvent[k], n, got.byEvent)
+		}
+	}
+}
+
+// TestCorpusRecords reads every corpus recording to its end, in file order
+// and in time order, and compares the counts with what perf 6.1 printed.
+func TestCorpusRecords(t *testing.T) {
+	rdNeedCorpus(t)
+	for _, path := range corpusDataFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got := countRecords(t, f, RecordsOptions{})
+			ordered := countRecords(t, f, RecordsOptions{Ordered: true})
+			if strings.Contains(path, "corrupted.zero_size_sample") {
+				var fe *FormatError
+				if !errors.As(got.err, &fe) || fe.Offset != 49104 || !errors.Is(got.err, ErrMalformed) {
+					t.Fatalf("want a FormatError at offset 49104, got %v", got.err)
+				}
+				if !strings.Contains(got.err.Error(), path) || !strings.Contains(got.err.Error(), "size 0") {
+					t.Errorf("error %q does not name the file and the problem", got.err)
+				}
+				if got.total != 570 || got.byType["MMAP"] != 468 {
+					t.Errorf("want the 570 records before the corruption, got %d (%v)", got.total, got.byType)
+				}
+				if ordered.err == nil || ordered.total != got.total {
+					t.Errorf("ordered: %d records, err %v; want %d and the error", ordered.total, ordered.err, got.total)
+				}
+				return
+			}
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			if ordered.err != nil || ordered.total != got.total {
+				t.Fatalf("ordered: %d records (err %v), file order %d", ordered.total, ordered.err, got.total)
+			}
+			statsPath := filepath.Join(rdCorpus, "perf-6.1", filepath.Base(path)+".stats")
+			if _, err := os.Stat(statsPath); err != nil {
+				return // modern/: perf 6.1 cannot read them
+			}
+			want, ok := parseStats(t, statsPath)
+			if !ok {
+				t.Skipf("perf 6.1 printed nothing for this file")
+			}
+			compareTally(t, got, want)
+		})
+	}
+}
+
+// TestFixtureRecords compares the fixtures recorded with perf 6.1 against
+// that perf's own perf report --stats.
+func TestFixtureRecords(t *testing.T) {
+	rdNeedFixtures(t)
+	for _, stats := range rdGlob(t, rdFixtures+"/*.data.stats") {
+		path := strings.TrimSuffix(stats, ".stats")
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got := countRecords(t, f, RecordsOptions{})
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			ordered := countRecords(t, f, RecordsOptions{Ordered: true})
+			if ordered.err != nil || ordered.total != got.total {
+				t.Fatalf("ordered: %d records (err %v), file order %d", ordered.total, ordered.err, got.total)
+			}
+			want, ok := parseStats(t, stats)
+			if !ok {
+				// perf 6.1 printed nothing (it cannot read some pipe+zstd
+				// streams); the records must still all decode.
+				if got.byType["SAMPLE"] == 0 {
+					t.Errorf("no samples decoded: %v", got.byType)
+				}
+				return
+			}
+			compareTally(t, got, want)
+		})
+	}
+}
+
+// TestReaderMatchesFile reads pipe-format files both as a stream and as a
+// File and expects the same records.
+func TestReaderMatchesFile(t *testing.T) {
+	var paths []string
+	if _, err := os.Stat(rdCorpus); err == nil {
+		paths = append(paths, rdGlob(t, rdCorpus+"/*piped*")...)
+		paths = append(paths, rdGlob(t, rdCorpus+"/modern/*pipe*")...)
+	}
+	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
+		paths = append(paths, rdFixtures+"/pipe.data", rdFixtures+"/zstd-pipe.data")
+	}
+	if len(paths) == 0 {
+		t.Skip("neither corpus nor fixtures present")
+	}
+	for _, path := range paths {
+		if strings.HasSuffix(path, ".buildids") {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if !f.IsPipe() {
+				t.Fatal("not detected as pipe format")
+			}
+			fromFile := countRecords(t, f, RecordsOptions{})
+			fh, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			// Hide the *os.File so the stream cannot seek.
+			r, err := NewReader(struct{ io.Reader }{fh})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := r.Records(RecordsOptions{})
+			n := 0
+			for rs.Next() {
+				n++
+			}
+			if n != fromFile.total || (rs.Err() == nil) != (fromFile.err == nil) {
+				t.Errorf("stream: %d records, err %v; file: %d, err %v", n, rs.Err(), fromFile.total, fromFile.err)
+			}
+			if len(r.Events()) != len(f.Events()) {
+				t.Errorf("stream has %d events, file %d", len(r.Events()), len(f.Events()))
+			}
+			for i, e := range r.Events() {
+				if e.Name != f.Events()[i].Name {
+					t.Errorf("event %d: stream name %q, file %q", i, e.Name, f.Events()[i].Name)
+				}
+			}
+		})
+	}
+}
+
+// TestTrailingGarbage: perf 6.16 wrote its stderr into the same file after
+// the last record of this pipe recording.
+func TestTrailingGarbage(t *testing.T) {
+	rdNeedCorpus(t)
+	path := rdCorpus + "/modern/sleep.compressed2.pipe.data"
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tl := countRecords(t, f, RecordsOptions{})
+	if tl.err != nil {
+		t.Fatal(tl.err)
+	}
+	w := f.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "143 bytes") {
+		t.Errorf("warnings %q, want one about 143 trailing bytes", w)
+	}
+	if tl.byType["SAMPLE"] == 0 {
+		t.Error("no samples")
+	}
+}
+
+// TestCompressedSameStory: the compressed and uncompressed sleep recordings
+// of perf 6.16 describe the same run shape: one sleep process, a handful of
+// samples at 4000 Hz, its binary mapped.
+func TestCompressedSameStory(t *testing.T) {
+	rdNeedCorpus(t)
+	for _, path := range rdGlob(t, rdCorpus+"/modern/sleep*.data") {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var comms []string
+			samples, compressedSamples := 0, 0
+			sawSleep := false
+			rs := f.Records(RecordsOptions{})
+			for rs.Next() {
+				switch r := rs.Record().(type) {
+				case *Comm:
+					comms = append(comms, r.Comm)
+				case *Sample:
+					samples++
+					if r.Compressed {
+						compressedSamples++
+					}
+				case *Mmap2:
+					if strings.HasSuffix(r.Filename, "/sleep") {
+						sawSleep = true
+					}
+				}
+			}
+			if rs.Err() != nil {
+				t.Fatal(rs.Err())
+			}
+			if samples < 3 || samples > 40 {
+				t.Errorf("%d samples for sleep 1 at 4000 Hz", samples)
+			}
+			if strings.Contains(path, "compressed") && compressedSamples != samples {
+				t.Errorf("%d of %d samples came from compressed records", compressedSamples, samples)
+			}
+			if !sawSleep {
+				t.Error("no MMAP2 of the sleep binary")
+			}
+			if !strings.Contains(strings.Join(comms, ","), "sleep") {
+				t.Errorf("comms %q lack sleep", comms)
+			}
+		})
+	}
+}
+
+// TestSteadyStateAllocs: decoding records allocates nothing per record once
+// the reused structs and buffers have grown.
+func TestSteadyStateAllocs(t *testing.T) {
+	rdNeedCorpus(t)
+	for _, path := range []string{rdCorpus + "/with-callchain.perf.data", rdCorpus + "/modern/fibo.compressed2.pipe.data", rdCorpus + "/perf.data.callgraph_and_branch-3.8"} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ordered := range []bool{false, true} {
+				rs := f.Records(RecordsOptions{Ordered: ordered})
+				n := 0
+				// Warm up: the first records size the buffers.
+				for n < 3000 && rs.Next() {
+					n++
+				}
+				allocs := testing.AllocsPerRun(2000, func() {
+					if !rs.Next() {
+						rs = f.Records(RecordsOptions{Ordered: ordered})
+					}
+				})
+				if rs.Err() != nil {
+					t.Fatal(rs.Err())
+				}
+				// Restarting at the end allocates a new iterator; a
+				// few allocations over 2000 records are that, not
+				// per-record cost.
+				if allocs > 0.05 {
+					t.Errorf("ordered=%v: %.3f allocations per record", ordered, allocs)
+				}
+			}
+		})
+	}
+}
