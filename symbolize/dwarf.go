@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -56,6 +58,7 @@ type lineRow struct {
 type scope struct {
 	ranges            [][2]uint64
 	name              string // linkage name when known, else DW_AT_name
+	linkage           bool   // name is a linkage name
 	parent            int32  // -1 for a subprogram
 	children          []int32
 	callFile          uint32 // inlined calls: where the call was
@@ -76,8 +79,8 @@ type rootRange struct {
 }
 
 type dieName struct {
-	name string
-	ok   bool
+	name    string
+	linkage bool
 }
 
 // loadDWARF returns the DWARF index of the binary or of its separate debug
@@ -284,9 +287,21 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 	}
 	for k := n - 1; k >= 0; k-- {
 		s := &ui.scopes[chain[k]]
+		name := s.name
+		if k == 0 && !s.linkage {
+			// The DWARF has only a source name (C functions, C++
+			// functions in an anonymous namespace). When a symbol
+			// starts exactly where the function does, it is the real
+			// linkage name (foo.constprop.0, _ZN12_GLOBAL__N_1...): use
+			// it, as binutils does in _bfd_dwarf2_find_nearest_line
+			// (bfd/dwarf2.c).
+			if sym, ok := b.lookupSym(addr); ok && sym.start == s.ranges[0][0] {
+				name = sym.name
+			}
+		}
 		buf = append(buf, Frame{
-			Function: b.demangle(s.name),
-			RawName:  s.name,
+			Function: b.demangle(name),
+			RawName:  name,
 			File:     file,
 			Line:     line,
 			Column:   col,
@@ -322,6 +337,21 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		return nil, err
 	}
 	fileIdx := map[*dwarf.LineFile]uint32{}
+	// debug/dwarf joins a DWARF 5 file's directory but, unlike for
+	// DWARF 4, does not put a relative directory under the compilation
+	// directory. DWARF 5 is recognized by its file 0, which earlier
+	// versions do not have.
+	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
+	v5 := lr != nil && len(lr.Files()) > 0 && lr.Files()[0] != nil
+	fileName := func(lf *dwarf.LineFile) string {
+		if lf == nil {
+			return ""
+		}
+		if v5 {
+			return underCompDir(compDir, lf.Name)
+		}
+		return lf.Name
+	}
 	if lr != nil {
 		var e dwarf.LineEntry
 		seqStart := 0
@@ -335,11 +365,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			fi, seen := fileIdx[e.File]
 			if !seen {
 				fi = uint32(len(ui.files))
-				name := ""
-				if e.File != nil {
-					name = e.File.Name
-				}
-				ui.files = append(ui.files, name)
+				ui.files = append(ui.files, fileName(e.File))
 				fileIdx[e.File] = fi
 			}
 			ui.rows = append(ui.rows, lineRow{addr: e.Address, file: fi, line: uint32(e.Line), col: uint32(e.Column), end: e.EndSequence})
@@ -361,11 +387,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			fi, seen := fileIdx[lf]
 			if !seen {
 				fi = uint32(len(ui.files))
-				name := ""
-				if lf != nil {
-					name = lf.Name
-				}
-				ui.files = append(ui.files, name)
+				ui.files = append(ui.files, fileName(lf))
 				fileIdx[lf] = fi
 			}
 			callFiles = append(callFiles, fi)
@@ -416,7 +438,8 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			if e.Tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
 				break
 			}
-			sc := scope{ranges: rs, parent: -1, name: x.nameOf(e, 0)}
+			sc := scope{ranges: rs, parent: -1}
+			sc.name, sc.linkage = x.nameOf(e, 0)
 			if e.Tag == dwarf.TagInlinedSubroutine {
 				sc.parent = cur
 				if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(callFiles) {
@@ -466,57 +489,70 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 	return ui, nil
 }
 
-// nameOf returns the linkage name of a subprogram DIE, else its DW_AT_name,
-// following DW_AT_abstract_origin and DW_AT_specification (an inlined or
-// out-of-line instance names nothing itself). depth bounds reference
-// cycles in malformed input.
-func (x *dwarfIndex) nameOf(e *dwarf.Entry, depth int) string {
-	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
-		return n
-	}
-	if n, ok := e.Val(0x2007).(string); ok && n != "" { // DW_AT_MIPS_linkage_name
-		return n
-	}
-	name, _ := e.Val(dwarf.AttrName).(string)
-	if depth > 8 {
+// underCompDir places a DWARF 5 file name that is still relative after
+// its directory was joined under the compilation directory. Directory 0 is
+// the compilation directory itself (DWARF 5 section 6.2.4.1), so a name
+// already under it is left alone rather than prefixed twice.
+func underCompDir(compDir, name string) string {
+	if compDir == "" || path.IsAbs(name) {
 		return name
+	}
+	cd := path.Clean(compDir)
+	if cd != "." && (name == cd || strings.HasPrefix(name, cd+"/")) {
+		return name
+	}
+	return path.Join(compDir, name)
+}
+
+// nameOf returns the linkage name of a subprogram DIE (linkage true), else
+// its DW_AT_name, following DW_AT_abstract_origin and DW_AT_specification
+// (an inlined or out-of-line instance names nothing itself). depth bounds
+// reference cycles in malformed input.
+func (x *dwarfIndex) nameOf(e *dwarf.Entry, depth int) (name string, linkage bool) {
+	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
+		return n, true
+	}
+	if n, ok := e.Val(attrMIPSLinkageName).(string); ok && n != "" {
+		return n, true
+	}
+	name, _ = e.Val(dwarf.AttrName).(string)
+	if depth > 8 {
+		return name, false
 	}
 	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
 		off, ok := e.Val(a).(dwarf.Offset)
 		if !ok {
 			continue
 		}
-		if n := x.nameAt(off, depth+1); n != "" {
-			// The referenced DIE's linkage name beats our plain name;
-			// its plain name only fills a gap.
-			if name == "" || n != name {
-				if isLinkage(n) || name == "" {
-					return n
-				}
-			}
+		dn := x.nameAt(off, depth+1)
+		if dn.linkage {
+			return dn.name, true
+		}
+		if name == "" {
+			name = dn.name
 		}
 	}
-	return name
+	return name, false
 }
 
-func isLinkage(n string) bool {
-	return len(n) > 2 && (n[:2] == "_Z" || n[:2] == "_R")
-}
-
-func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) string {
+func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 	if dn, ok := x.names[off]; ok {
-		return dn.name
+		return dn
 	}
 	r := x.d.Reader()
 	r.Seek(off)
 	e, err := r.Next()
-	n := ""
+	var dn dieName
 	if err == nil && e != nil {
-		n = x.nameOf(e, depth)
+		dn.name, dn.linkage = x.nameOf(e, depth)
 	}
-	x.names[off] = dieName{name: n, ok: err == nil}
-	return n
+	x.names[off] = dn
+	return dn
 }
+
+// attrMIPSLinkageName is DW_AT_MIPS_linkage_name, the pre-DWARF 4
+// spelling of DW_AT_linkage_name that GCC and Clang still emit sometimes.
+const attrMIPSLinkageName dwarf.Attr = 0x2007
 
 // tagGNUCallSite is DW_TAG_GNU_call_site, GCC's pre-DWARF 5 call site.
 const tagGNUCallSite dwarf.Tag = 0x4109

@@ -312,7 +312,7 @@ func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 		}
 	}
 	if s, ok := b.lookupSym(addr); ok {
-		return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name}), nil
+		return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name, File: s.file}), nil
 	}
 	if b.symErr != nil {
 		return buf, b.symErr

@@ -12,7 +12,8 @@ import (
 type symbol struct {
 	start, end uint64
 	name       string
-	rank       int // alias preference, lower wins (see aliasRank)
+	file       string // STT_FILE scope of a local symbol, else ""
+	rank       int    // alias preference, lower wins (see aliasRank)
 }
 
 // symTable is a sorted, alias-resolved list of code symbols. maxEnd[i] is
@@ -41,6 +42,7 @@ type rawSym struct {
 	name        string
 	rank        int
 	limit       uint64 // end of the section holding it, bounds zero-sized symbols
+	file        string // STT_FILE scope of a local symbol
 }
 
 // aliasRank orders symbols that share an address, lower first. The rule is
@@ -121,7 +123,7 @@ func buildSymTable(raw []rawSym) *symTable {
 				}
 			}
 		}
-		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, rank: raw[i].rank})
+		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file, rank: raw[i].rank})
 		i = j
 	}
 	t.maxEnd = make([]uint64, len(t.syms))
@@ -184,9 +186,17 @@ func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)
 		return raw
 	}
 	rel := ef.Type == elf.ET_REL
+	file := ""
 	for _, s := range syms {
 		typ := elf.ST_TYPE(s.Info)
 		bind := elf.ST_BIND(s.Info)
+		if typ == elf.STT_FILE {
+			// Local symbols after an STT_FILE symbol belong to that
+			// source file (ELF gABI); addr2line and llvm-symbolizer
+			// print it for them when there is no line table.
+			file = s.Name
+			continue
+		}
 		if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Name == "" {
 			continue
 		}
@@ -227,9 +237,17 @@ func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)
 			name:  s.Name,
 			rank:  aliasRank(bind, typ, s.Size),
 			limit: sec.Addr + sec.Size,
+			file:  fileIfLocal(file, bind),
 		})
 	}
 	return raw
+}
+
+func fileIfLocal(file string, bind elf.SymBind) string {
+	if bind == elf.STB_LOCAL {
+		return file
+	}
+	return ""
 }
 
 // pltSymbols synthesizes "foo@plt" for each PLT stub of an x86-64 binary,

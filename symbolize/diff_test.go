@@ -1,0 +1,748 @@
+package symbolize
+
+// Differential tests: the same addresses symbolized by this package, by
+// GNU addr2line (binutils) and by llvm-symbolizer, on binaries built here
+// with the real toolchains. An answer must equal one of the two tools';
+// where it equals neither, the difference must match an entry of
+// knownDifferences, which says why ours is right, or the test fails.
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// refFrame is a frame as the external tools print it.
+type refFrame struct {
+	fn   string
+	file string
+	line int
+	col  int // llvm-symbolizer only; -1 when the tool does not print it
+}
+
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s not installed: %v", name, err)
+	}
+	return p
+}
+
+func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+	}
+	return out
+}
+
+func addrInput(addrs []uint64) []byte {
+	var b bytes.Buffer
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "0x%x\n", a)
+	}
+	return b.Bytes()
+}
+
+var discriminator = regexp.MustCompile(` \(discriminator \d+\)$`)
+
+// splitFileLine splits "file:line[:col]"; "??" and "?" read as unknown.
+func splitFileLine(s string, withCol bool) (file string, line, col int) {
+	s = discriminator.ReplaceAllString(s, "")
+	col = -1
+	if withCol {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			col, _ = strconv.Atoi(s[i+1:])
+			s = s[:i]
+		}
+	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		line, _ = strconv.Atoi(s[i+1:])
+		s = s[:i]
+	}
+	if s == "??" {
+		s = ""
+	}
+	return s, line, col
+}
+
+// addr2lineFrames runs "addr2line -f -i -C -a" once for every address.
+func addr2lineFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
+	out := run(t, addrInput(addrs), "addr2line", "-f", "-i", "-C", "-a", "-e", path)
+	var res [][]refFrame
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], "0x") {
+			t.Fatalf("addr2line output out of step at line %d: %q", i, lines[i])
+		}
+		i++
+		var fr []refFrame
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i], "0x") {
+			file, line, _ := splitFileLine(lines[i+1], false)
+			fr = append(fr, refFrame{fn: unknownToEmpty(lines[i]), file: file, line: line, col: -1})
+			i += 2
+		}
+		res = append(res, fr)
+	}
+	if len(res) != len(addrs) {
+		t.Fatalf("addr2line gave %d answers for %d addresses", len(res), len(addrs))
+	}
+	return res
+}
+
+// llvmFrames runs llvm-symbolizer once for every address.
+func llvmFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
+	out := run(t, addrInput(addrs), "llvm-symbolizer", "--obj="+path, "--inlines", "--demangle", "--print-address", "--output-style=LLVM")
+	var res [][]refFrame
+	for _, block := range strings.Split(strings.TrimRight(string(out), "\n"), "\n\n") {
+		lines := strings.Split(block, "\n")
+		if len(lines) == 0 || !strings.HasPrefix(lines[0], "0x") {
+			t.Fatalf("llvm-symbolizer output out of step: %q", block)
+		}
+		var fr []refFrame
+		for i := 1; i+1 < len(lines); i += 2 {
+			file, line, col := splitFileLine(lines[i+1], true)
+			fr = append(fr, refFrame{fn: unknownToEmpty(lines[i]), file: file, line: line, col: col})
+		}
+		res = append(res, fr)
+	}
+	if len(res) != len(addrs) {
+		t.Fatalf("llvm-symbolizer gave %d answers for %d addresses", len(res), len(addrs))
+	}
+	return res
+}
+
+// goAddr2lineFrames runs "go tool addr2line", the Go toolchain's pclntab
+// reader, for Go binaries (it prints the outermost function only).
+func goAddr2lineFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
+	out := run(t, addrInput(addrs), "go", "tool", "addr2line", path)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != 2*len(addrs) {
+		t.Fatalf("go tool addr2line gave %d lines for %d addresses", len(lines), len(addrs))
+	}
+	res := make([][]refFrame, len(addrs))
+	for i := range addrs {
+		file, line, _ := splitFileLine(lines[2*i+1], false)
+		if fn := unknownToEmpty(lines[2*i]); fn != "" || file != "" {
+			res[i] = []refFrame{{fn: fn, file: file, line: line, col: -1}}
+		}
+	}
+	return res
+}
+
+func unknownToEmpty(s string) string {
+	if s == "??" {
+		return ""
+	}
+	return s
+}
+
+var (
+	rustHash   = regexp.MustCompile(`::h[0-9a-f]{16}$`)
+	gnuLambda  = regexp.MustCompile(`\{lambda(\([^)]*\))#\d+\}`)
+	llvmLambda = regexp.MustCompile(`'lambda\d*'`)
+)
+
+// normFn removes what only the demanglers' styles disagree on: spaces, the
+// hash suffix of Rust legacy names (libiberty drops it, LLVM keeps it) and
+// the spelling of lambdas (libiberty "{lambda(int)#1}", LLVM "'lambda'(int)").
+func normFn(s string) string {
+	s = rustHash.ReplaceAllString(s, "")
+	s = gnuLambda.ReplaceAllString(s, "lambda$1")
+	s = llvmLambda.ReplaceAllString(s, "lambda")
+	return strings.ReplaceAll(s, " ", "")
+}
+
+func normFile(s string) string {
+	if s == "" {
+		return ""
+	}
+	return filepath.Clean(s)
+}
+
+func sameFrames(ours []Frame, ref []refFrame, cols bool) bool {
+	if len(ours) != len(ref) {
+		return false
+	}
+	for i, f := range ours {
+		r := ref[i]
+		if normFn(f.Function) != normFn(r.fn) || normFile(f.File) != normFile(r.file) || f.Line != r.line {
+			return false
+		}
+		if cols && r.col >= 0 && f.Column != r.col {
+			return false
+		}
+	}
+	return true
+}
+
+// diffCase is one address where ours equals neither tool.
+type diffCase struct {
+	bin       *testBinary
+	addr      uint64
+	ours      []Frame
+	a2l, llvm []refFrame
+	goRef     []refFrame // go tool addr2line, for Go binaries
+}
+
+// knownDifference is a justified way in which our answer may differ from a
+// tool's. whole explains an entire answer; fn and file explain one field of
+// one frame (ours against the tool's ref). Each check must establish the
+// claim its reason makes from the binary or another tool, not merely
+// recognize the shape of the difference.
+type knownDifference struct {
+	name   string
+	reason string
+	whole  func(c *diffCase, ref []refFrame) bool
+	fn     func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool
+	file   func(c *diffCase, ours *Frame, ref *refFrame) bool
+}
+
+var knownDifferences = []knownDifference{
+	{
+		name: "plt-stub",
+		reason: "the address is in a PLT stub; neither addr2line nor llvm-symbolizer synthesizes " +
+			"PLT symbols, objdump -d and perf name the stub foo@plt after the GOT slot its jmp reads, as we do",
+		whole: func(c *diffCase, ref []refFrame) bool {
+			if len(c.ours) != 1 || !strings.HasSuffix(c.ours[0].RawName, "@plt") {
+				return false
+			}
+			return c.bin.inSection(c.addr, ".plt", ".plt.sec", ".plt.got") && c.bin.objdumpPLT(c.ours[0].RawName, c.addr)
+		},
+	},
+	{
+		name: "go-pclntab",
+		reason: "a Go binary without DWARF or symbol table: the tools have nothing to read, we read " +
+			".gopclntab as the Go runtime does; the answer equals go tool addr2line's",
+		whole: func(c *diffCase, ref []refFrame) bool {
+			return c.goRef != nil && len(c.ours) == 1 && len(c.goRef) == 1 &&
+				c.ours[0].Function == c.goRef[0].fn && c.ours[0].File == c.goRef[0].file && c.ours[0].Line == c.goRef[0].line
+		},
+	},
+	{
+		name: "alias",
+		reason: "several symbols share the function's address; the tools pick by table order, we pick by " +
+			"a deterministic rule (global > weak > local, sized > zero-sized, fewer leading underscores, shorter)",
+		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
+			return outermost && ref.fn != "" && c.bin.aliases(ours.RawName, ref.fn)
+		},
+	},
+	{
+		name: "demangler-style",
+		reason: "the same mangled name, demangled differently: ianlancetaylor/demangle and libiberty " +
+			"disagree on rare constructs (an empty template parameter pack prints as \", >\"); c++filt " +
+			"(libiberty) on our raw name gives exactly the tool's answer",
+		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
+			out, err := exec.Command("c++filt", ours.RawName).Output()
+			return err == nil && normFn(strings.TrimSpace(string(out))) == normFn(ref.fn)
+		},
+	},
+	{
+		name: "dwarf5-dir0",
+		reason: "DWARF 5 directory 0 is the compilation directory itself (DWARF 5, 6.2.4.1); with a " +
+			"relative DW_AT_comp_dir such as ./sunrpc both tools prefix it once more (./sunrpc/./sunrpc/f.c)",
+		file: func(c *diffCase, ours *Frame, ref *refFrame) bool {
+			o, r := normFile(ours.File), normFile(ref.file)
+			if filepath.IsAbs(o) || !strings.HasSuffix(r, "/"+o) {
+				return false
+			}
+			prefix := strings.TrimSuffix(r, "/"+o)
+			return strings.HasPrefix(o, prefix+"/")
+		},
+	},
+}
+
+// explain returns the names of the known differences that together account
+// for every field in which ours differs from ref, or nil.
+func explain(c *diffCase, ref []refFrame, cols bool) []string {
+	for _, k := range knownDifferences {
+		if k.whole != nil && k.whole(c, ref) {
+			return []string{k.name}
+		}
+	}
+	if len(c.ours) != len(ref) {
+		return nil
+	}
+	used := map[string]bool{}
+	for i := range c.ours {
+		o, r := &c.ours[i], &ref[i]
+		if normFn(o.Function) != normFn(r.fn) {
+			ok := false
+			for _, k := range knownDifferences {
+				if k.fn != nil && k.fn(c, o, r, i == len(c.ours)-1) {
+					used[k.name], ok = true, true
+					break
+				}
+			}
+			if !ok {
+				return nil
+			}
+		}
+		if normFile(o.File) != normFile(r.file) {
+			ok := false
+			for _, k := range knownDifferences {
+				if k.file != nil && k.file(c, o, r) {
+					used[k.name], ok = true, true
+					break
+				}
+			}
+			if !ok {
+				return nil
+			}
+		}
+		if o.Line != r.line || (cols && r.col >= 0 && o.Column != r.col) {
+			return nil
+		}
+	}
+	var names []string
+	for n := range used {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// testBinary is a binary under test, with the facts the checks consult.
+type testBinary struct {
+	t    *testing.T
+	path string
+	ef   *elf.File
+	syms []elf.Symbol
+	plt  map[string]uint64 // from objdump -d, lazily
+}
+
+func openTestBinary(t *testing.T, path string) *testBinary {
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ef.Close() })
+	tb := &testBinary{t: t, path: path, ef: ef}
+	s1, _ := ef.Symbols()
+	s2, _ := ef.DynamicSymbols()
+	tb.syms = append(s1, s2...)
+	return tb
+}
+
+func (tb *testBinary) inSection(addr uint64, names ...string) bool {
+	for _, n := range names {
+		if s := tb.ef.Section(n); s != nil && s.Addr <= addr && addr < s.Addr+s.Size {
+			return true
+		}
+	}
+	return false
+}
+
+// aliases reports whether raw names a and the tool's (demangled) name b
+// are symbols at the same address.
+func (tb *testBinary) aliases(a, b string) bool {
+	va, vb := map[uint64]bool{}, map[uint64]bool{}
+	for _, s := range tb.syms {
+		if s.Value == 0 {
+			continue
+		}
+		if s.Name == a {
+			va[s.Value] = true
+		}
+		if s.Name == b || normFn(Demangle(s.Name)) == normFn(b) {
+			vb[s.Value] = true
+		}
+	}
+	for v := range va {
+		if vb[v] {
+			return true
+		}
+	}
+	return false
+}
+
+var objdumpSym = regexp.MustCompile(`^([0-9a-f]+) <(.+)>:$`)
+
+// objdumpPLT reports whether objdump -d labels a stub at addr with name.
+func (tb *testBinary) objdumpPLT(name string, addr uint64) bool {
+	if tb.plt == nil {
+		tb.plt = map[string]uint64{}
+		out := run(tb.t, nil, "objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got", tb.path)
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			if m := objdumpSym.FindStringSubmatch(sc.Text()); m != nil {
+				v, _ := strconv.ParseUint(m[1], 16, 64)
+				tb.plt[m[2]] = v
+			}
+		}
+	}
+	v, ok := tb.plt[name]
+	return ok && addr >= v && addr < v+16
+}
+
+// sampleAddrs returns every function start (up to max/2 of them, chosen
+// with rng when there are more) and random addresses inside functions, for
+// the functions of the symbol tables or, for a Go binary without any, of
+// .gopclntab.
+func sampleAddrs(t *testing.T, tb *testBinary, rng *rand.Rand, max int) []uint64 {
+	type fn struct{ start, size uint64 }
+	var fns []fn
+	seen := map[uint64]bool{}
+	for _, s := range tb.syms {
+		typ := elf.ST_TYPE(s.Info)
+		if (typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC) || s.Size == 0 || s.Value == 0 || seen[s.Value] {
+			continue
+		}
+		if s.Section == elf.SHN_UNDEF || int(s.Section) >= len(tb.ef.Sections) || tb.ef.Sections[s.Section].Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		seen[s.Value] = true
+		fns = append(fns, fn{s.Value, s.Size})
+	}
+	if len(fns) == 0 {
+		if s := tb.ef.Section(".gopclntab"); s != nil {
+			data, _ := s.Data()
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, tb.ef.Section(".text").Addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tab.Funcs {
+				fns = append(fns, fn{f.Entry, f.End - f.Entry})
+			}
+		}
+	}
+	if len(fns) == 0 {
+		t.Fatalf("%s: no functions to sample", tb.path)
+	}
+	sort.Slice(fns, func(i, j int) bool { return fns[i].start < fns[j].start })
+	rng.Shuffle(len(fns), func(i, j int) { fns[i], fns[j] = fns[j], fns[i] })
+	var addrs []uint64
+	for i := 0; i < len(fns) && i < max/2; i++ {
+		addrs = append(addrs, fns[i].start)
+	}
+	for len(addrs) < max {
+		f := fns[rng.Intn(len(fns))]
+		addrs = append(addrs, f.start+uint64(rng.Int63n(int64(f.size))))
+	}
+	// The PLT: one address per stub section when present.
+	for _, n := range []string{".plt.sec", ".plt", ".plt.got"} {
+		if s := tb.ef.Section(n); s != nil && s.Size >= 32 {
+			addrs = append(addrs, s.Addr+16+uint64(rng.Int63n(int64(s.Size-16))))
+		}
+	}
+	return addrs
+}
+
+// diffTest symbolizes a sample of path's addresses with us and both tools
+// and fails on any unexplained difference. It returns how many addresses
+// were compared.
+func diffTest(t *testing.T, path string, opts Options, seed int64) {
+	t.Helper()
+	needTool(t, "addr2line")
+	needTool(t, "llvm-symbolizer")
+	tb := openTestBinary(t, path)
+	addrs := sampleAddrs(t, tb, rand.New(rand.NewSource(seed)), 300)
+	b, err := Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	a2l := addr2lineFrames(t, path, addrs)
+	llvm := llvmFrames(t, path, addrs)
+	var goRef [][]refFrame
+	if tb.ef.Section(".gopclntab") != nil {
+		goRef = goAddr2lineFrames(t, path, addrs)
+	}
+	counts := map[string]int{}
+	var buf []Frame
+	for i, addr := range addrs {
+		buf, err = b.Frames(addr, buf)
+		if err != nil && len(buf) > 0 {
+			t.Fatalf("%#x: frames and an error: %v", addr, err)
+		}
+		switch {
+		case sameFrames(buf, llvm[i], true):
+			counts["same as both"]++
+			if !sameFrames(buf, a2l[i], false) {
+				counts["same as both"]--
+				counts["same as llvm-symbolizer only"]++
+			}
+			continue
+		case sameFrames(buf, a2l[i], false):
+			counts["same as addr2line only"]++
+			continue
+		}
+		c := &diffCase{bin: tb, addr: addr, ours: buf, a2l: a2l[i], llvm: llvm[i]}
+		if goRef != nil {
+			c.goRef = goRef[i]
+		}
+		why := explain(c, llvm[i], true)
+		if why == nil {
+			why = explain(c, a2l[i], false)
+		}
+		if why == nil {
+			t.Errorf("%s %#x: unexplained difference\n ours:            %s\n addr2line:       %s\n llvm-symbolizer: %s",
+				filepath.Base(path), addr, fmtOurs(buf), fmtRef(a2l[i]), fmtRef(llvm[i]))
+			continue
+		}
+		counts["known: "+strings.Join(why, "+")]++
+		if os.Getenv("SYMBOLIZE_DIFF_VERBOSE") != "" {
+			t.Logf("%s %#x: known %v\n ours:            %s\n addr2line:       %s\n llvm-symbolizer: %s",
+				filepath.Base(path), addr, why, fmtOurs(buf), fmtRef(a2l[i]), fmtRef(llvm[i]))
+		}
+	}
+	t.Logf("%s: %d addresses: %v", filepath.Base(path), len(addrs), counts)
+}
+
+func fmtOurs(fr []Frame) string {
+	var s []string
+	for _, f := range fr {
+		s = append(s, fmt.Sprintf("%s@%s:%d:%d", f.Function, f.File, f.Line, f.Column))
+	}
+	return "[" + strings.Join(s, " | ") + "]"
+}
+
+func fmtRef(fr []refFrame) string {
+	var s []string
+	for _, f := range fr {
+		s = append(s, fmt.Sprintf("%s@%s:%d:%d", f.fn, f.file, f.line, f.col))
+	}
+	return "[" + strings.Join(s, " | ") + "]"
+}
+
+// compile builds src with the given compiler and flags into dir/out.
+func compile(t *testing.T, dir, out, compiler, src string, flags ...string) string {
+	t.Helper()
+	needTool(t, compiler)
+	p := filepath.Join(dir, out)
+	args := append(append([]string{}, flags...), "-o", p, src)
+	cmd := exec.Command(compiler, args...)
+	if o, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", compiler, args, err, o)
+	}
+	return p
+}
+
+// hasZstdSection reports whether a section of p is SHF_COMPRESSED with
+// ELFCOMPRESS_ZSTD, read from the raw Elf64_Chdr.
+func hasZstdSection(t *testing.T, p string) bool {
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	for _, s := range ef.Sections {
+		if s.Flags&elf.SHF_COMPRESSED == 0 {
+			continue
+		}
+		var hdr [4]byte
+		if _, err := io.ReadFull(io.NewSectionReader(ef.Sections[0].ReaderAt, 0, 0), hdr[:0]); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(p)
+		f.ReadAt(hdr[:], int64(s.Offset))
+		f.Close()
+		if ef.ByteOrder.Uint32(hdr[:]) == uint32(elf.COMPRESS_ZSTD) {
+			return true
+		}
+	}
+	return false
+}
+
+// gccSupports reports whether gcc accepts flag (and the linker what it
+// implies) on a trivial program.
+func gccSupports(t *testing.T, dir, flag string) bool {
+	src := filepath.Join(dir, "probe.c")
+	os.WriteFile(src, []byte("int main(void){return 0;}\n"), 0o644)
+	err := exec.Command("gcc", flag, "-g", "-o", filepath.Join(dir, "probe"), src).Run()
+	return err == nil
+}
+
+func testdataPath(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "testdata", "symbolize", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("missing test source: %v", err)
+	}
+	return p
+}
+
+func TestDiffC(t *testing.T) {
+	needTool(t, "gcc")
+	src := testdataPath(t, "prog.c")
+	dir := t.TempDir()
+	cases := []struct {
+		name  string
+		flags []string
+	}{
+		{"O0-g-pie", []string{"-O0", "-g"}},
+		{"O2-g-pie", []string{"-O2", "-g"}},
+		{"O2-g-nopie", []string{"-O2", "-g", "-no-pie"}},
+		{"O2-nog", []string{"-O2"}},
+		{"O0-nog-nopie", []string{"-O0", "-no-pie"}},
+		{"O2-g-dwarf4", []string{"-O2", "-gdwarf-4"}},
+		{"O2-g-gz-zlib", []string{"-O2", "-g", "-gz=zlib"}},
+		{"O2-g-gz-zstd", []string{"-O2", "-g", "-gz=zstd"}},
+		{"O2-g-gc-sections", []string{"-O2", "-g", "-ffunction-sections", "-Wl,--gc-sections"}},
+		// gcc 12 lacks -gz=zstd; objcopy (binutils 2.40) can compress
+		// with zstd after the fact (ELFCOMPRESS_ZSTD, type 2).
+		{"O2-g-objcopy-zstd", []string{"-O2", "-g"}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, f := range c.flags {
+				if strings.HasPrefix(f, "-gz=") && !gccSupports(t, dir, f) {
+					t.Skipf("gcc or ld here does not support %s", f)
+				}
+			}
+			p := compile(t, dir, c.name, "gcc", src, c.flags...)
+			if strings.HasSuffix(c.name, "objcopy-zstd") {
+				needTool(t, "objcopy")
+				if o, err := exec.Command("objcopy", "--compress-debug-sections=zstd", p).CombinedOutput(); err != nil {
+					t.Skipf("objcopy cannot compress with zstd here: %v\n%s", err, o)
+				}
+				if !hasZstdSection(t, p) {
+					t.Fatal("objcopy left no zstd-compressed section")
+				}
+			}
+			diffTest(t, p, Options{}, int64(i+1))
+		})
+	}
+}
+
+func TestDiffCPlusPlus(t *testing.T) {
+	needTool(t, "g++")
+	src := testdataPath(t, "prog.cc")
+	dir := t.TempDir()
+	for i, flags := range [][]string{{"-O0", "-g"}, {"-O2", "-g"}} {
+		name := strings.Join(flags, "")
+		t.Run(name, func(t *testing.T) {
+			p := compile(t, dir, name, "g++", src, flags...)
+			diffTest(t, p, Options{}, int64(100+i))
+		})
+	}
+}
+
+// TestDiffSplitDebug strips a binary and keeps its DWARF in a separate file
+// linked with --add-gnu-debuglink, as distributions ship them; addr2line and
+// llvm-symbolizer find it the same way (next to the binary).
+func TestDiffSplitDebug(t *testing.T) {
+	needTool(t, "gcc")
+	needTool(t, "objcopy")
+	dir := t.TempDir()
+	p := compile(t, dir, "split", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
+	dbg := p + ".debug"
+	for _, args := range [][]string{
+		{"--only-keep-debug", p, dbg},
+		{"--strip-debug", "--strip-unneeded", "--add-gnu-debuglink=" + dbg, p},
+	} {
+		if o, err := exec.Command("objcopy", args...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %v: %v\n%s", args, err, o)
+		}
+	}
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.DebugFile(); got != dbg {
+		t.Fatalf("DebugFile() = %q, want %q", got, dbg)
+	}
+	b.Close()
+	diffTest(t, p, Options{}, 7)
+
+	// The locator is honored, and a wrong debug file is refused.
+	other := compile(t, dir, "other", "gcc", testdataPath(t, "prog.c"), "-O0", "-g")
+	b, err = Open(p, Options{DebugFile: func(q DebugQuery) (string, error) { return other, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := b.DebugFile(); got != "" {
+		t.Errorf("a debug file with another build-id was used: %q", got)
+	}
+}
+
+func TestDiffRust(t *testing.T) {
+	rustc := "/root/.cargo/bin/rustc"
+	if _, err := os.Stat(rustc); err != nil {
+		p, err := exec.LookPath("rustc")
+		if err != nil {
+			t.Skip("rustc not installed")
+		}
+		rustc = p
+	}
+	dir := t.TempDir()
+	for i, flags := range [][]string{{"-C", "opt-level=2", "-g"}, {"-C", "opt-level=0", "-g", "-C", "symbol-mangling-version=v0", "-Z", "unstable-options"}} {
+		name := fmt.Sprintf("rust%d", i)
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name)
+			args := append(append([]string{}, flags...), "-o", p, testdataPath(t, "prog.rs"))
+			cmd := exec.Command(rustc, args...)
+			cmd.Env = append(os.Environ(), "RUSTC_BOOTSTRAP=1")
+			if o, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("rustc %v: %v\n%s", args, err, o)
+			}
+			diffTest(t, p, Options{}, int64(200+i))
+		})
+	}
+}
+
+func TestDiffGo(t *testing.T) {
+	gobin := needTool(t, "go")
+	dir := t.TempDir()
+	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	for i, ld := range []string{"", "-s -w"} {
+		name := "go-default"
+		if ld != "" {
+			name = "go-stripped"
+		}
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(dir, name)
+			cmd := exec.Command(gobin, "build", "-o", out, "-ldflags="+ld, ".")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+			if o, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("go build: %v\n%s", err, o)
+			}
+			diffTest(t, out, Options{}, int64(300+i))
+		})
+	}
+}
+
+func TestDiffSystemLibs(t *testing.T) {
+	for i, name := range []string{"libc.so.6", "libm.so.6"} {
+		t.Run(name, func(t *testing.T) {
+			var p string
+			for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+					p = filepath.Join(dir, name)
+					break
+				}
+			}
+			if p == "" {
+				t.Skipf("%s not found", name)
+			}
+			diffTest(t, p, Options{}, int64(400+i))
+		})
+	}
+}
