@@ -761,3 +761,12 @@ func (fs *Features) PMUCaps() ([]PMUCaps, error) {
 		return out
 	})
 }
+
+// DerivedName returns the name perf gives an event from its attr alone
+// (evsel__name in tools/perf/util/evsel.c: "cycles:uH", "cpu-clock",
+// "raw 0x1cd:pp"), ignoring any name the recording carries. perf 6.1's
+// perf report uses it for pipe-mode recordings even when EVENT_DESC and
+// EVENT_UPDATE name the events (checked with perf 6.1: a pipe recording
+// of -e cpu-clock:u reports "cpu-clock:uH stats:"), so tools that must
+// print what perf prints need it; Event.Name is the recorded name.
+func (a *Attr) DerivedName() string { return defaultEventName(a) }

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+func init() {
+	register(&command{
+		name:    "stats",
+		usage:   "perfcheck stats [--json] FILE",
+		summary: "record counts per type and samples per event, as perf report --stats",
+		run:     runStats,
+	})
+}
+
+// statsJSON is the --json output of perfcheck stats (docs/commands.md).
+type statsJSON struct {
+	File string `json:"file"`
+	// Total counts every record, as perf's "TOTAL events" line.
+	Total uint64 `json:"total"`
+	// ExcludesAux is true when the recording has AUX area data (the
+	// AUXTRACE feature): its decoded events are not counted.
+	ExcludesAux bool             `json:"excludes_aux"`
+	Types       []statsTypeJSON  `json:"types"`
+	Events      []statsEventJSON `json:"events"`
+	Error       string           `json:"error,omitempty"`
+}
+
+type statsTypeJSON struct {
+	Type    string  `json:"type"`
+	ID      uint32  `json:"id"`
+	Count   uint64  `json:"count"`
+	Percent float64 `json:"percent"`
+}
+
+type statsEventJSON struct {
+	Name        string `json:"name"`
+	Samples     uint64 `json:"samples"`
+	LostSamples uint64 `json:"lost_samples"`
+}
+
+// recordStats holds what perf report --stats counts.
+type recordStats struct {
+	total       uint64
+	byType      map[perfdata.RecordType]uint64
+	samples     []uint64 // per event index
+	lostSamples []uint64 // per event index
+}
+
+// perfMaxRecordType is PERF_RECORD_HEADER_MAX of the newest perf this
+// package knows types up to; perf counts every record below it.
+const perfMaxRecordType = perfdata.RecordSchedstatDomain + 1
+
+// countRecords reads every record of f the way perf report --stats counts
+// them (perf_session__process_event in tools/perf/util/session.c and
+// count_sample_event / count_lost_samples_event in builtin-report.c):
+//   - every record is counted in TOTAL and under its type, perf's own
+//     records (type >= 64) included, and a COMPRESSED record is counted
+//     as well as each record it holds;
+//   - an event's SAMPLE count is the samples perf delivers to it: those
+//     whose id maps to the event (a sample with an id that no event
+//     owns is dropped as perf's nr_unknown_id);
+//   - an event's LOST_SAMPLES count is the sum of the lost fields of the
+//     LOST_SAMPLES records whose sample_id names it.
+//
+// It returns what was counted before an error together with the error.
+func countRecords(f *perfdata.File) (*recordStats, error) {
+	st := &recordStats{byType: map[perfdata.RecordType]uint64{}}
+	grow := func(n int) {
+		for len(st.samples) < n {
+			st.samples = append(st.samples, 0)
+			st.lostSamples = append(st.lostSamples, 0)
+		}
+	}
+	grow(len(f.Events()))
+	rs := f.Records(perfdata.RecordsOptions{})
+	for rs.Next() {
+		r := rs.Record()
+		h := r.Header()
+		t := r.Type()
+		if t < perfMaxRecordType {
+			st.total++
+			st.byType[t]++
+		}
+		switch x := r.(type) {
+		case *perfdata.Sample:
+			if i := eventOf(f, h); i >= 0 {
+				grow(i + 1)
+				st.samples[i]++
+			}
+		case *perfdata.LostSamples:
+			if i := eventOf(f, h); i >= 0 {
+				grow(i + 1)
+				st.lostSamples[i] += x.Lost
+			}
+		}
+	}
+	return st, rs.Err()
+}
+
+// eventOf returns the event a kernel record is delivered to, as perf's
+// evlist__id2evsel: the first event when there is one event or the
+// record's id is 0 or absent, else the owner of the id, else none (-1).
+func eventOf(f *perfdata.File, h *perfdata.RecordHeader) int {
+	evs := f.Events()
+	if len(evs) == 0 {
+		return -1
+	}
+	id := h.SampleID.ID
+	if len(evs) == 1 || h.SampleID.Fields&(perfdata.SampleID|perfdata.SampleIdentifier) == 0 || id == 0 {
+		return 0
+	}
+	if h.EventIndex >= 0 && h.EventIndex < len(evs) && slices.Contains(evs[h.EventIndex].IDs, id) {
+		return h.EventIndex
+	}
+	for i, e := range evs {
+		if slices.Contains(e.IDs, id) {
+			return i
+		}
+	}
+	return -1
+}
+
+func runStats(args []string, stdout, stderr io.Writer) int {
+	const name = "stats"
+	file, jsonOut, code := parseFileArgs(name, "perfcheck stats [--json] FILE",
+		"Prints what perf report --stats prints: records per type, then samples per event.", args, stderr)
+	if code >= 0 {
+		return code
+	}
+	f, err := perfdata.Open(file)
+	if err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	defer f.Close()
+	st, rerr := countRecords(f)
+	auxNote := f.Features().Has(perfdata.FeatureAuxtrace) && !f.IsPipe()
+
+	if jsonOut {
+		out := statsJSON{File: file, Total: st.total, ExcludesAux: auxNote, Types: []statsTypeJSON{}, Events: []statsEventJSON{}}
+		for _, t := range sortedTypes(st) {
+			n := st.byType[t]
+			out.Types = append(out.Types, statsTypeJSON{Type: t.String(), ID: uint32(t), Count: n, Percent: 100 * float64(n) / float64(st.total)})
+		}
+		for i := range f.Events() {
+			if i < len(st.samples) && (st.samples[i] > 0 || st.lostSamples[i] > 0) {
+				out.Events = append(out.Events, statsEventJSON{Name: statsEventName(f, i), Samples: st.samples[i], LostSamples: st.lostSamples[i]})
+			}
+		}
+		if rerr != nil {
+			out.Error = rerr.Error()
+		}
+		if err := writeJSON(stdout, out); err != nil {
+			return errorf(stderr, name, "%v", err)
+		}
+	} else {
+		writeStatsText(stdout, f, st, auxNote)
+	}
+	if rerr != nil {
+		return errorf(stderr, name, "%v", rerr)
+	}
+	return exitOK
+}
+
+// sortedTypes returns the counted record types in numeric order, as perf
+// prints them, leaving out the types perf has no name for.
+func sortedTypes(st *recordStats) []perfdata.RecordType {
+	var ts []perfdata.RecordType
+	for t, n := range st.byType {
+		if n > 0 && hasPerfName(t) {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// hasPerfName reports whether perf_event__name knows t: perf skips the
+// "UNKNOWN" ones when printing (they still count in TOTAL).
+func hasPerfName(t perfdata.RecordType) bool {
+	s := t.String()
+	return len(s) < 5 || s[:5] != "type("
+}
+
+// writeStatsText prints exactly what perf report --stats prints
+// (perf_session__fprintf_nr_events, events_stats__fprintf and
+// evlist__fprintf_nr_events in perf 6.1, with empty lines skipped as its
+// default --skip-empty does).
+func writeStatsText(w io.Writer, f *perfdata.File, st *recordStats, auxNote bool) {
+	msg := ""
+	if auxNote {
+		msg = " (excludes AUX area (e.g. instruction trace) decoded / synthesized events)"
+	}
+	fmt.Fprintf(w, "\nAggregated stats:%s\n", msg)
+	fmt.Fprintf(w, "%16s events: %10d\n", "TOTAL", st.total)
+	for _, t := range sortedTypes(st) {
+		n := st.byType[t]
+		fmt.Fprintf(w, "%16s events: %10d  (%4.1f%%)\n", t.String(), n, 100*float64(n)/float64(st.total))
+	}
+	for i := range f.Events() {
+		if i >= len(st.samples) || st.samples[i] == 0 && st.lostSamples[i] == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "%s stats:\n", statsEventName(f, i))
+		if st.samples[i] > 0 {
+			fmt.Fprintf(w, "%16s events: %10d\n", "SAMPLE", st.samples[i])
+		}
+		if st.lostSamples[i] > 0 {
+			fmt.Fprintf(w, "%16s events: %10d\n", "LOST_SAMPLES", st.lostSamples[i])
+		}
+	}
+}
+
+// statsEventName is the name perf report --stats prints for event i: the
+// recorded name in file mode, but in pipe mode the name perf 6.1 derives
+// from the attr, which it uses even when the stream names the event in
+// EVENT_DESC or EVENT_UPDATE (see Attr.DerivedName).
+func statsEventName(f *perfdata.File, i int) string {
+	e := &f.Events()[i]
+	if f.IsPipe() {
+		return e.Attr.DerivedName()
+	}
+	return e.Name
+}
