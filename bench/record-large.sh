@@ -41,6 +41,7 @@ mkdir -p "$HOME"
 # through an rpath relative to itself.
 lib=$repo/testdata/perf/bin
 [ -f "$lib/libhot.so" ] || { echo "record-large.sh: $lib/libhot.so missing (run testdata/perf/record.sh)" >&2; exit 1; }
+# shellcheck disable=SC2016 # $ORIGIN is for the dynamic linker
 gcc -O1 -g -fno-omit-frame-pointer -Wall -Wl,--build-id=sha1 \
 	-I"$repo/testdata/perf/src/cshared" -o "$out/deepstack" "$here/src/deepstack.c" \
 	-L"$lib" -lhot -Wl,-rpath,'$ORIGIN/../../testdata/perf/bin' -pthread

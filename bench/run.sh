@@ -166,7 +166,9 @@ for f in "${files[@]}"; do
 			row "perfcheck top" ctop
 			ratio "speedup over perf report --stdio" preport ctop
 			if has check && [ -n "${ccheck_s:-}" ] && [ -n "$ctop_s" ]; then
+				# shellcheck disable=SC2034 # read by row through ${!name}
 				checktop_s=$(awk -v a="$ccheck_s" -v b="$ctop_s" 'BEGIN { printf "%.3f", a + b }')
+				# shellcheck disable=SC2034
 				checktop_mb=-
 				row "perfcheck check + perfcheck top" checktop
 				ratio "speedup (check + top) over perf report" preport checktop

@@ -20,8 +20,8 @@
 # RE-RUNNING CHANGES EVERYTHING AT ONCE: every recording gets new
 # timestamps, pids, sample counts and addresses. The binaries are built
 # reproducibly (the same gcc and Go give the same bytes, wherever the
-# checkout is), but another compiler or Go version gives new build-ids. Every golden file derived from
-# these fixtures (the .stats and .buildid-list written here, and the goldens
+# checkout is), but another compiler or Go version gives new build-ids.
+# Every golden file derived from these fixtures (the .stats and .buildid-list written here, and the goldens
 # that tests in perfdata/, check/, cmd/perfcheck/ ... keep, regenerated with
 # `go test ./... -update`) must be regenerated and committed together with
 # the new recordings and binaries.
@@ -53,6 +53,7 @@ command -v go >/dev/null || { echo "record.sh: go not found" >&2; exit 1; }
 
 scratch=$(mktemp -d /tmp/perfcheck-record.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
+orig_home=${HOME:-}
 export HOME=$scratch/home
 mkdir -p "$HOME"
 # Untranslated, stable perf output.
@@ -62,6 +63,7 @@ export LC_ALL=C
 
 # -fdebug-prefix-map keeps the checkout's location out of the DWARF, so the
 # same sources and compiler give the same bytes (and build-id) anywhere.
+# shellcheck disable=SC2054,SC2191 # commas and = belong to the flags
 CFLAGS=(-O1 -g -fno-omit-frame-pointer -fdebug-prefix-map="$repo"=. -Wall -Wl,--build-id=sha1)
 
 build() {
@@ -72,13 +74,15 @@ build() {
 	gcc "${CFLAGS[@]}" -fPIC -shared -o "$bin/libhot.so" "$src/cshared/libhot.c"
 	# rpath $ORIGIN: cshared finds libhot.so next to itself, wherever the
 	# checkout is.
+	# shellcheck disable=SC2016 # $ORIGIN is for the dynamic linker
 	gcc "${CFLAGS[@]}" -I"$src/cshared" -o "$bin/cshared" "$src/cshared/main.c" \
 		-L"$bin" -lhot -Wl,-rpath,'$ORIGIN' -pthread
 	gcc "${CFLAGS[@]}" -o "$bin/forkparent" "$src/forkexec/parent.c"
 	gcc "${CFLAGS[@]}" -o "$bin/forkchild" "$src/forkexec/child.c"
 	# -trimpath and -buildvcs=false make the Go binary reproducible (Go
 	# derives its GNU build-id from the Go build ID since Go 1.24).
-	(cd "$src/goprog" && CGO_ENABLED=0 GOFLAGS= go build -trimpath -buildvcs=false -o "$bin/goprog" .)
+	# The user's HOME for go only: its build cache, not perf's ~/.debug.
+	(cd "$src/goprog" && HOME=$orig_home CGO_ENABLED=0 GOFLAGS='' go build -trimpath -buildvcs=false -o "$bin/goprog" .)
 }
 
 # --- record -----------------------------------------------------------------
