@@ -23,12 +23,15 @@ func needTool(t testing.TB, name string) string {
 // cProg is a small C program with a function worth symbolizing.
 const cProg = `
 #include <stdio.h>
+#ifndef TAG
+#define TAG ""
+#endif
 __attribute__((noinline)) unsigned long spin(unsigned long n) {
 	volatile unsigned long x = 0;
 	for (unsigned long i = 0; i < n; i++) x += i;
 	return x;
 }
-int main(int argc, char **argv) { printf("%lu\n", spin(argc > 1 ? 200000000UL : 10)); return 0; }
+int main(int argc, char **argv) { printf(TAG "%lu\n", spin(argc > 1 ? 200000000UL : 10)); return 0; }
 `
 
 // buildC compiles cProg with gcc and extra flags into dir/name.

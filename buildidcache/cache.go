@@ -1,0 +1,663 @@
+package buildidcache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cache writes, lists and prunes perf's build-id cache (~/.debug) in the
+// layout perf 6.x writes and reads (build_id_cache__add in
+// tools/perf/util/build-id.c):
+//
+//	<dir>/<name>/<build-id>/elf          the binary (debug: separate debuginfo,
+//	                                      kallsyms: the kernel's, vdso: the vDSO)
+//	<dir>/.build-id/<xx>/<rest>          relative symlink ../../<name>/<build-id>
+//
+// where <name> is the binary's absolute path without its leading slash, or
+// "[kernel.kallsyms]" or "[vdso]", and <xx><rest> is the build-id in hex.
+type Cache struct {
+	// Dir is the cache root, e.g. DefaultBuildIDDir().
+	Dir string
+	// DebugDirs are searched for a separate debug file to store next to a
+	// binary as "debug", as perf does; nil means /usr/lib/debug.
+	DebugDirs []string
+	// HardLink makes Add hard-link binaries into the cache, as perf does,
+	// instead of copying them. Copying is the default because a binary
+	// later overwritten in place (cp onto it, a linker writing its output
+	// over the old file) would change the cached copy too and lose exactly
+	// the file the cache was filled to keep.
+	HardLink bool
+}
+
+// Entry is one cached binary.
+type Entry struct {
+	BuildID BuildID `json:"build_id"`
+	// Name is the path the binary was cached under ("/usr/bin/ls",
+	// "[kernel.kallsyms]", "[vdso]").
+	Name string `json:"name"`
+	// Dir is the entry's directory; Files the names in it (elf, debug,
+	// kallsyms, vdso, probes). For an old-style entry (the link is the
+	// file itself) Dir is the link and Files is empty.
+	Dir      string   `json:"dir"`
+	Files    []string `json:"files"`
+	OldStyle bool     `json:"old_style,omitempty"`
+	// Size is the disk space the entry's files take, each inode counted
+	// once across the cache.
+	Size int64 `json:"size"`
+	// LastUsed is the latest access or modification time of its files
+	// (atime as the kernel keeps it: with relatime, at least daily).
+	LastUsed time.Time `json:"last_used"`
+	// Added is false when Add found the entry already present.
+	Added bool `json:"added,omitempty"`
+}
+
+// tmpMarker is in the name of every temporary file this package writes;
+// Prune removes such files once they are older than staleTemp.
+const (
+	tmpMarker = ".tmp-"
+	staleTemp = time.Hour
+	maxName   = 4096 // PATH_MAX
+)
+
+// entryName validates a name to cache a binary under and returns it
+// relative to the cache root. Names come from perf.data files and are
+// untrusted: they must be absolute paths without ".." components, or a
+// single bracketed name such as [vdso], and must not reach into .build-id.
+func entryName(name string) (string, error) {
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("cache name %q: %s: %w", name, why, ErrUnsafePath)
+	}
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > maxName:
+		return bad("too long")
+	case strings.ContainsRune(name, 0):
+		return bad("NUL byte")
+	}
+	if strings.HasPrefix(name, "[") {
+		if !strings.HasSuffix(name, "]") || strings.ContainsRune(name, '/') || name == "[]" {
+			return bad("bracketed names are one component")
+		}
+		return name, nil
+	}
+	if name[0] != '/' {
+		return bad("not an absolute path")
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == ".." {
+			return bad(`".." component`)
+		}
+	}
+	rel := strings.TrimPrefix(path.Clean(name), "/")
+	if rel == "" || rel == "." {
+		return bad("no file name")
+	}
+	if first, _, _ := strings.Cut(rel, "/"); first == ".build-id" {
+		return bad("inside .build-id")
+	}
+	return rel, nil
+}
+
+func (c *Cache) openRoot() (*os.Root, error) {
+	if c.Dir == "" {
+		return nil, errors.New("build-id cache: no directory")
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(c.Dir)
+}
+
+func linkRel(hexID string) string {
+	return path.Join(".build-id", hexID[:2], hexID[2:])
+}
+
+// Add caches the ELF file at p under its real path, as
+// `perf buildid-cache -a` does, with its separate debug file when one with
+// the same build-id is in the debug directories.
+func (c *Cache) Add(p string) (*Entry, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	return c.AddFile(real, real, nil)
+}
+
+// AddFile caches the ELF file src under name (a recorded path, untrusted)
+// when its build-id matches want; a nil want accepts the file's own
+// build-id. The file is copied (or linked, with HardLink) to a temporary
+// name, verified there, and renamed into place; the .build-id link is made
+// last, so a lookup never sees a half-written entry.
+func (c *Cache) AddFile(src, name string, want BuildID) (*Entry, error) {
+	rel, err := entryName(name)
+	if err != nil {
+		return nil, err
+	}
+	id, err := ReadFileIdentity(src)
+	if err != nil {
+		return nil, err
+	}
+	if id.BuildID == nil {
+		return nil, fmt.Errorf("%s: %w", src, ErrNoBuildID)
+	}
+	if want != nil && !id.BuildID.Matches(want) {
+		return nil, fmt.Errorf("%w: %s has %v, want %v", ErrMismatch, src, id.BuildID, want)
+	}
+	role := "elf"
+	if name == "[vdso]" {
+		role = "vdso"
+	}
+	root, err := c.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	bid := id.BuildID
+	if e, ok := c.existing(root, bid); ok {
+		return e, nil
+	}
+	dir := path.Join(rel, bid.String())
+	if err := c.place(root, dir, role, src, bid); err != nil {
+		return nil, err
+	}
+	if role == "elf" && !strings.HasSuffix(name, ".ko") {
+		if dbg := c.findDebug(bid); dbg != "" {
+			// Best effort, as in perf: a missing debug file loses DWARF,
+			// not the entry.
+			_ = c.place(root, dir, "debug", dbg, bid)
+		}
+	}
+	return c.link(root, dir, bid)
+}
+
+// AddKernel caches the running kernel's /proc/kallsyms under its build-id,
+// as perf record does for [kernel.kallsyms]. Copy it only while the
+// recording's kernel is the running one.
+func (c *Cache) AddKernel() (*Entry, error) {
+	bid, err := KernelBuildID()
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return nil, err
+	}
+	return c.addBytes("[kernel.kallsyms]", "kallsyms", bid, b)
+}
+
+// AddVDSO caches this process's vDSO, as perf record does for [vdso]. All
+// 64-bit processes on one kernel share it.
+func (c *Cache) AddVDSO() (*Entry, error) {
+	img, id, err := VDSO()
+	if err != nil {
+		return nil, err
+	}
+	if id.BuildID == nil {
+		return nil, fmt.Errorf("[vdso]: %w", ErrNoBuildID)
+	}
+	return c.addBytes("[vdso]", "vdso", id.BuildID, img)
+}
+
+func (c *Cache) addBytes(name, role string, bid BuildID, b []byte) (*Entry, error) {
+	root, err := c.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	if e, ok := c.existing(root, bid); ok {
+		return e, nil
+	}
+	dir := path.Join(name, bid.String())
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, f, err := createTemp(root, dir, role)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, path.Join(dir, role))
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return nil, err
+	}
+	return c.link(root, dir, bid)
+}
+
+// existing returns the entry already linked for bid, if its main file is
+// present; perf keeps the first name a build-id was cached under.
+func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
+	lr := linkRel(bid.String())
+	if _, err := root.Lstat(lr); err != nil {
+		return nil, false
+	}
+	e, err := c.entry(root, lr, bid, map[fileKey]bool{})
+	if err != nil || (!e.OldStyle && len(mainFiles(e.Files)) == 0) {
+		return nil, false
+	}
+	return e, true
+}
+
+func mainFiles(files []string) []string {
+	var out []string
+	for _, f := range files {
+		switch f {
+		case "elf", "kallsyms", "vdso":
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func createTemp(root *os.Root, dir, role string) (string, *os.File, error) {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := path.Join(dir, "."+role+tmpMarker+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	return tmp, f, err
+}
+
+// place puts a verified copy (or hard link) of src at dir/role, unless a
+// verified file is already there.
+func (c *Cache) place(root *os.Root, dir, role, src string, bid BuildID) error {
+	final := path.Join(dir, role)
+	if f, err := root.Open(final); err == nil {
+		ok := verifyOpen(f, bid)
+		f.Close()
+		if ok {
+			return nil
+		}
+	}
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := c.writeTemp(root, dir, role, src)
+	if err != nil {
+		return err
+	}
+	f, err := root.Open(tmp)
+	if err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	ok := verifyOpen(f, bid)
+	f.Close()
+	if !ok {
+		// src changed between reading its build-id and copying it.
+		root.Remove(tmp)
+		return fmt.Errorf("%w: %s changed while it was being cached", ErrMismatch, src)
+	}
+	if err := root.Rename(tmp, final); err != nil {
+		root.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func verifyOpen(f *os.File, bid BuildID) bool {
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	id, err := readIdentity(f, st.Size(), f.Name())
+	return err == nil && id.BuildID.Matches(bid)
+}
+
+// writeTemp links or copies src to a new temporary file in dir. The hard
+// link is made with linkat relative to a directory descriptor opened
+// through root, so that it cannot be redirected outside the cache.
+func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) {
+	if c.HardLink {
+		var rnd [6]byte
+		rand.Read(rnd[:])
+		base := "." + role + tmpMarker + hex.EncodeToString(rnd[:])
+		d, err := root.Open(dir)
+		if err == nil {
+			err = unix.Linkat(unix.AT_FDCWD, src, int(d.Fd()), base, 0)
+			d.Close()
+			if err == nil {
+				return path.Join(dir, base), nil
+			}
+		}
+		// EXDEV, EPERM (protected_hardlinks): copy instead, as perf does.
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	tmp, out, err := createTemp(root, dir, role)
+	if err != nil {
+		return "", err
+	}
+	if st, err := in.Stat(); err == nil {
+		out.Chmod(st.Mode().Perm())
+	}
+	// io.Copy between two *os.File uses copy_file_range, which shares
+	// extents on file systems that can (btrfs, xfs).
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// findDebug returns a separate debug file for bid from the debug
+// directories (perf's build_id_cache__find_debug), or "".
+func (c *Cache) findDebug(bid BuildID) string {
+	dirs := c.DebugDirs
+	if dirs == nil {
+		dirs = []string{"/usr/lib/debug"}
+	}
+	h := bid.String()
+	for _, d := range dirs {
+		p := filepath.Join(d, ".build-id", h[:2], h[2:]+".debug")
+		if id, err := ReadFileIdentity(p); err == nil && id.BuildID.Matches(bid) {
+			return p
+		}
+	}
+	return ""
+}
+
+// link makes .build-id/xx/rest point at dir, atomically: a symlink under a
+// temporary name, renamed over the final one.
+func (c *Cache) link(root *os.Root, dir string, bid BuildID) (*Entry, error) {
+	lr := linkRel(bid.String())
+	if err := root.MkdirAll(path.Dir(lr), 0o755); err != nil {
+		return nil, err
+	}
+	target := "../../" + dir
+	if cur, err := root.Readlink(lr); err != nil || cur != target {
+		var rnd [6]byte
+		rand.Read(rnd[:])
+		tmp := path.Join(path.Dir(lr), "."+path.Base(lr)+tmpMarker+hex.EncodeToString(rnd[:]))
+		if err := root.Symlink(target, tmp); err != nil {
+			return nil, err
+		}
+		if err := root.Rename(tmp, lr); err != nil {
+			root.Remove(tmp)
+			return nil, err
+		}
+	}
+	e, err := c.entry(root, lr, bid, map[fileKey]bool{})
+	if err != nil {
+		return nil, err
+	}
+	e.Added = true
+	return e, nil
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+// entry describes the entry that link lr points to. The link target is
+// resolved lexically and must stay inside the cache.
+func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bool) (*Entry, error) {
+	e := &Entry{BuildID: bid}
+	st, err := root.Lstat(lr)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	switch {
+	case st.Mode().IsRegular():
+		e.OldStyle, e.Dir = true, filepath.Join(c.Dir, lr)
+		files = []string{lr}
+	case st.Mode()&fs.ModeSymlink != 0:
+		target, err := root.Readlink(lr)
+		if err != nil {
+			return nil, err
+		}
+		dir := path.Clean(path.Join(path.Dir(lr), target))
+		if path.IsAbs(target) || dir == ".." || strings.HasPrefix(dir, "../") {
+			return nil, fmt.Errorf("%s: link %q leads outside the cache: %w", lr, target, ErrUnsafePath)
+		}
+		e.Dir = filepath.Join(c.Dir, dir)
+		e.Name = strings.TrimSuffix(path.Dir(dir), "/")
+		if !strings.HasPrefix(e.Name, "[") {
+			e.Name = "/" + e.Name
+		}
+		ents, err := fs.ReadDir(root.FS(), dir)
+		if err != nil {
+			if ist, err2 := root.Stat(dir); err2 == nil && ist.Mode().IsRegular() {
+				// A link to a file: old style.
+				e.OldStyle = true
+				files = []string{dir}
+				break
+			}
+			return nil, err
+		}
+		for _, d := range ents {
+			if strings.Contains(d.Name(), tmpMarker) || d.IsDir() {
+				continue
+			}
+			e.Files = append(e.Files, d.Name())
+			files = append(files, path.Join(dir, d.Name()))
+		}
+	default:
+		return nil, fmt.Errorf("%s: neither a link nor a file", lr)
+	}
+	for _, f := range files {
+		st, err := root.Stat(f)
+		if err != nil {
+			continue
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			at := time.Unix(sys.Atim.Sec, sys.Atim.Nsec)
+			e.LastUsed = latest(e.LastUsed, at)
+			k := fileKey{uint64(sys.Dev), sys.Ino}
+			if !seen[k] {
+				seen[k] = true
+				e.Size += sys.Blocks * 512
+			}
+		} else {
+			e.Size += st.Size()
+		}
+		e.LastUsed = latest(e.LastUsed, st.ModTime())
+	}
+	return e, nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// List returns every entry reachable through .build-id links, sorted by
+// name then build-id. Links that lead nowhere are skipped.
+func (c *Cache) List() ([]Entry, error) {
+	root, err := os.OpenRoot(c.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return c.list(root)
+}
+
+func (c *Cache) list(root *os.Root) ([]Entry, error) {
+	var out []Entry
+	seen := map[fileKey]bool{}
+	tops, err := fs.ReadDir(root.FS(), ".build-id")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tops {
+		if !t.IsDir() || len(t.Name()) != 2 {
+			continue
+		}
+		links, err := fs.ReadDir(root.FS(), path.Join(".build-id", t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, l := range links {
+			if strings.Contains(l.Name(), tmpMarker) {
+				continue
+			}
+			bid, err := ParseBuildID(t.Name() + l.Name())
+			if err != nil {
+				continue
+			}
+			e, err := c.entry(root, path.Join(".build-id", t.Name(), l.Name()), bid, seen)
+			if err != nil {
+				continue
+			}
+			out = append(out, *e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].BuildID.String() < out[j].BuildID.String()
+	})
+	return out, nil
+}
+
+// PruneReport says what Prune removed.
+type PruneReport struct {
+	Removed    []Entry `json:"removed"`
+	Kept       int     `json:"kept"`
+	SizeBefore int64   `json:"size_before"`
+	SizeAfter  int64   `json:"size_after"`
+	// StaleTemps counts temporary files of interrupted writes removed.
+	StaleTemps int `json:"stale_temps"`
+}
+
+// Prune removes entries last used before now-olderThan (when olderThan >
+// 0), then the least recently used ones until the entries take at most
+// maxSize bytes (when maxSize > 0). With dryRun it only reports. It
+// removes the .build-id link first, so a concurrent lookup sees either
+// the whole entry or none, and it removes temporary files only once they
+// are older than an hour, so a write in progress is never cut short.
+func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dryRun bool) (*PruneReport, error) {
+	root, err := os.OpenRoot(c.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return &PruneReport{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	entries, err := c.list(root)
+	if err != nil {
+		return nil, err
+	}
+	rep := &PruneReport{}
+	for _, e := range entries {
+		rep.SizeBefore += e.Size
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].LastUsed.Before(entries[j].LastUsed) })
+	size := rep.SizeBefore
+	var keep []Entry
+	for i, e := range entries {
+		old := olderThan > 0 && e.LastUsed.Before(now.Add(-olderThan))
+		big := maxSize > 0 && size > maxSize
+		if !old && !big {
+			keep = append(keep, entries[i:]...)
+			break
+		}
+		if !dryRun {
+			if err := c.remove(root, e); err != nil {
+				return rep, err
+			}
+		}
+		size -= e.Size
+		rep.Removed = append(rep.Removed, e)
+	}
+	// Entries are sorted oldest first, so once one is neither old nor
+	// needed for space the rest are kept.
+	rep.Kept = len(keep)
+	rep.SizeAfter = size
+	if !dryRun {
+		rep.StaleTemps = c.removeStaleTemps(root, now)
+	}
+	return rep, nil
+}
+
+func (c *Cache) remove(root *os.Root, e Entry) error {
+	lr := linkRel(e.BuildID.String())
+	if err := root.Remove(lr); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	removeEmptyParents(root, path.Dir(lr))
+	if e.OldStyle {
+		return nil
+	}
+	rel, err := filepath.Rel(c.Dir, e.Dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("%s: not inside %s: %w", e.Dir, c.Dir, ErrUnsafePath)
+	}
+	rel = filepath.ToSlash(rel)
+	if err := root.RemoveAll(rel); err != nil {
+		return err
+	}
+	removeEmptyParents(root, path.Dir(rel))
+	return nil
+}
+
+// removeEmptyParents removes dir and its parents while they are empty
+// (Remove fails on a non-empty directory), stopping at the root.
+func removeEmptyParents(root *os.Root, dir string) {
+	for dir != "." && dir != "/" && dir != "" {
+		if root.Remove(dir) != nil {
+			return
+		}
+		dir = path.Dir(dir)
+	}
+}
+
+func (c *Cache) removeStaleTemps(root *os.Root, now time.Time) int {
+	n := 0
+	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(d.Name(), tmpMarker) {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
+			if root.Remove(p) == nil {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,373 @@
+package buildidcache
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// perfCmd runs real perf with HOME=home, so that its cache is home/.debug.
+func perfCmd(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	needTool(t, "perf")
+	c := exec.Command("perf", args...)
+	c.Env = append(slicesDeleteEnv(os.Environ(), "PERF_BUILDID_DIR"), "HOME="+home)
+	b, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("perf %v: %v\n%s", args, err, b)
+	}
+	return string(b)
+}
+
+// tree lists every path under dir with its link target, for comparing
+// layouts; perf's "probes" (SDT cache) files are left out.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir || d.Name() == "probes" {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			rel += " -> " + target
+		}
+		out = append(out, rel)
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+// TestAddSameLayoutAsPerf adds one binary with real perf buildid-cache -a
+// and with Cache.Add, and compares the trees.
+func TestAddSameLayoutAsPerf(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	perfHome := t.TempDir()
+	perfCmd(t, perfHome, "buildid-cache", "-a", prog)
+	ours := filepath.Join(t.TempDir(), ".debug")
+	e, err := (&Cache{Dir: ours, DebugDirs: []string{}}).Add(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !e.Added || e.Name != prog || len(e.Files) != 1 || e.Files[0] != "elf" {
+		t.Errorf("entry %+v", e)
+	}
+	want, got := tree(t, filepath.Join(perfHome, ".debug")), tree(t, ours)
+	if strings.Join(want, "\n") != strings.Join(got, "\n") {
+		t.Errorf("layout differs from perf's:\nperf:\n%s\nours:\n%s", strings.Join(want, "\n"), strings.Join(got, "\n"))
+	}
+	// Adding again changes nothing.
+	e2, err := (&Cache{Dir: ours}).Add(prog)
+	if err != nil || e2.Added {
+		t.Errorf("second add: %+v %v", e2, err)
+	}
+}
+
+// TestPerfReadsWhatAddWrote records a program without letting perf fill
+// its cache, caches the binary with Cache.Add, replaces the binary, and
+// checks that perf report still names the function: perf found our entry.
+func TestPerfReadsWhatAddWrote(t *testing.T) {
+	home := t.TempDir()
+	prog := buildC(t, home, "prog", "-Wl,--build-id")
+	id := mustID(t, prog)
+	data := filepath.Join(home, "perf.data")
+	perfCmd(t, home, "record", "-q", "-e", "cpu-clock", "--no-buildid-cache", "-o", data, "--", prog, "1")
+	if _, err := os.Stat(filepath.Join(home, ".debug", ".build-id")); err == nil {
+		t.Fatal("perf filled its cache despite --no-buildid-cache")
+	}
+	cache := &Cache{Dir: filepath.Join(home, ".debug")}
+	if _, err := cache.Add(prog); err != nil {
+		t.Fatal(err)
+	}
+	out := perfCmd(t, home, "buildid-cache", "-l")
+	if !strings.Contains(out, id.BuildID.String()+" "+prog) {
+		t.Errorf("perf buildid-cache -l does not list %s %s:\n%s", id.BuildID, prog, out)
+	}
+	// Replace the binary with another build: only the cache has the one
+	// that ran.
+	os.Remove(prog)
+	buildC(t, home, "prog", "-Wl,--build-id", "-O2", "-DOTHER")
+	report := perfCmd(t, home, "report", "-i", data, "--stdio", "--sort", "dso,sym")
+	if !strings.Contains(report, "spin") {
+		t.Errorf("perf report does not find spin through our cache entry:\n%s", report)
+	}
+	// The control: without our entry perf cannot name it.
+	if err := os.RemoveAll(filepath.Join(home, ".debug")); err != nil {
+		t.Fatal(err)
+	}
+	report = perfCmd(t, home, "report", "-i", data, "--stdio", "--sort", "dso,sym")
+	if strings.Contains(report, "] spin") {
+		t.Errorf("perf report names spin without the cache; the test proves nothing:\n%s", report)
+	}
+}
+
+// TestListPerfWritten lists a cache that perf record filled, and compares
+// with perf buildid-cache -l.
+func TestListPerfWritten(t *testing.T) {
+	home := t.TempDir()
+	prog := buildC(t, home, "prog", "-Wl,--build-id")
+	perfRecord(t, home, prog, "1")
+	entries, err := (&Cache{Dir: filepath.Join(home, ".debug")}).List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	for _, e := range entries {
+		got[e.BuildID.String()+" "+e.Name] = e
+	}
+	out := perfCmd(t, home, "buildid-cache", "-l")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		if _, ok := got[l]; !ok {
+			t.Errorf("perf lists %q, List does not; List: %v", l, entries)
+		}
+	}
+	if len(lines) == 0 || len(entries) < len(lines) {
+		t.Errorf("List has %d entries, perf lists %d", len(entries), len(lines))
+	}
+	for _, e := range entries {
+		if e.Size <= 0 || e.LastUsed.IsZero() || len(e.Files) == 0 {
+			t.Errorf("entry %+v", e)
+		}
+		if e.Name == "[kernel.kallsyms]" && e.Files[0] != "kallsyms" {
+			t.Errorf("kernel entry %+v", e)
+		}
+	}
+}
+
+func TestAddKernelAndVDSO(t *testing.T) {
+	c := &Cache{Dir: t.TempDir()}
+	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
+	if e, err := c.AddKernel(); err == nil {
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindKernel})
+		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "kallsyms" {
+			t.Errorf("kernel: %+v %v", res, err)
+		}
+	}
+	if e, err := c.AddVDSO(); err == nil {
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindVDSO})
+		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "vdso" {
+			t.Errorf("vdso: %+v %v", res, err)
+		}
+		if !strings.HasSuffix(e.Dir, "/[vdso]/"+e.BuildID.String()) {
+			t.Errorf("vdso entry dir %s", e.Dir)
+		}
+	}
+}
+
+// TestAddHostileNames feeds names a crafted perf.data could hold; none may
+// write outside the cache, and a symlink planted in the cache must not be
+// followed out of it.
+func TestAddHostileNames(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	base := t.TempDir()
+	cacheDir := filepath.Join(base, "cache")
+	outside := filepath.Join(base, "outside")
+	os.MkdirAll(outside, 0o755)
+	c := &Cache{Dir: cacheDir, DebugDirs: []string{}}
+	for _, name := range []string{
+		"", "relative/path", "../../outside/x", "/../../outside/x", "/a/../../outside/x",
+		"/usr/bin/\x00x", "/.build-id/ab/cdef", "/", "//", "/.", "[a/b]", "[..]/x",
+		strings.Repeat("/a", 3000),
+	} {
+		if _, err := c.AddFile(prog, name, nil); !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("AddFile(%q): err = %v, want ErrUnsafePath", name, err)
+		}
+	}
+	// Planted symlinks inside the cache that point outside it.
+	os.MkdirAll(cacheDir, 0o755)
+	if err := os.Symlink(outside, filepath.Join(cacheDir, "usr")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddFile(prog, "/usr/bin/app", nil); err == nil {
+		t.Error("AddFile followed a symlink out of the cache")
+	}
+	os.MkdirAll(filepath.Join(cacheDir, "ok"), 0o755)
+	id := mustID(t, prog)
+	h := id.BuildID.String()
+	if err := os.Symlink(outside, filepath.Join(cacheDir, ".build-id")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AddFile(prog, "/ok/app", nil); err == nil {
+		t.Error("AddFile wrote its link through a planted .build-id symlink")
+	}
+	ents, _ := os.ReadDir(outside)
+	if len(ents) != 0 {
+		t.Errorf("something was written outside the cache: %v", ents)
+	}
+	// A link whose target leads outside is not listed and not pruned
+	// through.
+	os.Remove(filepath.Join(cacheDir, ".build-id"))
+	os.MkdirAll(filepath.Join(cacheDir, ".build-id", h[:2]), 0o755)
+	os.WriteFile(filepath.Join(outside, "victim"), []byte("keep"), 0o644)
+	os.Symlink("../../../outside", filepath.Join(cacheDir, ".build-id", h[:2], h[2:]))
+	list, err := c.List()
+	if err != nil || len(list) != 0 {
+		t.Errorf("List = %v, %v; want nothing", list, err)
+	}
+	if _, err := c.Prune(1, 0, time.Now(), false); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "victim")); err != nil {
+		t.Errorf("prune removed a file outside the cache: %v", err)
+	}
+}
+
+func TestAddMismatchAndNoBuildID(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	none := buildC(t, dir, "none", "-Wl,--build-id=none")
+	c := &Cache{Dir: filepath.Join(dir, "cache")}
+	if _, err := c.AddFile(prog, "/usr/bin/prog", BuildID{1, 2, 3, 4}); !errors.Is(err, ErrMismatch) {
+		t.Errorf("mismatch: err = %v", err)
+	}
+	if _, err := c.Add(none); !errors.Is(err, ErrNoBuildID) {
+		t.Errorf("no build-id: err = %v", err)
+	}
+	if l, _ := c.List(); len(l) != 0 {
+		t.Errorf("cache not empty: %v", l)
+	}
+}
+
+func TestAddHardLink(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	c := &Cache{Dir: filepath.Join(dir, "cache"), HardLink: true, DebugDirs: []string{}}
+	e, err := c.Add(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.Stat(prog)
+	b, _ := os.Stat(filepath.Join(e.Dir, "elf"))
+	if !os.SameFile(a, b) {
+		t.Error("HardLink did not link")
+	}
+	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
+	e2, err := c2.Add(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := os.Stat(filepath.Join(e2.Dir, "elf"))
+	if os.SameFile(a, b2) || b2.Mode().Perm() != a.Mode().Perm() {
+		t.Errorf("copy: same file %v, mode %v want %v", os.SameFile(a, b2), b2.Mode(), a.Mode())
+	}
+}
+
+// TestAddWithDebug stores the separate debug file next to the binary, as
+// perf does, and the resolver then prefers it for symbols.
+func TestAddWithDebug(t *testing.T) {
+	dir := t.TempDir()
+	bin, dbg := debugPair(t, dir)
+	id := mustID(t, bin)
+	h := id.BuildID.String()
+	dd := filepath.Join(dir, "debugdir")
+	os.MkdirAll(filepath.Join(dd, ".build-id", h[:2]), 0o755)
+	b, _ := os.ReadFile(dbg)
+	os.WriteFile(filepath.Join(dd, ".build-id", h[:2], h[2:]+".debug"), b, 0o644)
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{dd}}
+	e, err := c.Add(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(e.Files, ",") != "debug,elf" {
+		t.Errorf("files %v", e.Files)
+	}
+	res, err := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
+		Resolve(context.Background(), Query{BuildID: id.BuildID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Identity.Role != "elf" || res.Best.Role != "debug" || res.Best.Debug != DebugDWARF {
+		t.Errorf("identity %+v best %+v", res.Identity, res.Best)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+	now := time.Now()
+	var entries []*Entry
+	for i, name := range []string{"a", "b", "c", "d"} {
+		prog := buildC(t, dir, name, "-Wl,--build-id", "-DTAG=\""+name+"\"")
+		e, err := c.Add(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a is the least recently used, d the most.
+		at := now.Add(-time.Duration(10-i) * 24 * time.Hour)
+		if err := os.Chtimes(filepath.Join(e.Dir, "elf"), at, at); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	// A write in progress (fresh temp file) and a stale one.
+	fresh := filepath.Join(entries[3].Dir, ".elf"+tmpMarker+"fresh")
+	stale := filepath.Join(entries[3].Dir, ".elf"+tmpMarker+"stale")
+	os.WriteFile(fresh, []byte("x"), 0o644)
+	os.WriteFile(stale, []byte("x"), 0o644)
+	old := now.Add(-2 * time.Hour)
+	os.Chtimes(stale, old, old)
+
+	list, _ := c.List()
+	var total int64
+	for _, e := range list {
+		total += e.Size
+	}
+	one := list[0].Size
+
+	// Dry run: nothing removed.
+	rep, err := c.Prune(total-one, 0, now, true)
+	if err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("dry run: %+v %v", rep, err)
+	}
+	if l, _ := c.List(); len(l) != 4 {
+		t.Fatalf("dry run removed entries")
+	}
+	// Size: the oldest one goes.
+	rep, err = c.Prune(total-one, 0, now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 1 || rep.Removed[0].Name != entries[0].Name || rep.Kept != 3 || rep.StaleTemps != 1 {
+		t.Errorf("prune by size: %+v", rep)
+	}
+	if _, err := os.Stat(entries[0].Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("entry dir still there: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh temporary file was removed: %v", err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a stale temporary file was kept")
+	}
+	// Age: older than 7.5 days removes b and c (9 and 8 days old).
+	rep, err = c.Prune(0, 180*time.Hour, now, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 2 || rep.Kept != 1 {
+		t.Errorf("prune by age: %+v", rep)
+	}
+	l, _ := c.List()
+	if len(l) != 1 || l[0].Name != entries[3].Name {
+		t.Errorf("left: %+v", l)
+	}
+	// perf agrees about what is left.
+	if _, err := exec.LookPath("perf"); err == nil {
+		out := perfCmd(t, t.TempDir(), "--buildid-dir", c.Dir, "buildid-cache", "-l")
+		if strings.TrimSpace(out) != l[0].BuildID.String()+" "+l[0].Name {
+			t.Errorf("perf buildid-cache -l after prune:\n%s", out)
+		}
+	}
+}
