@@ -65,6 +65,11 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 			return nil, fmt.Errorf("%s: clock data: %w", name, err)
 		}
 	}
+	if opts.KernelRelease == "" {
+		if rel, err := f.Features().OSRelease(); err == nil {
+			opts.KernelRelease = rel
+		}
+	}
 	s := NewSession(opts)
 	if err := s.Feed(ctx, f); err != nil {
 		return nil, err

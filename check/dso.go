@@ -50,6 +50,10 @@ type DSO struct {
 	HitsAny  uint64 // samples with a frame anywhere in this DSO (each sample once)
 
 	index     int
+	tableZero bool   // the header's table has the path with an all-zero build-id
+	relocSym  string // kernel: perf's reference symbol ("_text"), from "[kernel.kallsyms]_text"
+	relocAddr uint64 // kernel: its address when recorded (the kernel map's pgoff)
+	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
 	firstTime uint64
 	pid       int32
 	symPath   string // file to symbolize with, "" = do not symbolize
@@ -90,6 +94,9 @@ type Options struct {
 	Symbolizer SymbolOpener
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
+	// KernelRelease is the recording's kernel release (the OSRELEASE
+	// feature); "" when unknown. Analyze fills it.
+	KernelRelease string
 	// Progress, when set, is called now and then during reading with the
 	// byte offset reached (for a progress bar).
 	Progress func(offset int64)
@@ -140,6 +147,7 @@ func (s *Session) assignTableBuildIDs() {
 		kernel bool
 	}
 	table := map[tkey][]perfdata.BuildID{}
+	zero := map[tkey]bool{}
 	for _, e := range s.buildIDs {
 		var kernel bool
 		switch e.CPUMode {
@@ -149,10 +157,11 @@ func (s *Session) assignTableBuildIDs() {
 		default:
 			continue // a guest's DSO, not this machine's
 		}
+		k := tkey{e.Filename, kernel}
 		if e.BuildID.IsZero() {
+			zero[k] = true
 			continue
 		}
-		k := tkey{e.Filename, kernel}
 		dup := false
 		for _, b := range table[k] {
 			if sameBuildID(b, e.BuildID) {
@@ -190,6 +199,8 @@ func (s *Session) assignTableBuildIDs() {
 			continue
 		}
 		ids := lookup(d)
+		d.tableZero = zero[tkey{d.Path, d.Kind == KindKernel || d.Kind == KindModule}] ||
+			d.Kind == KindKernel && zero[tkey{"[kernel.kallsyms]", true}]
 		switch {
 		case len(ids) == 0:
 		case len(ids) == 1:
@@ -270,9 +281,10 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.FoundBuildID = found.BuildID
 			d.symPath = found.Path
 			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
-			if s.replacedDuringRecording(d, states) {
-				return
+			if found.Source == "running-kernel" {
+				s.relocateKernel(d)
 			}
+			s.replacedDuringRecording(d, states)
 			return
 		}
 		if !errors.Is(err, ErrNotFound) {
@@ -316,8 +328,22 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	// No build-id recorded.
 	switch d.Kind {
 	case KindKernel:
-		d.Verdict = Missing
-		d.Reason = "no kernel build-id and no kernel map were recorded"
+		rel := kernelRelease()
+		if o.KernelRelease != "" && rel != "" && o.KernelRelease != rel {
+			d.Verdict = Replaced
+			d.Reason = "no kernel build-id recorded; the recording's kernel is " + o.KernelRelease + ", the running one " + rel
+			d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
+			return
+		}
+		d.Verdict = Unverified
+		d.Source = "running-kernel"
+		d.FoundPath = "/proc/kallsyms"
+		d.symPath = "/proc/kallsyms"
+		d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
+		if o.KernelRelease == "" {
+			d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
+		}
+		s.relocateKernel(d)
 		return
 	case KindVDSO:
 		d.Verdict = NoFile
@@ -329,6 +355,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	if !st.Exists {
 		d.Verdict = Missing
 		d.Reason = "no build-id recorded and no file at the path"
+		d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
 		return
 	}
 	d.FoundBuildID = st.BuildID
@@ -373,6 +400,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	case st.BuildID == nil && st.IsELF:
 		d.Reason += "; the binary has no build-id"
 		d.Advice = "link with -Wl,--build-id so profiles can be verified"
+	case st.BuildID != nil && len(s.buildIDs) == 0:
+		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	case st.BuildID != nil && d.tableZero:
+		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	case st.BuildID != nil:
 		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
 		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
@@ -409,4 +442,23 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	d.Reason = fmt.Sprintf("the file was replaced during the recording (inode %d ran, %d is there now, written before the recording ended): the header's build-id describes the replacement", d.Dev.Ino, st.Ino)
 	d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 	return true
+}
+
+// relocateKernel prepares symbolization of a recorded kernel through this
+// boot's /proc/kallsyms: KASLR moves the kernel at every boot, so perf
+// records the address of a reference symbol (the "_text" of
+// "[kernel.kallsyms]_text", stored as the kernel map's pgoff by
+// perf_event__synthesize_kernel_mmap) and relocates by the difference with
+// the same symbol now (machine__create_kernel_maps, map__reloc_vmlinux).
+func (s *Session) relocateKernel(d *DSO) {
+	if d.relocSym == "" {
+		return // no kernel map recorded: addresses are taken as they are
+	}
+	now, ok := runningKernelSymbol(d.relocSym)
+	if !ok {
+		d.symPath = ""
+		d.Reason += "; /proc/kallsyms hides " + d.relocSym + "'s address (kptr_restrict), so the recorded addresses cannot be relocated: left unsymbolized"
+		return
+	}
+	d.symDelta = now - d.relocAddr
 }

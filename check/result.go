@@ -313,7 +313,7 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 				if j%256 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
-				fr, err := lookups[l.DSO].Lookup(l.Offset)
+				fr, err := lookups[l.DSO].Lookup(l.Offset + l.DSO.symDelta)
 				if err != nil {
 					l.SymbolError = err.Error()
 					continue

@@ -178,6 +178,12 @@ func (s *Session) onMap(m *Mapping) {
 			d.BuildID = append(perfdata.BuildID(nil), e.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
+		if m.Kind == KindKernel {
+			if i := strings.IndexByte(e.Path, ']'); i >= 0 && i+1 < len(e.Path) {
+				d.relocSym = e.Path[i+1:]
+				d.relocAddr = m.Pgoff
+			}
+		}
 		if e.HasDevIno && k.devino != [4]uint64{} {
 			d.Dev = &DevIno{Maj: e.Maj, Min: e.Min, Ino: e.Ino, Generation: e.InoGen}
 		}

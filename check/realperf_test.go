@@ -1,0 +1,505 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests record real workloads with real perf, then change the world
+// (rebuild, delete, replace a library) and check what the engine says.
+// Each recording is a fraction of a second of a busy loop.
+
+func requirePerf(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("records with perf: skipped in -short mode")
+	}
+	if _, err := exec.LookPath("perf"); err != nil {
+		t.Skip("perf not installed (Debian: linux-perf): cannot record")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed: cannot build workloads")
+	}
+}
+
+// world is a scratch directory with its own HOME, so that perf record's
+// build-id cache ($HOME/.debug) is private to the test.
+type world struct {
+	t    *testing.T
+	dir  string
+	home string
+}
+
+func newWorld(t *testing.T) *world {
+	requirePerf(t)
+	dir := t.TempDir()
+	w := &world{t: t, dir: dir, home: filepath.Join(dir, "home")}
+	os.MkdirAll(w.home, 0o755)
+	return w
+}
+
+func (w *world) cache() string { return filepath.Join(w.home, ".debug") }
+
+func (w *world) path(name string) string { return filepath.Join(w.dir, name) }
+
+func (w *world) run(env []string, name string, args ...string) []byte {
+	w.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(append(os.Environ(), "HOME="+w.home), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// gcc builds src (C) into out.
+func (w *world) gcc(out, src string, flags ...string) {
+	w.t.Helper()
+	c := w.path(filepath.Base(out) + ".c")
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	// Link to a temporary name and rename, as a build system does: the
+	// old inode stays intact for a process still running it.
+	tmp := out + ".tmp"
+	w.run(nil, "gcc", append([]string{"-O1", "-g", "-fno-omit-frame-pointer", "-o", tmp, c}, flags...)...)
+	if err := os.Rename(tmp, out); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// record runs perf record on argv and returns the perf.data path. extra
+// goes before "--".
+func (w *world) record(name string, extra []string, argv ...string) string {
+	w.t.Helper()
+	out := w.path(name)
+	args := append([]string{"record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", out}, extra...)
+	args = append(append(args, "--"), argv...)
+	w.run(nil, "perf", args...)
+	// A file rebuilt in the same clock tick as the recording ended would
+	// not be newer: make sure the world changes later.
+	time.Sleep(20 * time.Millisecond)
+	return out
+}
+
+func (w *world) analyze(data string, opts Options) *Result {
+	w.t.Helper()
+	res, err := Analyze(context.Background(), data, opts)
+	if err != nil {
+		w.t.Fatalf("Analyze %s: %v", data, err)
+	}
+	return res
+}
+
+// output is everything a user could read from a result: the report as
+// JSON and every location as script and top print them.
+func output(t *testing.T, res *Result) string {
+	t.Helper()
+	b, err := json.Marshal(res.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	sb.Write(b)
+	for _, l := range res.Locations {
+		sb.WriteString("\n" + l.String())
+		for _, f := range l.Frames {
+			sb.WriteString(" " + f.Function + " " + f.RawName + " " + f.File)
+		}
+	}
+	return sb.String()
+}
+
+func assertNoName(t *testing.T, res *Result, names ...string) {
+	t.Helper()
+	out := output(t, res)
+	for _, n := range names {
+		if strings.Contains(out, n) {
+			t.Errorf("%q, which exists only in the replacement binary, appears in the output", n)
+		}
+	}
+}
+
+func assertName(t *testing.T, res *Result, name string) {
+	t.Helper()
+	for _, l := range res.Locations {
+		for _, f := range l.Frames {
+			if f.Function == name {
+				return
+			}
+		}
+	}
+	t.Errorf("%s is never named", name)
+}
+
+func mustDSO(t *testing.T, res *Result, path string, want Verdict) *DSO {
+	t.Helper()
+	for _, d := range res.DSOs {
+		if d.Path == path {
+			if d.Verdict != want {
+				t.Errorf("%s: verdict %v (%s), want %v", path, d.Verdict, d.Reason, want)
+			}
+			return d
+		}
+	}
+	var got []string
+	for _, d := range res.DSOs {
+		got = append(got, d.Path)
+	}
+	t.Fatalf("no DSO %s among %v", path, got)
+	return nil
+}
+
+// samplesIn counts the samples with a frame anywhere in DSO path, from the
+// stacks (not from the DSO's own counter, to check that too).
+func samplesIn(res *Result, path string, leafOnly bool) uint64 {
+	var n uint64
+	for _, a := range res.Aggregates() {
+		for i, l := range a.Stack.Locations {
+			if leafOnly && i > 0 {
+				break
+			}
+			if l.DSO.Path == path {
+				n += a.Samples
+				break
+			}
+		}
+	}
+	return n
+}
+
+const busyV1 = `
+#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void first_hot(long n) { for (long i = 0; i < n; i++) sink += i * i; }
+__attribute__((noinline)) void second_hot(long n) { for (long i = 0; i < n; i++) sink ^= i + (sink >> 3); }
+int main(int argc, char **argv) {
+	long n = argc > 1 ? atol(argv[1]) : 60000000;
+	first_hot(n * 2);
+	second_hot(n);
+	return 0;
+}
+`
+
+// busyV2 has other functions at other offsets: if any of its names shows
+// up for the old recording, the engine named a frame from the wrong file.
+const busyV2 = `
+#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void replacement_pad_a(void) { for (int i = 0; i < 11; i++) sink += i; }
+__attribute__((noinline)) void replacement_only(long n) { for (long i = 0; i < n; i++) sink -= i * 5; replacement_pad_a(); }
+int main(int argc, char **argv) { replacement_only(argc > 1 ? atol(argv[1]) : 1000); return 0; }
+`
+
+var v2Names = []string{"replacement_only", "replacement_pad_a"}
+
+func TestRealCleanMatchesPerfReport(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	data := w.record("clean.data", nil, bin)
+	res := w.analyze(data, Options{BuildIDDir: w.cache()})
+	d := mustDSO(t, res, bin, Verified)
+	if d.BuildIDSource != "header" {
+		t.Errorf("build-id source %q, want header", d.BuildIDSource)
+	}
+	if res.Samples == 0 || res.TrustedSamples != res.Samples {
+		t.Errorf("clean recording: %d of %d samples trusted: %s", res.TrustedSamples, res.Samples, res.Report().Summary())
+	}
+	assertName(t, res, "first_hot")
+	assertName(t, res, "second_hot")
+	comparePerfReport(t, w, data, res)
+}
+
+// comparePerfReport checks that the hottest functions by self samples are
+// the ones perf report --no-children lists, in the same order, with about
+// the same share.
+func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
+	t.Helper()
+	out := w.run(nil, "perf", "report", "-i", data, "--no-children", "--stdio", "-q", "--sort", "sym", "-g", "none", "--percent-limit", "5")
+	re := regexp.MustCompile(`^\s*([0-9.]+)%\s+\[[.k]\]\s+(\S+)`)
+	type row struct {
+		name string
+		pct  float64
+	}
+	var want []row
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			p, _ := strconv.ParseFloat(m[1], 64)
+			want = append(want, row{m[2], p})
+		}
+	}
+	if len(want) == 0 {
+		t.Fatalf("perf report printed no function above 5%%:\n%s", out)
+	}
+	self := map[string]uint64{}
+	var total uint64
+	for _, a := range res.Aggregates() {
+		total += a.Samples
+		leaf := a.Stack.Locations[0]
+		name := leaf.Raw()
+		if len(leaf.Frames) > 0 {
+			// The outermost frame of the leaf location is the function
+			// that holds the code, as perf report names it.
+			name = leaf.Frames[len(leaf.Frames)-1].Function
+		}
+		self[name] += a.Samples
+	}
+	var got []row
+	for n, c := range self {
+		got = append(got, row{n, float64(c) * 100 / float64(total)})
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i].pct > got[j].pct })
+	for i, wr := range want {
+		if i >= len(got) || got[i].name != wr.name {
+			t.Errorf("hottest #%d: perf report says %s (%.2f%%), perfcheck %v", i+1, wr.name, wr.pct, got[:min(len(got), len(want))])
+			continue
+		}
+		if d := got[i].pct - wr.pct; d > 0.5 || d < -0.5 {
+			t.Errorf("%s: perf report %.2f%%, perfcheck %.2f%%", wr.name, wr.pct, got[i].pct)
+		}
+	}
+}
+
+func TestRealRebuiltSamePath(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	data := w.record("rebuilt.data", nil, bin)
+	before := w.analyze(data, Options{})
+	mustDSO(t, before, bin, Verified)
+	hits := samplesIn(before, bin, false)
+	if hits == 0 {
+		t.Fatal("no sample in the workload")
+	}
+	w.gcc(bin, busyV2)
+
+	t.Run("cache-cleared", func(t *testing.T) {
+		res := w.analyze(data, Options{})
+		d := mustDSO(t, res, bin, Mismatch)
+		if len(d.FoundBuildID) == 0 || d.FoundBuildID.String() == d.BuildID.String() {
+			t.Errorf("found build-id %s, recorded %s", d.FoundBuildID, d.BuildID)
+		}
+		if got := res.UntrustedAnySamples; got != hits {
+			t.Errorf("untrusted samples %d, want every sample through %s (%d)", got, bin, hits)
+		}
+		if res.TrustedSamples+res.UntrustedAnySamples != res.Samples {
+			t.Errorf("counts do not add up: %s", res.Report().Summary())
+		}
+		if !res.Report().Failed(false) {
+			t.Error("a mismatch must fail the check")
+		}
+		assertNoName(t, res, append(v2Names, "first_hot", "second_hot")...)
+	})
+	t.Run("cache-kept", func(t *testing.T) {
+		res := w.analyze(data, Options{BuildIDDir: w.cache()})
+		d := mustDSO(t, res, bin, Verified)
+		if d.Source != "perf-cache" {
+			t.Errorf("source %q, want perf-cache", d.Source)
+		}
+		if res.TrustedSamples != res.Samples {
+			t.Errorf("with the cache every sample is trusted: %s", res.Report().Summary())
+		}
+		assertName(t, res, "first_hot")
+		assertNoName(t, res, v2Names...)
+	})
+}
+
+func TestRealDeletedBinary(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	data := w.record("deleted.data", nil, bin)
+	os.Remove(bin)
+	res := w.analyze(data, Options{})
+	d := mustDSO(t, res, bin, Missing)
+	if d.Advice == "" {
+		t.Error("a missing binary needs advice")
+	}
+	if res.UntrustedLeafSamples == 0 || res.UntrustedLeafSamples != samplesIn(res, bin, true) {
+		t.Errorf("untrusted leaf samples %d, samples with a leaf in %s %d", res.UntrustedLeafSamples, bin, samplesIn(res, bin, true))
+	}
+	assertNoName(t, res, "first_hot", "second_hot")
+	// perf's cache still has it.
+	res = w.analyze(data, Options{BuildIDDir: w.cache()})
+	mustDSO(t, res, bin, Verified)
+	assertName(t, res, "first_hot")
+}
+
+const libV1 = `
+volatile unsigned long lsink;
+__attribute__((noinline)) void lib_old_work(long n) { for (long i = 0; i < n; i++) lsink += i * 3; }
+`
+const libV2 = `
+volatile unsigned long lsink;
+__attribute__((noinline)) void lib_new_pad(void) { for (int i = 0; i < 5; i++) lsink ^= i; }
+__attribute__((noinline)) void lib_new_work(long n) { for (long i = 0; i < n; i++) lsink -= i; lib_new_pad(); }
+void lib_old_work(long n) { lib_new_work(n); }
+`
+const libMain = `
+#include <stdlib.h>
+void lib_old_work(long n);
+volatile unsigned long sink;
+__attribute__((noinline)) void main_loop(long n) { for (long i = 0; i < n; i++) sink += i; }
+int main(int argc, char **argv) { lib_old_work(100000000); main_loop(60000000); return 0; }
+`
+
+func TestRealSharedLibraryReplaced(t *testing.T) {
+	w := newWorld(t)
+	lib := w.path("libwork.so")
+	bin := w.path("app")
+	w.gcc(lib, libV1, "-shared", "-fPIC")
+	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir)
+	data := w.record("lib.data", nil, bin)
+	w.gcc(lib, libV2, "-shared", "-fPIC")
+	res := w.analyze(data, Options{})
+	mustDSO(t, res, lib, Mismatch)
+	mustDSO(t, res, bin, Verified)
+	inLib := samplesIn(res, lib, false)
+	if inLib == 0 {
+		t.Fatal("no sample in the library")
+	}
+	if res.UntrustedAnySamples != inLib {
+		t.Errorf("untrusted samples %d, samples through the library %d", res.UntrustedAnySamples, inLib)
+	}
+	assertName(t, res, "main_loop")
+	assertNoName(t, res, "lib_new_work", "lib_new_pad")
+}
+
+func TestRealBuildIDMmap(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	data := w.record("bidmmap.data", []string{"--buildid-mmap"}, bin)
+	// perf record --buildid-mmap does not fill the cache (the build-ids are
+	// in the records); do what a careful user does before a deploy.
+	w.run(nil, "perf", "buildid-cache", "-a", bin)
+	w.gcc(bin, busyV2)
+	res := w.analyze(data, Options{})
+	d := mustDSO(t, res, bin, Mismatch)
+	if d.BuildIDSource != "mmap2" {
+		t.Errorf("build-id source %q, want mmap2", d.BuildIDSource)
+	}
+	assertNoName(t, res, v2Names...)
+	res = w.analyze(data, Options{BuildIDDir: w.cache()})
+	mustDSO(t, res, bin, Verified)
+	assertName(t, res, "first_hot")
+}
+
+// Pipe and -z recordings. perf 6.1 writes no build-id table for them (its
+// header lists BUILD_ID among the missing features and perf buildid-list
+// prints blanks), so identity falls back to MMAP2's device and inode:
+// unverified while the file is the same, replaced after a rebuild.
+func TestRealPipeAndCompressed(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	pipeData := w.path("pipe.data")
+	w.run(nil, "sh", "-c", "perf record -q -e cpu-clock -F 2000 -g -o - -- "+bin+" > "+pipeData)
+	z := w.record("z.data", []string{"-z"}, bin)
+	time.Sleep(20 * time.Millisecond)
+	for _, data := range []string{pipeData, z} {
+		res := w.analyze(data, Options{})
+		d := mustDSO(t, res, bin, Unverified)
+		if d.BuildID != nil || d.Dev == nil || !strings.Contains(d.Reason, "no build-id table") {
+			t.Errorf("%s: %+v", data, d)
+		}
+		assertName(t, res, "first_hot")
+		if res.TrustedSamples != res.Samples || res.Samples == 0 {
+			t.Errorf("%s: %s", data, res.Report().Summary())
+		}
+	}
+	w.gcc(bin, busyV2)
+	for _, data := range []string{pipeData, z} {
+		res := w.analyze(data, Options{})
+		mustDSO(t, res, bin, Replaced)
+		assertNoName(t, res, append(v2Names, "first_hot")...)
+		if res.TrustedSamples == res.Samples {
+			t.Errorf("%s after the rebuild: %s", data, res.Report().Summary())
+		}
+	}
+	// The stream itself, through a reader.
+	f, err := os.Open(pipeData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	res, err := AnalyzeReader(context.Background(), f, "stdin", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDSO(t, res, bin, Replaced)
+}
+
+const parentSrc = `
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/wait.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void parent_spin(long n) { for (long i = 0; i < n; i++) sink += i; }
+int main(int argc, char **argv) {
+	parent_spin(60000000);
+	pid_t p = fork();
+	if (p == 0) { execl(argv[1], argv[1], (char *)0); _exit(127); }
+	waitpid(p, 0, 0);
+	parent_spin(30000000);
+	return 0;
+}
+`
+const childSrc = `
+volatile unsigned long sink;
+__attribute__((noinline)) void child_spin(long n) { for (long i = 0; i < n; i++) sink ^= i * 7; }
+int main(void) { child_spin(100000000); return 0; }
+`
+
+func TestRealForkExec(t *testing.T) {
+	w := newWorld(t)
+	parent, child := w.path("parent"), w.path("child")
+	w.gcc(parent, parentSrc)
+	w.gcc(child, childSrc)
+	data := w.record("forkexec.data", nil, parent, child)
+	res := w.analyze(data, Options{})
+	mustDSO(t, res, parent, Verified)
+	mustDSO(t, res, child, Verified)
+	// Every sample in child_spin belongs to the child's binary, and none of
+	// the child's samples resolves through the parent's (exec dropped it).
+	for _, a := range res.Aggregates() {
+		leaf := a.Stack.Locations[0]
+		for _, f := range leaf.Frames {
+			if f.Function == "child_spin" && leaf.DSO.Path != child {
+				t.Errorf("child_spin in %s", leaf.DSO.Path)
+			}
+			if f.Function == "parent_spin" && a.Comm != "parent" {
+				t.Errorf("parent_spin sampled in comm %q", a.Comm)
+			}
+		}
+	}
+	assertName(t, res, "child_spin")
+	assertName(t, res, "parent_spin")
+	if res.TrustedSamples != res.Samples {
+		t.Errorf("clean fork+exec: %s", res.Report().Summary())
+	}
+	// Rebuild the child only: only the child's samples become untrusted.
+	w.gcc(child, busyV2)
+	res = w.analyze(data, Options{})
+	mustDSO(t, res, child, Mismatch)
+	mustDSO(t, res, parent, Verified)
+	if got, want := res.UntrustedAnySamples, samplesIn(res, child, false); got != want || got == 0 {
+		t.Errorf("untrusted %d, samples in the child %d", got, want)
+	}
+	assertNoName(t, res, v2Names...)
+}
