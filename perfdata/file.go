@@ -465,6 +465,7 @@ func (f *File) Records(opts RecordsOptions) *Records {
 		if f.dataOff+f.dataSize > f.size {
 			st.shortBy = f.dataOff + f.dataSize - f.size
 		}
+		st.tolerateTail = f.truncated
 		streams = append(streams, st)
 		for i, p := range f.parts {
 			streams = append(streams, newStream(io.NewSectionReader(p.r, 0, p.size), 0, p.size, f.order, p.name, i+1, false, f.warn))

@@ -57,6 +57,10 @@ type stream struct {
 
 	z *zstream // decompression state, created at the first compressed record
 
+	// tolerateTail makes a record cut short by the end of the input a
+	// warning and a clean end: perf record was killed (data size 0).
+	tolerateTail bool
+
 	// shortBy is how many bytes of the declared data section the file
 	// lacks: reaching the end is then truncation, not a clean end.
 	shortBy int64
@@ -83,6 +87,12 @@ func (s *stream) fill(n int) bool {
 			s.start = 0
 		}
 		want := max(n, readChunk)
+		if s.limit >= 0 {
+			// Small inputs get small buffers.
+			want = max(n, min(readChunk, int(min(s.limit-s.pos, readChunk))+8))
+		} else if len(s.buf) == 0 {
+			want = max(n, readChunk/4)
+		}
 		if len(s.buf)-s.start < want {
 			nb := make([]byte, max(want, 2*len(s.buf)))
 			copy(nb, s.buf[s.start:s.end])
@@ -193,7 +203,7 @@ func (s *stream) nextOuter() (rawRecord, error) {
 			}
 			return rawRecord{}, io.EOF
 		}
-		return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "record header cut short: %d of 8 bytes", s.end-s.start)
+		return rawRecord{}, s.truncated(off, 8)
 	}
 	h := s.buf[s.start:]
 	typ := RecordType(s.order.Uint32(h))
@@ -263,6 +273,14 @@ func (s *stream) nextOuter() (rawRecord, error) {
 }
 
 func (s *stream) truncated(off int64, n int) error {
+	if s.tolerateTail && s.err == nil {
+		if s.warn != nil {
+			s.warn(fmt.Sprintf("the last record, at offset %d, is cut short (%d of %d bytes): perf record was stopped while writing it", off, s.end-s.start, n))
+		}
+		s.pos += int64(s.end - s.start)
+		s.start = s.end
+		return io.EOF
+	}
 	return s.formatErr(off, io.ErrUnexpectedEOF, "record of %d bytes cut short: %d bytes left", n, s.end-s.start)
 }
 
