@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/perfcheck/perfcheck/check"
+)
+
+func init() {
+	register(&command{
+		name:    "check",
+		usage:   "perfcheck [check] [flags] perf.data|-",
+		summary: "tell whether the recording's function names can be trusted (the default command)",
+		run:     runCheck,
+	})
+}
+
+// checkJSON is what `perfcheck check --json` prints: the check package's
+// Report (docs/check-json.md) plus how this run judged it.
+type checkJSON struct {
+	*check.Report
+	Strict bool `json:"strict"` // --strict: unverified DSOs fail too
+	Failed bool `json:"failed"` // the exit status is 1
+}
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af analyzeFlags
+	af.register(fs)
+	jsonOut := fs.Bool("json", false, "print the report as JSON (docs/check-json.md)")
+	strict := fs.Bool("strict", false, "fail on unverified DSOs too (no build-id recorded, no evidence of change)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: perfcheck [check] [flags] perf.data|-")
+		fmt.Fprintln(stderr, "Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.")
+		fs.PrintDefaults()
+	}
+	pos, code := parseArgs(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitError
+	}
+	opts := af.options()
+	opts.NoSymbols = true // the verdicts need no names
+	a, err := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	if err != nil {
+		return errorf(stderr, "check", "%v", err)
+	}
+	rep := a.res.Report()
+	failed := rep.Failed(*strict)
+	if *jsonOut {
+		if err := writeJSON(stdout, checkJSON{Report: rep, Strict: *strict, Failed: failed}); err != nil {
+			return errorf(stderr, "check", "%v", err)
+		}
+	} else {
+		writeCheckText(stdout, rep, *strict, af.trustPaths)
+	}
+	if failed {
+		return exitProblems
+	}
+	return exitOK
+}
+
+// writeCheckText prints the report: the DSO table, with the reason and the
+// evidence under each DSO that is not verified, then the summary and what
+// to do.
+func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
+	fmt.Fprintf(w, "%s: %s\n\n", rep.File, strings.Join(nonEmpty(rep.Events), ", "))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
+	for _, d := range rep.DSOs {
+		id := d.BuildID
+		if id == "" {
+			id = "-"
+		} else if len(id) > 12 {
+			id = id[:12]
+		}
+		found := d.Source
+		if found == "" {
+			found = "-"
+		}
+		mark := ""
+		if d.Verdict.Problem(strict) {
+			mark = " !"
+		}
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%s\t%s\t%s\n", d.Verdict, mark, d.HitsLeaf, d.HitsAny, id, found, d.Path)
+	}
+	tw.Flush()
+
+	// Details for everything that is not plainly verified.
+	first := true
+	for _, d := range rep.DSOs {
+		if d.Verdict == check.Verified && d.FoundPath == d.Path && d.SymbolError == "" {
+			continue
+		}
+		if d.Verdict == check.NoFile {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		if d.Verdict == check.Verified && d.SymbolError == "" {
+			// Verified through another file than the recorded path
+			// (perf's cache, a debug directory, debuginfod): say which.
+			fmt.Fprintf(w, "%s: verified; binary used: %s (%s)\n", d.Path, d.FoundPath, d.Source)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %s\n", d.Path, d.Verdict)
+		if d.Reason != "" {
+			fmt.Fprintf(w, "    %s\n", d.Reason)
+		}
+		if d.BuildID != "" {
+			src := d.BuildIDSource
+			if src == "" {
+				src = "recorded"
+			}
+			fmt.Fprintf(w, "    recorded build-id: %s (%s)\n", d.BuildID, src)
+		}
+		for _, c := range d.Candidates {
+			fmt.Fprintf(w, "    candidate build-id: %s\n", c)
+		}
+		if d.FoundPath != "" && (d.FoundPath != d.Path || d.FoundBuildID != d.BuildID) {
+			what := "file at the path"
+			if d.Verdict == check.Verified {
+				what = "binary used"
+			}
+			fb := d.FoundBuildID
+			if fb == "" {
+				fb = "no build-id"
+			}
+			fmt.Fprintf(w, "    %s: %s (%s)\n", what, d.FoundPath, fb)
+		}
+		if d.GoBuildID != "" {
+			fmt.Fprintf(w, "    Go build-id: %s\n", d.GoBuildID)
+		}
+		if d.SymbolError != "" {
+			fmt.Fprintf(w, "    symbols: %s\n", d.SymbolError)
+		}
+		if !d.Verdict.Trusted() {
+			if trustPaths && (d.Verdict == check.Mismatch || d.Verdict == check.Replaced) {
+				fmt.Fprintf(w, "    frames named from the file at the path (--trust-paths) and marked untrusted\n")
+			} else {
+				fmt.Fprintf(w, "    frames shown as %s+0xOFFSET [%s], never named\n", shortPath(d.Path), d.Verdict)
+			}
+		}
+	}
+
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, rep.Summary())
+	if len(rep.Advice) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "What to do:")
+		for _, a := range rep.Advice {
+			fmt.Fprintf(w, "  - %s\n", a.Text)
+			for _, p := range a.Paths {
+				fmt.Fprintf(w, "      %s\n", p)
+			}
+		}
+	}
+	fmt.Fprintln(w)
+	switch n := problemCount(rep, strict); {
+	case n == 0 && strict:
+		fmt.Fprintln(w, "OK: every DSO the samples touch is verified.")
+	case n == 0:
+		fmt.Fprintln(w, "OK: no DSO the samples touch is mismatched, missing or replaced.")
+	default:
+		what := "mismatched, missing or replaced"
+		if strict {
+			what += " (or unverified, --strict)"
+		}
+		fmt.Fprintf(w, "FAIL: %d DSO%s the samples touch %s %s.\n", n, plural(n), isAre(n), what)
+	}
+}
+
+func problemCount(rep *check.Report, strict bool) int {
+	if strict {
+		return rep.StrictProblems
+	}
+	return rep.Problems
+}
+
+func nonEmpty(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"no named events"}
+	}
+	return out
+}
+
+// shortPath is a path's last element, as perf shortens DSO names.
+func shortPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
+		return p[i+1:]
+	}
+	return p
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
