@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -502,4 +503,107 @@ func TestRealForkExec(t *testing.T) {
 		t.Errorf("untrusted %d, samples in the child %d", got, want)
 	}
 	assertNoName(t, res, v2Names...)
+}
+
+const goV1 = `package main
+
+import "os"
+
+var sink int
+
+//go:noinline
+func goOldHot(n int) {
+	for i := 0; i < n; i++ {
+		sink += i * i
+	}
+}
+
+func main() {
+	goOldHot(300000000)
+	os.Exit(0)
+}
+`
+
+const goV2 = `package main
+
+var sink int
+
+//go:noinline
+func goReplacementOnly(n int) {
+	for i := 0; i < n; i++ {
+		sink ^= i * 3
+	}
+}
+
+func main() { goReplacementOnly(1000) }
+`
+
+// goBuild builds a one-file Go program with the test's own toolchain and
+// build cache (HOME is the world's, so the cache must be named).
+func (w *world) goBuild(out, src string, ldflags string) {
+	w.t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		w.t.Skip("no go toolchain at GOROOT: cannot build Go workloads")
+	}
+	cache, err := exec.Command(goBin, "env", "GOCACHE").Output()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	d := w.path("gosrc-" + filepath.Base(out))
+	os.MkdirAll(d, 0o755)
+	if err := os.WriteFile(filepath.Join(d, "main.go"), []byte(src), 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+	args := []string{"build", "-o", out + ".tmp"}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	args = append(args, filepath.Join(d, "main.go"))
+	w.run([]string{"GOCACHE=" + strings.TrimSpace(string(cache)), "GOFLAGS=", "GO111MODULE=off", "CGO_ENABLED=0"}, goBin, args...)
+	if err := os.Rename(out+".tmp", out); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func TestRealGoProgram(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ldflags  string
+		before   Verdict
+		after    Verdict
+		goAdvice bool
+	}{
+		// Go ≥ 1.24 writes a GNU build-id derived from the Go build-id.
+		{"gnu-build-id", "", Verified, Mismatch, false},
+		// -B none: no GNU build-id, perf has nothing to record; MMAP2's
+		// inode is the only evidence, and the advice names the fix.
+		{"no-build-id", "-B=none", Unverified, Replaced, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			bin := w.path("goprog")
+			w.goBuild(bin, goV1, tc.ldflags)
+			data := w.record("go.data", nil, bin)
+			res := w.analyze(data, Options{})
+			d := mustDSO(t, res, bin, tc.before)
+			assertName(t, res, "main.goOldHot")
+			if tc.goAdvice && (d.GoBuildID == "" || !strings.Contains(d.Advice, "gobuildid")) {
+				t.Errorf("a Go binary without a GNU build-id must say so and name the fix: %+v", d)
+			}
+			if res.TrustedSamples != res.Samples {
+				t.Errorf("before the rebuild: %s", res.Report().Summary())
+			}
+			w.goBuild(bin, goV2, tc.ldflags)
+			res = w.analyze(data, Options{})
+			d = mustDSO(t, res, bin, tc.after)
+			if tc.goAdvice && !strings.Contains(d.Advice, "gobuildid") {
+				t.Errorf("advice after the rebuild: %q", d.Advice)
+			}
+			if got, want := res.UntrustedAnySamples, samplesIn(res, bin, false); got != want || got == 0 {
+				t.Errorf("untrusted samples %d, samples through the Go binary %d", got, want)
+			}
+			assertNoName(t, res, "goReplacementOnly", "goOldHot")
+		})
+	}
 }
