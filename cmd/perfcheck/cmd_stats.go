@@ -49,6 +49,14 @@ type recordStats struct {
 	byType      map[perfdata.RecordType]uint64
 	samples     []uint64 // per event index
 	lostSamples []uint64 // per event index
+
+	// For perfcheck info: every SAMPLE record, the times of the first
+	// and last sample that has a time, and whether compressed records
+	// were met.
+	allSamples          uint64
+	firstTime, lastTime uint64
+	timed               bool
+	compressed          bool
 }
 
 // perfMaxRecordType is PERF_RECORD_HEADER_MAX of the newest perf this
@@ -87,7 +95,20 @@ func countRecords(f *perfdata.File) (*recordStats, error) {
 			st.byType[t]++
 		}
 		switch x := r.(type) {
+		case *perfdata.Compressed:
+			st.compressed = true
 		case *perfdata.Sample:
+			st.allSamples++
+			if h.SampleID.Fields&perfdata.SampleTime != 0 {
+				t := h.SampleID.Time
+				if !st.timed || t < st.firstTime {
+					st.firstTime = t
+				}
+				if !st.timed || t > st.lastTime {
+					st.lastTime = t
+				}
+				st.timed = true
+			}
 			if i := eventOf(f, h); i >= 0 {
 				grow(i + 1)
 				st.samples[i]++
