@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The shared corpus (see its README) and the fixtures recorded here with
+// real perf, with what perf 6.1 printed for each.
+const (
+	corpusDir   = "../../../shared/corpus"
+	perf61Dir   = corpusDir + "/perf-6.1"
+	fixturesDir = "../../testdata/perf"
+)
+
+func init() {
+	// Another test file of this package may define -update too.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files under testdata/")
+	}
+}
+
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// runCmd runs perfcheck in-process and returns its stdout, stderr and exit
+// code.
+func runCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// vdsoTempName matches the name perf gives the vDSO when it lists the DSOs
+// that samples hit (recordings without a build-id table): a temporary copy
+// of the vDSO of perf's own process, /tmp/perf-vdso.so-XXXXXX, made with
+// mkstemp when the file is read (machine__findnew_vdso and get_file in
+// tools/perf/util/vdso.c). The six characters are random on every run,
+// so no reader can print the same line; perfcheck prints "[vdso]".
+var vdsoTempName = regexp.MustCompile(`(?m)^( {40}) /tmp/perf-vdso\.so-[A-Za-z0-9]{6}$`)
+
+// perfQuirks lists the files whose perf output cannot be reproduced as
+// is, and how the expectation is adjusted. Each adjustment must change
+// the expectation (so a stale entry fails), and everything else must
+// still match byte for byte. docs/commands.md explains them.
+var perfQuirks = map[string]struct {
+	buildids func(string) string
+	reason   string
+}{
+	"perf.data.piped.hw_and_sw-3.4": {vdsoLine, "vDSO named after perf's temporary copy"},
+	"perf.data.piped.target-3.4":    {vdsoLine, "vDSO named after perf's temporary copy"},
+	"perf.data.piped.target-3.8":    {vdsoLine, "vDSO named after perf's temporary copy"},
+}
+
+func vdsoLine(s string) string { return vdsoTempName.ReplaceAllString(s, "$1 [vdso]") }
+
+// conformanceCase is one recording and where perf's outputs for it are.
+type conformanceCase struct {
+	name, data, stats, buildids string
+}
+
+func corpusCases(t *testing.T) []conformanceCase {
+	if _, err := os.Stat(perf61Dir); err != nil {
+		t.Skipf("shared corpus %s is absent (%v): conformance with perf 6.1 on it cannot be checked", perf61Dir, err)
+	}
+	m, err := filepath.Glob(filepath.Join(perf61Dir, "*.stats"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no perf 6.1 outputs in %s (%v)", perf61Dir, err)
+	}
+	var cs []conformanceCase
+	for _, s := range m {
+		name := strings.TrimSuffix(filepath.Base(s), ".stats")
+		cs = append(cs, conformanceCase{name: name, data: filepath.Join(corpusDir, name), stats: s,
+			buildids: filepath.Join(perf61Dir, name+".buildid-list")})
+	}
+	return cs
+}
+
+func fixtureCases(t *testing.T) []conformanceCase {
+	if _, err := os.Stat(fixturesDir); err != nil {
+		t.Fatalf("%s is missing: %v", fixturesDir, err)
+	}
+	m, err := filepath.Glob(filepath.Join(fixturesDir, "*.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) == 0 {
+		t.Fatalf("no recordings match %s/*.data: the fixtures are gone", fixturesDir)
+	}
+	var cs []conformanceCase
+	for _, d := range m {
+		cs = append(cs, conformanceCase{name: filepath.Base(d), data: d, stats: d + ".stats", buildids: d + ".buildid-list"})
+	}
+	return cs
+}
+
+// checkConformance compares perfcheck stats and buildids with what perf
+// printed. Files perf could not read (an empty .stats: perf 6.1 fails on
+// the corrupted corpus file and on compressed pipe streams, "Couldn't
+// decompress data") are read by perfcheck instead and must either yield
+// records or fail with an error that gives the byte offset.
+func checkConformance(t *testing.T, c conformanceCase) {
+	wantStats, err := os.ReadFile(c.stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBIDs, err := os.ReadFile(c.buildids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCmd(t, "stats", c.data)
+	if len(wantStats) == 0 {
+		if code == exitOK {
+			if !strings.Contains(out, "SAMPLE events:") {
+				t.Errorf("perf could not read %s; perfcheck read it but found no samples:\n%s", c.name, out)
+			}
+		} else if !strings.Contains(errs, "offset ") {
+			t.Errorf("perf could not read %s; perfcheck's error does not give the offset: %s", c.name, errs)
+		}
+		return
+	}
+	if code != exitOK {
+		t.Fatalf("stats: exit %d: %s", code, errs)
+	}
+	if out != string(wantStats) {
+		t.Errorf("stats differ from perf report --stats:\n--- perfcheck\n%s--- perf\n%s", out, wantStats)
+	}
+
+	out, errs, code = runCmd(t, "buildids", c.data)
+	if code != exitOK {
+		t.Fatalf("buildids: exit %d: %s", code, errs)
+	}
+	want := string(wantBIDs)
+	if q, ok := perfQuirks[c.name]; ok && q.buildids != nil {
+		adj := q.buildids(want)
+		if adj == want {
+			t.Errorf("quirk %q no longer applies to perf's output: remove it from perfQuirks", q.reason)
+		}
+		want = adj
+	}
+	if out != want {
+		t.Errorf("buildids differ from perf buildid-list:\n--- perfcheck\n%s--- perf\n%s", out, want)
+	}
+}
+
+// TestConformanceCorpus: for every corpus file perf 6.1 reads, perfcheck
+// stats and buildids print exactly what perf 6.1 printed.
+func TestConformanceCorpus(t *testing.T) {
+	for _, c := range corpusCases(t) {
+		t.Run(c.name, func(t *testing.T) { checkConformance(t, c) })
+	}
+}
+
+// TestConformanceFixtures: the same for the recordings under
+// testdata/perf, made here with perf 6.1 (record.sh).
+func TestConformanceFixtures(t *testing.T) {
+	for _, c := range fixtureCases(t) {
+		t.Run(c.name, func(t *testing.T) { checkConformance(t, c) })
+	}
+}
+
+// TestStatsJSON checks that --json carries the same figures as the text.
+func TestStatsJSON(t *testing.T) {
+	out, errs, code := runCmd(t, "stats", "--json", filepath.Join(fixturesDir, "twoevents.data"))
+	if code != exitOK {
+		t.Fatal(errs)
+	}
+	var s statsJSON
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	var sum uint64
+	for _, ty := range s.Types {
+		sum += ty.Count
+	}
+	if s.Total == 0 || sum != s.Total || len(s.Events) != 2 {
+		t.Errorf("total %d, sum of types %d, %d events", s.Total, sum, len(s.Events))
+	}
+	text, _, _ := runCmd(t, "stats", filepath.Join(fixturesDir, "twoevents.data"))
+	for _, e := range s.Events {
+		if !strings.Contains(text, e.Name+" stats:\n") {
+			t.Errorf("event %q not in the text output", e.Name)
+		}
+	}
+}
+
+// TestBuildIDsJSON checks the JSON form against the text form, and the
+// build-ids that perf record --buildid-mmap puts in MMAP2 records.
+func TestBuildIDsJSON(t *testing.T) {
+	file := filepath.Join(fixturesDir, "buildid-mmap.data")
+	out, errs, code := runCmd(t, "buildids", "--json", file)
+	if code != exitOK {
+		t.Fatal(errs)
+	}
+	var b buildIDsJSON
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !b.FromSamples || len(b.DSOs) == 0 {
+		t.Fatalf("%+v", b)
+	}
+	text, _, _ := runCmd(t, "buildids", file)
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != len(b.DSOs) {
+		t.Fatalf("%d text lines, %d JSON entries", len(lines), len(b.DSOs))
+	}
+	for i, d := range b.DSOs {
+		if strings.Fields(lines[i])[0] != d.BuildID || d.Source != "mmap2" || d.Machine != "host" {
+			t.Errorf("entry %d: %+v vs %q", i, d, lines[i])
+		}
+	}
+}
+
+// TestInfoGolden compares perfcheck info, text and JSON, with the golden
+// files under testdata/info (go test -run InfoGolden -update rewrites
+// them).
+func TestInfoGolden(t *testing.T) {
+	cases := []string{
+		filepath.Join(fixturesDir, "twoevents.data"),
+		filepath.Join(fixturesDir, "pipe.data"),
+		filepath.Join(fixturesDir, "zstd.data"),
+		filepath.Join(fixturesDir, "threads.data"),
+		filepath.Join(corpusDir, "perf.data.hybrid_topology"),
+		filepath.Join(corpusDir, "perf.data.armv7.perf_3.14-3.8"),
+	}
+	for _, file := range cases {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			if _, err := os.Stat(file); err != nil && strings.HasPrefix(file, corpusDir) {
+				t.Skipf("shared corpus absent: %v", err)
+			}
+			for _, form := range []string{"txt", "json"} {
+				args := []string{"info", file}
+				if form == "json" {
+					args = []string{"info", "--json", file}
+				}
+				out, errs, code := runCmd(t, args...)
+				if code != exitOK {
+					t.Fatalf("exit %d: %s", code, errs)
+				}
+				golden := filepath.Join("testdata", "info", filepath.Base(file)+"."+form)
+				if updating() {
+					if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if out != string(want) {
+					t.Errorf("%s differs from %s:\n%s", form, golden, out)
+				}
+			}
+		})
+	}
+}
+
+// TestInfoNotClosedCleanly: a copy of a real recording with the header's
+// data size set to 0, as perf leaves a file when it is killed before
+// rewriting the header, is read to its end with a warning.
+func TestInfoNotClosedCleanly(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixturesDir, "twoevents.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 48; i < 56; i++ { // perf_file_header.data.size
+		b[i] = 0
+	}
+	file := filepath.Join(t.TempDir(), "killed.data")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCmd(t, "info", "--json", file)
+	var in infoJSON
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("%v: %s %s", err, out, errs)
+	}
+	if !in.NotClosedCleanly {
+		t.Errorf("not flagged as not closed cleanly (exit %d): %s", code, out)
+	}
+	text, _, _ := runCmd(t, "info", file)
+	if !strings.Contains(text, "did not close the file cleanly") {
+		t.Errorf("no warning in:\n%s", text)
+	}
+}
+
+// TestCommandsUsage: no file, two files, a missing file and --json after
+// the file name.
+func TestCommandsUsage(t *testing.T) {
+	for _, cmd := range []string{"info", "stats", "buildids"} {
+		if _, _, code := runCmd(t, cmd); code != exitError {
+			t.Errorf("%s without a file: exit %d", cmd, code)
+		}
+		if _, _, code := runCmd(t, cmd, "a", "b"); code != exitError {
+			t.Errorf("%s with two files: exit %d", cmd, code)
+		}
+		_, errs, code := runCmd(t, cmd, filepath.Join(t.TempDir(), "missing.data"))
+		if code != exitError || !strings.Contains(errs, "missing.data") {
+			t.Errorf("%s on a missing file: exit %d, %q", cmd, code, errs)
+		}
+		out, errs, code := runCmd(t, cmd, filepath.Join(fixturesDir, "pipe.data"), "--json")
+		if code != exitOK || !json.Valid([]byte(out)) {
+			t.Errorf("%s FILE --json: exit %d, %s", cmd, code, errs)
+		}
+	}
+}
