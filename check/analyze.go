@@ -87,7 +87,8 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		return nil, err
 	}
 	res.File = name
-	for _, e := range f.Events() {
+	res.EventInfo = f.Events()
+	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)
 	}
 	return res, nil

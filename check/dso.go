@@ -44,6 +44,7 @@ type DSO struct {
 	FoundBuildID perfdata.BuildID // the build-id of the file found (verified) or now at the path
 	GoBuildID    string           // the Go build-id of the file at the path, when it has one
 	Advice       string           // what to do about it, "" when nothing
+	Rejected     []string         // candidates the locator refused, with reasons
 	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
 
 	HitsLeaf uint64 // samples whose leaf is in this DSO
@@ -68,7 +69,8 @@ func (d *DSO) Trusted() bool { return d.Verdict.Trusted() }
 // Options tune a check.
 type Options struct {
 	// Locator finds binaries by build-id; nil means a PathLocator with
-	// BuildIDDir and SymFS.
+	// BuildIDDir and SymFS. Commands pass NewResolverLocator(
+	// buildidcache.New(...)) to get debug directories and debuginfod too.
 	Locator Locator
 	// BuildIDDir is perf's cache, used by the default Locator.
 	BuildIDDir string
@@ -273,13 +275,20 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	disk := o.diskPath(d.Path)
 	if d.BuildID != nil {
 		q := Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+		if d.pid > 0 {
+			q.PID = int(d.pid)
+		}
 		found, err := loc.Locate(ctx, q)
 		if err == nil {
 			d.Verdict = Verified
 			d.Source = found.Source
 			d.FoundPath = found.Path
 			d.FoundBuildID = found.BuildID
-			d.symPath = found.Path
+			d.Rejected = found.Rejected
+			d.symPath = found.SymPath
+			if d.symPath == "" && found.Source != "running-vdso" {
+				d.symPath = found.Path
+			}
 			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
 			if found.Source == "running-kernel" {
 				s.relocateKernel(d)

@@ -20,9 +20,11 @@ import (
 // Located is a binary (or symbol list) whose build-id matched the recorded
 // one.
 type Located struct {
-	Path    string           // the file to symbolize with ("" when none can be read)
-	Source  string           // which locator answered: perf-cache, debug-dir, debuginfod, path, running-kernel, running-vdso
-	BuildID perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+	Path     string           // the file that proved the identity (the first verified)
+	Source   string           // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
+	BuildID  perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+	SymPath  string           // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
+	Rejected []string         // candidates refused on the way, with reasons
 }
 
 // A Locator finds a binary by build-id. Each answer must have been verified
@@ -39,6 +41,7 @@ type Query struct {
 	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
 	Kind    Kind
 	BuildID perfdata.BuildID
+	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
 
 // ErrNotFound is wrapped by a Locator's error when no binary with the
@@ -76,7 +79,7 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		tried = append(tried, "/sys/kernel/notes")
 	case KindVDSO:
 		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
-			return &Located{Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
+			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
 		}
 		tried = append(tried, "running vdso")
 	default:

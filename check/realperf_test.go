@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
 )
 
 // These tests record real workloads with real perf, then change the world
@@ -307,16 +309,20 @@ func TestRealRebuiltSamePath(t *testing.T) {
 		assertNoName(t, res, append(v2Names, "first_hot", "second_hot")...)
 	})
 	t.Run("cache-kept", func(t *testing.T) {
-		res := w.analyze(data, Options{BuildIDDir: w.cache()})
-		d := mustDSO(t, res, bin, Verified)
-		if d.Source != "perf-cache" {
-			t.Errorf("source %q, want perf-cache", d.Source)
+		resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{
+			BuildIDDir: w.cache(), DebugDirs: []string{}, DebuginfodURLs: []string{}}))
+		for _, opts := range []Options{{BuildIDDir: w.cache()}, {Locator: resolver}} {
+			res := w.analyze(data, opts)
+			d := mustDSO(t, res, bin, Verified)
+			if d.Source != "perf-cache" {
+				t.Errorf("source %q, want perf-cache", d.Source)
+			}
+			if res.TrustedSamples != res.Samples {
+				t.Errorf("with the cache every sample is trusted: %s", res.Report().Summary())
+			}
+			assertName(t, res, "first_hot")
+			assertNoName(t, res, v2Names...)
 		}
-		if res.TrustedSamples != res.Samples {
-			t.Errorf("with the cache every sample is trusted: %s", res.Report().Summary())
-		}
-		assertName(t, res, "first_hot")
-		assertNoName(t, res, v2Names...)
 	})
 }
 

@@ -39,6 +39,7 @@ type DSOReport struct {
 	FoundPath     string   `json:"found_path"`
 	FoundBuildID  string   `json:"found_build_id"`
 	GoBuildID     string   `json:"go_build_id,omitempty"`
+	Rejected      []string `json:"rejected,omitempty"`
 	Symbolized    bool     `json:"symbolized"`
 	SymbolError   string   `json:"symbol_error,omitempty"`
 	HitsLeaf      uint64   `json:"hits_leaf"`
@@ -73,7 +74,7 @@ func (r *Result) Report() *Report {
 			Path: d.Path, Kind: d.Kind, BuildID: d.BuildID.String(), BuildIDSource: d.BuildIDSource,
 			Dev: d.Dev, Verdict: d.Verdict, Reason: d.Reason, Source: d.Source, FoundPath: d.FoundPath,
 			FoundBuildID: d.FoundBuildID.String(), GoBuildID: d.GoBuildID, Symbolized: d.Symbolized() && d.SymbolError == "",
-			SymbolError: d.SymbolError, HitsLeaf: d.HitsLeaf, HitsAny: d.HitsAny,
+			Rejected: d.Rejected, SymbolError: d.SymbolError, HitsLeaf: d.HitsLeaf, HitsAny: d.HitsAny,
 		}
 		for _, c := range d.Candidates {
 			dr.Candidates = append(dr.Candidates, c.String())

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // Location is one distinct (DSO, offset) of the recording, shared by every
@@ -89,7 +91,8 @@ type Sample struct {
 // locations with trust-marked frames, and per-thread aggregates.
 type Result struct {
 	File      string
-	Events    []string // event names by index ("" when unknown)
+	Events    []string         // event names by index ("" when unknown)
+	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; set by Analyze*
 	DSOs      []*DSO   // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location

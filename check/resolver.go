@@ -1,0 +1,63 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
+// directories, debuginfod, the recorded path, the running kernel and vdso)
+// to a Locator. The identity comes from the first verified candidate, the
+// file to symbolize with from the one with the most debug information.
+type ResolverLocator struct {
+	R *buildidcache.Resolver
+}
+
+// NewResolverLocator returns a Locator backed by r.
+func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &ResolverLocator{R: r} }
+
+// Locate implements Locator.
+func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+	bq := buildidcache.Query{BuildID: buildidcache.BuildID(q.BuildID), Path: q.Path, PID: q.PID}
+	switch q.Kind {
+	case KindKernel:
+		bq.Kind = buildidcache.KindKernel
+	case KindModule:
+		bq.Kind = buildidcache.KindModule
+	case KindVDSO:
+		bq.Kind = buildidcache.KindVDSO
+	default:
+		bq.Kind = buildidcache.KindUser
+	}
+	res, err := l.R.Resolve(ctx, bq)
+	if err != nil {
+		if errors.Is(err, buildidcache.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+		}
+		return nil, err
+	}
+	loc := &Located{
+		Path:    res.Identity.Path,
+		Source:  res.Identity.Locator,
+		BuildID: perfdata.BuildID(res.BuildID),
+		SymPath: res.Best.Path,
+	}
+	if res.Best.Image != nil || res.Best.Locator == "running-vdso" {
+		// The running vdso lives in memory only; it has no file to open.
+		loc.SymPath = ""
+		for _, c := range res.Verified {
+			if c.Image == nil && c.Locator != "running-vdso" {
+				loc.SymPath = c.Path
+				break
+			}
+		}
+	}
+	for _, c := range res.Rejected {
+		loc.Rejected = append(loc.Rejected, c.Locator+" "+c.Path+": "+c.Reason())
+	}
+	return loc, nil
+}
