@@ -93,7 +93,7 @@ type Result struct {
 	File      string
 	Events    []string         // event names by index ("" when unknown)
 	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; set by Analyze*
-	DSOs      []*DSO   // every DSO a sample touches, most hit first
+	DSOs      []*DSO           // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location
 
