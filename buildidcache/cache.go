@@ -250,6 +250,22 @@ func (c *Cache) addBytes(name, role string, bid BuildID, b []byte) (*Entry, erro
 	return c.link(root, dir, bid)
 }
 
+// Has returns the entry cached for bid, if a complete one is present.
+func (c *Cache) Has(bid BuildID) (*Entry, bool) {
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, false
+	}
+	defer root.Close()
+	for _, name := range bid.lookupNames() {
+		b, _ := ParseBuildID(name)
+		if e, ok := c.existing(root, b); ok {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
 // existing returns the entry already linked for bid, if its main file is
 // present; perf keeps the first name a build-id was cached under.
 func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {

@@ -1,0 +1,467 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/check"
+)
+
+func init() {
+	register(&command{
+		name:    "cache",
+		usage:   "perfcheck cache add FILE... | fill perf.data | list | prune --max-size SIZE [--older-than AGE]",
+		summary: "fill, list and prune perf's build-id cache (~/.debug) in the layout perf reads",
+		run:     runCache,
+	})
+}
+
+func cacheUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: perfcheck cache add [--buildid-dir DIR] [--hardlink] [--json] FILE...")
+	fmt.Fprintln(w, "       perfcheck cache fill [lookup flags] [--json] perf.data")
+	fmt.Fprintln(w, "       perfcheck cache list [--buildid-dir DIR] [--json]")
+	fmt.Fprintln(w, "       perfcheck cache prune --max-size SIZE [--older-than AGE] [--dry-run] [--buildid-dir DIR] [--json]")
+	fmt.Fprintln(w, "The cache is perf's (default $PERF_BUILDID_DIR, else buildid.dir in ~/.perfconfig, else ~/.debug);")
+	fmt.Fprintln(w, "perf report and perf annotate read what these commands write.")
+}
+
+func runCache(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		cacheUsage(stderr)
+		return exitError
+	}
+	switch args[0] {
+	case "add":
+		return runCacheAdd(args[1:], stdout, stderr)
+	case "fill":
+		return runCacheFill(args[1:], stdout, stderr)
+	case "list":
+		return runCacheList(args[1:], stdout, stderr)
+	case "prune":
+		return runCachePrune(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		cacheUsage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "perfcheck cache: unknown subcommand %q\n", args[0])
+	cacheUsage(stderr)
+	return exitError
+}
+
+// cacheEntryJSON is one cache entry in the cache commands' JSON.
+type cacheEntryJSON struct {
+	BuildID  string    `json:"build_id"`
+	Name     string    `json:"name"`
+	Dir      string    `json:"dir"`
+	Files    []string  `json:"files"`
+	Size     int64     `json:"size"`
+	LastUsed time.Time `json:"last_used"`
+	OldStyle bool      `json:"old_style,omitempty"`
+}
+
+func entryJSON(e *buildidcache.Entry) cacheEntryJSON {
+	files := e.Files
+	if files == nil {
+		files = []string{}
+	}
+	return cacheEntryJSON{BuildID: e.BuildID.String(), Name: e.Name, Dir: e.Dir, Files: files,
+		Size: e.Size, LastUsed: e.LastUsed.UTC(), OldStyle: e.OldStyle}
+}
+
+// cacheAddJSON is one file of cache add (and one DSO of cache fill).
+type cacheAddJSON struct {
+	Path    string `json:"path"`
+	BuildID string `json:"build_id,omitempty"`
+	// Status is "added", "cached" (already there), "skipped" or "error".
+	Status string          `json:"status"`
+	Reason string          `json:"reason,omitempty"`
+	Entry  *cacheEntryJSON `json:"entry,omitempty"`
+}
+
+type cacheAddReportJSON struct {
+	CacheDir string         `json:"cache_dir"`
+	File     string         `json:"file,omitempty"` // cache fill's perf.data
+	Results  []cacheAddJSON `json:"results"`
+	Added    int            `json:"added"`
+	Cached   int            `json:"cached"`
+	Skipped  int            `json:"skipped"`
+	Errors   int            `json:"errors"`
+}
+
+func (r *cacheAddReportJSON) add(a cacheAddJSON) {
+	switch a.Status {
+	case "added":
+		r.Added++
+	case "cached":
+		r.Cached++
+	case "skipped":
+		r.Skipped++
+	default:
+		r.Errors++
+	}
+	r.Results = append(r.Results, a)
+}
+
+func (r *cacheAddReportJSON) print(stdout io.Writer, jsonOut bool) error {
+	if jsonOut {
+		return writeJSON(stdout, r)
+	}
+	for _, a := range r.Results {
+		bid := a.BuildID
+		if bid == "" {
+			bid = "-"
+		}
+		line := fmt.Sprintf("%-8s %-40s %s", a.Status, bid, a.Path)
+		if a.Reason != "" {
+			line += ": " + a.Reason
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return nil
+}
+
+func (r *cacheAddReportJSON) exitCode() int {
+	switch {
+	case r.Errors > 0:
+		return exitError
+	case r.Skipped > 0:
+		return exitProblems
+	}
+	return exitOK
+}
+
+func runCacheAdd(args []string, stdout, stderr io.Writer) int {
+	const name = "cache add"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("buildid-dir", "", "perf's build-id cache (default $PERF_BUILDID_DIR, else ~/.perfconfig's buildid.dir, else ~/.debug)")
+	hard := fs.Bool("hardlink", false, "hard-link binaries into the cache as perf does, instead of copying (see docs/buildidcache.md)")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
+	files, code := interspersed(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return exitError
+	}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir), HardLink: *hard}
+	rep := &cacheAddReportJSON{CacheDir: c.Dir, Results: []cacheAddJSON{}}
+	for _, f := range files {
+		a := cacheAddJSON{Path: f}
+		e, err := c.Add(f)
+		switch {
+		case errors.Is(err, buildidcache.ErrNoBuildID):
+			a.Status, a.Reason = "skipped", "no GNU build-id (see perfcheck buildid)"
+		case err != nil:
+			a.Status, a.Reason = "error", err.Error()
+		default:
+			a.Status, a.BuildID = "cached", e.BuildID.String()
+			if e.Added {
+				a.Status = "added"
+			}
+			ej := entryJSON(e)
+			a.Entry = &ej
+		}
+		rep.add(a)
+	}
+	if err := rep.print(stdout, *jsonOut); err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	return rep.exitCode()
+}
+
+func cacheDirFlag(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	return buildidcache.DefaultBuildIDDir()
+}
+
+func runCacheList(args []string, stdout, stderr io.Writer) int {
+	const name = "cache list"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("buildid-dir", "", "perf's build-id cache")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
+	pos, code := interspersed(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitError
+	}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir)}
+	entries, err := c.List()
+	if err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	if *jsonOut {
+		out := struct {
+			CacheDir string           `json:"cache_dir"`
+			Entries  []cacheEntryJSON `json:"entries"`
+			Size     int64            `json:"size"`
+		}{CacheDir: c.Dir, Entries: []cacheEntryJSON{}}
+		for i := range entries {
+			out.Entries = append(out.Entries, entryJSON(&entries[i]))
+			out.Size += entries[i].Size
+		}
+		if err := writeJSON(stdout, out); err != nil {
+			return errorf(stderr, name, "%v", err)
+		}
+		return exitOK
+	}
+	// "<build-id> <name>" first, as perf buildid-cache -l prints, then
+	// what pruning decides on.
+	for _, e := range entries {
+		fmt.Fprintf(stdout, "%-40s %s %s %s\n", e.BuildID, e.Name, humanSize(e.Size), e.LastUsed.UTC().Format("2006-01-02"))
+	}
+	return exitOK
+}
+
+func runCachePrune(args []string, stdout, stderr io.Writer) int {
+	const name = "cache prune"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("buildid-dir", "", "perf's build-id cache")
+	maxSize := fs.String("max-size", "", "keep at most this much (e.g. 2G, 500M; K/M/G/T are powers of 1024)")
+	olderThan := fs.String("older-than", "", "also remove entries unused for this long (e.g. 30d, 2w, 12h)")
+	dry := fs.Bool("dry-run", false, "only say what would be removed")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
+	pos, code := interspersed(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 0 || *maxSize == "" {
+		fmt.Fprintln(stderr, "perfcheck cache prune: --max-size is required")
+		fs.Usage()
+		return exitError
+	}
+	limit, err := parseSize(*maxSize)
+	if err != nil {
+		return errorf(stderr, name, "--max-size: %v", err)
+	}
+	var age time.Duration
+	if *olderThan != "" {
+		if age, err = parseAge(*olderThan); err != nil {
+			return errorf(stderr, name, "--older-than: %v", err)
+		}
+	}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir)}
+	rep, err := c.Prune(limit, age, time.Now(), *dry)
+	if err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	if *jsonOut {
+		out := struct {
+			CacheDir   string           `json:"cache_dir"`
+			DryRun     bool             `json:"dry_run"`
+			Removed    []cacheEntryJSON `json:"removed"`
+			Kept       int              `json:"kept"`
+			SizeBefore int64            `json:"size_before"`
+			SizeAfter  int64            `json:"size_after"`
+			StaleTemps int              `json:"stale_temps"`
+		}{CacheDir: c.Dir, DryRun: *dry, Removed: []cacheEntryJSON{}, Kept: rep.Kept,
+			SizeBefore: rep.SizeBefore, SizeAfter: rep.SizeAfter, StaleTemps: rep.StaleTemps}
+		for i := range rep.Removed {
+			out.Removed = append(out.Removed, entryJSON(&rep.Removed[i]))
+		}
+		if err := writeJSON(stdout, out); err != nil {
+			return errorf(stderr, name, "%v", err)
+		}
+		return exitOK
+	}
+	verb := "removed"
+	if *dry {
+		verb = "would remove"
+	}
+	for _, e := range rep.Removed {
+		fmt.Fprintf(stdout, "%s %s %s %s\n", verb, e.BuildID, e.Name, humanSize(e.Size))
+	}
+	fmt.Fprintf(stdout, "%d entries %s, %d kept; %s -> %s\n", len(rep.Removed), verb, rep.Kept, humanSize(rep.SizeBefore), humanSize(rep.SizeAfter))
+	return exitOK
+}
+
+// parseSize reads "2G", "500M", "1.5GiB", "4096": K, M, G, T are powers of
+// 1024 as in du -h and perf's own size options.
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v < 0 || v*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 2G, 500M, 4096)", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// parseAge reads a Go duration or a whole number of days ("30d") or weeks
+// ("2w").
+func parseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			if err != nil || v < 0 {
+				return 0, fmt.Errorf("bad age %q (want e.g. 30d, 2w, 12h)", s)
+			}
+			return time.Duration(v * float64(unit)), nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("bad age %q (want e.g. 30d, 2w, 12h)", s)
+	}
+	return d, nil
+}
+
+func humanSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%c", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// runCacheFill adds every DSO that the recording's samples touch (leaf or
+// anywhere in a callchain) whose binary on this machine still has the
+// recorded build-id: the step to run before binaries are replaced.
+func runCacheFill(args []string, stdout, stderr io.Writer) int {
+	const name = "cache fill"
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var lf lookupFlags
+	lf.register(fs)
+	hard := fs.Bool("hardlink", false, "hard-link binaries into the cache as perf does, instead of copying")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
+	pos, code := interspersed(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitError
+	}
+	file := pos[0]
+	opts := lf.options(stderr)
+	c := &buildidcache.Cache{Dir: opts.BuildIDDir, HardLink: *hard, DebugDirs: opts.DebugDirs}
+	// The check finds the DSOs samples touch; symbols are not needed.
+	res, err := check.Analyze(context.Background(), file, check.Options{BuildIDDir: c.Dir, SymFS: lf.symfs, NoSymbols: true})
+	if err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	r := buildidcache.New(opts)
+	rep := &cacheAddReportJSON{CacheDir: c.Dir, File: file, Results: []cacheAddJSON{}}
+	dsos := append([]*check.DSO(nil), res.DSOs...)
+	sort.SliceStable(dsos, func(i, j int) bool { return dsos[i].Path < dsos[j].Path })
+	for _, d := range dsos {
+		if a, ok := fillOne(c, r, d); ok {
+			rep.add(a)
+		}
+	}
+	if err := rep.print(stdout, *jsonOut); err != nil {
+		return errorf(stderr, name, "%v", err)
+	}
+	return rep.exitCode()
+}
+
+// fillOne caches one DSO; ok is false for mappings that have no binary to
+// cache (anonymous memory, JIT code, [vsyscall]).
+func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO) (cacheAddJSON, bool) {
+	a := cacheAddJSON{Path: d.Path, BuildID: buildidcache.BuildID(d.BuildID).String()}
+	switch d.Kind {
+	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
+	default:
+		return a, false
+	}
+	bid := buildidcache.BuildID(d.BuildID)
+	if bid.IsZero() {
+		a.Status, a.Reason = "skipped", "no build-id recorded: nothing to file it under"
+		return a, true
+	}
+	done := func(e *buildidcache.Entry, err error) (cacheAddJSON, bool) {
+		if err != nil {
+			a.Status, a.Reason = "error", err.Error()
+			if errors.Is(err, buildidcache.ErrMismatch) || errors.Is(err, buildidcache.ErrNoBuildID) || errors.Is(err, buildidcache.ErrNotELF) {
+				a.Status = "skipped"
+			}
+			return a, true
+		}
+		a.Status = "cached"
+		if e.Added {
+			a.Status = "added"
+		}
+		ej := entryJSON(e)
+		a.Entry = &ej
+		return a, true
+	}
+	if e, ok := c.Has(bid); ok {
+		return done(e, nil)
+	}
+	switch d.Kind {
+	case check.KindKernel:
+		kid, err := buildidcache.KernelBuildID()
+		if err != nil || !kid.Matches(bid) {
+			a.Status, a.Reason = "skipped", "recorded on another kernel than the running one ("+kid.String()+")"
+			return a, true
+		}
+		return done(c.AddKernel())
+	case check.KindVDSO:
+		_, id, err := buildidcache.VDSO()
+		if err != nil || !id.BuildID.Matches(bid) {
+			a.Status, a.Reason = "skipped", "the running vDSO has another build-id"
+			return a, true
+		}
+		return done(c.AddVDSO())
+	}
+	paths := r.LocalPaths(d.Path, 0)
+	if len(paths) == 0 {
+		a.Status, a.Reason = "skipped", "no file at the recorded path"
+		return a, true
+	}
+	var last error
+	for _, p := range paths {
+		e, err := c.AddFile(p, d.Path, bid)
+		if err == nil {
+			return done(e, nil)
+		}
+		last = err
+	}
+	if errors.Is(last, buildidcache.ErrMismatch) {
+		a.Status, a.Reason = "skipped", "the binary at the path has changed since the recording: "+last.Error()
+		return a, true
+	}
+	return done(nil, last)
+}
