@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/pprofout"
+)
+
+func init() {
+	register(&command{
+		name:    "pprof",
+		usage:   "perfcheck pprof -o out.pb.gz [flags] perf.data|-",
+		summary: "convert to a pprof profile with build-ids on mappings; untrusted frames left unnamed",
+		run:     runPprof,
+	})
+}
+
+// pprofJSON is what `perfcheck pprof --json` prints about the profile it
+// wrote.
+type pprofJSON struct {
+	File         string   `json:"file"`
+	Output       string   `json:"output"`
+	SampleTypes  []string `json:"sample_types"` // "type/unit"
+	Samples      int      `json:"samples"`      // pprof samples (distinct stack and thread)
+	Locations    int      `json:"locations"`
+	Functions    int      `json:"functions"`
+	Mappings     int      `json:"mappings"`
+	Unsymbolized []string `json:"unsymbolized_mappings"` // mappings left for pprof to symbolize by build-id
+}
+
+func runPprof(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af analyzeFlags
+	af.register(fs)
+	out := fs.String("o", "", "write the profile to `FILE` (gzipped protobuf; \"-\" for stdout)")
+	jsonOut := fs.Bool("json", false, "print a JSON summary of the profile written")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-")
+		fmt.Fprintln(stderr, "Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).")
+		fs.PrintDefaults()
+	}
+	pos, code := parseArgs(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 || *out == "" {
+		fs.Usage()
+		return exitError
+	}
+	if *out == "-" && *jsonOut {
+		return errorf(stderr, "pprof", "-o - and --json both write to stdout")
+	}
+	// Refuse to overwrite the recording itself: nothing the user owns is
+	// modified by accident.
+	if *out != "-" && pos[0] != "-" && sameFile(*out, pos[0]) {
+		return errorf(stderr, "pprof", "-o %s is the input file", *out)
+	}
+	a, err := analyze(context.Background(), pos[0], af.options(), stdinReader, stderr)
+	if err != nil {
+		return errorf(stderr, "pprof", "%v", err)
+	}
+	opts := pprofout.Options{Events: a.events, Comments: recordingComments(pos[0])}
+	p, err := pprofout.Convert(a.res, opts)
+	if err != nil {
+		return errorf(stderr, "pprof", "%s: %v", pos[0], err)
+	}
+	var w io.Writer = stdout
+	var f *os.File
+	if *out != "-" {
+		f, err = os.Create(*out)
+		if err != nil {
+			return errorf(stderr, "pprof", "%v", err)
+		}
+		w = f
+	}
+	if err := p.Write(w); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return errorf(stderr, "pprof", "%s: %v", *out, err)
+	}
+	if f != nil {
+		if err := f.Close(); err != nil {
+			return errorf(stderr, "pprof", "%v", err)
+		}
+	}
+	if *jsonOut {
+		j := pprofJSON{File: a.res.File, Output: *out, Samples: len(p.Sample), Locations: len(p.Location),
+			Functions: len(p.Function), Mappings: len(p.Mapping), Unsymbolized: []string{}}
+		for _, st := range p.SampleType {
+			j.SampleTypes = append(j.SampleTypes, st.Type+"/"+st.Unit)
+		}
+		for _, m := range p.Mapping {
+			if !m.HasFunctions {
+				j.Unsymbolized = append(j.Unsymbolized, m.File)
+			}
+		}
+		if err := writeJSON(stdout, j); err != nil {
+			return errorf(stderr, "pprof", "%v", err)
+		}
+	}
+	rep := a.res.Report()
+	if rep.UntrustedAnySamples > 0 {
+		fmt.Fprintf(stderr, "perfcheck pprof: %s; frames of %d untrusted DSO%s are left unnamed (see `perfcheck check %s`)\n",
+			rep.Summary(), rep.Problems, plural(rep.Problems), pos[0])
+	}
+	return exitOK
+}
+
+// recordingComments are the profile's comments: where it came from, as
+// perf_data_converter records the perf version and command line.
+func recordingComments(name string) []string {
+	c := []string{"perfcheck pprof " + name}
+	if name == "-" {
+		return c
+	}
+	f, err := perfdata.Open(name)
+	if err != nil {
+		return c
+	}
+	defer f.Close()
+	if v, err := f.Features().Version(); err == nil && v != "" {
+		c = append(c, "perf-version:"+v)
+	}
+	if cl, err := f.Features().CmdLine(); err == nil && len(cl) > 0 {
+		c = append(c, "perf-command:"+strings.Join(cl, " "))
+	}
+	return c
+}
+
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	if err1 == nil && err2 == nil {
+		return os.SameFile(sa, sb)
+	}
+	aa, _ := filepath.Abs(a)
+	bb, _ := filepath.Abs(b)
+	return aa == bb
+}

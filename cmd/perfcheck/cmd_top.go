@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/pprofout"
+)
+
+func init() {
+	register(&command{
+		name:    "top",
+		usage:   "perfcheck top [flags] perf.data|-",
+		summary: "hottest functions by self and total time; untrusted code grouped by binary and verdict",
+		run:     runTop,
+	})
+}
+
+// topJSON is what `perfcheck top --json` prints.
+type topJSON struct {
+	File   string     `json:"file"`
+	Events []topEvent `json:"events"`
+}
+
+// topEvent is the table of one event: perf report shows each event apart,
+// since periods of different events do not add up.
+type topEvent struct {
+	Event   string     `json:"event"`
+	Unit    string     `json:"unit"` // of period: "nanoseconds" for cpu-clock/task-clock, else "count"
+	Samples uint64     `json:"samples"`
+	Period  uint64     `json:"period"` // the sum of the samples' periods: 100% of self and total
+	Entries []topEntry `json:"entries"`
+	Omitted int        `json:"omitted"` // entries beyond -n
+}
+
+// topEntry is one line of top: a function of a trusted binary, or a whole
+// untrusted binary (all its frames, which cannot be named) with its verdict.
+type topEntry struct {
+	Name    string `json:"name"` // the function; "" for a group
+	DSO     string `json:"dso"`
+	Verdict string `json:"verdict"`
+	Trusted bool   `json:"trusted"`
+	// Group is true when the entry stands for all the frames of DSO that
+	// have no name: refused names (mismatch, missing, replaced), file-less
+	// memory, or addresses the binary has no symbol for.
+	Group        bool    `json:"group"`
+	Self         uint64  `json:"self"`  // period of samples whose leaf is here
+	Total        uint64  `json:"total"` // period of samples with this entry anywhere in the stack (once per sample)
+	SelfSamples  uint64  `json:"self_samples"`
+	TotalSamples uint64  `json:"total_samples"`
+	SelfPct      float64 `json:"self_percent"`
+	TotalPct     float64 `json:"total_percent"`
+}
+
+func (e *topEntry) label() string {
+	if e.Group {
+		return "[" + e.Verdict + "] " + e.DSO
+	}
+	s := e.Name + " (" + e.DSO + ")"
+	if e.Verdict != check.Verified.String() && e.Verdict != check.NoFile.String() {
+		s += " [" + e.Verdict + "]"
+	}
+	return s
+}
+
+func runTop(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("top", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var af analyzeFlags
+	af.register(fs)
+	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
+	n := fs.Int("n", 20, "print the `N` hottest entries per event (0: all)")
+	sortBy := fs.String("sort", "self", "order by `self` (as perf report --no-children) or total (as perf report --children)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: perfcheck top [flags] perf.data|-")
+		fmt.Fprintln(stderr, "Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.")
+		fs.PrintDefaults()
+	}
+	pos, code := parseArgs(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 || (*sortBy != "self" && *sortBy != "total") || *n < 0 {
+		fs.Usage()
+		return exitError
+	}
+	a, err := analyze(context.Background(), pos[0], af.options(), stdinReader, stderr)
+	if err != nil {
+		return errorf(stderr, "top", "%v", err)
+	}
+	out := topJSON{File: a.res.File, Events: a.top(*sortBy == "total", *n)}
+	if *jsonOut {
+		if err := writeJSON(stdout, out); err != nil {
+			return errorf(stderr, "top", "%v", err)
+		}
+		return exitOK
+	}
+	bw := bufio.NewWriter(stdout)
+	rep := a.res.Report()
+	for i, ev := range out.Events {
+		if i > 0 {
+			fmt.Fprintln(bw)
+		}
+		fmt.Fprintf(bw, "%s: %d samples, period %d %s\n", ev.Event, ev.Samples, ev.Period, ev.Unit)
+		fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "SELF", "TOTAL", "SAMPLES", "FUNCTION")
+		for _, e := range ev.Entries {
+			fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.SelfPct, e.TotalPct, e.SelfSamples, e.label())
+		}
+		if ev.Omitted > 0 {
+			fmt.Fprintf(bw, "(%d more; -n 0 shows all)\n", ev.Omitted)
+		}
+	}
+	fmt.Fprintln(bw)
+	fmt.Fprintln(bw, rep.Summary())
+	if rep.Problems > 0 {
+		fmt.Fprintf(bw, "%d DSO%s mismatched, missing or replaced: their frames are grouped, not named. See `perfcheck check %s`.\n",
+			rep.Problems, plural(rep.Problems), a.res.File)
+	}
+	if err := bw.Flush(); err != nil {
+		return errorf(stderr, "top", "%v", err)
+	}
+	return exitOK
+}
+
+// topKey identifies an entry: a named function of a DSO, or a DSO group.
+type topKey struct {
+	name string
+	dso  *check.DSO
+}
+
+// locKey is the entry a location counts for. A named location counts for
+// its outermost function (the symbol the address is in, as perf report's
+// sym sort key); inlined callees are not split out, as perf report without
+// --inline. A location without a name counts for its DSO's group.
+func locKey(l *check.Location) topKey {
+	if n := len(l.Frames); n > 0 {
+		f := l.Frames[n-1]
+		name := f.Function
+		if name == "" {
+			name = f.RawName
+		}
+		if name != "" {
+			return topKey{name: name, dso: l.DSO}
+		}
+	}
+	return topKey{dso: l.DSO}
+}
+
+// top computes the table of each event that has samples, sorted by self
+// (or total) period, keeping the first n entries (all when n is 0).
+func (a *analysis) top(byTotal bool, n int) []topEvent {
+	type acc struct {
+		self, total, selfN, totalN uint64
+	}
+	nev := len(a.res.Events)
+	for _, ag := range a.res.Aggregates() {
+		if ag.Event >= nev {
+			nev = ag.Event + 1
+		}
+	}
+	per := make([]map[topKey]*acc, nev)
+	samples := make([]uint64, nev)
+	period := make([]uint64, nev)
+	// Keys already counted for the current stack: total counts each entry
+	// once per sample, however often recursion repeats it.
+	seen := map[topKey]bool{}
+	for _, ag := range a.res.Aggregates() {
+		m := per[ag.Event]
+		if m == nil {
+			m = map[topKey]*acc{}
+			per[ag.Event] = m
+		}
+		samples[ag.Event] += ag.Samples
+		period[ag.Event] += ag.Period
+		clear(seen)
+		for i, l := range ag.Stack.Locations {
+			k := locKey(l)
+			e := m[k]
+			if e == nil {
+				e = &acc{}
+				m[k] = e
+			}
+			if i == 0 {
+				e.self += ag.Period
+				e.selfN += ag.Samples
+			}
+			if !seen[k] {
+				seen[k] = true
+				e.total += ag.Period
+				e.totalN += ag.Samples
+			}
+		}
+	}
+	var out []topEvent
+	for ev, m := range per {
+		if m == nil {
+			continue
+		}
+		te := topEvent{Event: a.eventName(ev), Unit: periodUnit(a, ev), Samples: samples[ev], Period: period[ev]}
+		pct := func(v uint64) float64 {
+			if period[ev] == 0 {
+				return 0
+			}
+			return float64(v) * 100 / float64(period[ev])
+		}
+		for k, v := range m {
+			e := topEntry{
+				Name: k.name, DSO: k.dso.Path, Verdict: k.dso.Verdict.String(), Trusted: k.dso.Trusted(),
+				Group: k.name == "", Self: v.self, Total: v.total, SelfSamples: v.selfN, TotalSamples: v.totalN,
+				SelfPct: pct(v.self), TotalPct: pct(v.total),
+			}
+			if !byTotal && e.Self == 0 {
+				// perf report --no-children lists only entries with
+				// self time.
+				continue
+			}
+			te.Entries = append(te.Entries, e)
+		}
+		sort.Slice(te.Entries, func(i, j int) bool {
+			x, y := &te.Entries[i], &te.Entries[j]
+			if byTotal && x.Total != y.Total {
+				return x.Total > y.Total
+			}
+			if x.Self != y.Self {
+				return x.Self > y.Self
+			}
+			if x.Total != y.Total {
+				return x.Total > y.Total
+			}
+			return x.label() < y.label()
+		})
+		if n > 0 && len(te.Entries) > n {
+			te.Omitted = len(te.Entries) - n
+			te.Entries = te.Entries[:n]
+		}
+		out = append(out, te)
+	}
+	return out
+}
+
+// periodUnit is the unit of event i's period: the software clocks count
+// nanoseconds (cpu-clock and task-clock, PERF_COUNT_SW_CPU_CLOCK and
+// PERF_COUNT_SW_TASK_CLOCK in include/uapi/linux/perf_event.h), every other
+// event counts occurrences.
+func periodUnit(a *analysis, i int) string {
+	if i >= 0 && i < len(a.events) {
+		return pprofout.PeriodUnit(&a.events[i].Attr)
+	}
+	return "count"
+}

@@ -1,0 +1,403 @@
+// Package pprofout converts a checked perf recording (a check.Result) into a
+// pprof profile (github.com/google/pprof/profile) without breaking the
+// check's promise: a frame in a binary that is not the one that ran is never
+// given a name.
+//
+// Convert builds the profile; Write converts and writes it gzipped, after
+// Profile.CheckValid. docs/pprof.md maps each perf concept to its pprof
+// counterpart. In short:
+//
+//   - two sample types per event: its sample count ("samples"/"count", or
+//     "EVENT_samples" when the recording has several events) and its period
+//     in the event's unit ("cpu-clock"/"nanoseconds", "cycles"/"count"),
+//     as PeriodUnit says;
+//   - one Mapping per DSO, with the recorded build-id, and Has* flags set only
+//     when the locations really carry that information;
+//   - one Location per distinct (DSO, offset) of the check, its Lines the
+//     check's frames (innermost inlined first) for trusted DSOs, none for
+//     refused ones (mismatch, missing, replaced), whose Mapping.File gets the
+//     verdict appended so that no tool opens the wrong file at the path;
+//   - labels comm (string), pid and tid (numbers), and trusted ("yes"/"no").
+//
+// # Security
+//
+// Convert reads nothing but the Result, except the ELF program headers of
+// the binaries the check verified (to lay out their mappings the way pprof's
+// symbolizers expect); those reads are bounded by debug/elf and a failure
+// only costs the layout hint. Strings from the recording (paths, comms,
+// names) are copied into the profile as they are.
+package pprofout
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/google/pprof/profile"
+	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// Options tune Convert.
+type Options struct {
+	// Events are the recording's events (perfdata's File.Events or
+	// Reader.Events), indexed as check.Result.Events; they give each
+	// period its unit. When nil, every period is a "count".
+	Events []perfdata.Event
+	// Comments are added to the profile (pprof -comments shows them).
+	Comments []string
+	// DurationNanos and TimeNanos are copied into the profile when set.
+	DurationNanos int64
+	TimeNanos     int64
+}
+
+// PeriodUnit is the unit of a sample's period for an event: the software
+// clocks cpu-clock and task-clock count nanoseconds
+// (PERF_COUNT_SW_CPU_CLOCK and PERF_COUNT_SW_TASK_CLOCK, whose period perf
+// sets in ns: cpu_clock_event_init in kernel/events/core.c); every other
+// event (hardware counters, tracepoints, page faults) counts occurrences.
+func PeriodUnit(a *perfdata.Attr) string {
+	const (
+		typeSoftware = 1 // PERF_TYPE_SOFTWARE
+		cpuClock     = 0 // PERF_COUNT_SW_CPU_CLOCK
+		taskClock    = 1 // PERF_COUNT_SW_TASK_CLOCK
+	)
+	if a.Type == typeSoftware && (a.Config == cpuClock || a.Config == taskClock) {
+		return "nanoseconds"
+	}
+	return "count"
+}
+
+// refused reports whether a DSO's frames must stay unnamed in the profile:
+// its verdict refuses names. With check.Options.TrustPaths the check may
+// still have named them; the profile never does, since pprof has no
+// per-frame trust mark to carry.
+func refused(d *check.DSO) bool { return !d.Trusted() }
+
+// addrKind reports whether the check's offsets in d are addresses (the
+// kernel, JIT code and file-less memory) rather than file offsets.
+func addrKind(d *check.DSO) bool {
+	switch d.Kind {
+	case check.KindFile, check.KindVDSO, check.KindModule:
+		return false
+	}
+	return true
+}
+
+// fileBase is the lowest synthetic base given to a file-backed DSO.
+const fileBase = 1 << 32
+
+// Convert builds a pprof profile from res. It uses res.Aggregates, so it
+// needs no per-sample data (check.Options.KeepSamples is not needed).
+func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
+	nev := len(res.Events)
+	for _, ag := range res.Aggregates() {
+		if ag.Event >= nev {
+			nev = ag.Event + 1
+		}
+	}
+	if nev == 0 {
+		nev = 1
+	}
+	p := &profile.Profile{
+		DurationNanos: opts.DurationNanos,
+		TimeNanos:     opts.TimeNanos,
+		Comments:      opts.Comments,
+	}
+	for i := 0; i < nev; i++ {
+		name := ""
+		if i < len(res.Events) {
+			name = res.Events[i]
+		}
+		if name == "" {
+			name = fmt.Sprintf("event%d", i)
+		}
+		unit := "count"
+		if i < len(opts.Events) {
+			unit = PeriodUnit(&opts.Events[i].Attr)
+		}
+		samples := "samples"
+		if nev > 1 {
+			samples = name + "_samples"
+		}
+		p.SampleType = append(p.SampleType,
+			&profile.ValueType{Type: samples, Unit: "count"},
+			&profile.ValueType{Type: name, Unit: unit})
+		if i == 0 {
+			p.DefaultSampleType = name
+		}
+	}
+	if nev == 1 {
+		p.PeriodType = &profile.ValueType{Type: p.SampleType[1].Type, Unit: p.SampleType[1].Unit}
+	}
+
+	// Which locations are used, and the offset range per DSO.
+	type span struct{ lo, hi uint64 }
+	spans := map[*check.DSO]*span{}
+	var dsos []*check.DSO
+	for _, l := range res.Locations {
+		s := spans[l.DSO]
+		if s == nil {
+			s = &span{lo: l.Offset, hi: l.Offset}
+			spans[l.DSO] = s
+			dsos = append(dsos, l.DSO)
+		}
+		s.lo = min(s.lo, l.Offset)
+		s.hi = max(s.hi, l.Offset)
+	}
+	// Mappings in a stable order: the check's (most hit first), then the
+	// rest by path.
+	order := map[*check.DSO]int{}
+	for i, d := range res.DSOs {
+		order[d] = i
+	}
+	sort.SliceStable(dsos, func(i, j int) bool {
+		oi, iok := order[dsos[i]]
+		oj, jok := order[dsos[j]]
+		if iok != jok {
+			return iok
+		}
+		if iok && oi != oj {
+			return oi < oj
+		}
+		return dsos[i].Path < dsos[j].Path
+	})
+	// pprof takes the first mapping for the main binary (its "File:"
+	// line, and the default for -symbolize). perf has no such notion; the
+	// executable of the busiest command is the best guess: a comm is the
+	// first 15 bytes of the executable's base name (TASK_COMM_LEN).
+	if main := mainDSO(res, dsos); main > 0 {
+		d := dsos[main]
+		copy(dsos[1:main+1], dsos[:main])
+		dsos[0] = d
+	}
+
+	// Functions, deduplicated by value as pprof's own builders do.
+	funcs := map[profile.Function]*profile.Function{}
+	function := func(f check.Frame) *profile.Function {
+		key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
+		if key.Name == "" {
+			key.Name = f.RawName
+		}
+		if key.SystemName == "" {
+			key.SystemName = key.Name
+		}
+		if fn := funcs[key]; fn != nil {
+			return fn
+		}
+		fn := key
+		fn.ID = uint64(len(p.Function) + 1)
+		funcs[key] = &fn
+		p.Function = append(p.Function, &fn)
+		return &fn
+	}
+
+	maps := map[*check.DSO]*profile.Mapping{}
+	bases := map[*check.DSO]uint64{} // address of offset 0
+	next := uint64(fileBase)
+	for _, d := range dsos {
+		s := spans[d]
+		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: d.Path}
+		if len(d.BuildID) > 0 {
+			m.BuildID = d.BuildID.String()
+		}
+		if addrKind(d) {
+			// Addresses are real: keep them, and a mapping that spans them.
+			m.Start = s.lo &^ 0xfff
+			m.Limit = (s.hi | 0xfff) + 1
+			if d.Kind == check.KindKernel {
+				// perf's kernel map: an address is its own offset.
+				m.Offset = m.Start
+			}
+			if m.Limit == 0 { // the top page
+				m.Limit = ^uint64(0)
+			}
+		} else {
+			// A DSO is shared by every process that mapped it, each at
+			// its own address; the check keeps file offsets. Give each
+			// DSO its own range, laid out like its executable mapping
+			// (Start at the page of the text segment's file offset, Offset
+			// that file offset), so that pprof's symbolizers, given the
+			// same binary later, find file offset = Address - Start +
+			// Offset and the virtual address from the program headers.
+			pg := textPageOffset(d, s.lo)
+			base := next
+			m.Start = base + pg
+			m.Offset = pg
+			m.Limit = base + ((s.hi | 0xfff) + 1)
+			if m.Limit <= m.Start {
+				m.Limit = m.Start + 0x1000
+			}
+			bases[d] = base
+			next = (m.Limit + 1<<32) &^ (1<<32 - 1)
+		}
+		if refused(d) {
+			// The file at the recorded path is not the binary that ran
+			// (or there is none): a symbolizer that opens m.File without
+			// checking build-ids (go tool pprof's does not) would name
+			// these frames from the wrong file. The verdict appended makes
+			// the name one that opens nothing, while the build-id still
+			// lets pprof find the right binary ($PPROF_BINARY_PATH/<build-id>/...).
+			m.File = d.Path + " [" + d.Verdict.String() + "]"
+		}
+		maps[d] = m
+		p.Mapping = append(p.Mapping, m)
+	}
+
+	locs := make(map[*check.Location]*profile.Location, len(res.Locations))
+	for _, l := range res.Locations {
+		m := maps[l.DSO]
+		pl := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m}
+		if addrKind(l.DSO) {
+			pl.Address = l.Offset
+		} else {
+			pl.Address = bases[l.DSO] + l.Offset
+		}
+		if !refused(l.DSO) {
+			for _, f := range l.Frames {
+				if f.Function == "" && f.RawName == "" {
+					continue
+				}
+				pl.Line = append(pl.Line, profile.Line{Function: function(f), Line: int64(f.Line), Column: int64(f.Column)})
+				m.HasFunctions = true
+				if f.File != "" {
+					m.HasFilenames = true
+				}
+				if f.Line > 0 {
+					m.HasLineNumbers = true
+				}
+				if f.Inlined {
+					m.HasInlineFrames = true
+				}
+			}
+		}
+		locs[l] = pl
+		p.Location = append(p.Location, pl)
+	}
+	// A trusted DSO that was found elsewhere than at its path (perf's
+	// cache, a debug directory, debuginfod) and got no names from us:
+	// point pprof at the verified file, not at whatever is at the path now.
+	for _, d := range dsos {
+		m := maps[d]
+		if !refused(d) && !m.HasFunctions && d.Verdict == check.Verified && d.FoundPath != "" && !addrKind(d) {
+			m.File = d.FoundPath
+		}
+	}
+
+	// Samples: one per (stack, comm, pid, tid), the events' values side by
+	// side.
+	type sampleKey struct {
+		stack    int
+		comm     string
+		pid, tid int32
+	}
+	samples := map[sampleKey]*profile.Sample{}
+	for _, ag := range res.Aggregates() {
+		k := sampleKey{ag.Stack.ID, ag.Comm, ag.PID, ag.TID}
+		s := samples[k]
+		if s == nil {
+			s = &profile.Sample{
+				Value:    make([]int64, 2*nev),
+				Location: make([]*profile.Location, len(ag.Stack.Locations)),
+				Label:    map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
+				NumLabel: map[string][]int64{"pid": {int64(ag.PID)}, "tid": {int64(ag.TID)}},
+			}
+			if ag.Comm != "" {
+				s.Label["comm"] = []string{ag.Comm}
+			}
+			for i, l := range ag.Stack.Locations {
+				s.Location[i] = locs[l]
+			}
+			samples[k] = s
+			p.Sample = append(p.Sample, s)
+		}
+		s.Value[2*ag.Event] += int64(ag.Samples)
+		s.Value[2*ag.Event+1] += int64(ag.Period)
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprofout: %w", err)
+	}
+	return p, nil
+}
+
+// Write converts res and writes the profile to w, gzipped, as pprof reads it.
+func Write(w io.Writer, res *check.Result, opts Options) error {
+	p, err := Convert(res, opts)
+	if err != nil {
+		return err
+	}
+	return p.Write(w)
+}
+
+// mainDSO returns the index in dsos of the busiest command's executable, or
+// -1 when none is recognized.
+func mainDSO(res *check.Result, dsos []*check.DSO) int {
+	byComm := map[string]uint64{}
+	for _, ag := range res.Aggregates() {
+		byComm[ag.Comm] += ag.Samples
+	}
+	var comm string
+	var most uint64
+	for c, n := range byComm {
+		if n > most || n == most && c < comm {
+			comm, most = c, n
+		}
+	}
+	if comm == "" {
+		return -1
+	}
+	for i, d := range dsos {
+		if d.Kind != check.KindFile {
+			continue
+		}
+		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]
+		if base == comm || len(comm) >= 15 && strings.HasPrefix(base, comm) {
+			return i
+		}
+	}
+	return -1
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// textPageOffset is the file offset, rounded down to a page, at which the
+// loader maps the executable segment that holds offset lo: what perf
+// recorded as the pgoff of the sampled mapping. It reads the program
+// headers of the verified binary when there is one; otherwise (refused or
+// unreadable) it takes lo's page, which is enough for pprof, whose
+// symbolizer picks the segment by file offset.
+func textPageOffset(d *check.DSO, lo uint64) uint64 {
+	if d.Trusted() && d.FoundPath != "" && !strings.HasPrefix(d.FoundPath, "/proc/") {
+		if off, ok := execSegmentOffset(d.FoundPath, lo); ok {
+			return off &^ 0xfff
+		}
+	}
+	return lo &^ 0xfff
+}
+
+func execSegmentOffset(path string, lo uint64) (off uint64, ok bool) {
+	defer func() {
+		// debug/elf documents that malformed input may panic.
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	for _, ph := range f.Progs {
+		if ph.Type == elf.PT_LOAD && ph.Flags&elf.PF_X != 0 && ph.Off <= lo && lo < ph.Off+ph.Filesz {
+			return ph.Off, true
+		}
+	}
+	return 0, false
+}
