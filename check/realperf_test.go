@@ -613,3 +613,46 @@ func TestRealGoProgram(t *testing.T) {
 		})
 	}
 }
+
+// A binary replaced while perf records: perf reads the header's build-ids
+// at the end, from the files then on disk, so the table describes the
+// replacement for both runs. MMAP2's inode tells the runs apart: the first
+// run's binary must be replaced (unnamed), the second's verified.
+func TestRealReplacedDuringRecording(t *testing.T) {
+	w := newWorld(t)
+	bin, next := w.path("busy"), w.path("busy-next")
+	w.gcc(bin, busyV1)
+	w.gcc(next, busyV2)
+	script := bin + " 40000000; cp " + next + " " + bin + ".new && mv " + bin + ".new " + bin + "; " + bin + " 150000000"
+	data := w.record("during.data", nil, "sh", "-c", script)
+	res := w.analyze(data, Options{})
+	var old, cur *DSO
+	for _, d := range res.DSOs {
+		if d.Path != bin {
+			continue
+		}
+		if d.Verdict == Replaced {
+			old = d
+		} else {
+			cur = d
+		}
+	}
+	if old == nil || cur == nil {
+		t.Fatalf("want two DSOs for %s, one replaced: %+v", bin, res.Report().DSOs)
+	}
+	if cur.Verdict != Verified {
+		t.Errorf("the running replacement: %v (%s)", cur.Verdict, cur.Reason)
+	}
+	// perf wrote one build-id (the replacement's) for both: the trap, not
+	// the ambiguity of two build-ids.
+	if len(old.Candidates) != 0 || !strings.Contains(old.Reason, "describes the replacement") {
+		t.Errorf("reason: %s", old.Reason)
+	}
+	// No frame of the first run is named from the replacement.
+	for _, l := range res.Locations {
+		if l.DSO == old && len(l.Frames) > 0 {
+			t.Errorf("a frame of the replaced run is named %s", l.Frames[0].Function)
+		}
+	}
+	assertName(t, res, "replacement_only")
+}
