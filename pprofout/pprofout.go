@@ -42,9 +42,9 @@ import (
 
 // Options tune Convert.
 type Options struct {
-	// Events are the recording's events (perfdata's File.Events or
-	// Reader.Events), indexed as check.Result.Events; they give each
-	// period its unit. When nil, every period is a "count".
+	// Events are the recording's events, indexed as check.Result.Events;
+	// they give each period its unit. nil means res.EventInfo; when that
+	// is empty too, every period is a "count".
 	Events []perfdata.Event
 	// Comments are added to the profile (pprof -comments shows them).
 	Comments []string
@@ -92,6 +92,9 @@ const fileBase = 1 << 32
 // Convert builds a pprof profile from res. It uses res.Aggregates, so it
 // needs no per-sample data (check.Options.KeepSamples is not needed).
 func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
+	if opts.Events == nil {
+		opts.Events = res.EventInfo
+	}
 	nev := len(res.Events)
 	for _, ag := range res.Aggregates() {
 		if ag.Event >= nev {

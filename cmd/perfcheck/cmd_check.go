@@ -40,7 +40,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.")
 		fs.PrintDefaults()
 	}
-	pos, code := parseArgs(fs, args)
+	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -48,7 +48,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	opts := af.options()
+	opts := af.options(stderr)
 	opts.NoSymbols = true // the verdicts need no names
 	a, err := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if err != nil {

@@ -47,7 +47,7 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).")
 		fs.PrintDefaults()
 	}
-	pos, code := parseArgs(fs, args)
+	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -63,7 +63,7 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	if *out != "-" && pos[0] != "-" && sameFile(*out, pos[0]) {
 		return errorf(stderr, "pprof", "-o %s is the input file", *out)
 	}
-	a, err := analyze(context.Background(), pos[0], af.options(), stdinReader, stderr)
+	a, err := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
 	if err != nil {
 		return errorf(stderr, "pprof", "%v", err)
 	}

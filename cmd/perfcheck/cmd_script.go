@@ -59,7 +59,7 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Prints each sample (comm pid/tid [cpu] time: period event:) and its callchain; untrusted frames stay dso+0xoffset [verdict].")
 		fs.PrintDefaults()
 	}
-	pos, code := parseArgs(fs, args)
+	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -67,7 +67,7 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	opts := af.options()
+	opts := af.options(stderr)
 	opts.KeepSamples = true
 	a, err := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if err != nil {

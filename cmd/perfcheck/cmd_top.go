@@ -81,7 +81,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.")
 		fs.PrintDefaults()
 	}
-	pos, code := parseArgs(fs, args)
+	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
@@ -89,7 +89,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	a, err := analyze(context.Background(), pos[0], af.options(), stdinReader, stderr)
+	a, err := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
 	if err != nil {
 		return errorf(stderr, "top", "%v", err)
 	}
