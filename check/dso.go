@@ -331,6 +331,9 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
 			d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
 		}
+		if d.Verdict == Mismatch && o.TrustPaths {
+			d.symPath = disk
+		}
 		return
 	}
 

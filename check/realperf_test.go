@@ -307,6 +307,21 @@ func TestRealRebuiltSamePath(t *testing.T) {
 			t.Error("a mismatch must fail the check")
 		}
 		assertNoName(t, res, append(v2Names, "first_hot", "second_hot")...)
+
+		// --trust-paths: named from the file at the path, loudly.
+		res = w.analyze(data, Options{TrustPaths: true})
+		named := 0
+		for _, l := range res.Locations {
+			if l.DSO.Path == bin && len(l.Frames) > 0 {
+				named++
+				if s := l.String(); !strings.HasSuffix(s, "[mismatch]") {
+					t.Errorf("trust-paths frame not marked: %q", s)
+				}
+			}
+		}
+		if named == 0 || res.UntrustedAnySamples != hits {
+			t.Errorf("trust-paths: %d named locations, %s", named, res.Report().Summary())
+		}
 	})
 	t.Run("cache-kept", func(t *testing.T) {
 		resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{

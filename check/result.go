@@ -31,7 +31,8 @@ type Location struct {
 func (l *Location) Trusted() bool { return l.DSO.Verdict.Trusted() }
 
 // String is the location as script and top print it: "function (dso)" for a
-// named frame, "dso+0xoffset [verdict]" otherwise.
+// named frame, "dso+0xoffset [verdict]" otherwise (and "function (dso)
+// [verdict]" for an untrusted DSO named because of Options.TrustPaths).
 func (l *Location) String() string {
 	if len(l.Frames) > 0 {
 		f := l.Frames[len(l.Frames)-1].Function
@@ -39,6 +40,11 @@ func (l *Location) String() string {
 			f = l.Frames[len(l.Frames)-1].RawName
 		}
 		if f != "" {
+			if !l.Trusted() {
+				// Only with Options.TrustPaths: named from a file that
+				// is not the one that ran, and marked so.
+				return f + " (" + l.DSO.Path + ") [" + l.DSO.Verdict.String() + "]"
+			}
 			return f + " (" + l.DSO.Path + ")"
 		}
 	}
