@@ -260,9 +260,10 @@ func (d *debuginfod) download(ctx context.Context, bid BuildID, typ, target stri
 		return res, nil
 	}
 	if notFound == len(live) && d.cache != "" {
-		// Remember the miss as elfutils does: an empty file with no
-		// permissions, honoured for cache_miss_s.
-		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o000); err == nil {
+		// Remember the miss as elfutils does: an empty file at the
+		// target's name (elfutils 0.188 writes it mode 0644), honoured for
+		// cache_miss_s by its mtime.
+		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
 			f.Close()
 		} else if errors.Is(err, os.ErrExist) {
 			now := time.Now()

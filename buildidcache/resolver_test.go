@@ -468,6 +468,45 @@ func TestDebuginfodReal(t *testing.T) {
 		}
 	})
 
+	// The cache is elfutils' own: what debuginfod-find downloads we find
+	// offline, and what we download debuginfod-find finds without asking
+	// a server (its only server is unreachable).
+	t.Run("shared-with-elfutils", func(t *testing.T) {
+		needTool(t, "debuginfod-find")
+		id := mustID(t, cDbg).BuildID
+		find := func(cache, urls, typ string) (string, error) {
+			c := exec.Command("debuginfod-find", typ, id.String())
+			c.Env = append(slicesDeleteEnv(slicesDeleteEnv(os.Environ(), "DEBUGINFOD_URLS"), "DEBUGINFOD_CACHE_PATH"),
+				"DEBUGINFOD_CACHE_PATH="+cache, "DEBUGINFOD_URLS="+urls, "DEBUGINFOD_TIMEOUT=2")
+			b, err := c.Output()
+			return strings.TrimSpace(string(b)), err
+		}
+		theirs := t.TempDir()
+		got, err := find(theirs, url, "executable")
+		if err != nil || got != filepath.Join(theirs, id.String(), "executable") {
+			t.Fatalf("debuginfod-find: %q %v", got, err)
+		}
+		off := noNet(t)
+		off.DebuginfodCache = theirs
+		res, err := New(off).Resolve(ctx, Query{BuildID: id})
+		if err != nil || res.Identity.Path != got {
+			t.Errorf("offline from elfutils' download: %+v %v", res, err)
+		}
+
+		ours := noNet(t)
+		ours.DebuginfodURLs = []string{url}
+		if _, err := New(ours).Resolve(ctx, Query{BuildID: id}); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		dead := "http://" + l.Addr().String()
+		l.Close()
+		got, err = find(ours.DebuginfodCache, dead, "debuginfo")
+		if err != nil || got != filepath.Join(ours.DebuginfodCache, id.String(), "debuginfo") {
+			t.Errorf("debuginfod-find on our download: %q %v", got, err)
+		}
+	})
+
 	t.Run("negative-cache", func(t *testing.T) {
 		opts := noNet(t)
 		opts.DebuginfodURLs = []string{url}
@@ -483,8 +522,21 @@ func TestDebuginfodReal(t *testing.T) {
 			t.Errorf("3 resolves of a missing build-id made %d requests, want 2 (debuginfo, executable, then remembered)", n)
 		}
 		st, err := os.Stat(filepath.Join(opts.DebuginfodCache, missing.String(), "debuginfo"))
-		if err != nil || st.Size() != 0 || st.Mode().Perm() != 0 {
-			t.Errorf("negative cache entry: %v %v", st, err)
+		if err != nil || st.Size() != 0 {
+			t.Fatalf("negative cache entry: %v %v", st, err)
+		}
+		// elfutils honours our remembered miss: debuginfod-find fails at
+		// once without asking the server.
+		if _, err := exec.LookPath("debuginfod-find"); err == nil {
+			before := debuginfodCount(t, url, "debuginfo")
+			c := exec.Command("debuginfod-find", "debuginfo", missing.String())
+			c.Env = append(os.Environ(), "DEBUGINFOD_CACHE_PATH="+opts.DebuginfodCache, "DEBUGINFOD_URLS="+url)
+			if err := c.Run(); err == nil {
+				t.Error("debuginfod-find found a missing build-id")
+			}
+			if n := debuginfodCount(t, url, "debuginfo") - before; n != 0 {
+				t.Errorf("debuginfod-find asked the server %d times despite the remembered miss", n)
+			}
 		}
 	})
 }
