@@ -43,12 +43,19 @@ func corpusRecordings(t testing.TB) []string {
 // first error; it is also the fuzz body's contract ("error means no
 // result").
 func callAll(fs *Features) error {
-	var errs []error
+	err, bad := callAllChecked(fs)
+	return errors.Join(err, bad)
+}
+
+// callAllChecked is callAll that keeps apart the decoding errors (err) and
+// the broken invariants (bad: a result returned together with an error).
+func callAllChecked(fs *Features) (err, bad error) {
+	var errs, bads []error
 	check := func(ok bool, err error) {
 		if err != nil {
 			errs = append(errs, err)
 			if ok {
-				errs = append(errs, fmt.Errorf("a result came with the error %v", err))
+				bads = append(bads, fmt.Errorf("a result came with the error %v", err))
 			}
 		}
 	}
@@ -139,7 +146,7 @@ func callAll(fs *Features) error {
 			check(v != nil, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(errs...), errors.Join(bads...)
 }
 
 // brokenSections lists the corpus files with a feature section that does

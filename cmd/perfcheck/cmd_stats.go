@@ -159,7 +159,8 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	st, rerr := countRecords(f)
-	auxNote := f.Features().Has(perfdata.FeatureAuxtrace) && !f.IsPipe()
+	// perf checks the feature bit, which pipe streams never set.
+	auxNote := !f.IsPipe() && f.Features().Has(perfdata.FeatureAuxtrace)
 
 	if jsonOut {
 		out := statsJSON{File: file, Total: st.total, ExcludesAux: auxNote, Types: []statsTypeJSON{}, Events: []statsEventJSON{}}
