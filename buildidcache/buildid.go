@@ -310,6 +310,7 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 			}
 		}
 	}
+	var noteErr error
 	for _, s := range secs {
 		switch s.typ {
 		case shtSymtab:
@@ -325,8 +326,11 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 		case shtNobits:
 			continue
 		case shtNote:
-			if err := e.notes(s.off, s.size, s.align, id); err != nil {
-				return nil, err
+			// A broken note section that is not the build-id's (an SDT
+			// or vendor note) must not hide a good build-id: the error
+			// counts only if no build-id turns up.
+			if err := e.notes(s.off, s.size, s.align, id); err != nil && noteErr == nil {
+				noteErr = err
 			}
 			continue
 		}
@@ -345,18 +349,23 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 			}
 		}
 	}
-	if id.BuildID == nil || id.GoBuildID == "" {
+	if id.BuildID == nil {
 		// Stripped section headers (llvm-objcopy --strip-sections, some
 		// firmware and packers) leave only the PT_NOTE segments, which is
 		// what the kernel and perf's minimal reader use too
-		// (read_build_id in tools/perf/util/symbol-minimal.c).
-		had := id.BuildID != nil
-		if err := e.segments(phoff, phentsize, phnum, id); err != nil {
+		// (read_build_id in tools/perf/util/symbol-minimal.c). In a
+		// separate debug file the segments describe the original
+		// binary's layout and may point anywhere, so their errors count
+		// only when there are no sections to trust.
+		if err := e.segments(phoff, phentsize, phnum, id); err != nil && len(secs) == 0 {
 			return nil, err
 		}
-		if !had && id.BuildID != nil {
+		if id.BuildID != nil {
 			id.FromSegments = true
 		}
+	}
+	if id.BuildID == nil && noteErr != nil {
+		return nil, noteErr
 	}
 	return id, nil
 }

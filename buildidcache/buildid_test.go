@@ -293,6 +293,32 @@ func stdlibBuildID(name string) (id string, ok bool) {
 	return "", true
 }
 
+// TestReadIdentityBrokenOtherNote corrupts the .note.ABI-tag note of a real
+// binary (its name size made huge): the build-id note is still found.
+func TestReadIdentityBrokenOtherNote(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "prog", "-Wl,--build-id")
+	want := mustID(t, bin).BuildID
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Section(".note.ABI-tag")
+	f.Close()
+	if s == nil {
+		t.Skip("no .note.ABI-tag section")
+	}
+	b, _ := os.ReadFile(bin)
+	binary.LittleEndian.PutUint32(b[s.Offset:], 0x7fffffff)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, err := ReadFileIdentity(bin)
+	if err != nil || !id.BuildID.Matches(want) {
+		t.Errorf("id %+v, err %v", id, err)
+	}
+}
+
 func TestReadIdentityNotELF(t *testing.T) {
 	_, err := ReadIdentity(strings.NewReader("#!/bin/sh\necho hi\n"), 18)
 	if !errors.Is(err, ErrNotELF) {

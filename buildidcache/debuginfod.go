@@ -101,6 +101,12 @@ func (r *Resolver) lookDebuginfodDebuginfo(ctx context.Context, s *search) {
 	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == KindVDSO {
 		return
 	}
+	// A kernel's debuginfo is a vmlinux of hundreds of megabytes; when a
+	// kallsyms or vmlinux already verified, function names are there and
+	// the download is not worth it by default.
+	if s.q.Kind == KindKernel && len(s.verified) > 0 {
+		return
+	}
 	r.lookDebuginfod(ctx, s, "debuginfo")
 }
 
