@@ -49,7 +49,7 @@ func runBuildIDs(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	f, err := perfdata.Open(file)
+	f, err := openRecording(file)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -103,9 +103,9 @@ type dsoList struct {
 // sample's IP fell in; their build-ids come from HEADER_BUILD_ID records
 // and MMAP2 records that carry one (perf record --buildid-mmap), and are
 // blank when neither gives one.
-func listBuildIDs(f *perfdata.File) (*dsoList, error) {
+func listBuildIDs(f *recording) (*dsoList, error) {
 	if !f.IsPipe() && f.Features().Has(perfdata.FeatureBuildID) {
-		es, err := f.BuildIDs()
+		es, err := f.Features().BuildIDs()
 		if err != nil {
 			return &dsoList{}, err
 		}

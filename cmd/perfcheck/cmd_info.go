@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
@@ -169,7 +171,7 @@ func attrFlagNames(f perfdata.AttrFlags) []string {
 
 // gatherInfo reads the header, the features and every record of f. Feature
 // errors are kept per feature and do not stop the rest.
-func gatherInfo(f *perfdata.File, file string) (*infoJSON, error) {
+func gatherInfo(f *recording, file string) (*infoJSON, error) {
 	order := "little-endian"
 	if f.ByteOrder() == binary.BigEndian {
 		order = "big-endian"
@@ -277,7 +279,7 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	f, err := perfdata.Open(file)
+	f, err := openRecording(file)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -371,4 +373,55 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 	for _, wmsg := range in.Warnings {
 		line("warning", "%s", wmsg)
 	}
+}
+
+// recording is what info, stats and buildids read: a perf.data opened by
+// name, or a pipe-mode stream on stdin ("-"), which is read once, as it
+// arrives (perf record -o - | perfcheck stats -).
+type recording struct {
+	src interface {
+		Records(perfdata.RecordsOptions) *perfdata.Records
+		Events() []perfdata.Event
+		Features() *perfdata.Features
+		ByteOrder() binary.ByteOrder
+		Warnings() []string
+	}
+	file *perfdata.File // nil for stdin
+}
+
+// stdin is where "-" reads from; tests replace it.
+var stdin io.Reader = os.Stdin
+
+func openRecording(name string) (*recording, error) {
+	if name == "-" {
+		r, err := perfdata.NewReader(bufio.NewReaderSize(stdin, 1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("standard input: %w", err)
+		}
+		return &recording{src: r}, nil
+	}
+	f, err := perfdata.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &recording{src: f, file: f}, nil
+}
+
+func (r *recording) Records(o perfdata.RecordsOptions) *perfdata.Records { return r.src.Records(o) }
+func (r *recording) Events() []perfdata.Event                            { return r.src.Events() }
+func (r *recording) Features() *perfdata.Features                        { return r.src.Features() }
+func (r *recording) ByteOrder() binary.ByteOrder                         { return r.src.ByteOrder() }
+func (r *recording) Warnings() []string                                  { return r.src.Warnings() }
+func (r *recording) IsPipe() bool                                        { return r.file == nil || r.file.IsPipe() }
+func (r *recording) IsDir() bool                                         { return r.file != nil && r.file.IsDir() }
+
+// Truncated reports an unfinished file (see perfdata.File.Truncated); a
+// stream has no header to tell.
+func (r *recording) Truncated() bool { return r.file != nil && r.file.Truncated() }
+
+func (r *recording) Close() error {
+	if r.file != nil {
+		return r.file.Close()
+	}
+	return nil
 }

@@ -76,7 +76,7 @@ const perfMaxRecordType = perfdata.RecordSchedstatDomain + 1
 //     LOST_SAMPLES records whose sample_id names it.
 //
 // It returns what was counted before an error together with the error.
-func countRecords(f *perfdata.File) (*recordStats, error) {
+func countRecords(f *recording) (*recordStats, error) {
 	st := &recordStats{byType: map[perfdata.RecordType]uint64{}}
 	grow := func(n int) {
 		for len(st.samples) < n {
@@ -126,7 +126,7 @@ func countRecords(f *perfdata.File) (*recordStats, error) {
 // eventOf returns the event a kernel record is delivered to, as perf's
 // evlist__id2evsel: the first event when there is one event or the
 // record's id is 0 or absent, else the owner of the id, else none (-1).
-func eventOf(f *perfdata.File, h *perfdata.RecordHeader) int {
+func eventOf(f *recording, h *perfdata.RecordHeader) int {
 	evs := f.Events()
 	if len(evs) == 0 {
 		return -1
@@ -153,7 +153,7 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	f, err := perfdata.Open(file)
+	f, err := openRecording(file)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -212,7 +212,7 @@ func hasPerfName(t perfdata.RecordType) bool {
 // (perf_session__fprintf_nr_events, events_stats__fprintf and
 // evlist__fprintf_nr_events in perf 6.1, with empty lines skipped as its
 // default --skip-empty does).
-func writeStatsText(w io.Writer, f *perfdata.File, st *recordStats, auxNote bool) {
+func writeStatsText(w io.Writer, f *recording, st *recordStats, auxNote bool) {
 	msg := ""
 	if auxNote {
 		msg = " (excludes AUX area (e.g. instruction trace) decoded / synthesized events)"
@@ -241,7 +241,7 @@ func writeStatsText(w io.Writer, f *perfdata.File, st *recordStats, auxNote bool
 // recorded name in file mode, but in pipe mode the name perf 6.1 derives
 // from the attr, which it uses even when the stream names the event in
 // EVENT_DESC or EVENT_UPDATE (see Attr.DerivedName).
-func statsEventName(f *perfdata.File, i int) string {
+func statsEventName(f *recording, i int) string {
 	e := &f.Events()[i]
 	if f.IsPipe() {
 		return e.Attr.DerivedName()

@@ -314,3 +314,33 @@ func TestCommandsUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestStdinPipe: "-" reads a pipe-mode stream from standard input, as in
+// perf record -o - | perfcheck stats -, with the same output as the file.
+func TestStdinPipe(t *testing.T) {
+	file := filepath.Join(fixturesDir, "pipe.data")
+	for _, c := range []struct{ cmd, want string }{{"stats", file + ".stats"}, {"buildids", file + ".buildid-list"}} {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := stdin
+		stdin = f
+		out, errs, code := runCmd(t, c.cmd, "-")
+		stdin = old
+		f.Close()
+		want, err := os.ReadFile(c.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != exitOK || out != string(want) {
+			t.Errorf("%s -: exit %d %s\n%s", c.cmd, code, errs, out)
+		}
+	}
+	stdin = strings.NewReader("PERFILE2")
+	_, errs, code := runCmd(t, "info", "-")
+	stdin = os.Stdin
+	if code != exitError || !strings.Contains(errs, "standard input") {
+		t.Errorf("short stream: exit %d %q", code, errs)
+	}
+}
