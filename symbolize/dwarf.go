@@ -43,15 +43,24 @@ type unitSlot struct {
 	err   error // decoding error, kept so it is reported once per lookup
 }
 
-// lineRow is one row of a unit's line table. end marks an end_sequence
-// row: addresses from it up to the next row have no line.
+// lineRow is one row of a unit's line table, packed in 16 bytes since a
+// large binary has millions. file == rowEnd marks an end_sequence row:
+// addresses from it up to the next row have no line. Columns beyond 65535
+// read as 0 (unknown); a unit with more than 65534 files (none seen) maps
+// the excess to rowNoFile.
 type lineRow struct {
 	addr uint64
-	file uint32
 	line uint32
-	col  uint32
-	end  bool
+	file uint16
+	col  uint16
 }
+
+const (
+	rowEnd    = 0xffff
+	rowNoFile = 0xfffe
+)
+
+func (r *lineRow) end() bool { return r.file == rowEnd }
 
 // scope is a function (subprogram) or an inlined call in a unit. Children
 // of a scope are the inlined calls directly inside it.
@@ -91,7 +100,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 		if b.ef == nil {
 			return
 		}
-		ef, name := b.ef, b.path
+		ef, name, ra := b.ef, b.path, io.ReaderAt(b.f)
 		if !hasDWARF(ef) {
 			f, def, p, err := b.openDebugFile()
 			if err != nil {
@@ -109,9 +118,9 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 				return
 			}
 			b.dbgFile, b.dbgPath = f, p
-			ef, name = def, p
+			ef, name, ra = def, p, f
 		}
-		dw, err := newDWARFIndex(ef, name, b.execRange)
+		dw, err := newDWARFIndex(ef, ra, name, b.execRange)
 		if err != nil {
 			b.dwErr = err
 			if b.dbgFile != nil {
@@ -124,10 +133,10 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 	return b.dw
 }
 
-func newDWARFIndex(ef *elf.File, name string, exec [][2]uint64) (*dwarfIndex, error) {
+func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
 	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
 	err := safely(name, func() error {
-		d, err := ef.DWARF()
+		d, err := loadDWARFSections(ef, ra)
 		if err != nil {
 			return err
 		}
@@ -171,6 +180,34 @@ func newDWARFIndex(ef *elf.File, name string, exec [][2]uint64) (*dwarfIndex, er
 		x.maxHi[i] = m
 	}
 	return x, nil
+}
+
+// loadDWARFSections is elf.File.DWARF without the sections a symbolizer
+// never reads: .debug_loc/.debug_loclists (variable locations, as large as
+// .debug_info in Go binaries), .debug_frame, .debug_aranges, .debug_types.
+// Each is decompressed in full when loaded, so skipping them saves both
+// time to first answer and memory. Relocatable files (kernel modules) need
+// relocations applied and go through elf.File.DWARF.
+func loadDWARFSections(ef *elf.File, ra io.ReaderAt) (*dwarf.Data, error) {
+	if ef.Type == elf.ET_REL {
+		return ef.DWARF()
+	}
+	sec, err := loadSections(ef, ra, []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"})
+	if err != nil {
+		return nil, err
+	}
+	d, err := dwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range []string{"addr", "line_str", "rnglists", "str_offsets"} {
+		if b := sec[n]; b != nil {
+			if err := d.AddSection(".debug_"+n, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return d, nil
 }
 
 // inExec reports whether addr lies in an executable section of the running
@@ -251,7 +288,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
 	rows := ui.rows
 	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
-	if i < 0 || rows[i].end {
+	if i < 0 || rows[i].end() {
 		return buf, false
 	}
 	row := &rows[i]
@@ -281,7 +318,7 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 		chain[n] = next
 		n++
 	}
-	file, line, col := ui.file(row.file), int(row.line), int(row.col)
+	file, line, col := ui.file(uint32(row.file)), int(row.line), int(row.col)
 	if n == 0 {
 		return append(buf, Frame{File: file, Line: line, Column: col}), true
 	}
@@ -354,6 +391,15 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 	}
 	if lr != nil {
 		var e dwarf.LineEntry
+		// Count first so that the rows of a big unit (Go's runtime has
+		// half a million) are allocated once: decoding is cheap next
+		// to growing a slice of that size step by step.
+		n := 0
+		for lr.Next(&e) == nil {
+			n++
+		}
+		lr.Reset()
+		ui.rows = make([]lineRow, 0, n)
 		seqStart := 0
 		for {
 			if err := lr.Next(&e); err != nil {
@@ -368,7 +414,17 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 				ui.files = append(ui.files, fileName(e.File))
 				fileIdx[e.File] = fi
 			}
-			ui.rows = append(ui.rows, lineRow{addr: e.Address, file: fi, line: uint32(e.Line), col: uint32(e.Column), end: e.EndSequence})
+			row := lineRow{addr: e.Address, line: uint32(max(e.Line, 0)), file: rowNoFile}
+			if fi < rowNoFile {
+				row.file = uint16(fi)
+			}
+			if e.Column > 0 && e.Column <= 0xffff {
+				row.col = uint16(e.Column)
+			}
+			if e.EndSequence {
+				row.file = rowEnd
+			}
+			ui.rows = append(ui.rows, row)
 			if e.EndSequence {
 				// Drop sequences of discarded code (see inExec).
 				if seqStart < len(ui.rows) && !x.inExec(ui.rows[seqStart].addr) {
@@ -398,7 +454,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		if a.addr != b.addr {
 			return a.addr < b.addr
 		}
-		return a.end && !b.end // a sequence starting where another ends wins
+		return a.end() && !b.end() // a sequence starting where another ends wins
 	})
 
 	// Walk the DIE tree. stack holds, per open DIE with children, the

@@ -1,0 +1,119 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// maxInflate bounds the declared size of a compressed section against its
+// compressed size: deflate cannot expand more than 1032-fold, zstd far less
+// in practice; a header that claims more is corrupt and would only make us
+// allocate what the input does not justify.
+const maxInflate = 1100
+
+// sectionBytes returns the contents of s (read through ra, the file ef was
+// parsed from: debug/elf gives compressed sections no raw reader),
+// decompressing SHF_COMPRESSED
+// sections itself (zlib with klauspost/compress, which is about twice as
+// fast as compress/flate, and zstd) instead of through debug/elf; other
+// sections come from Section.Data.
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) {
+	if s.Flags&elf.SHF_COMPRESSED == 0 {
+		return s.Data()
+	}
+	var hdr [24]byte
+	n := 24
+	if ef.Class == elf.ELFCLASS32 {
+		n = 12
+	}
+	if s.FileSize < uint64(n) {
+		return nil, fmt.Errorf("%w: section %s at offset %#x: compression header truncated", ErrMalformed, s.Name, s.Offset)
+	}
+	raw := io.NewSectionReader(ra, int64(s.Offset), int64(s.FileSize))
+	if _, err := raw.ReadAt(hdr[:n], 0); err != nil {
+		return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+	}
+	bo := ef.ByteOrder
+	var typ uint32
+	var size uint64
+	if n == 24 {
+		typ, size = bo.Uint32(hdr[0:]), bo.Uint64(hdr[8:])
+	} else {
+		typ, size = bo.Uint32(hdr[0:]), uint64(bo.Uint32(hdr[4:]))
+	}
+	comp := s.FileSize - uint64(n)
+	if size > comp*maxInflate+4096 || size > 1<<36 {
+		return nil, fmt.Errorf("%w: section %s at offset %#x: claims %d bytes from %d compressed", ErrMalformed, s.Name, s.Offset, size, comp)
+	}
+	src := io.NewSectionReader(raw, int64(n), int64(comp))
+	out := make([]byte, size)
+	switch elf.CompressionType(typ) {
+	case elf.COMPRESS_ZLIB:
+		zr, err := zlib.NewReader(src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+		if _, err := io.ReadFull(zr, out); err != nil {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+	case elf.COMPRESS_ZSTD:
+		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+		defer zr.Close()
+		if _, err := io.ReadFull(zr, out); err != nil {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+	default:
+		return s.Data() // let debug/elf decide (and report) what it is
+	}
+	return out, nil
+}
+
+// loadSections reads the named DWARF sections (".debug_NAME", or the old
+// ".zdebug_NAME") of ef concurrently: decompression dominates the time to
+// first answer and the sections are independent. Missing sections map to
+// nil.
+func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(names))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var firstErr error
+	for _, name := range names {
+		s := ef.Section(".debug_" + name)
+		if s == nil {
+			s = ef.Section(".zdebug_" + name)
+		}
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b []byte
+			err := safely(s.Name, func() error {
+				var err error
+				b, err = sectionBytes(ef, ra, s)
+				return err
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out[name] = b
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
