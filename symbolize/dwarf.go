@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"strings"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 )

@@ -116,4 +116,3 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 	wg.Wait()
 	return out, firstErr
 }
-
