@@ -38,8 +38,9 @@ func (af *analyzeFlags) options(stderr io.Writer) check.Options {
 // check.Result: the recording's events with their attrs (for units, and
 // whether samples carry a CPU).
 type analysis struct {
-	res    *check.Result
-	events []perfdata.Event
+	res     *check.Result
+	events  []perfdata.Event
+	evWidth int // cached nameWidth
 }
 
 // analyze runs the check on name ("-" is standard input, read as a pipe-mode

@@ -103,6 +103,23 @@ func (a *analysis) hasCPU(i int) bool {
 	return i >= 0 && i < len(a.events) && a.events[i].Attr.SampleType&perfdata.SampleCPU != 0
 }
 
+// hasCallchain reports whether event i recorded callchains
+// (PERF_SAMPLE_CALLCHAIN).
+func (a *analysis) hasCallchain(i int) bool {
+	return i >= 0 && i < len(a.events) && a.events[i].Attr.SampleType&perfdata.SampleCallchain != 0
+}
+
+// nameWidth is the width perf script right-aligns event names to: the
+// longest event name of the recording (evlist__max_name_len).
+func (a *analysis) nameWidth() int {
+	if a.evWidth == 0 {
+		for i := range a.res.Events {
+			a.evWidth = max(a.evWidth, len(a.eventName(i)))
+		}
+	}
+	return a.evWidth
+}
+
 func (a *analysis) eventName(i int) string {
 	if i >= 0 && i < len(a.res.Events) && a.res.Events[i] != "" {
 		return a.res.Events[i]
@@ -119,7 +136,12 @@ func (a *analysis) eventName(i int) string {
 // frame is "dso+0xoffset [verdict]", an unverified one ends with
 // "[unverified]".
 func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) []byte {
-	b = appendPadLeft(b, s.Comm, 16)
+	if a.hasCallchain(s.Event) {
+		// perf prints the comm unpadded when callchains follow.
+		b = append(b, s.Comm...)
+	} else {
+		b = appendPadLeft(b, s.Comm, 16)
+	}
 	b = append(b, ' ')
 	b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
 	b = append(b, '/')
@@ -148,8 +170,23 @@ func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) [
 	b = append(b, ": "...)
 	b = appendPadLeft(b, strconv.FormatUint(s.Period, 10), 10)
 	b = append(b, ' ')
-	b = append(b, a.eventName(s.Event)...)
+	b = appendPadLeft(b, a.eventName(s.Event), a.nameWidth())
 	b = append(b, ": "...)
+	if !a.hasCallchain(s.Event) && len(s.Stack.Locations) == 1 && !(inlines && len(s.Stack.Locations[0].Frames) > 1) {
+		// No callchain: perf prints the sample's ip on the header line.
+		l := s.Stack.Locations[0]
+		b = append(b, ' ')
+		b = appendPadLeft(b, strconv.FormatUint(l.Offset, 16), 16)
+		b = append(b, ' ')
+		b = append(b, l.String()...)
+		if len(l.Frames) > 0 {
+			b = appendTrustMark(b, l)
+		}
+		if !s.Stack.Trusted {
+			b = append(b, " [untrusted]"...)
+		}
+		return append(b, '\n')
+	}
 	if !s.Stack.Trusted {
 		b = append(b, "[untrusted]"...)
 	}
