@@ -243,7 +243,9 @@ func writeStatsText(w io.Writer, f *recording, st *recordStats, auxNote bool) {
 // EVENT_DESC or EVENT_UPDATE (see Attr.DerivedName).
 func statsEventName(f *recording, i int) string {
 	e := &f.Events()[i]
-	if f.IsPipe() {
+	// Tracepoints are the exception: perf names them from the tracing
+	// data ("sched:sched_switch"), which is what the stream records too.
+	if f.IsPipe() && e.Attr.Type != perfdata.AttrTypeTracepoint {
 		return e.Attr.DerivedName()
 	}
 	return e.Name
