@@ -40,7 +40,20 @@ type zstream struct {
 	stashPos int
 
 	feedErr error // an error from reading the input while feeding
+
+	// budget is how many more decompressed bytes the compressed records
+	// fed so far justify (see maxExpansion).
+	budget int64
 }
+
+// maxExpansion bounds how much one byte of compressed data may expand to.
+// perf data compresses 5 to 30 times; a zstd "bomb" (long runs of RLE
+// blocks) expands 30000 times and would make a small file cost gigabytes
+// of decoding. perf's own reader stops at its mmap_len buffer.
+const (
+	maxExpansion = 1024
+	minBudget    = 1 << 20
+)
 
 type zfeeder struct{ z *zstream }
 
@@ -116,6 +129,7 @@ func (z *zstream) setInput(rec rawRecord, full []byte) error {
 	z.in = append(z.in[:0], data...)
 	z.inPos = 0
 	z.recOff = rec.off
+	z.budget += max(minBudget, maxExpansion*int64(len(data)))
 	return nil
 }
 
@@ -212,6 +226,9 @@ func (z *zstream) read() error {
 	}
 	n, err := z.dec.Read(z.out[z.end:])
 	z.end += n
+	if z.budget -= int64(n); z.budget < 0 {
+		return z.s.formatErr(z.recOff, ErrMalformed, "compressed data expands more than %d times: not a perf recording", maxExpansion)
+	}
 	if err != nil {
 		if z.feedErr != nil {
 			return z.feedErr

@@ -85,6 +85,17 @@ func (rs *Records) Next() bool {
 	return true
 }
 
+// Events returns the events the records of this iteration refer to by
+// RecordHeader.EventIndex: File.Events for a file-format recording; for a
+// pipe stream, those its HEADER_ATTR records have described so far (a
+// superset of File.Events when attrs arrive late).
+func (rs *Records) Events() []Event {
+	if rs.p.events == nil {
+		return nil
+	}
+	return rs.p.events.events
+}
+
 // Record returns the current record (see Next for how long it is valid).
 func (rs *Records) Record() Record { return rs.rec }
 

@@ -125,8 +125,8 @@ type RecordHeader struct {
 	// a perf.data directory.
 	Part int
 
-	// EventIndex is the index in Events() of the event (attr) the record
-	// belongs to, found as perf's evlist__event2evsel does (FORMAT §3.3);
+	// EventIndex is the index in Records.Events (the same as File.Events
+	// for file-format recordings) of the event (attr) the record belongs to, found as perf's evlist__event2evsel does (FORMAT §3.3);
 	// -1 for user records (type >= 64) and when no event is known.
 	EventIndex int
 

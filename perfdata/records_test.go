@@ -79,7 +79,7 @@ func countRecords(t testing.TB, f *File, opts RecordsOptions) tally {
 		tl.total++
 		tl.byType[r.Type().String()]++
 		if s, ok := r.(*Sample); ok {
-			e := f.Events()[s.EventIndex]
+			e := rs.Events()[s.EventIndex]
 			// perf 6.1 names pipe-mode events from their attrs only.
 			name := e.Name
 			if f.IsPipe() {
