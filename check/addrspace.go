@@ -147,6 +147,7 @@ func (s *space) clone() *space {
 
 // process is the state kept per pid.
 type process struct {
+	gen    uint64 // changes whenever its maps do (Tracker.nextGen)
 	pid    int32
 	space  *space
 	comm   string
@@ -182,7 +183,16 @@ type Tracker struct {
 	kernel space    // modules and anything else perf puts in the kernel machine
 	ktext  *Mapping // [kernel.kallsyms]_text: covers what modules do not
 	onMap  func(*Mapping)
-	jitDir string // directory of perf-PID.map files ("" = /tmp)
+	// Generations let callers cache lookups: a process's gen and kgen
+	// change whenever its maps or the kernel's do, and values are never
+	// reused (nextGen only grows), even across pid reuse.
+	nextGen uint64
+	kgen    uint64
+}
+
+func (t *Tracker) bump() uint64 {
+	t.nextGen++
+	return t.nextGen
 }
 
 // NewTracker returns an empty tracker.
@@ -193,7 +203,7 @@ func NewTracker() *Tracker {
 func (t *Tracker) proc(pid int32) *process {
 	p := t.procs[pid]
 	if p == nil {
-		p = &process{pid: pid, space: &space{}}
+		p = &process{pid: pid, space: &space{}, gen: t.bump()}
 		t.procs[pid] = p
 	}
 	return p
@@ -247,6 +257,7 @@ func (t *Tracker) Mmap(e *MapEvent) *Mapping {
 		m.Limit = ^uint64(0)
 	}
 	if isKernelMap(e) {
+		t.kgen = t.bump()
 		m.PID = KernelPID
 		if m.Kind == KindKernel {
 			t.ktext = m
@@ -255,6 +266,7 @@ func (t *Tracker) Mmap(e *MapEvent) *Mapping {
 		}
 	} else {
 		p := t.proc(e.PID)
+		p.gen = t.bump()
 		if m.Kind == KindAnon && e.Exec && p.jitMap {
 			m.Kind = KindJIT
 		}
@@ -273,7 +285,7 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
 		t.proc(pid)
 		return
 	}
-	child := &process{pid: pid}
+	child := &process{pid: pid, gen: t.bump()}
 	if parent := t.procs[ppid]; parent != nil {
 		child.space = parent.space.clone()
 		child.comm = parent.comm
@@ -290,6 +302,7 @@ func (t *Tracker) Comm(pid, tid int32, comm string, exec bool) {
 	if exec {
 		p.space = &space{}
 		p.exited = false
+		p.gen = t.bump()
 	}
 	if pid == tid || p.comm == "" {
 		p.comm = comm
@@ -309,6 +322,7 @@ func (t *Tracker) Exit(pid, tid int32) {
 func (t *Tracker) SetJITMap(pid int32) {
 	p := t.proc(pid)
 	p.jitMap = true
+	p.gen = t.bump()
 	for i, m := range p.space.maps {
 		if m.Kind == KindAnon && m.Event.Exec {
 			c := *m
@@ -354,6 +368,16 @@ func (t *Tracker) Lookup(pid int32, mode perfdata.CPUMode, ip uint64) *Mapping {
 		return m
 	}
 	return nil
+}
+
+// generation returns a value that changes whenever a lookup for pid could
+// answer differently: pid's maps or the kernel's changed.
+func (t *Tracker) generation(pid int32) (uint64, uint64) {
+	var g uint64
+	if p := t.procs[pid]; p != nil {
+		g = p.gen
+	}
+	return g, t.kgen
 }
 
 // Maps returns pid's current maps, sorted by address (for tests and tools).

@@ -55,6 +55,7 @@ type DSO struct {
 	relocSym  string // kernel: perf's reference symbol ("_text"), from "[kernel.kallsyms]_text"
 	relocAddr uint64 // kernel: its address when recorded (the kernel map's pgoff)
 	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
+	needReloc bool   // symbols come from this boot's /proc/kallsyms: relocate first
 	firstTime uint64
 	pid       int32
 	symPath   string // file to symbolize with, "" = do not symbolize
@@ -291,7 +292,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			}
 			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
 			if found.Source == "running-kernel" {
-				s.relocateKernel(d)
+				d.needReloc = true
 			}
 			s.replacedDuringRecording(d, states)
 			return
@@ -355,7 +356,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		if o.KernelRelease == "" {
 			d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
 		}
-		s.relocateKernel(d)
+		d.needReloc = true
 		return
 	case KindVDSO:
 		d.Verdict = NoFile

@@ -155,21 +155,24 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	s.assignTableBuildIDs()
 
 	// Samples per stack, hits per DSO.
-	stackSamples := make([]uint64, len(s.stacks))
+	nstacks := s.numStacks()
+	stackSamples := make([]uint64, nstacks)
 	for k, v := range s.aggs {
 		stackSamples[k.stack] += v.samples
 	}
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
-	for id, refs := range s.stacks {
+	for id := range nstacks {
+		refs := s.stack(id)
 		n := stackSamples[id]
 		if n == 0 || len(refs) == 0 {
 			continue
 		}
-		s.dsos[refs[0].dso].HitsLeaf += n
+		s.dsos[s.locs[refs[0]].dso].HitsLeaf += n
 		for _, r := range refs {
-			if seen[r.dso] != id+1 {
-				seen[r.dso] = id + 1
-				s.dsos[r.dso].HitsAny += n
+			d := s.locs[r].dso
+			if seen[d] != id+1 {
+				seen[d] = id + 1
+				s.dsos[d].HitsAny += n
 			}
 		}
 	}
@@ -203,19 +206,23 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		return touched[i].Path < touched[j].Path
 	})
 
-	// Distinct locations.
 	res := &Result{DSOs: touched, Samples: s.samples, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
-	locIdx := make(map[frameRef]*Location)
-	res.Stacks = make([]*Stack, len(s.stacks))
-	for id, refs := range s.stacks {
-		st := &Stack{ID: id + 1, Locations: make([]*Location, len(refs)), Trusted: true, LeafTrusted: true}
+	res.Locations = make([]*Location, len(s.locs))
+	locBlock := make([]Location, len(s.locs))
+	for i, r := range s.locs {
+		l := &locBlock[i]
+		*l = Location{ID: i + 1, DSO: s.dsos[r.dso], Offset: r.off}
+		res.Locations[i] = l
+	}
+	res.Stacks = make([]*Stack, nstacks)
+	stackBlock := make([]Stack, nstacks)
+	ptrs := make([]*Location, len(s.arena)) // every stack's locations, one allocation
+	for id := range nstacks {
+		refs := s.stack(id)
+		st := &stackBlock[id]
+		*st = Stack{ID: id + 1, Locations: ptrs[s.stackOff[id]:s.stackOff[id+1]:s.stackOff[id+1]], Trusted: true, LeafTrusted: true}
 		for i, r := range refs {
-			l := locIdx[r]
-			if l == nil {
-				l = &Location{ID: len(res.Locations) + 1, DSO: s.dsos[r.dso], Offset: r.off}
-				locIdx[r] = l
-				res.Locations = append(res.Locations, l)
-			}
+			l := res.Locations[r]
 			st.Locations[i] = l
 			if !l.Trusted() {
 				st.Trusted = false
@@ -273,6 +280,11 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 	opener := s.opts.Symbolizer
 	if opener == nil {
 		opener = defaultOpener{}
+	}
+	for _, d := range res.DSOs {
+		if d.needReloc && d.symPath != "" {
+			s.relocateKernel(d)
+		}
 	}
 	byDSO := map[*DSO][]*Location{}
 	for _, l := range res.Locations {

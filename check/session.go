@@ -84,10 +84,20 @@ type Session struct {
 	dsoIdx  map[dsoKey]int32
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
 
-	stackIdx  map[string]int32
-	stacks    [][]frameRef
+	stackIdx map[string]int32
+	// Distinct locations (dso, offset) get dense ids in order of first
+	// use; a stack is a run of location ids in one arena, stack i being
+	// arena[stackOff[i]:stackOff[i+1]]: 4 bytes per frame, one allocation
+	// growing geometrically, not one per stack.
+	locs      []frameRef
+	locIdx    map[frameRef]int32
+	arena     []int32
+	stackOff  []uint32
 	keyBuf    []byte
-	refBuf    []frameRef
+	rawBuf    []byte
+	rawIdx    map[string]int32
+	rawBytes  int
+	refBuf    []int32
 	aggs      map[aggKey]*aggVal
 	comms     []string
 	commIdx   map[string]int32
@@ -107,6 +117,9 @@ func NewSession(opts Options) *Session {
 		dsoIdx:   make(map[dsoKey]int32),
 		special:  make(map[string]int32),
 		stackIdx: make(map[string]int32),
+		locIdx:   make(map[frameRef]int32),
+		stackOff: []uint32{0},
+		rawIdx:   make(map[string]int32),
 		aggs:     make(map[aggKey]*aggVal),
 		commIdx:  make(map[string]int32),
 		jitPIDs:  make(map[int32]bool),
@@ -266,8 +279,58 @@ func (s *Session) Sample(e *SampleEvent) {
 	if e.Time > s.lastTime {
 		s.lastTime = e.Time
 	}
+	id := s.stackOf(e)
+	comm := s.commID(s.tracker.CommOf(e.PID))
+	ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
+	a := s.aggs[ak]
+	if a == nil {
+		a = &aggVal{}
+		s.aggs[ak] = a
+	}
+	a.samples++
+	a.period += e.Period
+	if s.opts.KeepSamples {
+		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
+			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
+	}
+}
+
+func (s *Session) commID(c string) int32 {
+	if i, ok := s.commIdx[c]; ok {
+		return i
+	}
+	i := int32(len(s.comms))
+	s.comms = append(s.comms, c)
+	s.commIdx[c] = i
+	return i
+}
+
+// rawCacheBudget bounds the bytes of keys in the raw-stack cache; past it
+// the cache starts over (it is only a shortcut).
+const rawCacheBudget = 32 << 20
+
+// stackOf returns the id of e's resolved stack. Raw stacks repeat: the same
+// addresses in the same process, with its maps unchanged, resolve the same
+// way, so they are looked up by their raw addresses and the maps'
+// generations first, and resolved only when new.
+func (s *Session) stackOf(e *SampleEvent) int32 {
+	pg, kg := s.tracker.generation(e.PID)
+	rk := s.rawBuf[:0]
+	rk = le32(rk, uint32(e.PID))
+	rk = le64(rk, pg)
+	rk = le64(rk, kg)
+	rk = append(rk, byte(e.Mode))
+	rk = le64(rk, e.IP)
+	for _, ip := range e.Callchain {
+		rk = le64(rk, ip)
+	}
+	s.rawBuf = rk
+	if id, ok := s.rawIdx[string(rk)]; ok {
+		return id
+	}
+
 	refs := s.refBuf[:0]
-	refs = append(refs, s.resolve(e.PID, e.Mode, e.IP))
+	refs = append(refs, s.loc(s.resolve(e.PID, e.Mode, e.IP)))
 	mode := e.Mode
 	first := true
 	for _, ip := range e.Callchain {
@@ -292,47 +355,55 @@ func (s *Session) Sample(e *SampleEvent) {
 				continue
 			}
 		}
-		refs = append(refs, s.resolve(e.PID, mode, ip))
+		refs = append(refs, s.loc(s.resolve(e.PID, mode, ip)))
 	}
 	s.refBuf = refs
 
 	// Deduplicate the stack by its resolved content.
 	kb := s.keyBuf[:0]
 	for _, r := range refs {
-		kb = append(kb, byte(r.dso), byte(r.dso>>8), byte(r.dso>>16), byte(r.dso>>24),
-			byte(r.off), byte(r.off>>8), byte(r.off>>16), byte(r.off>>24),
-			byte(r.off>>32), byte(r.off>>40), byte(r.off>>48), byte(r.off>>56))
+		kb = le32(kb, uint32(r))
 	}
 	s.keyBuf = kb
 	id, ok := s.stackIdx[string(kb)]
 	if !ok {
-		id = int32(len(s.stacks))
-		s.stacks = append(s.stacks, append([]frameRef(nil), refs...))
+		id = int32(len(s.stackOff) - 1)
+		s.arena = append(s.arena, refs...)
+		s.stackOff = append(s.stackOff, uint32(len(s.arena)))
 		s.stackIdx[string(kb)] = id
 	}
-	comm := s.commID(s.tracker.CommOf(e.PID))
-	ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
-	a := s.aggs[ak]
-	if a == nil {
-		a = &aggVal{}
-		s.aggs[ak] = a
+	if s.rawBytes += len(rk); s.rawBytes > rawCacheBudget {
+		clear(s.rawIdx)
+		s.rawBytes = len(rk)
 	}
-	a.samples++
-	a.period += e.Period
-	if s.opts.KeepSamples {
-		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
-			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
-	}
+	s.rawIdx[string(rk)] = id
+	return id
 }
 
-func (s *Session) commID(c string) int32 {
-	if i, ok := s.commIdx[c]; ok {
+// loc interns a resolved address.
+func (s *Session) loc(r frameRef) int32 {
+	if i, ok := s.locIdx[r]; ok {
 		return i
 	}
-	i := int32(len(s.comms))
-	s.comms = append(s.comms, c)
-	s.commIdx[c] = i
+	i := int32(len(s.locs))
+	s.locs = append(s.locs, r)
+	s.locIdx[r] = i
 	return i
+}
+
+// stack returns stack id's location ids, leaf first.
+func (s *Session) stack(id int) []int32 { return s.arena[s.stackOff[id]:s.stackOff[id+1]] }
+
+// numStacks is the number of distinct stacks.
+func (s *Session) numStacks() int { return len(s.stackOff) - 1 }
+
+func le32(b []byte, v uint32) []byte {
+	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+}
+
+func le64(b []byte, v uint64) []byte {
+	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
+		byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
 }
 
 // moduleTableNames lists the names perf may have written a module's
