@@ -106,6 +106,9 @@ func (fs *Features) Has(f Feature) bool {
 }
 
 func (fs *Features) hasLocked(f Feature) bool {
+	if f == FeatureBuildID && len(fs.buildIDs) > 0 {
+		return true
+	}
 	if fs.r != nil {
 		_, ok := fs.sectionLocked(f)
 		return ok
@@ -130,11 +133,8 @@ func (fs *Features) IDs() []Feature {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	var out []Feature
-	if fs.r != nil {
-		for _, s := range fs.secs {
-			out = append(out, s.ID)
-		}
-		return out
+	for _, s := range fs.secs {
+		out = append(out, s.ID)
 	}
 	for id := range fs.pipe {
 		out = append(out, id)
@@ -264,7 +264,7 @@ func decodeString(d *decoder) string { return d.headerString() }
 func (fs *Features) BuildIDs() ([]BuildIDEntry, error) {
 	fs.mu.Lock()
 	extra := slices.Clone(fs.buildIDs)
-	has := fs.r != nil
+	_, has := fs.sectionLocked(FeatureBuildID)
 	if !has {
 		_, has = fs.pipe[FeatureBuildID]
 	}

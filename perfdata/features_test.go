@@ -819,3 +819,28 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 	c.n++
 	return c.r.ReadAt(p, off)
 }
+
+// TestFeaturesFileBuildIDRecords: HEADER_BUILD_ID records in a file-mode
+// recording (perf inject -b) add to the table, or stand in for it.
+func TestFeaturesFileBuildIDRecords(t *testing.T) {
+	le := binary.LittleEndian
+	table := buildIDEvent(le, 1, -1, bytes.Repeat([]byte{1}, 20), 0, "[kernel.kallsyms]")
+	rec := BuildIDEntry{PID: -1, CPUMode: CPUModeUser, BuildID: BuildID{2, 2}, Filename: "/bin/x"}
+
+	fs := newFileFeatures(bytes.NewReader(table), int64(len(table)), le, []featureSection{{FeatureBuildID, 0, int64(len(table))}})
+	fs.addBuildID(rec)
+	ids, err := fs.BuildIDs()
+	if err != nil || len(ids) != 2 || ids[0].Filename != "[kernel.kallsyms]" || ids[1].Filename != "/bin/x" {
+		t.Errorf("table and record: %+v %v", ids, err)
+	}
+
+	fs = newFileFeatures(bytes.NewReader(nil), 0, le, nil)
+	if fs.Has(FeatureBuildID) {
+		t.Error("Has(BUILD_ID) with neither")
+	}
+	fs.addBuildID(rec)
+	ids, err = fs.BuildIDs()
+	if err != nil || len(ids) != 1 || !fs.Has(FeatureBuildID) || !slices.Equal(fs.IDs(), []Feature{FeatureBuildID}) {
+		t.Errorf("record only: %+v %v %v", ids, err, fs.IDs())
+	}
+}
