@@ -16,7 +16,10 @@
 # implemented". The perf and cat figures are always measured.
 #
 # Each figure is the best wall time of RUNS runs (after one untimed run that
-# warms the page cache) and the largest peak RSS (/usr/bin/time %M) seen.
+# warms the page cache), the best CPU time (user + system, /usr/bin/time's
+# %U + %S, 10 ms resolution; steadier than wall time on a loaded machine, but
+# a tool using both cores shows more CPU than wall time) and the largest
+# peak RSS (/usr/bin/time %M) seen. Ratios are given for both.
 # Output goes to /dev/null; perf runs with HOME set to an empty scratch
 # directory so that neither tool reads a ~/.debug cache the other lacks,
 # and nothing in the user's home is written.
@@ -63,51 +66,60 @@ has() {
 }
 
 # measure VAR OKCODES CMD...: runs CMD (stdout and stderr to files in
-# scratch) once to warm up, then RUNS times; sets VAR_s (best seconds) and
-# VAR_mb (peak RSS in MB). OKCODES is a regex of acceptable exit statuses
+# scratch) once to warm up, then RUNS times; sets VAR_s (best seconds),
+# VAR_cpu (best user+system seconds) and VAR_mb (peak RSS in MB). OKCODES is a regex of acceptable exit statuses
 # (perfcheck check exits 1 when it finds problems). On failure prints the
 # error and sets VAR_s to "".
 measure() {
 	local var=$1 ok=$2
 	shift 2
-	local best="" rss=0 i t0 t1 rc el kb
+	local best="" bestcpu="" rss=0 i t0 t1 rc el kb cpu
 	for ((i = 0; i <= RUNS; i++)); do
 		rc=0
 		t0=$(date +%s%N)
-		/usr/bin/time -f '%M' -o "$scratch/rss" "$@" >"$scratch/stdout" 2>"$scratch/stderr" || rc=$?
+		/usr/bin/time -f '%M %U %S' -o "$scratch/rss" "$@" >"$scratch/stdout" 2>"$scratch/stderr" || rc=$?
 		t1=$(date +%s%N)
 		if ! [[ $rc =~ ^($ok)$ ]]; then
 			echo "  FAILED (exit $rc): $*" >&2
 			sed -n '1,5p' "$scratch/stderr" >&2
 			printf -v "${var}_s" '%s' ""
 			printf -v "${var}_mb" '%s' ""
+			printf -v "${var}_cpu" '%s' ""
 			return 0
 		fi
 		[ "$i" -eq 0 ] && continue # warm-up
 		el=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-		kb=$(tail -n 1 "$scratch/rss")
+		read -r kb cpu < <(tail -n 1 "$scratch/rss" | awk '{ printf "%d %.2f\n", $1, $2 + $3 }')
 		if [ -z "$best" ] || awk -v a="$el" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$el; fi
+		if [ -z "$bestcpu" ] || awk -v a="$cpu" -v b="$bestcpu" 'BEGIN { exit !(a < b) }'; then bestcpu=$cpu; fi
 		[ "$kb" -gt "$rss" ] && rss=$kb
 	done
 	printf -v "${var}_s" '%s' "$best"
+	printf -v "${var}_cpu" '%s' "$bestcpu"
 	printf -v "${var}_mb" '%s' "$(awk -v k="$rss" 'BEGIN { printf "%.1f", k / 1024 }')"
 }
 
 # row LABEL VAR: one line of the table.
 row() {
-	local s=${2}_s mb=${2}_mb
+	local s=${2}_s mb=${2}_mb cpu=${2}_cpu
 	if [ -z "${!s}" ]; then
-		printf '  %-44s %10s %12s\n' "$1" "failed" "-"
+		printf '  %-44s %10s\n' "$1" "failed"
 	else
-		printf '  %-44s %9ss %9s MB\n' "$1" "${!s}" "${!mb}"
+		printf '  %-44s %9ss %8ss %9s MB\n' "$1" "${!s}" "${!cpu:--}" "${!mb}"
 	fi
 }
 
-# ratio TEXT A B: prints TEXT with A/B, when both were measured.
+# ratio TEXT A B: prints TEXT with A/B of wall and of CPU times, when both
+# were measured.
 ratio() {
-	local a=${2}_s b=${3}_s
+	local a=${2}_s b=${3}_s ac=${2}_cpu bc=${3}_cpu
 	[ -n "${!a}" ] && [ -n "${!b}" ] || return 0
-	awk -v a="${!a}" -v b="${!b}" -v t="$1" 'BEGIN { if (b > 0) printf "  %-44s %9.2fx\n", t, a / b }'
+	awk -v a="${!a}" -v b="${!b}" -v ac="${!ac:-0}" -v bc="${!bc:-0}" -v t="$1" 'BEGIN {
+		if (b <= 0) exit
+		printf "  %-44s %9.2fx", t, a / b
+		if (bc > 0) printf " %8.2fx", ac / bc
+		printf "\n"
+	}'
 }
 
 skipped() {
@@ -120,6 +132,7 @@ for f in "${files[@]}"; do
 	[ -e "$f" ] || { echo "run.sh: $f: no such file" >&2; exit 1; }
 	echo
 	echo "== $f ($(du -h "$f" | cut -f1), $("$PERF" --version), best of $RUNS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
+	printf '  %-44s %10s %9s %12s\n' "" "wall" "cpu" "peak RSS"
 	measure cat 0 cat "$f"
 	row "cat FILE > /dev/null (floor)" cat
 	reportran=0
@@ -170,6 +183,8 @@ for f in "${files[@]}"; do
 				checktop_s=$(awk -v a="$ccheck_s" -v b="$ctop_s" 'BEGIN { printf "%.3f", a + b }')
 				# shellcheck disable=SC2034
 				checktop_mb=-
+				# shellcheck disable=SC2034,SC2154 # set by measure through printf -v
+				checktop_cpu=$(awk -v a="$ccheck_cpu" -v b="$ctop_cpu" 'BEGIN { printf "%.2f", a + b }')
 				row "perfcheck check + perfcheck top" checktop
 				ratio "speedup (check + top) over perf report" preport checktop
 			fi
