@@ -10,6 +10,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -111,6 +112,11 @@ type infoTimeJSON struct {
 	// Source is "SAMPLE_TIME" (the header feature perf writes) or
 	// "samples" (the earliest and latest sample time read).
 	Source string `json:"source"`
+	// FirstWall and LastWall are the same instants in UTC (RFC 3339),
+	// when the recording has CLOCK_DATA (perf record -k CLOCK) and its
+	// events are timed with that clock; else absent.
+	FirstWall string `json:"first_wall,omitempty"`
+	LastWall  string `json:"last_wall,omitempty"`
 }
 
 var sampleTypeNames = [...]string{"IP", "TID", "TIME", "ADDR", "READ", "CALLCHAIN", "ID", "CPU", "PERIOD",
@@ -241,6 +247,16 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 		// the samples themselves tell.
 		in.TimeRange = &infoTimeJSON{FirstNS: st.firstTime, LastNS: st.lastTime, Source: "samples"}
 	}
+	if cd, err := fs.ClockData(); keep(perfdata.FeatureClockData, err) && in.TimeRange != nil && sameClock(f.Events(), cd.ClockID) {
+		// perf converts with the reference pair the same way
+		// (tod = wall_clock_ns + (t - clockid_ns), session.c's
+		// timestamp conversion for --clock-data / perf script --tod).
+		wall := func(t uint64) string {
+			ns := int64(cd.WallClockNS) + (int64(t) - int64(cd.ClockIDNS))
+			return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+		}
+		in.TimeRange.FirstWall, in.TimeRange.LastWall = wall(in.TimeRange.FirstNS), wall(in.TimeRange.LastNS)
+	}
 	for _, e := range f.Events() {
 		a := e.Attr
 		ev := infoEventJSON{Name: e.Name, Type: a.Type, Config: fmt.Sprintf("%#x", a.Config),
@@ -301,6 +317,17 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sameClock reports whether every event is timed with clock id (attr
+// use_clockid and clockid), so that CLOCK_DATA converts its times.
+func sameClock(evs []perfdata.Event, id uint32) bool {
+	for _, e := range evs {
+		if e.Attr.Flags&perfdata.FlagUseClockID == 0 || uint32(e.Attr.ClockID) != id {
+			return false
+		}
+	}
+	return len(evs) > 0
+}
+
 // perfTime formats a perf clock time as perf prints it: seconds and
 // microseconds (timestamp__scnprintf_usec).
 func perfTime(ns uint64) string { return fmt.Sprintf("%d.%06d", ns/1e9, ns%1e9/1e3) }
@@ -345,6 +372,9 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 	if t := in.TimeRange; t != nil {
 		line("time range", "%s .. %s (%.3f ms, from %s)", perfTime(t.FirstNS), perfTime(t.LastNS),
 			float64(t.LastNS-t.FirstNS)/1e6, t.Source)
+		if t.FirstWall != "" {
+			line("wall clock", "%s .. %s", t.FirstWall, t.LastWall)
+		}
 	} else {
 		line("time range", "unknown (no SAMPLE_TIME feature and no timed samples)")
 	}

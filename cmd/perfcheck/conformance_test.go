@@ -231,6 +231,8 @@ func TestInfoGolden(t *testing.T) {
 		filepath.Join(fixturesDir, "threads.data"),
 		filepath.Join(corpusDir, "perf.data.hybrid_topology"),
 		filepath.Join(corpusDir, "perf.data.armv7.perf_3.14-3.8"),
+		filepath.Join(corpusDir, "modern", "sleep.data"),
+		filepath.Join(corpusDir, "modern", "fibo.compressed2.pipe.data"),
 	}
 	for _, file := range cases {
 		t.Run(filepath.Base(file), func(t *testing.T) {
