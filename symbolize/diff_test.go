@@ -256,8 +256,8 @@ var knownDifferences = []knownDifference{
 	{
 		name: "alias",
 		reason: "our name and the tool's are two symbols at the same address: aliases, where the tools pick " +
-			"by table order and we by a deterministic rule (global > weak > local, sized > zero-sized, fewer " +
-			"leading underscores, shorter), or DW_AT_linkage_name (ours, as addr2line) against DW_AT_name " +
+			"by table order and we by perf's rule (sized, non-weak, global, fewer leading underscores, longer " +
+			"name), or DW_AT_linkage_name (ours, as addr2line) against DW_AT_name " +
 			"(llvm-symbolizer) of the same function (glibc's __GI_ hidden aliases)",
 		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
 			return outermost && ref.fn != "" && c.bin.aliases(ours.RawName, ref.fn)

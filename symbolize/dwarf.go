@@ -75,6 +75,7 @@ type scope struct {
 }
 
 type unitInfo struct {
+	goUnit bool // DW_LANG_Go: DW_AT_name is already the symbol name
 	files  []string
 	rows   []lineRow
 	scopes []scope
@@ -325,7 +326,7 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 	for k := n - 1; k >= 0; k-- {
 		s := &ui.scopes[chain[k]]
 		name := s.name
-		if k == 0 && !s.linkage {
+		if k == 0 && !s.linkage && !ui.goUnit {
 			// The DWARF has only a source name (C functions, C++
 			// functions in an anonymous namespace). When a symbol
 			// starts exactly where the function does, it is the real
@@ -369,6 +370,9 @@ func (s *scope) contains(addr uint64) bool {
 // subroutine tree. Called with x.mu held.
 func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 	ui := &unitInfo{}
+	if lang, ok := cu.Val(dwarf.AttrLanguage).(int64); ok && lang == dwLangGo {
+		ui.goUnit = true
+	}
 	lr, err := x.d.LineReader(cu)
 	if err != nil {
 		return nil, err
@@ -609,6 +613,9 @@ func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 // attrMIPSLinkageName is DW_AT_MIPS_linkage_name, the pre-DWARF 4
 // spelling of DW_AT_linkage_name that GCC and Clang still emit sometimes.
 const attrMIPSLinkageName dwarf.Attr = 0x2007
+
+// dwLangGo is DW_LANG_Go.
+const dwLangGo = 0x16
 
 // tagGNUCallSite is DW_TAG_GNU_call_site, GCC's pre-DWARF 5 call site.
 const tagGNUCallSite dwarf.Tag = 0x4109

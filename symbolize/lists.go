@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"bufio"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -83,14 +84,16 @@ func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
 		default:
 			return nil
 		}
-		rank := 0
+		bind := elf.STB_GLOBAL
 		switch f[1][0] {
 		case 'w', 'W':
-			rank = 1
+			bind = elf.STB_WEAK
 		case 't':
-			rank = 2
+			bind = elf.STB_LOCAL
 		}
-		raw = append(raw, rawSym{value: addr, name: f[2], rank: rank, limit: ^uint64(0)})
+		// kallsyms has no sizes: rank every symbol as sized so that
+		// only binding and name decide between aliases.
+		raw = append(raw, rawSym{value: addr, name: f[2], rank: aliasRank(bind, elf.STT_FUNC, 1), limit: ^uint64(0)})
 		return nil
 	})
 	if err != nil {

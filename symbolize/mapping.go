@@ -48,18 +48,51 @@ func (b *Binary) Bias(m Mapping) (uint64, error) {
 	if b.ef.Type == elf.ET_REL {
 		return m.Start, nil
 	}
-	for _, p := range b.loads {
-		// The mapping's offset is page aligned; the segment's need not
-		// be, so compare against the page holding its first byte.
-		lo := p.Off &^ (pageSize(p.Align) - 1)
-		if lo <= m.Offset && m.Offset < p.Off+p.Filesz {
-			return m.Start - m.Offset + p.Off - p.Vaddr, nil
-		}
+	if p := b.segmentFor(m); p != nil {
+		return m.Start - m.Offset + p.Off - p.Vaddr, nil
 	}
 	if len(b.loads) == 0 {
 		return m.Start - m.Offset, nil
 	}
 	return 0, fmt.Errorf("%s: %w: offset %#x", b.path, ErrNoMapping, m.Offset)
+}
+
+// segmentFor returns the PT_LOAD that mapping m maps. Several segments can
+// cover m.Offset, since segments may share a file page (the kernel maps the
+// shared page twice, once per segment). Then the segment that starts in the
+// mapping's first page wins over one that only runs into it, and among
+// those the one whose extent best matches the mapping's size, as the kernel
+// sizes each mapping from its segment (load_elf_binary in fs/binfmt_elf.c).
+func (b *Binary) segmentFor(m Mapping) *elf.ProgHeader {
+	var best *elf.ProgHeader
+	bestScore := uint64(0)
+	for i := range b.loads {
+		p := &b.loads[i]
+		page := pageSize(p.Align)
+		lo := p.Off &^ (page - 1)
+		if !(lo <= m.Offset && m.Offset < p.Off+max(p.Filesz, 1)) {
+			continue
+		}
+		// Lower is better: 0 for a segment starting in the mapping's
+		// first page, then the size mismatch.
+		var score uint64
+		if lo != m.Offset {
+			score = 1 << 62
+		}
+		if m.Limit > m.Start {
+			span := (p.Vaddr&(page-1) + p.Memsz + page - 1) &^ (page - 1)
+			size := m.Limit - m.Start
+			if span > size {
+				score += span - size
+			} else {
+				score += size - span
+			}
+		}
+		if best == nil || score < bestScore {
+			best, bestScore = p, score
+		}
+	}
+	return best
 }
 
 func pageSize(align uint64) uint64 {

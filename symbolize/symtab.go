@@ -45,26 +45,27 @@ type rawSym struct {
 	file        string // STT_FILE scope of a local symbol
 }
 
-// aliasRank orders symbols that share an address, lower first. The rule is
-// deterministic and independent of table order: a global function beats a
-// weak one, which beats a local one (the exported name is the one users
-// know: "malloc" before "__libc_malloc" only when binding tells them apart);
-// a symbol with a size beats a zero-sized label; then fewer leading
-// underscores win, then the shorter name, then the byte-wise smaller name.
+// aliasRank orders symbols that share an address, lower first. The rule
+// is perf's choose_best_symbol (tools/perf/util/symbol.c), so that names
+// match perf report: a symbol with a size beats a zero-sized label, a
+// non-weak one a weak one, a global one a local one; lessAlias then prefers
+// fewer leading underscores ("malloc" over "__libc_malloc"), then the
+// longer name, and finally the byte-wise smaller one so that the choice
+// never depends on table order. A function (or IFUNC) beats an untyped
+// label of the same rank.
 func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
 	r := 0
-	switch bind {
-	case elf.STB_GLOBAL:
-	case elf.STB_WEAK:
-		r += 1
-	default:
+	if size == 0 {
+		r += 8
+	}
+	if bind == elf.STB_WEAK {
+		r += 4
+	}
+	if bind != elf.STB_GLOBAL {
 		r += 2
 	}
 	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
-		r += 4
-	}
-	if size == 0 {
-		r += 8
+		r++
 	}
 	return r
 }
@@ -78,7 +79,7 @@ func lessAlias(a, b *rawSym) bool {
 		return ua < ub
 	}
 	if len(a.name) != len(b.name) {
-		return len(a.name) < len(b.name)
+		return len(a.name) > len(b.name)
 	}
 	return a.name < b.name
 }

@@ -148,21 +148,27 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 			one(a)
 		}
 	} else {
-		sc := bufio.NewScanner(os.Stdin)
-		if in, ok := stdinOverride.(io.Reader); ok && in != nil {
-			sc = bufio.NewScanner(in)
+		var in io.Reader = os.Stdin
+		if r, ok := stdinOverride.(io.Reader); ok && r != nil {
+			in = r
 		}
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			for _, tok := range strings.Fields(sc.Text()) {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := br.ReadString('\n')
+			for _, tok := range strings.Fields(line) {
 				one(tok)
 			}
-			if !*jsonOut {
-				w.Flush() // answer each line as it comes, for pipes
+			// Answer as soon as the input pauses (an interactive pipe
+			// waits for each answer), not after every line of a batch.
+			if !*jsonOut && br.Buffered() == 0 {
+				w.Flush()
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return errorf(stderr, name, "reading stdin: %v", err)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return errorf(stderr, name, "reading stdin: %v", err)
+			}
 		}
 	}
 	if *jsonOut {

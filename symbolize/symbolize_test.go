@@ -1,0 +1,524 @@
+package symbolize
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// elfSymbol returns the value of the named symbol of p, read with
+// debug/elf directly (not through our index).
+func elfSymbol(t *testing.T, p, name string) elf.Symbol {
+	t.Helper()
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	dyn, _ := ef.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("%s: no symbol %s", p, name)
+	return elf.Symbol{}
+}
+
+func mustFrames(t *testing.T, s Symbolizer, addr uint64) []Frame {
+	t.Helper()
+	fr, err := s.Frames(addr, nil)
+	if err != nil {
+		t.Fatalf("Frames(%#x): %v", addr, err)
+	}
+	return fr
+}
+
+// TestBiasNonZeroBasedLibrary builds a shared library linked at a non-zero
+// base (as prelinked libraries are), maps each of its PT_LOAD segments the
+// way the kernel would at another address, and checks that a runtime
+// address in each mapping symbolizes to the function there.
+func TestBiasNonZeroBasedLibrary(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "lib.c")
+	os.WriteFile(src, []byte("int lib_a(int x){return x*3+1;}\nint lib_b(int x){return lib_a(x)+2;}\n"), 0o644)
+	p := compile(t, dir, "lib.so", "gcc", src, "-O1", "-g", "-shared", "-fPIC", "-Wl,-Ttext-segment=0x10000000")
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ef, _ := elf.Open(p)
+	defer ef.Close()
+	var loads []*elf.Prog
+	for _, pr := range ef.Progs {
+		if pr.Type == elf.PT_LOAD {
+			loads = append(loads, pr)
+		}
+	}
+	if len(loads) < 2 || loads[0].Vaddr != 0x10000000 {
+		t.Fatalf("want several PT_LOADs based at 0x10000000, got %d, first at %#x", len(loads), loads[0].Vaddr)
+	}
+	const loadAddr = 0x7f1234560000
+	fn := elfSymbol(t, p, "lib_b")
+	var biases []uint64
+	for _, pr := range loads {
+		// The kernel maps each segment at loadAddr + (p_vaddr - first
+		// p_vaddr), page aligned, from the page holding p_offset.
+		start := loadAddr + (pr.Vaddr &^ 0xfff) - loads[0].Vaddr
+		end := (loadAddr + pr.Vaddr + pr.Memsz - loads[0].Vaddr + 0xfff) &^ 0xfff
+		m := Mapping{Start: start, Limit: end, Offset: pr.Off &^ 0xfff}
+		bias, err := b.Bias(m)
+		if err != nil {
+			t.Fatalf("Bias(%+v): %v", m, err)
+		}
+		biases = append(biases, bias)
+	}
+	for _, bias := range biases {
+		if bias != biases[0] {
+			t.Fatalf("segments give different biases: %#x", biases)
+		}
+	}
+	if want := uint64(loadAddr - 0x10000000); biases[0] != want {
+		t.Fatalf("bias %#x, want %#x", biases[0], want)
+	}
+	runtime := loadAddr + fn.Value - 0x10000000 + 2
+	fr := mustFrames(t, b, runtime-biases[0])
+	if fr[len(fr)-1].Function != "lib_b" {
+		t.Fatalf("runtime %#x: %+v, want lib_b", runtime, fr)
+	}
+	if _, err := b.Bias(Mapping{Start: loadAddr, Limit: loadAddr + 0x1000, Offset: 0x7fff0000}); !errors.Is(err, ErrNoMapping) {
+		t.Fatalf("offset beyond every PT_LOAD: err %v, want ErrNoMapping", err)
+	}
+}
+
+// TestBiasLiveProcess maps a real PIE process (sleep) and its libc as
+// /proc/PID/maps shows them: every mapping of one file must give the same
+// bias, so that the several PT_LOADs of a library agree.
+func TestBiasLiveProcess(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	cmd := exec.Command(sleep, "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	defer cmd.Wait()
+	var maps []byte
+	// Wait for the dynamic loader to map libc.
+	for i := 0; i < 200; i++ {
+		maps, _ = os.ReadFile(fmt.Sprintf("/proc/%d/maps", cmd.Process.Pid))
+		if bytes.Contains(maps, []byte("libc.so")) {
+			break
+		}
+		exec.Command("true").Run()
+	}
+	perFile := map[string][]Mapping{}
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 6 || !strings.HasPrefix(f[5], "/") {
+			continue
+		}
+		lo, hi, _ := strings.Cut(f[0], "-")
+		s, _ := strconv.ParseUint(lo, 16, 64)
+		e, _ := strconv.ParseUint(hi, 16, 64)
+		off, _ := strconv.ParseUint(f[2], 16, 64)
+		perFile[f[5]] = append(perFile[f[5]], Mapping{Start: s, Limit: e, Offset: off})
+	}
+	checked := 0
+	for path, ms := range perFile {
+		b, err := Open(path, Options{NoDebugFile: true})
+		if err != nil {
+			continue
+		}
+		var first uint64
+		for i, m := range ms {
+			bias, err := b.Bias(m)
+			if err != nil {
+				// A mapping of bss-only pages past the file data.
+				continue
+			}
+			if i == 0 {
+				first = bias
+			} else if bias != first {
+				t.Errorf("%s: mapping %+v gives bias %#x, first gave %#x", path, m, bias, first)
+			}
+			if bias&0xfff != 0 {
+				t.Errorf("%s: bias %#x not page aligned", path, bias)
+			}
+		}
+		b.Close()
+		checked++
+	}
+	if checked < 2 {
+		t.Fatalf("checked %d mapped files, want the executable and libc at least:\n%s", checked, maps)
+	}
+}
+
+// TestBiasKernel checks the KASLR rule on an ELF that has a _text symbol:
+// perf's kernel map carries the runtime _text in its pgoff.
+func TestBiasKernel(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "k.c")
+	os.WriteFile(src, []byte("void _text(void){}\nint main(void){return 0;}\n"), 0o644)
+	p := compile(t, dir, "k", "gcc", src, "-no-pie", "-O0")
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text := elfSymbol(t, p, "_text").Value
+	const slide = 0x1e000000
+	bias, err := b.Bias(Mapping{Start: text + slide, Limit: text + slide + 0x100000, Offset: text + slide, Kernel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bias != slide {
+		t.Fatalf("kernel bias %#x, want %#x", bias, slide)
+	}
+	main := elfSymbol(t, p, "main").Value
+	if fr := mustFrames(t, b, main+slide-bias); fr[0].Function != "main" {
+		t.Fatalf("got %+v", fr)
+	}
+}
+
+func TestKallsyms(t *testing.T) {
+	const listing = "ffffffff81000000 T _text\n" +
+		"ffffffff81000000 T startup_64\n" +
+		"ffffffff81001000 t secondary\n" +
+		"ffffffff81002000 D some_data\n" +
+		"ffffffff81003000 W weak_fn\n" +
+		"ffffffffc0a00000 t mod_fn\t[mymod]\n"
+	b, err := OpenKallsyms(strings.NewReader(listing), "kallsyms", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr uint64
+		want string
+	}{
+		{0xffffffff81000010, "startup_64"}, // alias of _text: fewer leading underscores win, as in perf
+		{0xffffffff81001fff, "secondary"},
+		{0xffffffff81002800, "secondary"}, // data symbols are not code: secondary extends to weak_fn
+		{0xffffffff81003004, "weak_fn"},
+		{0xffffffffc0a00010, "mod_fn"},
+	} {
+		fr := mustFrames(t, b, c.addr)
+		if fr[0].Function != c.want {
+			t.Errorf("%#x: %q, want %q", c.addr, fr[0].Function, c.want)
+		}
+	}
+	if _, err := b.Frames(0xffffffffc0a00000+kallsymsLastSize, nil); !errors.Is(err, ErrUnknownAddr) {
+		t.Errorf("past the last symbol: %v, want ErrUnknownAddr", err)
+	}
+	if b.Kind() != KindKallsyms {
+		t.Errorf("kind %v", b.Kind())
+	}
+	if _, err := OpenKallsyms(strings.NewReader("0000000000000000 T _text\n0000000000000000 t x\n"), "k", Options{}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("all-zero kallsyms: %v, want ErrMalformed", err)
+	}
+	if _, err := OpenKallsyms(strings.NewReader("ffff T\n"), "k", Options{}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("short line: %v, want ErrMalformed at offset 0", err)
+	}
+}
+
+// TestProcKallsyms reads the running kernel's /proc/kallsyms through Open
+// (a text file not named perf-*.map) and checks a few symbols.
+func TestProcKallsyms(t *testing.T) {
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Skipf("no /proc/kallsyms: %v", err)
+	}
+	if bytes.HasPrefix(data, []byte("0000000000000000")) {
+		t.Skip("kptr_restrict hides kernel addresses")
+	}
+	p := filepath.Join(t.TempDir(), "kallsyms")
+	os.WriteFile(p, data, 0o644)
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() && n < 50 {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[1] != "T" || !strings.HasPrefix(f[2], "vfs_") {
+			continue
+		}
+		a, _ := strconv.ParseUint(f[0], 16, 64)
+		name, start, _, ok := b.Symbol(a)
+		if !ok || start != a {
+			t.Errorf("%s at %#x: got %q at %#x", f[2], a, name, start)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Skip("no vfs_ text symbols in /proc/kallsyms")
+	}
+}
+
+func TestPerfMap(t *testing.T) {
+	const m = "7f0000001000 40 LazyCompile:~foo bar.js:1\n" +
+		"0x7f0000001040 0x20 Interpreter stub\n" +
+		"7f0000001000 10 LazyCompile:*foo bar.js:1\n"
+	p := filepath.Join(t.TempDir(), "perf-1234.map")
+	os.WriteFile(p, []byte(m), 0o644)
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Kind() != KindPerfMap {
+		t.Fatalf("kind %v", b.Kind())
+	}
+	if fr := mustFrames(t, b, 0x7f0000001008); fr[0].Function != "LazyCompile:*foo bar.js:1" {
+		t.Errorf("re-jitted code: %q, want the later entry", fr[0].Function)
+	}
+	if fr := mustFrames(t, b, 0x7f000000105f); fr[0].Function != "Interpreter stub" {
+		t.Errorf("got %q", fr[0].Function)
+	}
+	if _, err := b.Frames(0x7f0000001060, nil); !errors.Is(err, ErrUnknownAddr) {
+		t.Errorf("past the end: %v", err)
+	}
+	if _, err := OpenPerfMap(strings.NewReader("zz 10 x\n"), "m", Options{}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("bad line: %v", err)
+	}
+}
+
+// TestMiniDebugInfo builds a .gnu_debugdata section as Fedora's
+// find-debuginfo does (the .symtab of functions missing from .dynsym,
+// xz-compressed, added to the stripped binary) and checks that static
+// functions are named from it.
+func TestMiniDebugInfo(t *testing.T) {
+	needTool(t, "gcc")
+	needTool(t, "objcopy")
+	needTool(t, "xz")
+	dir := t.TempDir()
+	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O1", "-g")
+	mini := filepath.Join(dir, "mini")
+	steps := [][]string{
+		{"objcopy", "--only-keep-debug", p, mini + ".dbg"},
+		{"objcopy", "-S", "--remove-section", ".gdb_index", "--remove-section", ".comment", "--keep-symbol=fib", "--keep-symbol=cmp_points", mini + ".dbg", mini},
+		{"xz", "-k", mini},
+		{"objcopy", "--strip-all", "--remove-section", ".gnu_debuglink", "--add-section", ".gnu_debugdata=" + mini + ".xz", p, p + ".stripped"},
+	}
+	for _, s := range steps {
+		if o, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, o)
+		}
+	}
+	b, err := Open(p+".stripped", Options{NoDebugFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, name := range []string{"fib", "cmp_points"} {
+		v := elfSymbol(t, p, name).Value
+		fr := mustFrames(t, b, v+1)
+		if fr[0].Function != name {
+			t.Errorf("%s: got %+v", name, fr)
+		}
+	}
+}
+
+// TestSetConcurrent symbolizes from many goroutines through a Set that may
+// keep only two of four binaries open, and checks every answer against a
+// single-threaded one. Run with -race (scripts/test.sh does).
+func TestSetConcurrent(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	var paths []string
+	for i, flags := range [][]string{{"-O0", "-g"}, {"-O2", "-g"}, {"-O2"}, {"-O1", "-g", "-no-pie"}} {
+		paths = append(paths, compile(t, dir, fmt.Sprint("b", i), "gcc", testdataPath(t, "prog.c"), flags...))
+	}
+	type q struct {
+		path string
+		addr uint64
+	}
+	var qs []q
+	want := map[q]string{}
+	rng := rand.New(rand.NewSource(5))
+	for _, p := range paths {
+		tb := openTestBinary(t, p)
+		b, err := Open(p, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range sampleAddrs(t, tb, rng, 60) {
+			fr, err := b.Frames(a, nil)
+			k := q{p, a}
+			want[k] = fmtOurs(fr) + fmt.Sprint(err)
+			qs = append(qs, k)
+		}
+		b.Close()
+	}
+	s := NewSet(Options{}, 2)
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 100)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(int64(g)))
+			var buf []Frame
+			for i := 0; i < 300; i++ {
+				k := qs[r.Intn(len(qs))]
+				var err error
+				buf, err = s.Frames(k.path, k.addr, buf)
+				if got := fmtOurs(buf) + fmt.Sprint(err); got != want[k] {
+					select {
+					case errs <- fmt.Sprintf("%s %#x: %s, want %s", k.path, k.addr, got, want[k]):
+					default:
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	s.mu.Lock()
+	open := len(s.m)
+	s.mu.Unlock()
+	if open > 2 {
+		t.Errorf("%d binaries open, limit 2", open)
+	}
+	if _, err := s.Frames(filepath.Join(dir, "missing"), 1, nil); err == nil {
+		t.Error("a missing binary gave no error")
+	}
+}
+
+// TestNoAllocsSteadyState checks that a lookup allocates nothing once the
+// unit is decoded and the caller passes its buffer back.
+func TestNoAllocsSteadyState(t *testing.T) {
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	addrs := textAddrs(t, p, 64)
+	var buf []Frame
+	for _, a := range addrs {
+		buf, _ = b.Frames(a, buf)
+	}
+	buf = make([]Frame, 0, 64)
+	i := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		buf, _ = b.Frames(addrs[i%len(addrs)], buf)
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per lookup, want 0", allocs)
+	}
+}
+
+// TestMalformed damages a real binary in the ways that hurt decoders
+// (truncation, corrupted headers and DWARF) and checks that opening and
+// symbolizing return errors or answers, never panic.
+func TestMalformed(t *testing.T) {
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
+	orig, _ := os.ReadFile(p)
+	tb := openTestBinary(t, p)
+	addrs := sampleAddrs(t, tb, rand.New(rand.NewSource(9)), 20)
+	ef, _ := elf.Open(p)
+	info := ef.Section(".debug_info")
+	line := ef.Section(".debug_line")
+	ef.Close()
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 60; i++ {
+		d := append([]byte(nil), orig...)
+		switch i % 4 {
+		case 0:
+			d = d[:rng.Intn(len(d))]
+		case 1:
+			for k := 0; k < 8; k++ {
+				d[int(info.Offset)+rng.Intn(int(info.Size))] = byte(rng.Intn(256))
+			}
+		case 2:
+			for k := 0; k < 8; k++ {
+				d[int(line.Offset)+rng.Intn(int(line.Size))] = byte(rng.Intn(256))
+			}
+		case 3:
+			for k := 0; k < 4; k++ {
+				d[64+rng.Intn(len(d)-64)] = byte(rng.Intn(256))
+			}
+		}
+		q := filepath.Join(dir, fmt.Sprint("bad", i))
+		os.WriteFile(q, d, 0o644)
+		b, err := Open(q, Options{NoDebugFile: true})
+		if err != nil {
+			if !strings.Contains(err.Error(), q) {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			continue
+		}
+		for _, a := range addrs {
+			fr, err := b.Frames(a, nil)
+			if err != nil && len(fr) != 0 {
+				t.Errorf("frames with an error")
+			}
+		}
+		b.Close()
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	if p, err := exec.LookPath("gcc"); err == nil && p != "" {
+		dir := f.TempDir()
+		src := filepath.Join(dir, "a.c")
+		os.WriteFile(src, []byte("static int g(int x){return x+1;}\nint main(int c,char**v){return g(c);}\n"), 0o644)
+		bin := filepath.Join(dir, "a")
+		if exec.Command("gcc", "-O1", "-g", "-o", bin, src).Run() == nil {
+			d, _ := os.ReadFile(bin)
+			f.Add(d)
+		}
+	}
+	f.Add([]byte("ffffffff81000000 T _text\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "f")
+		os.WriteFile(p, data, 0o644)
+		b, err := Open(p, Options{NoDebugFile: true})
+		if err != nil {
+			if b != nil {
+				t.Fatal("binary and error")
+			}
+			return
+		}
+		defer b.Close()
+		for _, a := range []uint64{0, 0x1000, 0x1139, 0x401000, 0xffffffff81000010} {
+			fr, err := b.Frames(a, nil)
+			if err != nil && len(fr) > 0 {
+				t.Fatal("frames and error")
+			}
+			b.Symbol(a)
+			b.Bias(Mapping{Start: 0x555555554000, Limit: 0x555555556000, Offset: 0})
+		}
+		b.BuildID()
+		b.DebugFile()
+	})
+}
