@@ -1,0 +1,259 @@
+package perfdata
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// recompress rebuilds the records of a real recording the way perf record
+// -z writes them: runs of kernel records go through one long-lived zstd
+// stream, flushed at the end of each run, and the flushed bytes are cut into
+// COMPRESSED (81) or COMPRESSED2 (83) records at random points, so that
+// zstd blocks and perf records straddle compressed records. perf's own
+// records (>= 64) stay uncompressed, as perf record writes them.
+func recompress(t *testing.T, recs [][]byte, typ RecordType, rng *rand.Rand) []byte {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zout bytes.Buffer
+	enc.Reset(&zout)
+	var out []byte
+	emit := func() {
+		z := zout.Bytes()
+		for len(z) > 0 {
+			n := min(len(z), 1+rng.Intn(3000))
+			chunk := z[:n]
+			z = z[n:]
+			switch typ {
+			case RecordCompressed:
+				h := make([]byte, 8)
+				binary.LittleEndian.PutUint32(h, uint32(typ))
+				binary.LittleEndian.PutUint16(h[6:], uint16(8+len(chunk)))
+				out = append(append(out, h...), chunk...)
+			case RecordCompressed2:
+				size := (16 + len(chunk) + 7) &^ 7
+				h := make([]byte, 16)
+				binary.LittleEndian.PutUint32(h, uint32(typ))
+				binary.LittleEndian.PutUint16(h[6:], uint16(size))
+				binary.LittleEndian.PutUint64(h[8:], uint64(len(chunk)))
+				out = append(append(out, h...), chunk...)
+				out = append(out, make([]byte, size-16-len(chunk))...)
+			}
+		}
+		zout.Reset()
+	}
+	pending := false
+	for _, r := range recs {
+		if RecordType(binary.LittleEndian.Uint32(r)) < recordUserStart {
+			enc.Write(r)
+			pending = true
+			continue
+		}
+		if pending {
+			enc.Flush()
+			emit()
+			pending = false
+		}
+		out = append(out, r...)
+	}
+	enc.Close()
+	emit()
+	return out
+}
+
+// rawRecords splits a data section into records.
+func rawRecords(t *testing.T, data []byte) [][]byte {
+	var out [][]byte
+	for len(data) > 0 {
+		n := int(binary.LittleEndian.Uint16(data[6:]))
+		if n < 8 || n > len(data) {
+			t.Fatalf("bad record size %d", n)
+		}
+		out = append(out, data[:n])
+		data = data[n:]
+	}
+	return out
+}
+
+// kernelDump prints the kernel records of rs, without their offsets.
+func kernelDump(t *testing.T, rs *Records) (dump []string, user, compressed int) {
+	for rs.Next() {
+		r := rs.Record()
+		h := r.Header()
+		if r.Type().IsUser() {
+			user++
+			if r.Type() == RecordCompressed || r.Type() == RecordCompressed2 {
+				compressed++
+			}
+			continue
+		}
+		if !h.Compressed {
+			t.Fatalf("kernel record at %d not from compressed data", h.Offset)
+		}
+		h.Offset, h.Compressed = 0, false
+		dump = append(dump, fmt.Sprintf("%T %+v", r, r))
+	}
+	if rs.Err() != nil {
+		t.Fatal(rs.Err())
+	}
+	return
+}
+
+func TestRecompressedPipe(t *testing.T) {
+	orig := readFixture(t, "pipe.data")
+	recs := rawRecords(t, orig[16:])
+	r, err := NewReader(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	rs := r.Records(RecordsOptions{})
+	for rs.Next() {
+		x := rs.Record()
+		if !x.Type().IsUser() {
+			x.Header().Offset = 0
+			want = append(want, fmt.Sprintf("%T %+v", x, x))
+		}
+	}
+	for _, typ := range []RecordType{RecordCompressed, RecordCompressed2} {
+		for seed := int64(1); seed <= 5; seed++ {
+			t.Run(fmt.Sprintf("%v/%d", typ, seed), func(t *testing.T) {
+				z := append(bytes.Clone(orig[:16]), recompress(t, recs, typ, rand.New(rand.NewSource(seed)))...)
+				r, err := NewReader(bytes.NewReader(z))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _, compressed := kernelDump(t, r.Records(RecordsOptions{}))
+				if compressed < 3 {
+					t.Fatalf("only %d compressed records: the test would not straddle", compressed)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%d kernel records, want %d", len(got), len(want))
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("record %d:\n got %s\nwant %s", i, got[i], want[i])
+					}
+				}
+				// Truncating inside the compressed data is an error naming
+				// a compressed record's offset.
+				cut := z[:len(z)-40]
+				r, _ = NewReader(bytes.NewReader(cut))
+				rs := r.Records(RecordsOptions{})
+				for rs.Next() {
+				}
+				if rs.Err() == nil {
+					t.Error("no error for a cut compressed stream")
+				}
+			})
+		}
+	}
+}
+
+func TestRecompressedFile(t *testing.T) {
+	orig := readFixture(t, "twoevents.data")
+	f, err := NewFile(bytes.NewReader(orig), int64(len(orig)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := kernelDumpPlain(t, f.Records(RecordsOptions{}))
+	off, size := f.DataRange()
+	recs := rawRecords(t, orig[off:off+size])
+	data := recompress(t, recs, RecordCompressed2, rand.New(rand.NewSource(7)))
+	delta := int64(len(data)) - size
+	// The new file: everything before the data, the new data, then the
+	// feature table with its offsets moved by delta and the payloads.
+	var z []byte
+	z = append(z, orig[:off]...)
+	z = append(z, data...)
+	tail := bytes.Clone(orig[off+size:])
+	n := len(f.Features().IDs())
+	for i := 0; i < n; i++ {
+		o := binary.LittleEndian.Uint64(tail[16*i:])
+		binary.LittleEndian.PutUint64(tail[16*i:], uint64(int64(o)+delta))
+	}
+	z = append(z, tail...)
+	binary.LittleEndian.PutUint64(z[48:], uint64(len(data)))
+	zf, err := NewFile(bytes.NewReader(z), int64(len(z)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := zf.Features().Hostname(); err != nil || h == "" {
+		t.Fatalf("features moved wrongly: %q %v", h, err)
+	}
+	for _, ordered := range []bool{false, true} {
+		got, _, _ := kernelDump(t, zf.Records(RecordsOptions{Ordered: ordered}))
+		if ordered {
+			w, _, _ := kernelDumpPlain(t, f.Records(RecordsOptions{Ordered: true}))
+			want = w
+		}
+		if len(got) != len(want) {
+			t.Fatalf("ordered=%v: %d kernel records, want %d", ordered, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("ordered=%v: record %d:\n got %s\nwant %s", ordered, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func kernelDumpPlain(t *testing.T, rs *Records) (dump []string, user, compressed int) {
+	for rs.Next() {
+		r := rs.Record()
+		if r.Type().IsUser() {
+			user++
+			continue
+		}
+		h := r.Header()
+		h.Offset = 0
+		dump = append(dump, fmt.Sprintf("%T %+v", r, r))
+	}
+	if rs.Err() != nil {
+		t.Fatal(rs.Err())
+	}
+	return
+}
+
+// TestZstdBomb: compressed data that expands far beyond what perf data
+// compresses to is refused instead of decoded for gigabytes.
+func TestZstdBomb(t *testing.T) {
+	orig := readFixture(t, "pipe.data")
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	// 64 MiB of one record repeated compresses to a few KiB.
+	rec := make([]byte, 64)
+	binary.LittleEndian.PutUint32(rec, 200) // an unknown kernel type
+	binary.LittleEndian.PutUint16(rec[6:], 64)
+	big := bytes.Repeat(rec, 1<<20)
+	z := enc.EncodeAll(big, nil)
+	h := make([]byte, 16)
+	binary.LittleEndian.PutUint32(h, uint32(RecordCompressed2))
+	size := (16 + len(z) + 7) &^ 7
+	if size > 0xffff {
+		t.Fatalf("bomb of %d bytes does not fit a record", size)
+	}
+	binary.LittleEndian.PutUint16(h[6:], uint16(size))
+	binary.LittleEndian.PutUint64(h[8:], uint64(len(z)))
+	stream := append(bytes.Clone(orig[:16]), h...)
+	stream = append(stream, z...)
+	stream = append(stream, make([]byte, size-16-len(z))...)
+	r, err := NewReader(bytes.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := r.Records(RecordsOptions{})
+	n := 0
+	for rs.Next() {
+		n++
+	}
+	if rs.Err() == nil || n >= 1<<20 || !strings.Contains(rs.Err().Error(), "expands") {
+		t.Fatalf("%d records, err %v: want an error before most of the bomb", n, rs.Err())
+	}
+}
