@@ -1,0 +1,93 @@
+package check
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+func steadySession() (*Session, *SampleEvent) {
+	s := NewSession(Options{NoSymbols: true})
+	s.Comm(7, 7, "app", true)
+	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x400000, Len: 0x100000, Path: "/bin/app", Exec: true})
+	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x7f0000000000, Len: 0x200000, Pgoff: 0x1000, Path: "/lib/libc.so.6", Exec: true})
+	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x2000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	chain := []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser}
+	for i := 0; i < 60; i++ {
+		chain = append(chain, 0x400000+uint64(i)*0x40)
+	}
+	chain = append(chain, 0x7f0000001234)
+	e := &SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1000, Callchain: chain}
+	return s, e
+}
+
+// A repeated stack costs no allocation: the raw-stack cache answers, the
+// key buffers are reused, the aggregate exists.
+func TestSampleSteadyStateAllocs(t *testing.T) {
+	s, e := steadySession()
+	s.Sample(e)
+	if n := testing.AllocsPerRun(1000, func() { s.Sample(e) }); n != 0 {
+		t.Errorf("Sample of a known stack: %v allocations, want 0", n)
+	}
+	if s.numStacks() != 1 || len(s.stack(0)) != 63 {
+		t.Errorf("%d stacks, first of %d frames; want 1 of 63 (IP not repeated, markers skipped)", s.numStacks(), len(s.stack(0)))
+	}
+}
+
+func BenchmarkSampleKnownStack(b *testing.B) {
+	s, e := steadySession()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Sample(e)
+	}
+}
+
+func BenchmarkSampleNewStacks(b *testing.B) {
+	s, e := steadySession()
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		i++
+		e.IP = 0xffffffff81000000 + i%0x1000000
+		e.Callchain[1] = e.IP
+		s.Sample(e)
+	}
+}
+
+// BenchmarkAnalyze checks a large recording: $PERFCHECK_BENCH_DATA, else
+// bench/out/large.data (made by bench/record-large.sh), else a recording
+// of the fork+exec fixture is used so the benchmark always runs.
+func BenchmarkAnalyze(b *testing.B) {
+	name := os.Getenv("PERFCHECK_BENCH_DATA")
+	if name == "" {
+		name = filepath.Join("..", "bench", "out", "large.data")
+		if _, err := os.Stat(name); err != nil {
+			name = filepath.Join("..", "testdata", "perf", "forkexec.data")
+		}
+	}
+	st, err := os.Stat(name)
+	if err != nil {
+		b.Skipf("no recording to benchmark: %v", err)
+	}
+	for _, sym := range []bool{false, true} {
+		label := "check"
+		if sym {
+			label = "check+symbols"
+		}
+		b.Run(label, func(b *testing.B) {
+			b.SetBytes(st.Size())
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := Analyze(context.Background(), name, Options{NoSymbols: !sym})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(len(res.Stacks)), "stacks")
+				b.ReportMetric(float64(res.Samples), "samples")
+			}
+		})
+	}
+}
