@@ -17,16 +17,26 @@ import (
 // COMPRESSED (81) or COMPRESSED2 (83) records at random points, so that
 // zstd blocks and perf records straddle compressed records. perf's own
 // records (>= 64) stay uncompressed, as perf record writes them.
-func recompress(t *testing.T, recs [][]byte, typ RecordType, rng *rand.Rand) []byte {
+//
+// With split, the compressed bytes flushed before a perf record are cut at
+// a random point and the perf record goes between the two parts, so that
+// the decoder must read past it in the middle of a zstd block.
+func recompress(t *testing.T, recs [][]byte, typ RecordType, rng *rand.Rand, split bool) []byte {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var zout bytes.Buffer
 	enc.Reset(&zout)
-	var out []byte
+	var out, carry []byte
 	emit := func() {
-		z := zout.Bytes()
+		z := append(carry, zout.Bytes()...)
+		carry = nil
+		if split && len(z) > 1 {
+			k := rng.Intn(len(z))
+			carry = bytes.Clone(z[k:])
+			z = z[:k]
+		}
 		for len(z) > 0 {
 			n := min(len(z), 1+rng.Intn(3000))
 			chunk := z[:n]
@@ -64,6 +74,7 @@ func recompress(t *testing.T, recs [][]byte, typ RecordType, rng *rand.Rand) []b
 		out = append(out, r...)
 	}
 	enc.Close()
+	split = false
 	emit()
 	return out
 }
@@ -123,9 +134,10 @@ func TestRecompressedPipe(t *testing.T) {
 		}
 	}
 	for _, typ := range []RecordType{RecordCompressed, RecordCompressed2} {
-		for seed := int64(1); seed <= 5; seed++ {
-			t.Run(fmt.Sprintf("%v/%d", typ, seed), func(t *testing.T) {
-				z := append(bytes.Clone(orig[:16]), recompress(t, recs, typ, rand.New(rand.NewSource(seed)))...)
+		for seed := int64(1); seed <= 6; seed++ {
+			split := seed%2 == 0
+			t.Run(fmt.Sprintf("%v/%d/split=%v", typ, seed, split), func(t *testing.T) {
+				z := append(bytes.Clone(orig[:16]), recompress(t, recs, typ, rand.New(rand.NewSource(seed)), split)...)
 				r, err := NewReader(bytes.NewReader(z))
 				if err != nil {
 					t.Fatal(err)
@@ -166,7 +178,7 @@ func TestRecompressedFile(t *testing.T) {
 	want, _, _ := kernelDumpPlain(t, f.Records(RecordsOptions{}))
 	off, size := f.DataRange()
 	recs := rawRecords(t, orig[off:off+size])
-	data := recompress(t, recs, RecordCompressed2, rand.New(rand.NewSource(7)))
+	data := recompress(t, recs, RecordCompressed2, rand.New(rand.NewSource(7)), true)
 	delta := int64(len(data)) - size
 	// The new file: everything before the data, the new data, then the
 	// feature table with its offsets moved by delta and the payloads.
