@@ -85,6 +85,7 @@ func countRecords(f *recording) (*recordStats, error) {
 		}
 	}
 	grow(len(f.Events()))
+	ef := &eventFinder{f: f}
 	rs := f.Records(perfdata.RecordsOptions{})
 	for rs.Next() {
 		r := rs.Record()
@@ -109,12 +110,12 @@ func countRecords(f *recording) (*recordStats, error) {
 				}
 				st.timed = true
 			}
-			if i := eventOf(f, h); i >= 0 {
+			if i := ef.find(h); i >= 0 {
 				grow(i + 1)
 				st.samples[i]++
 			}
 		case *perfdata.LostSamples:
-			if i := eventOf(f, h); i >= 0 {
+			if i := ef.find(h); i >= 0 {
 				grow(i + 1)
 				st.lostSamples[i] += x.Lost
 			}
@@ -123,27 +124,48 @@ func countRecords(f *recording) (*recordStats, error) {
 	return st, rs.Err()
 }
 
-// eventOf returns the event a kernel record is delivered to, as perf's
-// evlist__id2evsel: the first event when there is one event or the
-// record's id is 0 or absent, else the owner of the id, else none (-1).
-func eventOf(f *recording, h *perfdata.RecordHeader) int {
-	evs := f.Events()
+// eventFinder finds the event a record is delivered to, as perf's
+// evlist__id2evsel (tools/perf/util/evlist.c) does with the id
+// evsel__parse_sample read: the first event when there is only one or the
+// id is 0; else the event that owns the id; else none when the events
+// have sample_id_all (perf counts the record as nr_unknown_id), the first
+// one otherwise. A record without an id field has perf's id -1.
+type eventFinder struct {
+	f    *recording
+	n    int
+	byID map[uint64]int
+}
+
+func (ef *eventFinder) find(h *perfdata.RecordHeader) int {
+	evs := ef.f.Events()
 	if len(evs) == 0 {
 		return -1
 	}
-	id := h.SampleID.ID
-	if len(evs) == 1 || h.SampleID.Fields&(perfdata.SampleID|perfdata.SampleIdentifier) == 0 || id == 0 {
+	id := ^uint64(0)
+	if h.SampleID.Fields&(perfdata.SampleID|perfdata.SampleIdentifier) != 0 {
+		id = h.SampleID.ID
+	}
+	if len(evs) == 1 || id == 0 {
 		return 0
 	}
-	if h.EventIndex >= 0 && h.EventIndex < len(evs) && slices.Contains(evs[h.EventIndex].IDs, id) {
-		return h.EventIndex
-	}
-	for i, e := range evs {
-		if slices.Contains(e.IDs, id) {
-			return i
+	if ef.byID == nil || ef.n != len(evs) {
+		// Pipe streams add events as they go: index them again.
+		ef.byID, ef.n = map[uint64]int{}, len(evs)
+		for i, e := range evs {
+			for _, x := range e.IDs {
+				if _, dup := ef.byID[x]; !dup {
+					ef.byID[x] = i
+				}
+			}
 		}
 	}
-	return -1
+	if i, ok := ef.byID[id]; ok {
+		return i
+	}
+	if evs[0].Attr.SampleIDAll() {
+		return -1
+	}
+	return 0
 }
 
 func runStats(args []string, stdout, stderr io.Writer) int {
