@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// TestAddrSpaceInsert: a new map replaces what it covers of older ones,
+// splitting them, as perf's maps__fixup_overlappings.
+func TestAddrSpaceInsert(t *testing.T) {
+	a, b, c := &bidDSO{name: "a"}, &bidDSO{name: "b"}, &bidDSO{name: "c"}
+	var as addrSpace
+	as.insert(bidMap{0x1000, 0x5000, a})
+	as.insert(bidMap{0x2000, 0x3000, b}) // splits a
+	as.insert(bidMap{0x4800, 0x6000, c}) // trims a's tail
+	got := fmt.Sprint(len(as.maps))
+	for _, m := range as.maps {
+		got += fmt.Sprintf(" %x-%x:%s", m.start, m.end, m.dso.name)
+	}
+	if want := "4 1000-2000:a 2000-3000:b 3000-4800:a 4800-6000:c"; got != want {
+		t.Errorf("maps %s, want %s", got, want)
+	}
+	for addr, want := range map[uint64]string{0xfff: "", 0x1000: "a", 0x2fff: "b", 0x3000: "a", 0x4800: "c", 0x5fff: "c", 0x6000: ""} {
+		name := ""
+		if d := as.find(addr); d != nil {
+			name = d.name
+		}
+		if name != want {
+			t.Errorf("find(%#x) = %q, want %q", addr, name, want)
+		}
+	}
+}
+
+func TestKmodName(t *testing.T) {
+	for in, want := range map[string]string{
+		"/lib/modules/3.8.11/kernel/net/mac80211-3.4/mac80211.ko": "[mac80211]",
+		"/lib/modules/6.1.0/kernel/drivers/net/virtio-net.ko.xz":  "[virtio_net]",
+		"[nf_tables]": "[nf_tables]",
+	} {
+		if got := kmodName(in); got != want {
+			t.Errorf("kmodName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestHitTracker follows a small synthetic history: a process maps a
+// library, forks a child that execs and maps another; kernel samples land
+// in a module inside the kernel's range. Only hit DSOs are listed, in the
+// order they were created.
+func TestHitTracker(t *testing.T) {
+	tr := newHitTracker()
+	hdr := func(misc uint16) perfdata.RecordHeader { return perfdata.RecordHeader{Misc: misc} }
+	sample := func(mode perfdata.CPUMode, pid, tid uint32, ip uint64) *perfdata.Sample {
+		s := &perfdata.Sample{RecordHeader: hdr(uint16(mode)), Fields: perfdata.SampleIP | perfdata.SampleTID, IP: ip}
+		s.SampleID = perfdata.SampleIDInfo{Fields: perfdata.SampleTID, PID: pid, TID: tid}
+		return s
+	}
+	recs := []perfdata.Record{
+		&perfdata.Mmap{RecordHeader: hdr(1), PID: ^uint32(0), Addr: 0xffff0000, Len: 0x10000, Filename: "[kernel.kallsyms]_text"},
+		&perfdata.Mmap{RecordHeader: hdr(1), PID: ^uint32(0), Addr: 0xffff8000, Len: 0x1000, Filename: "/lib/modules/x/kernel/foo-bar.ko"},
+		&perfdata.Mmap2{RecordHeader: hdr(2), PID: 10, TID: 10, Addr: 0x400000, Len: 0x1000, Prot: 4, Filename: "/bin/parent"},
+		&perfdata.Mmap2{RecordHeader: hdr(2), PID: 10, TID: 10, Addr: 0x7000000, Len: 0x1000, Prot: 4, Filename: "/lib/libc.so"},
+		&perfdata.Mmap2{RecordHeader: hdr(2), PID: 10, TID: 10, Addr: 0x9000000, Len: 0x1000, Prot: 4, Filename: "//anon"},
+		&perfdata.Mmap2{RecordHeader: hdr(2), PID: 10, TID: 10, Addr: 0xa000000, Len: 0x1000, Prot: 4, Filename: "/never/hit.so"},
+		&perfdata.Fork{RecordHeader: hdr(0), PID: 11, PPID: 10, TID: 11, PTID: 10},
+		&perfdata.Mmap2{RecordHeader: hdr(2), PID: 11, TID: 11, Addr: 0x400000, Len: 0x1000, Prot: 4, Filename: "/bin/child"},
+		sample(perfdata.CPUModeUser, 11, 11, 0x7000010),    // libc, inherited from the parent
+		sample(perfdata.CPUModeUser, 11, 11, 0x400010),     // the child's own binary
+		sample(perfdata.CPUModeUser, 10, 12, 0x9000010),    // a new thread of 10: JIT code
+		sample(perfdata.CPUModeKernel, 10, 10, 0xffff8100), // the module
+		sample(perfdata.CPUModeKernel, 10, 10, 0xffff0100), // the kernel
+		&perfdata.Exit{RecordHeader: hdr(0), PID: 11, TID: 11},
+		sample(perfdata.CPUModeUser, 11, 11, 0x400010), // after exit: a new, empty thread
+	}
+	for _, r := range recs {
+		tr.record(r)
+	}
+	var got []string
+	for _, d := range tr.ms.all(func(d *bidDSO) bool { return d.hit }) {
+		got = append(got, d.name)
+	}
+	want := []string{"[kernel.kallsyms]", "/lib/modules/x/kernel/foo-bar.ko", "/lib/libc.so", "/tmp/perf-10.map", "/bin/child"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hit DSOs %v, want %v", got, want)
+	}
+	if d := tr.ms.host.findShort("[foo_bar]"); d == nil {
+		t.Error("module not found by its short name")
+	}
+}
+
+// TestMachinesOrder: host DSOs first, then guests by pid; same-named
+// DSOs of one machine are one.
+func TestMachinesOrder(t *testing.T) {
+	var ms machines
+	ms.get(7).findnew("/guest7", dsoID{})
+	ms.get(-1).findnew("/host", dsoID{})
+	ms.get(0).findnew("/guest0", dsoID{})
+	ms.get(-1).findnew("/host", dsoID{})
+	if d := ms.get(-1).findnew("/host", dsoID{1, 2, 3, 4}); d != ms.get(-1).dsos[0] {
+		t.Error("a DSO without an id did not take the first id given")
+	}
+	if d := ms.get(-1).findnew("/host", dsoID{1, 2, 9, 4}); d == ms.get(-1).dsos[0] {
+		t.Error("another inode under the same name is the same DSO")
+	}
+	var got []string
+	for _, d := range ms.all(func(*bidDSO) bool { return true }) {
+		got = append(got, fmt.Sprintf("%s@%s", d.name, machineName(d.machine)))
+	}
+	if want := "[/host@host /host@host /guest0@guest:0 /guest7@guest:7]"; fmt.Sprint(got) != want {
+		t.Errorf("%v, want %s", got, want)
+	}
+}
