@@ -671,3 +671,74 @@ func TestRealReplacedDuringRecording(t *testing.T) {
 	}
 	assertName(t, res, "replacement_only")
 }
+
+// jitSrc copies a tiny loop into anonymous executable memory, describes it
+// in /tmp/perf-PID.map as a JIT would, and runs it.
+const jitSrc = `
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/mman.h>
+int main(int argc, char **argv) {
+	/* mov rcx,rdi; 1: dec rcx; jnz 1b; ret */
+	static const unsigned char code[] = {0x48,0x89,0xf9,0x48,0xff,0xc9,0x75,0xfb,0xc3};
+	unsigned char *p = mmap(0, 4096, PROT_READ|PROT_WRITE|PROT_EXEC, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) return 1;
+	memcpy(p, code, sizeof code);
+	char name[64];
+	snprintf(name, sizeof name, "/tmp/perf-%d.map", getpid());
+	FILE *f = fopen(name, "w");
+	fprintf(f, "%lx %zx jit_hot_fn\n", (unsigned long)p, sizeof code);
+	fclose(f);
+	printf("%d\n", getpid());
+	fflush(stdout);
+	((void (*)(long))p)(atol(argv[1]));
+	return 0;
+}
+`
+
+func TestRealJITPerfMap(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("jit")
+	w.gcc(bin, jitSrc)
+	data := w.path("jit.data")
+	out := w.run(nil, "perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", data, "--", bin, "400000000")
+	pid := strings.TrimSpace(string(out))
+	mapFile := "/tmp/perf-" + pid + ".map"
+	t.Cleanup(func() { os.Remove(mapFile) })
+	if _, err := os.Stat(mapFile); err != nil {
+		t.Fatalf("the workload wrote no perf map: %v (output %q)", err, out)
+	}
+	res := w.analyze(data, Options{KeepSamples: true})
+	d := mustDSO(t, res, mapFile, Unverified)
+	if d.Kind != KindJIT || d.HitsLeaf == 0 {
+		t.Errorf("JIT DSO: %+v", d)
+	}
+	assertName(t, res, "jit_hot_fn")
+
+	// EachSample replays every sample, in time order, with its stack.
+	var n uint64
+	var last uint64
+	err := res.EachSample(func(s *Sample) error {
+		n++
+		if s.Time < last {
+			t.Errorf("sample at %d after one at %d", s.Time, last)
+		}
+		last = s.Time
+		if s.Stack == nil || len(s.Stack.Locations) == 0 {
+			t.Error("sample without a stack")
+		}
+		return nil
+	})
+	if err != nil || n != res.Samples {
+		t.Errorf("EachSample: %d samples, want %d (%v)", n, res.Samples, err)
+	}
+
+	// Without its map the code is anonymous memory: no name, no verdict
+	// to fail on, and the address shown raw.
+	os.Remove(mapFile)
+	res = w.analyze(data, Options{})
+	mustDSO(t, res, "//anon", NoFile)
+	assertNoName(t, res, "jit_hot_fn")
+}
