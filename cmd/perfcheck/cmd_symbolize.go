@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,13 +11,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 func init() {
 	register(&command{
 		name:    "symbolize",
-		usage:   "perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]",
+		usage:   "perfcheck symbolize -e FILE | --build-id ID [--inlines] [--json] [--demangle=false] [ADDR...]",
 		summary: "addr2line-style: function, then file:line, inlines expanded",
 		run:     runSymbolize,
 	})
@@ -52,6 +54,10 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	dem := fs.Bool("demangle", true, "demangle C++ and Rust names")
 	addrs := fs.Bool("a", false, "print each address before its frames (addr2line -a)")
 	debugFile := fs.Bool("debug-file", true, "look for a separate debug file (build-id, .gnu_debuglink) in the standard places")
+	buildidDir := fs.String("buildid-dir", "", "perf's build-id cache for --build-id (default $PERF_BUILDID_DIR, else $HOME/.debug)")
+	var debugDirs multiFlag
+	fs.Var(&debugDirs, "debug-dir", "debug directory for --build-id, repeatable (default /usr/lib/debug)")
+	recorded := fs.String("path", "", "with --build-id: the path the binary was recorded at, for path-based lookups")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]")
 		fmt.Fprintln(stderr, "Addresses are file addresses (as in the binary's symbol table), hex with or without 0x;")
@@ -67,15 +73,34 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	if *buildID != "" && *exe != "" {
 		return errorf(stderr, name, "give -e or --build-id, not both")
 	}
+	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
 	if *buildID != "" {
-		// TODO(symbolize): resolve through buildidcache's Resolver once it
-		// exposes a lookup by build-id; until then say what is missing.
-		return errorf(stderr, name, "--build-id needs buildidcache lookup by build-id, which is not available yet; use -e FILE")
+		id, err := buildidcache.ParseBuildID(*buildID)
+		if err != nil {
+			return errorf(stderr, name, "--build-id: %v", err)
+		}
+		bopts := buildidcache.Options{BuildIDDir: *buildidDir}
+		if len(debugDirs) > 0 {
+			bopts.DebugDirs = debugDirs
+		}
+		res, err := buildidcache.New(bopts).Resolve(context.Background(), buildidcache.Query{BuildID: id, Path: *recorded})
+		if err != nil {
+			return errorf(stderr, name, "%v", err)
+		}
+		if res.Identity.Path == "" || res.Identity.Image != nil {
+			return errorf(stderr, name, "build-id %s resolves to %q, which is not a file", id, res.Identity.Path)
+		}
+		*exe = res.Identity.Path
+		// The richest verified file (a separate debuginfo) serves DWARF;
+		// symbolize still checks it against the binary's build-id.
+		if best := res.Best.Path; best != "" && best != res.Identity.Path && res.Best.Image == nil {
+			opts.DebugFile = func(symbolize.DebugQuery) (string, error) { return best, nil }
+		}
+		fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, *exe, res.Identity.Locator)
 	}
 	if *exe == "" {
-		return errorf(stderr, name, "missing -e FILE")
+		return errorf(stderr, name, "missing -e FILE (or --build-id ID)")
 	}
-	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
 	b, err := symbolize.Open(*exe, opts)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
@@ -181,6 +206,12 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	return status
 }
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // stdinOverride lets tests feed stdin to runSymbolize in-process.
 var stdinOverride any

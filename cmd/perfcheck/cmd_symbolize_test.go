@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildSymbolizeProg compiles testdata/symbolize/prog.c with gcc into a
+// temporary directory and returns its path and the address of work.
+func buildSymbolizeProg(t *testing.T) (string, uint64) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	src, err := filepath.Abs("../../testdata/symbolize/prog.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "prog")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, _ := ef.Symbols()
+	for _, s := range syms {
+		if s.Name == "work" {
+			return bin, s.Value
+		}
+	}
+	t.Fatal("no symbol work")
+	return "", 0
+}
+
+func TestSymbolizeLikeAddr2line(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	if _, err := exec.LookPath("addr2line"); err != nil {
+		t.Skip("addr2line not installed")
+	}
+	addr := fmt.Sprintf("%#x", work)
+	for _, flags := range [][]string{{"-f", "-C"}, {"-f", "-C", "-i"}} {
+		want, err := exec.Command("addr2line", append(flags, "-e", bin, addr)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"symbolize", "-e", bin, addr}
+		if len(flags) == 3 {
+			args = []string{"symbolize", "--inlines", "-e", bin, addr}
+		}
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != exitOK {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if out.String() != string(want) {
+			t.Errorf("%v:\n got %q\nwant %q", args, out.String(), want)
+		}
+	}
+}
+
+func TestSymbolizeUnknownAndStdin(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	stdinOverride = strings.NewReader(fmt.Sprintf("0x1\n%x\n", work))
+	defer func() { stdinOverride = nil }()
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "-a", "-e", bin}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 6 || lines[0] != "0x0000000000000001" || lines[1] != "??" || lines[2] != "??:0" {
+		t.Fatalf("unknown address, addr2line style expected:\n%s", out.String())
+	}
+	if lines[4] != "work" || !strings.Contains(lines[5], "prog.c:") {
+		t.Fatalf("stdin address:\n%s", out.String())
+	}
+}
+
+func TestSymbolizeJSON(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "--json", "--inlines", "-e", bin, fmt.Sprintf("%x", work), "zz"}, &out, &errb); code != exitError {
+		t.Fatalf("a bad address must give exit %d, got %d", exitError, code)
+	}
+	var res []symbolizeAddrJSON
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(res) != 1 || len(res[0].Frames) == 0 {
+		t.Fatalf("got %+v", res)
+	}
+	f := res[0].Frames[len(res[0].Frames)-1]
+	if f.Function != "work" || f.RawName != "work" || !strings.HasSuffix(f.File, "prog.c") || f.Line == 0 || f.Inlined {
+		t.Errorf("outermost frame %+v", f)
+	}
+	if !strings.Contains(out.String(), `"raw_name"`) {
+		t.Error("JSON field names must be snake_case")
+	}
+}
+
+func TestSymbolizeBuildID(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	out, err := exec.Command("readelf", "-n", bin).Output()
+	if err != nil {
+		t.Skip("readelf not installed")
+	}
+	var id string
+	for _, l := range strings.Split(string(out), "\n") {
+		if i := strings.Index(l, "Build ID: "); i >= 0 {
+			id = strings.TrimSpace(l[i+len("Build ID: "):])
+		}
+	}
+	if id == "" {
+		t.Skip("gcc here adds no build-id")
+	}
+	var o, errb bytes.Buffer
+	args := []string{"symbolize", "--build-id", id, "--path", bin, "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(), fmt.Sprintf("%x", work)}
+	if code := run(args, &o, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(o.String(), "work\n") {
+		t.Errorf("got %q", o.String())
+	}
+	o.Reset()
+	errb.Reset()
+	args[2] = strings.Repeat("ab", 20)
+	if code := run(args, &o, &errb); code != exitError || errb.Len() == 0 {
+		t.Errorf("an unknown build-id: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestSymbolizeUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "0x10"}, &out, &errb); code != exitError || !strings.Contains(errb.String(), "-e FILE") {
+		t.Errorf("missing -e: exit %d, %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"symbolize", "-e", filepath.Join(os.TempDir(), "does-not-exist-perfcheck"), "0x10"}, &out, &errb); code != exitError {
+		t.Errorf("missing file: exit %d", code)
+	}
+}
