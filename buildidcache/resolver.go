@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,15 @@ func (c Candidate) Reason() string {
 		return ""
 	}
 	return c.Err.Error()
+}
+
+// MarshalJSON adds Err as "reason" and leaves out the vDSO image.
+func (c Candidate) MarshalJSON() ([]byte, error) {
+	type plain Candidate // without methods, so no recursion
+	return json.Marshal(struct {
+		plain
+		Reason string `json:"reason,omitempty"`
+	}{plain(c), c.Reason()})
 }
 
 // Result is a successful lookup.

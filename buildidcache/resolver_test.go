@@ -3,6 +3,7 @@ package buildidcache
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -580,6 +581,10 @@ func TestDebuginfodFaults(t *testing.T) {
 		}
 		if len(nf.Rejected) != 2 || !errors.Is(nf.Rejected[0].Err, ErrMismatch) || !strings.Contains(nf.Rejected[0].Reason(), s.URL) {
 			t.Errorf("rejected = %+v", nf.Rejected)
+		}
+		js, err := json.Marshal(nf.Rejected[0])
+		if err != nil || !strings.Contains(string(js), `"reason":"build-id mismatch: `+s.URL) || !strings.Contains(string(js), `"locator":"debuginfod"`) {
+			t.Errorf("JSON %s %v", js, err)
 		}
 		// Nothing was cached, and no temporary file is left.
 		ents, _ := os.ReadDir(filepath.Join(opts.DebuginfodCache, id.BuildID.String()))
