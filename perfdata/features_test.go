@@ -296,6 +296,9 @@ func eq[T comparable](t *testing.T, what string, got, want T, err error) {
 // every corpus file it reads and checks that each value it prints, for
 // the features where perf's format is simple, is what we decoded.
 func TestFeaturesAgainstPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs perf on every recording; skipped with -short")
+	}
 	perf, err := exec.LookPath("perf")
 	if err != nil {
 		t.Skip("perf is not installed (make test installs linux-perf)")

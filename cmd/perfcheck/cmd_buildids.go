@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"path"
@@ -44,8 +45,13 @@ type buildIDsJSON struct {
 
 func runBuildIDs(args []string, stdout, stderr io.Writer) int {
 	const name = "buildids"
-	file, jsonOut, code := parseFileArgs(name, "perfcheck buildids [--json] FILE",
-		"Prints what perf buildid-list -i FILE prints: a build-id, a space, the path.", args, stderr)
+	var withHits bool
+	file, jsonOut, code := parseFileArgs(name, "perfcheck buildids [--json] [-H] FILE",
+		"Prints what perf buildid-list -i FILE prints: a build-id, a space, the path.", args, stderr,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&withHits, "with-hits", false, "only the DSOs that samples hit (perf buildid-list -H)")
+			fs.BoolVar(&withHits, "H", false, "same as --with-hits")
+		})
 	if code >= 0 {
 		return code
 	}
@@ -54,7 +60,7 @@ func runBuildIDs(args []string, stdout, stderr io.Writer) int {
 		return errorf(stderr, name, "%v", err)
 	}
 	defer f.Close()
-	list, rerr := listBuildIDs(f)
+	list, rerr := listBuildIDs(f, withHits)
 	if jsonOut {
 		out := buildIDsJSON{File: file, FromSamples: list.fromSamples, DSOs: []buildIDJSON{}}
 		for _, d := range list.dsos {
@@ -103,26 +109,29 @@ type dsoList struct {
 // sample's IP fell in; their build-ids come from HEADER_BUILD_ID records
 // and MMAP2 records that carry one (perf record --buildid-mmap), and are
 // blank when neither gives one.
-func listBuildIDs(f *recording) (*dsoList, error) {
+//
+// withHits is perf's -H: the DSOs samples hit even when there is a table
+// (the table's DSOs come first, with their build-ids, then those the
+// records add).
+func listBuildIDs(f *recording, withHits bool) (*dsoList, error) {
+	t := newHitTracker()
+	if !f.IsPipe() && f.Features().Has(perfdata.FeatureAuxtrace) {
+		// perf lists the whole table of AUX-area recordings, -H or
+		// not: it does not decode the trace to learn what was hit.
+		withHits = false
+	}
 	if !f.IsPipe() && f.Features().Has(perfdata.FeatureBuildID) {
 		es, err := f.Features().BuildIDs()
 		if err != nil {
 			return &dsoList{}, err
 		}
-		var ms machines
 		for _, e := range es {
-			switch e.CPUMode {
-			case perfdata.CPUModeKernel, perfdata.CPUModeUser, perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-			default:
-				// __event_process_build_id drops other cpumodes.
-				continue
-			}
-			d := ms.get(e.PID).findnew(e.Filename, dsoID{})
-			d.bid, d.source = e.BuildID, "header"
+			t.addTableEntry(e)
 		}
-		return &dsoList{dsos: ms.all(func(*bidDSO) bool { return true })}, nil
+		if !withHits {
+			return &dsoList{dsos: t.ms.all(func(*bidDSO) bool { return true })}, nil
+		}
 	}
-	t := newHitTracker()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	for rs.Next() {
 		t.record(rs.Record())
@@ -328,11 +337,8 @@ func (t *hitTracker) record(r perfdata.Record) {
 		delete(t.threads, int64(int32(x.TID)))
 	case *perfdata.BuildIDRecord:
 		e := x.Entry
-		switch e.CPUMode {
-		case perfdata.CPUModeKernel, perfdata.CPUModeUser, perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-			d := t.ms.get(e.PID).findnew(e.Filename, dsoID{})
-			d.bid, d.source = slices.Clone(e.BuildID), "header"
-		}
+		e.BuildID = slices.Clone(e.BuildID)
+		t.addTableEntry(e)
 	case *perfdata.Sample:
 		if x.Fields&perfdata.SampleIP == 0 {
 			return
@@ -352,6 +358,39 @@ func (t *hitTracker) record(r perfdata.Record) {
 			d.hit = true
 		}
 	}
+}
+
+// addTableEntry is __event_process_build_id (tools/perf/util/header.c): a
+// build-id table entry or HEADER_BUILD_ID record names a DSO of its
+// machine, found or created by name, and gives it its build-id; a kernel
+// module entry also gets its "[name]" short name (dso__set_module_info),
+// by which module maps find it. Entries of other cpumodes are dropped.
+func (t *hitTracker) addTableEntry(e perfdata.BuildIDEntry) {
+	switch e.CPUMode {
+	case perfdata.CPUModeKernel, perfdata.CPUModeGuestKernel:
+	case perfdata.CPUModeUser, perfdata.CPUModeGuestUser:
+	default:
+		return
+	}
+	d := t.ms.get(e.PID).findnew(e.Filename, dsoID{})
+	d.bid, d.source = e.BuildID, "header"
+	if (e.CPUMode == perfdata.CPUModeKernel || e.CPUMode == perfdata.CPUModeGuestKernel) && isKmod(e.Filename) {
+		d.short = kmodName(e.Filename)
+	}
+}
+
+// isKmod is kmod_path__parse_name's verdict: a .ko file (maybe
+// compressed) or a "[name]" that is not the kernel or the vDSO.
+func isKmod(name string) bool {
+	if strings.HasPrefix(name, "[") {
+		return !strings.HasPrefix(name, "[kernel.kallsyms") && !strings.HasPrefix(name, "[guest.kernel.kallsyms") &&
+			!strings.HasPrefix(name, "[vdso") && !strings.HasPrefix(name, "[vsyscall")
+	}
+	b := name
+	for _, ext := range []string{".gz", ".xz", ".zst", ".bz2"} {
+		b = strings.TrimSuffix(b, ext)
+	}
+	return strings.HasSuffix(b, ".ko")
 }
 
 const (

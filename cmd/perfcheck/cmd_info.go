@@ -18,10 +18,14 @@ import (
 // parseFileArgs parses the flags of a command that takes one recording
 // (info, stats, buildids): --json, before or after the file name. It
 // returns code -1 to go on, else the exit code to return.
-func parseFileArgs(name, usage, about string, args []string, stderr io.Writer) (file string, jsonOut bool, code int) {
+// extra, if given, adds the command's own flags.
+func parseFileArgs(name, usage, about string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (file string, jsonOut bool, code int) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&jsonOut, "json", false, "print JSON (fields in docs/commands.md)")
+	for _, x := range extra {
+		x(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage:", usage)
 		fmt.Fprintln(stderr, about)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -375,6 +376,45 @@ func TestModernCorpus(t *testing.T) {
 			}
 			if _, errs, code := runCmd(t, "buildids", file); code != exitOK {
 				t.Errorf("buildids: exit %d: %s", code, errs)
+			}
+		})
+	}
+}
+
+// TestBuildIDsWithHitsAgainstPerf runs perf buildid-list -H (perf 6.1) on
+// every recording it reads and compares perfcheck buildids -H with it.
+// perf's vDSO temporary name is replaced as in perfQuirks.
+func TestBuildIDsWithHitsAgainstPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs perf on every recording; skipped with -short")
+	}
+	perf, err := exec.LookPath("perf")
+	if err != nil {
+		t.Skip("perf is not installed (make test installs linux-perf)")
+	}
+	var cs []conformanceCase
+	if _, err := os.Stat(perf61Dir); err == nil {
+		cs = corpusCases(t)
+	}
+	cs = append(cs, fixtureCases(t)...)
+	for _, c := range cs {
+		if st, err := os.Stat(c.stats); err != nil || st.Size() == 0 {
+			continue // perf cannot read it
+		}
+		t.Run(c.name, func(t *testing.T) {
+			var stdout bytes.Buffer
+			cmd := exec.Command(perf, "buildid-list", "-H", "-i", c.data)
+			cmd.Stdout = &stdout // perf warns about missing kallsyms on stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("perf: %v", err)
+			}
+			want := vdsoLine(stdout.String())
+			out, errs, code := runCmd(t, "buildids", "-H", c.data)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if out != want {
+				t.Errorf("buildids -H differs from perf buildid-list -H:\n--- perfcheck\n%s--- perf\n%s", out, want)
 			}
 		})
 	}
