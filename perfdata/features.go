@@ -15,7 +15,9 @@ import (
 // accessor decodes its section once, caches the result and returns the
 // same value and error on later calls; a section that does not parse is an
 // error, never a zero value. Accessors of absent features return
-// ErrNoFeature (wrapped). A Features is safe for concurrent use.
+// ErrNoFeature (wrapped). A Features is safe for concurrent use; the
+// slices its accessors return are shared by all callers and must not be
+// modified (BuildIDs and Raw return copies).
 type Features struct {
 	order    binary.ByteOrder
 	r        io.ReaderAt // file mode; nil in pipe mode
@@ -184,8 +186,12 @@ func (fs *Features) readSection(s featureSection) ([]byte, error) {
 		limit = maxFeatureSection
 	}
 	if s.Offset < 0 || s.Size < 0 || s.Offset > limit || s.Size > limit-s.Offset {
+		what := fmt.Sprintf("the file (%d bytes)", fs.fileSize)
+		if fs.fileSize < 0 {
+			what = fmt.Sprintf("the %d bytes a section may have", limit)
+		}
 		return nil, fs.errorf(s.Offset, io.ErrUnexpectedEOF,
-			"%v feature section [offset %d, size %d] lies outside the file (%d bytes)", s.ID, s.Offset, s.Size, fs.fileSize)
+			"%v feature section [offset %d, size %d] lies outside %s", s.ID, s.Offset, s.Size, what)
 	}
 	const chunk = 1 << 20
 	var buf []byte
