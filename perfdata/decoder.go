@@ -41,10 +41,13 @@ type decoder struct {
 	order binary.ByteOrder // the file's byte order
 	what  string           // what is being decoded, for errors ("MMAP2 record")
 	err   error
+	// little is order == binary.LittleEndian, so that the common case
+	// decodes without a call through the ByteOrder interface.
+	little bool
 }
 
 func newDecoder(b []byte, base int64, order binary.ByteOrder, what string) decoder {
-	return decoder{b: b, base: base, order: order, what: what}
+	return decoder{b: b, base: base, order: order, what: what, little: order == binary.LittleEndian}
 }
 
 // fail records the first error at the current offset.
@@ -86,7 +89,12 @@ func (d *decoder) u16() uint16 {
 	if !d.need(2) {
 		return 0
 	}
-	v := d.order.Uint16(d.b[d.off:])
+	var v uint16
+	if d.little {
+		v = binary.LittleEndian.Uint16(d.b[d.off:])
+	} else {
+		v = d.order.Uint16(d.b[d.off:])
+	}
 	d.off += 2
 	return v
 }
@@ -95,7 +103,12 @@ func (d *decoder) u32() uint32 {
 	if !d.need(4) {
 		return 0
 	}
-	v := d.order.Uint32(d.b[d.off:])
+	var v uint32
+	if d.little {
+		v = binary.LittleEndian.Uint32(d.b[d.off:])
+	} else {
+		v = d.order.Uint32(d.b[d.off:])
+	}
 	d.off += 4
 	return v
 }
@@ -104,7 +117,12 @@ func (d *decoder) u64() uint64 {
 	if !d.need(8) {
 		return 0
 	}
-	v := d.order.Uint64(d.b[d.off:])
+	var v uint64
+	if d.little {
+		v = binary.LittleEndian.Uint64(d.b[d.off:])
+	} else {
+		v = d.order.Uint64(d.b[d.off:])
+	}
 	d.off += 8
 	return v
 }

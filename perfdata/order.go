@@ -1,8 +1,9 @@
 package perfdata
 
 import (
-	"container/heap"
+	"cmp"
 	"io"
+	"slices"
 )
 
 // orderQueue is the time-ordered queue of RecordsOptions.Ordered, after
@@ -10,21 +11,27 @@ import (
 // perf_event__process_finished_round (session.c): kernel records with a
 // timestamp are queued; at each FINISHED_ROUND the queue is flushed up to
 // the largest timestamp seen by the end of the previous round; at the end
-// everything is flushed. Equal timestamps keep input order (seq).
+// everything is flushed. Equal timestamps keep input order.
 //
 // Queued records are kept as raw bytes in an arena and decoded when
 // delivered, so the decoded structs can still be reused. After each flush
 // the records left are compacted into a second arena: memory stays bounded
 // by what one round holds.
 type orderQueue struct {
-	items        queueHeap
+	// items are the queued records: sorted by time (stably, so equal
+	// times keep input order) when a flush starts; records queued later
+	// are appended. perf keeps a list it inserts into from the tail, which
+	// is cheap for the nearly sorted per-CPU runs of a round; sorting each
+	// round's records once at its flush is the same work in Go.
+	items        []queued
 	arena, spare []byte
-	seq          uint64
 
 	maxTS     uint64 // largest timestamp queued so far
 	nextFlush uint64 // limit for the next FINISHED_ROUND flush
 	limit     uint64 // limit of the flush in progress
 	flushing  bool
+	sorted    bool  // items sorted for the flush in progress
+	pos, end  int   // items[pos:end] are still to be delivered by the flush
 	final     bool  // end of input: flush everything
 	finalErr  error // the error that ended the input, returned after the flush
 
@@ -34,61 +41,59 @@ type orderQueue struct {
 	pendingBuf [8]byte
 }
 
+// queued is one queued record, kept small since sorting moves it.
 type queued struct {
-	ts    uint64
-	seq   uint64
-	at, n int // bytes in the arena
-	raw   rawRecord
-}
-
-type queueHeap []queued
-
-func (h queueHeap) Len() int { return len(h) }
-func (h queueHeap) Less(i, j int) bool {
-	if h[i].ts != h[j].ts {
-		return h[i].ts < h[j].ts
-	}
-	return h[i].seq < h[j].seq
-}
-func (h queueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *queueHeap) Push(x any)   { *h = append(*h, x.(queued)) }
-func (h *queueHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	ts         uint64
+	off        int64
+	at         int    // start of its bytes in the arena
+	n          uint32 // its length
+	typ        RecordType
+	misc, size uint16
+	part       int32
+	compressed bool
 }
 
 func (q *orderQueue) push(ts uint64, raw rawRecord) {
-	it := queued{ts: ts, seq: q.seq, at: len(q.arena), n: len(raw.data)}
-	q.seq++
+	q.items = append(q.items, queued{ts: ts, at: len(q.arena), n: uint32(len(raw.data)),
+		off: raw.off, typ: raw.typ, misc: raw.misc, size: raw.size, part: int32(raw.part), compressed: raw.compressed})
 	q.arena = append(q.arena, raw.data...)
-	raw.data = nil
-	it.raw = raw
-	// heap.Push boxes its argument; append and fix up by hand instead.
-	q.items = append(q.items, it)
-	heap.Fix(&q.items, len(q.items)-1)
 	if ts > q.maxTS {
 		q.maxTS = ts
 	}
 }
 
-// popRaw removes the earliest record and returns it with its bytes.
-func (q *orderQueue) popRaw() rawRecord {
-	it := q.items[0]
-	last := len(q.items) - 1
-	q.items[0] = q.items[last]
-	q.items = q.items[:last]
-	if last > 0 {
-		heap.Fix(&q.items, 0)
+func cmpQueued(a, b queued) int { return cmp.Compare(a.ts, b.ts) }
+
+// startFlush sorts the queue and finds the records the flush delivers.
+func (q *orderQueue) startFlush() {
+	slices.SortStableFunc(q.items, cmpQueued)
+	q.sorted = true
+	q.pos = 0
+	if q.final {
+		q.end = len(q.items)
+		return
 	}
-	raw := it.raw
-	raw.data = q.arena[it.at : it.at+it.n : it.at+it.n]
-	return raw
+	q.end, _ = slices.BinarySearchFunc(q.items, q.limit+1, func(it queued, t uint64) int { return cmp.Compare(it.ts, t) })
+	if q.limit == ^uint64(0) {
+		q.end = len(q.items)
+	}
 }
 
-// compact moves the records still queued to the spare arena.
-func (q *orderQueue) compact() {
+// item returns queued record i with its bytes.
+func (q *orderQueue) item(i int) rawRecord {
+	it := q.items[i]
+	end := it.at + int(it.n)
+	return rawRecord{typ: it.typ, misc: it.misc, size: it.size, off: it.off, part: int(it.part),
+		compressed: it.compressed, data: q.arena[it.at:end:end]}
+}
+
+// endFlush drops the delivered records and moves the bytes of those still
+// queued to the spare arena.
+func (q *orderQueue) endFlush() {
+	n := copy(q.items, q.items[q.end:])
+	q.items = q.items[:n]
+	q.sorted = false
+	q.pos, q.end = 0, 0
 	if len(q.items) == 0 {
 		q.arena = q.arena[:0]
 		return
@@ -97,7 +102,7 @@ func (q *orderQueue) compact() {
 	for i := range q.items {
 		it := &q.items[i]
 		at := len(q.spare)
-		q.spare = append(q.spare, q.arena[it.at:it.at+it.n]...)
+		q.spare = append(q.spare, q.arena[it.at:it.at+int(it.n)]...)
 		it.at = at
 	}
 	q.arena, q.spare = q.spare, q.arena
@@ -159,12 +164,16 @@ func (rs *Records) nextOrdered() (Record, error) {
 	q := &rs.oq
 	for {
 		if q.flushing {
-			if len(q.items) > 0 && (q.final || q.items[0].ts <= q.limit) {
-				raw := q.popRaw()
+			if !q.sorted {
+				q.startFlush()
+			}
+			if q.pos < q.end {
+				raw := q.item(q.pos)
+				q.pos++
 				return rs.decode(raw)
 			}
 			q.flushing = false
-			q.compact()
+			q.endFlush()
 			if q.hasPending {
 				q.hasPending = false
 				raw := q.pending

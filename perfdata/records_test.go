@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -410,6 +411,68 @@ func TestSteadyStateAllocs(t *testing.T) {
 				// per-record cost.
 				if allocs > 0.05 {
 					t.Errorf("ordered=%v: %.3f allocations per record", ordered, allocs)
+				}
+			}
+		})
+	}
+}
+
+// TestOrderedIsSorted: time-ordered delivery gives every record of file
+// order once, and the timestamps of kernel records never go back (perf
+// would count an out-of-order event; none of these files has one).
+func TestOrderedIsSorted(t *testing.T) {
+	var paths []string
+	if _, err := os.Stat(rdCorpus); err == nil {
+		paths = append(paths, corpusDataFiles(t)...)
+	}
+	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
+		paths = append(paths, rdGlob(t, rdFixtures+"/*.data")...)
+	}
+	if len(paths) == 0 {
+		t.Skip("neither corpus nor fixtures present")
+	}
+	for _, path := range paths {
+		if strings.Contains(path, "corrupted") {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			count := func(ordered bool) (map[string]int, int) {
+				m := map[string]int{}
+				back := 0
+				var last uint64
+				rs := f.Records(RecordsOptions{Ordered: ordered})
+				for rs.Next() {
+					r := rs.Record()
+					h := r.Header()
+					m[fmt.Sprintf("%v@%d/%d", r.Type(), h.Offset, h.Part)]++
+					if !r.Type().IsUser() && h.SampleID.HasTime() && h.SampleID.Time != 0 {
+						if h.SampleID.Time < last {
+							back++
+						}
+						last = h.SampleID.Time
+					}
+				}
+				if rs.Err() != nil {
+					t.Fatal(rs.Err())
+				}
+				return m, back
+			}
+			plain, _ := count(false)
+			ord, back := count(true)
+			if back != 0 {
+				t.Errorf("%d timestamps go back in time order", back)
+			}
+			if len(plain) != len(ord) {
+				t.Fatalf("%d distinct records in time order, %d in file order", len(ord), len(plain))
+			}
+			for k, n := range plain {
+				if ord[k] != n {
+					t.Fatalf("%s: %d in time order, %d in file order", k, ord[k], n)
 				}
 			}
 		})

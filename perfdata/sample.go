@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"iter"
 	"math/bits"
+	"slices"
 )
 
 // Sample is PERF_RECORD_SAMPLE (9). The fields present are those of the
@@ -264,8 +265,17 @@ func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 		return dst
 	}
 	b := d.bytes(int(n) * 8)
-	for i := 0; i < len(b); i += 8 {
-		dst = append(dst, d.order.Uint64(b[i:]))
+	at := len(dst)
+	dst = slices.Grow(dst, int(n))[:at+int(n)]
+	out := dst[at:]
+	if d.little {
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+	} else {
+		for i := range out {
+			out[i] = d.order.Uint64(b[8*i:])
+		}
 	}
 	return dst
 }
