@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"os"
@@ -417,5 +418,37 @@ func TestBuildIDsWithHitsAgainstPerf(t *testing.T) {
 				t.Errorf("buildids -H differs from perf buildid-list -H:\n--- perfcheck\n%s--- perf\n%s", out, want)
 			}
 		})
+	}
+}
+
+// TestInfoHostileFeature: a copy of a real recording whose HOSTNAME
+// section claims an offset far past the end of the file. info reports that
+// feature as unreadable, with the offset, and shows everything else.
+func TestInfoHostileFeature(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(fixturesDir, "twoevents.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	table := le.Uint64(b[40:]) + le.Uint64(b[48:]) // data.offset + data.size
+	// The table has one {offset, size} per feature bit in order: BUILD_ID
+	// (bit 2) first, then HOSTNAME (bit 3).
+	if b[72]&(1<<2) == 0 || b[72]&(1<<3) == 0 {
+		t.Fatal("fixture lacks BUILD_ID or HOSTNAME")
+	}
+	le.PutUint64(b[table+16:], 1<<40)
+	file := filepath.Join(t.TempDir(), "hostile.data")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runCmd(t, "info", file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "HOSTNAME feature unreadable") || !strings.Contains(out, "offset 1099511627776") {
+		t.Errorf("no warning with the offset:\n%s", out)
+	}
+	if strings.Contains(out, "host:") || !strings.Contains(out, "kernel:") || !strings.Contains(out, "samples:     209") {
+		t.Errorf("the other features and the records are not all shown:\n%s", out)
 	}
 }
