@@ -52,6 +52,7 @@ type DSO struct {
 
 	index     int
 	tableZero bool   // the header's table has the path with an all-zero build-id
+	inodes    int    // how many dev/inode identities the recording mapped this path as
 	relocSym  string // kernel: perf's reference symbol ("_text"), from "[kernel.kallsyms]_text"
 	relocAddr uint64 // kernel: its address when recorded (the kernel map's pgoff)
 	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
@@ -120,11 +121,13 @@ func (o *Options) jitMapExists(pid int32) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// diskPath is where a recorded path is looked at: under SymFS when set,
+// cleaned as if rooted so that ".." in a recorded name cannot climb out.
 func (o *Options) diskPath(p string) string {
 	if o.SymFS == "" {
 		return p
 	}
-	return filepath.Join(o.SymFS, p)
+	return filepath.Join(o.SymFS, filepath.Clean("/"+p))
 }
 
 // wallTime converts a perf timestamp to wall time through CLOCK_DATA.
@@ -195,6 +198,17 @@ func (s *Session) assignTableBuildIDs() {
 	for _, d := range s.dsos {
 		if d.BuildID == nil {
 			byPath[d.Path] = append(byPath[d.Path], d)
+		}
+	}
+	for _, peers := range byPath {
+		n := 0
+		for _, p := range peers {
+			if p.Dev != nil {
+				n++
+			}
+		}
+		for _, p := range peers {
+			p.inodes = n
 		}
 	}
 	for _, d := range s.dsos {
@@ -373,13 +387,17 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	}
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
-	var why string
-	if d.Dev != nil {
+	sameInode := false
+	if d.Dev != nil && o.SymFS == "" {
+		// Under --symfs the files are copies from elsewhere: their device
+		// and inode say nothing about the recorded ones. A different
+		// device is another view of the filesystem (overlayfs, a
+		// container, NFS): not compared either.
 		switch {
 		case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min:
-			why = fmt.Sprintf("device %d:%d recorded, %d:%d now (another filesystem view: not compared)", d.Dev.Maj, d.Dev.Min, st.Maj, st.Min)
-			why = "" // not evidence either way; fall through to mtime
-		case d.Dev.Ino != st.Ino:
+		case d.Dev.Ino == st.Ino:
+			sameInode = true
+		default:
 			d.Verdict = Replaced
 			d.Reason = fmt.Sprintf("no build-id recorded; the file at the path is another inode (%d recorded, %d now)", d.Dev.Ino, st.Ino)
 		}
@@ -398,7 +416,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		d.Source = "path"
 		d.symPath = disk
 		switch {
-		case d.Dev != nil && d.Dev.Ino == st.Ino && why == "":
+		case sameInode:
 			d.Reason = "no build-id recorded; same device and inode as recorded"
 		case o.RecordingEnd.IsZero() && o.Clock == nil:
 			d.Reason = "no build-id recorded and no recording time known: nothing to compare"
@@ -430,29 +448,45 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 
 // replacedDuringRecording catches a trap of the header's table: perf reads
 // the build-ids it writes there at the end of the recording, from the
-// files then on disk (perf_session__write_header → dsos__hit_all/
-// build_id__read). A file replaced while recording is thus described by
-// its replacement's build-id. When MMAP2 says which inode ran and the file
-// now at the path is another inode, carries the table's build-id and was
-// written before the recording ended, the table describes the replacement.
+// files then on disk (perf_session__write_header → build_id__read via
+// dsos__read_build_ids). A file replaced while recording is thus described
+// by its replacement's build-id, for the runs of the old file too.
+//
+// The recording proves it when it mapped one path as several inodes
+// (several DSOs with different MMAP2 device/inode): the one build-id
+// belongs to the file on disk at the end, so only the DSO whose inode is
+// the file's now can be verified; the others are replaced. With a single
+// inode the change can only be seen through time: when CLOCK_DATA gives the
+// wall time of the mapping, a file now at the path that is another inode,
+// carries the table's build-id and was written after the mapping and
+// before the recording ended is the replacement. Without CLOCK_DATA
+// nothing is concluded: a copy of the same file (git clone, cp, a package
+// reinstalled) has another inode and a new mtime too, and its build-id is
+// the proof that it is the same.
 func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	o := &s.opts
-	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.RecordingEnd.IsZero() {
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.SymFS != "" {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))
 	if !st.Exists || st.Maj != d.Dev.Maj || st.Min != d.Dev.Min || st.Ino == d.Dev.Ino {
 		return false
 	}
-	if !sameBuildID(st.BuildID, d.BuildID) || st.MTime.After(o.RecordingEnd) {
-		return false
+	if d.inodes > 1 {
+		d.Verdict = Replaced
+		d.symPath = ""
+		d.Reason = fmt.Sprintf("the file at this path changed during the recording (mapped as %d different inodes); the header's build-id, read when the recording ended, is the one of the file there now (inode %d), not of this one (inode %d)", d.inodes, st.Ino, d.Dev.Ino)
+		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+		return true
 	}
-	if t, ok := o.wallTime(d.firstTime); ok && !st.MTime.After(t) {
+	t, ok := o.wallTime(d.firstTime)
+	if !ok || o.RecordingEnd.IsZero() || !sameBuildID(st.BuildID, d.BuildID) ||
+		!st.MTime.After(t) || st.MTime.After(o.RecordingEnd) {
 		return false
 	}
 	d.Verdict = Replaced
 	d.symPath = ""
-	d.Reason = fmt.Sprintf("the file was replaced during the recording (inode %d ran, %d is there now, written before the recording ended): the header's build-id describes the replacement", d.Dev.Ino, st.Ino)
+	d.Reason = fmt.Sprintf("the file was replaced during the recording (inode %d ran, %d is there now, written at %s, after it was mapped and before the recording ended): the header's build-id describes the replacement", d.Dev.Ino, st.Ino, st.MTime.UTC().Format(time.RFC3339))
 	d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 	return true
 }

@@ -83,9 +83,9 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		}
 		tried = append(tried, "running vdso")
 	default:
-		p := filepath.Join("/", l.SymFS, q.Path)
-		if l.SymFS == "" {
-			p = q.Path
+		p := q.Path
+		if l.SymFS != "" {
+			p = filepath.Join(l.SymFS, filepath.Clean("/"+q.Path))
 		}
 		if ok, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
 			return &Located{Path: p, Source: "path", BuildID: q.BuildID}, nil

@@ -660,7 +660,7 @@ func TestRealReplacedDuringRecording(t *testing.T) {
 	}
 	// perf wrote one build-id (the replacement's) for both: the trap, not
 	// the ambiguity of two build-ids.
-	if len(old.Candidates) != 0 || !strings.Contains(old.Reason, "describes the replacement") {
+	if len(old.Candidates) != 0 || !strings.Contains(old.Reason, "different inodes") {
 		t.Errorf("reason: %s", old.Reason)
 	}
 	// No frame of the first run is named from the replacement.
