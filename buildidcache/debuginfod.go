@@ -142,21 +142,21 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 	var target string
 	if d.cache != "" {
 		target = filepath.Join(d.cache, hexID, typ)
-		if st, err := os.Stat(target); err == nil && st.Mode().IsRegular() {
-			if st.Size() > 0 {
-				return fetchResult{path: target}, nil
-			}
-			// An empty file is elfutils' remembered miss; it holds for
-			// cache_miss_s seconds.
-			if time.Since(st.ModTime()) < d.cacheMiss() {
-				return fetchResult{}, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)
-			}
+		if res, err, ok := d.cached(target); ok {
+			return res, err
 		}
 	}
 	if len(d.urls) == 0 {
 		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
 	}
 	v, err, _ := d.flight.Do(hexID+"/"+typ, func() (any, error) {
+		// A download that finished between our cache check and this
+		// call has left its file: look again before asking a server.
+		if target != "" {
+			if res, err, ok := d.cached(target); ok {
+				return res, err
+			}
+		}
 		// The download serves every goroutine waiting on it, so it must not
 		// die with the first caller's context; the stall timeout and the
 		// deadline bound it instead.
@@ -165,6 +165,22 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 	})
 	res, _ := v.(fetchResult)
 	return res, err
+}
+
+// cached answers from the cache when it can: a file, or an empty file,
+// which is elfutils' remembered miss and holds for cache_miss_s seconds.
+func (d *debuginfod) cached(target string) (fetchResult, error, bool) {
+	st, err := os.Stat(target)
+	if err != nil || !st.Mode().IsRegular() {
+		return fetchResult{}, nil, false
+	}
+	if st.Size() > 0 {
+		return fetchResult{path: target}, nil, true
+	}
+	if time.Since(st.ModTime()) < d.cacheMiss() {
+		return fetchResult{}, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target), true
+	}
+	return fetchResult{}, nil, false
 }
 
 func (d *debuginfod) cacheMiss() time.Duration {
@@ -298,7 +314,7 @@ func (d *debuginfod) get(ctx context.Context, base string, bid BuildID, typ, dir
 	defer stall.Stop()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		o.err = fmt.Errorf("%w: %v", ErrServer, timeoutText(err, stall, d.timeout))
+		o.err = fmt.Errorf("%w: %s: %v", ErrServer, u, timeoutText(err, stall, d.timeout))
 		return o
 	}
 	defer resp.Body.Close()
@@ -352,9 +368,11 @@ func (d *debuginfod) get(ctx context.Context, base string, bid BuildID, typ, dir
 	return o
 }
 
-// timeoutText names a stall for what it is instead of "context canceled".
+// timeoutText names a stall for what it is, whichever timer noticed it
+// first (ours: "context canceled"; the transport's dial or header timeout).
 func timeoutText(err error, stall *time.Timer, timeout time.Duration) error {
-	if errors.Is(err, context.Canceled) && !stall.Stop() {
+	var ne net.Error
+	if (errors.Is(err, context.Canceled) && !stall.Stop()) || (errors.As(err, &ne) && ne.Timeout()) {
 		return fmt.Errorf("no progress for %v (DEBUGINFOD_TIMEOUT)", timeout)
 	}
 	return err
