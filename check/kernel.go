@@ -3,10 +3,14 @@ package check
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 var (
@@ -56,4 +60,34 @@ func kernelRelease() string {
 		return ""
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// runningVDSOFile writes this process's vdso image, when its build-id is
+// id, to a temporary file (mode 0600, removed by cleanup) so that the
+// symbolizer can open it: perf does the same (vdso__findnew in
+// tools/perf/util/vdso.c).
+func runningVDSOFile(id perfdata.BuildID) (string, func(), error) {
+	img, ident, err := buildidcache.VDSO()
+	if err != nil {
+		return "", nil, err
+	}
+	if !sameBuildID(ident.BuildID, id) {
+		return "", nil, fmt.Errorf("running vdso has build-id %x, not %s", ident.BuildID, id)
+	}
+	f, err := os.CreateTemp("", "perfcheck-vdso-*.so")
+	if err != nil {
+		return "", nil, err
+	}
+	name := f.Name()
+	cleanup := func() { os.Remove(name) }
+	if _, err := f.Write(img); err != nil {
+		f.Close()
+		cleanup()
+		return "", nil, err
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return name, cleanup, nil
 }

@@ -742,3 +742,42 @@ func TestRealJITPerfMap(t *testing.T) {
 	mustDSO(t, res, "//anon", NoFile)
 	assertNoName(t, res, "jit_hot_fn")
 }
+
+const vdsoSrc = `
+#include <time.h>
+int main(void) {
+	struct timespec ts;
+	long sum = 0;
+	for (long i = 0; i < 4000000; i++) { clock_gettime(CLOCK_MONOTONIC, &ts); sum += ts.tv_nsec; }
+	return sum == 42;
+}
+`
+
+// [vdso] frames: perf records the vdso's build-id and caches the image;
+// either the cache or the running vdso (same kernel) verifies it, and its
+// functions are named.
+func TestRealVDSO(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("clock")
+	w.gcc(bin, vdsoSrc)
+	data := w.record("vdso.data", nil, bin)
+	for i, opts := range []Options{{BuildIDDir: w.cache()}, {}} {
+		res := w.analyze(data, opts)
+		d := mustDSO(t, res, "[vdso]", Verified)
+		if want := []string{"perf-cache", "running-vdso"}[i]; d.Source != want {
+			t.Errorf("vdso verified by %s, want %s", d.Source, want)
+		}
+		if d.HitsAny == 0 {
+			t.Fatal("no sample in the vdso")
+		}
+		named := false
+		for _, l := range res.Locations {
+			if l.DSO == d && len(l.Frames) > 0 && strings.Contains(l.Frames[len(l.Frames)-1].Function, "clock_gettime") {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("source %s: no vdso frame named *clock_gettime*", d.Source)
+		}
+	}
+}

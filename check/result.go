@@ -286,6 +286,16 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 			s.relocateKernel(d)
 		}
 	}
+	for _, d := range res.DSOs {
+		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
+			// Verified against the running vdso, which exists only in
+			// memory: symbolize from a private temporary copy.
+			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {
+				defer cleanup()
+				d.symPath = p
+			}
+		}
+	}
 	byDSO := map[*DSO][]*Location{}
 	for _, l := range res.Locations {
 		if l.DSO.symPath != "" {
