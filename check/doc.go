@@ -47,8 +47,12 @@
 //
 // Everything in a perf.data file is untrusted, file names included. The
 // package only reads: the recording, the files at the recorded paths (under
-// Options.SymFS when set), perf's build-id cache and /tmp/perf-PID.map
-// files; it never writes, renames or deletes a file. Memory grows with the
+// Options.SymFS when set, cleaned so that ".." cannot climb out of it),
+// perf's build-id cache, /proc/kallsyms and /tmp/perf-PID.map files. The
+// only file it writes is a private temporary copy of the running vdso
+// (mode 0600, removed before Finish returns) when a recorded vdso is
+// verified against it; it never modifies, renames or deletes anything
+// else. Memory grows with the
 // distinct stacks, mappings and threads of the input, each bounded by the
 // input's size. A malformed binary makes its DSO unsymbolized with an
 // error in the report; it never aborts the check or panics.
