@@ -499,7 +499,12 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 // the same symbol now (machine__create_kernel_maps, map__reloc_vmlinux).
 func (s *Session) relocateKernel(d *DSO) {
 	if d.relocSym == "" {
-		return // no kernel map recorded: addresses are taken as they are
+		// No kernel map was recorded, so nothing says where this boot's
+		// kernel was then: naming through this boot's kallsyms could be off
+		// by the KASLR slide.
+		d.symPath = ""
+		d.Reason += "; no kernel map was recorded, so its addresses cannot be relocated to this boot: left unsymbolized"
+		return
 	}
 	now, ok := runningKernelSymbol(d.relocSym)
 	if !ok {
