@@ -9,13 +9,15 @@ import (
 // goTable answers from a Go binary's .gopclntab, which the runtime itself
 // uses for tracebacks and which survives -ldflags=-s -w.
 //
-// debug/gosym does not expose the inline tree (FUNCDATA_InlTree), so a
-// stripped Go binary yields one frame per address: the function holding
-// the code, with the file and line of the innermost inlined code, which is
-// what pclntab's pcfile/pcln tables record. When DWARF is present it
-// answers first and gives the inlined frames.
+// debug/gosym does not expose the inline tree (FUNCDATA_InlTree); goInline
+// decodes it where go:func.* can be located (a symbol table, or the
+// moduledata of a non-PIE binary). Elsewhere a stripped Go binary yields
+// one frame per address: the function holding the code, with the file and
+// line of the innermost inlined code, which is what pclntab's pcfile/pcln
+// tables record. When DWARF is present it answers first.
 type goTable struct {
-	t *gosym.Table
+	t      *gosym.Table
+	inline *goInline // nil when the inline tree cannot be located
 }
 
 func (b *Binary) loadGo() *goTable {
@@ -37,7 +39,7 @@ func (b *Binary) loadGo() *goTable {
 			if err != nil {
 				return err
 			}
-			b.gotab = &goTable{t: t}
+			b.gotab = &goTable{t: t, inline: newGoInline(b.ef, data)}
 			return nil
 		})
 		if err != nil {
@@ -49,6 +51,11 @@ func (b *Binary) loadGo() *goTable {
 
 func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok bool, err error) {
 	out = buf
+	if g.inline != nil {
+		if out, ok := g.inline.frames(b, addr, buf); ok {
+			return out, true, nil
+		}
+	}
 	err = safely(b.path, func() error {
 		file, line, fn := g.t.PCToLine(addr)
 		if fn == nil {

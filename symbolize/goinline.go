@@ -1,0 +1,322 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"sort"
+)
+
+// goInline decodes the inline tree that debug/gosym does not expose, from
+// the Go 1.20+ pclntab layout (runtime/symtab.go, runtime/symtabinl.go):
+// each function's _func record lists pcdata tables, of which
+// _PCDATA_InlTreeIndex maps a pc to an index in the function's inline tree,
+// found through _FUNCDATA_InlTree as an offset from moduledata.gofunc. An
+// inlinedCall gives the inlined function's name and the pc of its call site
+// in the outer function, whose own position (and inline index) comes from
+// the same tables. All reads are bounds checked; any inconsistency makes
+// frames report !ok and the caller fall back to debug/gosym's single frame.
+type goInline struct {
+	pcln   []byte // .gopclntab
+	order  binary.ByteOrder
+	ptr    int // pointer size
+	minLC  uint64
+	text   uint64 // pcHeader.textStart
+	nfunc  int
+	fnName []byte // funcnametab
+	cutab  []byte
+	files  []byte // filetab
+	pctab  []byte
+	ftab   []byte // functab followed by the _func records (pclntable)
+
+	gofunc     uint64 // address of go:func.*
+	gofuncData []byte // bytes of the section holding it, from gofunc on
+}
+
+const (
+	goPCDataInlTreeIndex = 2
+	goFuncDataInlTree    = 3
+	goInlinedCallSize    = 16
+	goFuncHeaderSize     = 44 // _func up to and including nfuncdata
+)
+
+// newGoInline parses the pcHeader of a Go 1.20+ pclntab (magic 0xfffffff1)
+// and locates go:func.*; it returns nil when either is not possible.
+func newGoInline(ef *elf.File, pcln []byte) *goInline {
+	if len(pcln) < 8 {
+		return nil
+	}
+	bo := ef.ByteOrder
+	if bo.Uint32(pcln) != 0xfffffff1 || pcln[4] != 0 || pcln[5] != 0 {
+		return nil
+	}
+	g := &goInline{pcln: pcln, order: bo, minLC: uint64(pcln[6]), ptr: int(pcln[7])}
+	if g.ptr != 4 && g.ptr != 8 || g.minLC == 0 {
+		return nil
+	}
+	word := func(i int) (uint64, bool) {
+		off := 8 + i*g.ptr
+		if off+g.ptr > len(pcln) {
+			return 0, false
+		}
+		if g.ptr == 8 {
+			return bo.Uint64(pcln[off:]), true
+		}
+		return uint64(bo.Uint32(pcln[off:])), true
+	}
+	var w [8]uint64
+	for i := range w {
+		v, ok := word(i)
+		if !ok {
+			return nil
+		}
+		w[i] = v
+	}
+	nfunc, text := w[0], w[2]
+	if text == 0 {
+		// Recent linkers leave textStart to the runtime (it equals
+		// moduledata.text, the start of .text), as debug/gosym assumes.
+		if t := ef.Section(".text"); t != nil {
+			text = t.Addr
+		}
+	}
+	offs := []uint64{w[3], w[4], w[5], w[6], w[7]} // funcname, cu, filetab, pctab, pcln
+	for _, o := range offs {
+		if o > uint64(len(pcln)) {
+			return nil
+		}
+	}
+	if nfunc > uint64(len(pcln)) {
+		return nil
+	}
+	g.nfunc, g.text = int(nfunc), text
+	g.fnName = pcln[offs[0]:]
+	g.cutab = pcln[offs[1]:]
+	g.files = pcln[offs[2]:]
+	g.pctab = pcln[offs[3]:]
+	g.ftab = pcln[offs[4]:]
+	if (g.nfunc+1)*8 > len(g.ftab) {
+		return nil
+	}
+	g.gofunc = findGoFunc(ef, text)
+	if g.gofunc == 0 {
+		return nil
+	}
+	for _, s := range ef.Sections {
+		// go:func.* is read-only data (in .gopclntab's neighbourhood).
+		if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_ALLOC == 0 || s.Flags&elf.SHF_WRITE != 0 ||
+			!(s.Addr <= g.gofunc && g.gofunc < s.Addr+s.Size) {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			return nil
+		}
+		g.gofuncData = d[g.gofunc-s.Addr:]
+	}
+	if g.gofuncData == nil {
+		return nil
+	}
+	return g
+}
+
+// findGoFunc returns the address of go:func.*: from the symbol table when
+// there is one, else from runtime.firstmoduledata, found as the word in the
+// data sections that points at .gopclntab (moduledata's first field) and
+// checked by its text field. The field index is that of Go 1.20 to 1.26
+// (after covctrs/ecovctrs). Position-independent binaries keep these
+// pointers in relocations, not in the file, so they yield 0 there.
+func findGoFunc(ef *elf.File, text uint64) uint64 {
+	if syms, err := ef.Symbols(); err == nil {
+		for _, s := range syms {
+			if s.Name == "go:func.*" || s.Name == "go.func.*" {
+				return s.Value
+			}
+		}
+	}
+	pcln := ef.Section(".gopclntab")
+	if pcln == nil || ef.Class != elf.ELFCLASS64 {
+		return 0
+	}
+	const (
+		wordText   = 22
+		wordRodata = 39
+		wordGofunc = 40
+	)
+	for _, s := range ef.Sections {
+		// moduledata is written by the linker into a writable data
+		// section (.go.module in Go 1.26, .noptrdata before).
+		if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_WRITE == 0 || s.Flags&elf.SHF_ALLOC == 0 || s.Size > 256<<20 {
+			continue
+		}
+		d, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for off := 0; off+8*(wordGofunc+1) <= len(d); off += 8 {
+			if ef.ByteOrder.Uint64(d[off:]) != pcln.Addr {
+				continue
+			}
+			w := func(i int) uint64 { return ef.ByteOrder.Uint64(d[off+8*i:]) }
+			if w(wordText) != text {
+				continue
+			}
+			gofunc := w(wordGofunc)
+			if gofunc >= w(wordRodata) && gofunc != 0 {
+				return gofunc
+			}
+		}
+	}
+	return 0
+}
+
+// findFunc returns the offset of the _func record for pc in g.ftab.
+func (g *goInline) findFunc(pc uint64) (fn int, entry uint64, ok bool) {
+	if pc < g.text {
+		return 0, 0, false
+	}
+	off := pc - g.text
+	bo := g.order
+	// The table has nfunc+1 entries, the last one the end of text: the
+	// function holding off is the first whose successor starts after it.
+	i := sort.Search(g.nfunc, func(i int) bool { return uint64(bo.Uint32(g.ftab[8*(i+1):])) > off })
+	if i >= g.nfunc {
+		return 0, 0, false
+	}
+	entryOff := uint64(bo.Uint32(g.ftab[8*i:]))
+	funcOff := int(bo.Uint32(g.ftab[8*i+4:]))
+	if funcOff+goFuncHeaderSize > len(g.ftab) || uint64(bo.Uint32(g.ftab[funcOff:])) != entryOff {
+		return 0, 0, false
+	}
+	return funcOff, g.text + entryOff, true
+}
+
+func (g *goInline) u32(b []byte, off int) (uint32, bool) {
+	if off < 0 || off+4 > len(b) {
+		return 0, false
+	}
+	return g.order.Uint32(b[off:]), true
+}
+
+// pcvalue evaluates the pc-value table at pctab offset tab for pc, as
+// runtime.pcvalue: a sequence of (zigzag value delta, pc delta) varints
+// starting at value -1 and pc entry.
+func (g *goInline) pcvalue(tab uint32, entry, pc uint64) (int32, bool) {
+	if tab == 0 || int(tab) >= len(g.pctab) {
+		return -1, false
+	}
+	p := g.pctab[tab:]
+	val := int32(-1)
+	cur := entry
+	first := true
+	for {
+		uv, n := binary.Uvarint(p)
+		if n <= 0 {
+			return -1, false
+		}
+		p = p[n:]
+		if uv == 0 && !first {
+			return -1, false // end of table
+		}
+		first = false
+		if uv&1 != 0 {
+			val += int32(-((uv + 1) >> 1))
+		} else {
+			val += int32(uv >> 1)
+		}
+		d, n := binary.Uvarint(p)
+		if n <= 0 {
+			return -1, false
+		}
+		p = p[n:]
+		cur += d * g.minLC
+		if pc < cur {
+			return val, true
+		}
+	}
+}
+
+func (g *goInline) cstring(b []byte, off int32) string {
+	if off < 0 || int(off) >= len(b) {
+		return ""
+	}
+	s := b[off:]
+	for i, c := range s {
+		if c == 0 {
+			return string(s[:i])
+		}
+	}
+	return ""
+}
+
+// position returns the file and line of pc in the function at fn.
+func (g *goInline) position(fn int, entry, pc uint64) (string, int, bool) {
+	pcfile, ok1 := g.u32(g.ftab, fn+20)
+	pcln, ok2 := g.u32(g.ftab, fn+24)
+	cuOff, ok3 := g.u32(g.ftab, fn+32)
+	if !ok1 || !ok2 || !ok3 {
+		return "", 0, false
+	}
+	fno, ok := g.pcvalue(pcfile, entry, pc)
+	if !ok || fno < 0 {
+		return "", 0, false
+	}
+	line, ok := g.pcvalue(pcln, entry, pc)
+	if !ok {
+		return "", 0, false
+	}
+	foff, ok := g.u32(g.cutab, 4*int(cuOff+uint32(fno)))
+	if !ok || foff == ^uint32(0) {
+		return "", 0, false
+	}
+	return g.cstring(g.files, int32(foff)), int(line), true
+}
+
+// frames returns the inline chain at pc, leaf first, ending with the
+// physical function; ok is false when pc has no inline tree entry or the
+// tables are inconsistent.
+func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
+	fn, entry, ok := g.findFunc(pc)
+	if !ok {
+		return buf, false
+	}
+	if fn+goFuncHeaderSize > len(g.ftab) {
+		return buf, false
+	}
+	npcdata, _ := g.u32(g.ftab, fn+28)
+	nfuncdata := int(g.ftab[fn+43])
+	if npcdata <= goPCDataInlTreeIndex || nfuncdata <= goFuncDataInlTree || npcdata > 1<<10 {
+		return buf, false
+	}
+	inlTab, _ := g.u32(g.ftab, fn+goFuncHeaderSize+4*goPCDataInlTreeIndex)
+	treeOff, ok := g.u32(g.ftab, fn+goFuncHeaderSize+4*int(npcdata)+4*goFuncDataInlTree)
+	if !ok || treeOff == ^uint32(0) || inlTab == 0 {
+		return buf, false
+	}
+	start := len(buf)
+	for depth := 0; depth < 64; depth++ {
+		file, line, ok := g.position(fn, entry, pc)
+		if !ok {
+			return buf[:start], false
+		}
+		idx, ok := g.pcvalue(inlTab, entry, pc)
+		if !ok {
+			return buf[:start], false
+		}
+		if idx < 0 {
+			nameOff, _ := g.u32(g.ftab, fn+4)
+			name := g.cstring(g.fnName, int32(nameOff))
+			buf = append(buf, Frame{Function: b.demangle(name), RawName: name, File: file, Line: line})
+			return buf, true
+		}
+		rec := int(treeOff) + goInlinedCallSize*int(idx)
+		nameOff, ok1 := g.u32(g.gofuncData, rec+4)
+		parentPC, ok2 := g.u32(g.gofuncData, rec+8)
+		if !ok1 || !ok2 {
+			return buf[:start], false
+		}
+		name := g.cstring(g.fnName, int32(nameOff))
+		buf = append(buf, Frame{Function: b.demangle(name), RawName: name, File: file, Line: line, Inlined: true})
+		pc = entry + uint64(int64(int32(parentPC)))
+	}
+	return buf[:start], false
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package symbolize
+
+const raceEnabled = false
