@@ -94,15 +94,21 @@ func TestHitTracker(t *testing.T) {
 // DSOs of one machine are one.
 func TestMachinesOrder(t *testing.T) {
 	var ms machines
-	ms.get(7).findnew("/guest7", dsoID{})
-	ms.get(-1).findnew("/host", dsoID{})
-	ms.get(0).findnew("/guest0", dsoID{})
-	ms.get(-1).findnew("/host", dsoID{})
-	if d := ms.get(-1).findnew("/host", dsoID{1, 2, 3, 4}); d != ms.get(-1).dsos[0] {
+	ms.get(7).findnew("/guest7", nil)
+	ms.get(-1).findnew("/host", nil)
+	ms.get(0).findnew("/guest0", nil)
+	if d := ms.get(-1).findnew("/host", nil); d != ms.get(-1).dsos[0] {
+		t.Error("a lookup without an id did not find the DSO by name")
+	}
+	id := &dsoID{maj: 1, min: 2, ino: 3, gen: 4}
+	if d := ms.get(-1).findnew("/host", id); d != ms.get(-1).dsos[0] || d.id != *id {
 		t.Error("a DSO without an id did not take the first id given")
 	}
-	if d := ms.get(-1).findnew("/host", dsoID{1, 2, 9, 4}); d == ms.get(-1).dsos[0] {
+	if d := ms.get(-1).findnew("/host", &dsoID{maj: 1, min: 2, ino: 9}); d == ms.get(-1).dsos[0] {
 		t.Error("another inode under the same name is the same DSO")
+	}
+	if d := ms.get(-1).findnew("/host", &dsoID{maj: 1, min: 2, ino: 3}); d != ms.get(-1).dsos[0] {
+		t.Error("a missing inode generation made another DSO")
 	}
 	var got []string
 	for _, d := range ms.all(func(*bidDSO) bool { return true }) {

@@ -148,10 +148,18 @@ type bidDSO struct {
 	source  string
 	hit     bool
 	machine int32
+	// fromHeader: the build-id came from the table or a HEADER_BUILD_ID
+	// record (perf's dso->header_build_id).
+	fromHeader bool
 }
 
-// dsoID is perf's struct dso_id: the MMAP2 device and inode numbers.
-type dsoID struct{ maj, min, ino, gen uint64 }
+// dsoID is perf's struct dso_id: the MMAP2 device and inode numbers. perf
+// 6.1 fills it from the MMAP2 union whatever its form, so for the build-id
+// form it holds the build-id's bytes; bid stands for those.
+type dsoID struct {
+	maj, min, ino, gen uint64
+	bid                string
+}
 
 // machine is one perf machine: its DSOs in creation order.
 type machine struct {
@@ -160,20 +168,45 @@ type machine struct {
 }
 
 // findnew returns the DSO called name, creating it at the end of the list
-// (machine__findnew_dso_id): a DSO with the same name matches unless both
-// it and id have device/inode numbers and they differ.
-func (m *machine) findnew(name string, id dsoID) *bidDSO {
+// (machine__findnew_dso_id and dso_id__cmp in tools/perf/util/dsos.c). A
+// DSO of that name matches unless both it and id have device/inode
+// numbers and they differ; a DSO without them takes id's. perf 6.1 fills
+// the id from the MMAP2 union whatever its form, so a build-id MMAP2 has
+// a non-empty id made of the build-id: a later MMAP2 of the same path
+// with real device/inode numbers is then another DSO.
+func (m *machine) findnew(name string, id *dsoID) *bidDSO {
+	if d := m.find(name, id); d != nil {
+		if id != nil && d.id.empty() {
+			d.id = *id
+		}
+		return d
+	}
+	d := &bidDSO{name: name, machine: m.pid}
+	if id != nil {
+		d.id = *id
+	}
+	m.dsos = append(m.dsos, d)
+	return d
+}
+
+func (m *machine) find(name string, id *dsoID) *bidDSO {
 	for _, d := range m.dsos {
-		if d.name == name && (id == dsoID{} || d.id == dsoID{} || d.id == id) {
-			if d.id == (dsoID{}) {
-				d.id = id
-			}
+		if d.name == name && (id == nil || id.empty() || d.id.empty() || d.id.same(id)) {
 			return d
 		}
 	}
-	d := &bidDSO{name: name, id: id, machine: m.pid}
-	m.dsos = append(m.dsos, d)
-	return d
+	return nil
+}
+
+func (a *dsoID) empty() bool { return *a == dsoID{} }
+
+// same is __dso_id__cmp == 0: the inode generation counts only when both
+// have one.
+func (a *dsoID) same(b *dsoID) bool {
+	if a.maj != b.maj || a.min != b.min || a.ino != b.ino || a.bid != b.bid {
+		return false
+	}
+	return a.gen == 0 || b.gen == 0 || a.gen == b.gen
 }
 
 // findShort finds a DSO by its short name (a module's "[name]").
@@ -321,16 +354,17 @@ func (t *hitTracker) record(r perfdata.Record) {
 		if h.Misc&(1<<13) != 0 { // PERF_RECORD_MISC_MMAP_DATA
 			prot = 0
 		}
-		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, prot, 0, dsoID{}, nil)
+		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, prot, 0, nil, nil)
 	case *perfdata.Mmap2:
 		var id dsoID
 		var bid perfdata.BuildID
 		if x.HasBuildID() {
 			bid = bytes.Clone(x.BuildID)
+			id.bid = bid.String()
 		} else {
-			id = dsoID{uint64(x.Maj), uint64(x.Min), x.Ino, x.InoGeneration}
+			id = dsoID{maj: uint64(x.Maj), min: uint64(x.Min), ino: x.Ino, gen: x.InoGeneration}
 		}
-		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, x.Prot, x.Flags, id, bid)
+		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, x.Prot, x.Flags, &id, bid)
 	case *perfdata.Fork:
 		t.fork(int64(int32(x.PID)), int64(int32(x.PPID)), int64(int32(x.TID)), int64(int32(x.PTID)))
 	case *perfdata.Exit:
@@ -372,8 +406,8 @@ func (t *hitTracker) addTableEntry(e perfdata.BuildIDEntry) {
 	default:
 		return
 	}
-	d := t.ms.get(e.PID).findnew(e.Filename, dsoID{})
-	d.bid, d.source = e.BuildID, "header"
+	d := t.ms.get(e.PID).findnew(e.Filename, nil)
+	d.bid, d.source, d.fromHeader = e.BuildID, "header", true
 	if (e.CPUMode == perfdata.CPUModeKernel || e.CPUMode == perfdata.CPUModeGuestKernel) && isKmod(e.Filename) {
 		d.short = kmodName(e.Filename)
 	}
@@ -402,7 +436,7 @@ const (
 // to the kernel or a module, user maps to the thread's process, with
 // anonymous executable memory named /tmp/perf-PID.map (JIT maps) and the
 // vDSO found by name.
-func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, length uint64, name string, prot, flags uint32, id dsoID, bid perfdata.BuildID) {
+func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, length uint64, name string, prot, flags uint32, id *dsoID, bid perfdata.BuildID) {
 	m := t.ms.host
 	if cpumode == perfdata.CPUModeKernel || cpumode == perfdata.CPUModeGuestKernel {
 		t.kernelMmap(m, start, length, name, bid)
@@ -420,12 +454,19 @@ func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, lengt
 		// temporary copy of its own process's vDSO that it makes
 		// while reading (/tmp/perf-vdso.so-XXXXXX from mkstemp),
 		// which no other run can reproduce; "[vdso]" says what it is.
-		d = m.findnew("[vdso]", dsoID{})
+		d = m.findnew("[vdso]", nil)
 	} else {
 		d = m.findnew(name, id)
 	}
 	if len(bid) > 0 {
 		d.bid, d.source = bid, "mmap2"
+	} else if len(d.bid) == 0 {
+		// map__new: a map without a build-id takes the one the
+		// table gave a DSO of the same name, so that DSOs created
+		// after the header still have it.
+		if h := m.find(name, nil); h != nil && h.fromHeader {
+			d.bid, d.source, d.fromHeader = h.bid, h.source, true
+		}
 	}
 	th.maps.insert(bidMap{start, start + length, d})
 }
@@ -444,7 +485,7 @@ func (t *hitTracker) kernelMmap(m *machine, start, length uint64, name string, b
 			m.dsos = append(m.dsos, d)
 		}
 	case isKernel:
-		d = m.findnew(mmapName, dsoID{})
+		d = m.findnew(mmapName, nil)
 		// The kernel map is replaced, not added to.
 		t.kmaps = slices.DeleteFunc(t.kmaps, func(k bidMap) bool { return k.dso == d })
 	default:
