@@ -85,46 +85,52 @@ func (d *decoder) u8() uint8 {
 	return v
 }
 
+// u16, u32 and u64 read little-endian input without a call through the
+// ByteOrder interface; big-endian input, the checks and the error go
+// through one slower call.
+
 func (d *decoder) u16() uint16 {
-	if !d.need(2) {
-		return 0
+	if d.little && d.err == nil && len(d.b)-d.off >= 2 {
+		v := binary.LittleEndian.Uint16(d.b[d.off:])
+		d.off += 2
+		return v
 	}
-	var v uint16
-	if d.little {
-		v = binary.LittleEndian.Uint16(d.b[d.off:])
-	} else {
-		v = d.order.Uint16(d.b[d.off:])
-	}
-	d.off += 2
-	return v
+	return uint16(d.slow(2))
 }
 
 func (d *decoder) u32() uint32 {
-	if !d.need(4) {
-		return 0
+	if d.little && d.err == nil && len(d.b)-d.off >= 4 {
+		v := binary.LittleEndian.Uint32(d.b[d.off:])
+		d.off += 4
+		return v
 	}
-	var v uint32
-	if d.little {
-		v = binary.LittleEndian.Uint32(d.b[d.off:])
-	} else {
-		v = d.order.Uint32(d.b[d.off:])
-	}
-	d.off += 4
-	return v
+	return uint32(d.slow(4))
 }
 
 func (d *decoder) u64() uint64 {
-	if !d.need(8) {
+	if d.little && d.err == nil && len(d.b)-d.off >= 8 {
+		v := binary.LittleEndian.Uint64(d.b[d.off:])
+		d.off += 8
+		return v
+	}
+	return d.slow(8)
+}
+
+// slow reads an n-byte integer (2, 4 or 8) in the decoder's byte order,
+// checking the length.
+func (d *decoder) slow(n int) uint64 {
+	if !d.need(n) {
 		return 0
 	}
-	var v uint64
-	if d.little {
-		v = binary.LittleEndian.Uint64(d.b[d.off:])
-	} else {
-		v = d.order.Uint64(d.b[d.off:])
+	b := d.b[d.off:]
+	d.off += n
+	switch n {
+	case 2:
+		return uint64(d.order.Uint16(b))
+	case 4:
+		return uint64(d.order.Uint32(b))
 	}
-	d.off += 8
-	return v
+	return d.order.Uint64(b)
 }
 
 // bytes returns the next n bytes without copying; the slice aliases d.b.

@@ -293,6 +293,13 @@ func decodeSample(d *decoder, a *Attr, s *Sample) {
 	id := &s.SampleID
 	*id = SampleIDInfo{Fields: st & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier)}
 
+	if d.little && d.err == nil {
+		if n := 8 * bits.OnesCount64(uint64(st&sampleFixed)); d.remaining() >= n {
+			decodeSampleFixedLE(d.b[d.off:d.off+n], st, s)
+			d.off += n
+			goto variable
+		}
+	}
 	if st&SampleIdentifier != 0 {
 		id.ID = d.u64()
 	}
@@ -322,6 +329,7 @@ func decodeSample(d *decoder, a *Attr, s *Sample) {
 	if st&SamplePeriod != 0 {
 		s.Period = d.u64()
 	}
+variable:
 	if st&SampleRead != 0 {
 		decodeReadValues(d, a.ReadFormat, &s.Read)
 	}
@@ -411,6 +419,55 @@ func decodeSample(d *decoder, a *Attr, s *Sample) {
 			d.fail(errCount, "aux sample of %d bytes cannot fit in %d bytes", n, d.remaining())
 		}
 		s.Aux = d.bytes(int(n))
+	}
+}
+
+// sampleFixed are the u64-sized fields at the start of a SAMPLE, before the
+// first variable-length one (READ).
+const sampleFixed = SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr | SampleID |
+	SampleStreamID | SampleCPU | SamplePeriod
+
+// decodeSampleFixedLE decodes the sampleFixed fields of a little-endian
+// sample from b, which holds exactly them: the common case, without a
+// length check per field.
+func decodeSampleFixedLE(b []byte, st SampleType, s *Sample) {
+	le := binary.LittleEndian
+	id := &s.SampleID
+	p := 0
+	next := func() uint64 {
+		v := le.Uint64(b[p:])
+		p += 8
+		return v
+	}
+	if st&SampleIdentifier != 0 {
+		id.ID = next()
+	}
+	if st&SampleIP != 0 {
+		s.IP = next()
+	}
+	if st&SampleTID != 0 {
+		id.PID = le.Uint32(b[p:])
+		id.TID = le.Uint32(b[p+4:])
+		p += 8
+	}
+	if st&SampleTime != 0 {
+		id.Time = next()
+	}
+	if st&SampleAddr != 0 {
+		s.Addr = next()
+	}
+	if st&SampleID != 0 {
+		id.ID = next()
+	}
+	if st&SampleStreamID != 0 {
+		id.StreamID = next()
+	}
+	if st&SampleCPU != 0 {
+		id.CPU = le.Uint32(b[p:])
+		p += 8
+	}
+	if st&SamplePeriod != 0 {
+		s.Period = next()
 	}
 }
 
