@@ -371,3 +371,38 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestOldStyleEntries builds the layout perf before 3.x wrote (the
+// .build-id link is itself the binary, kallsyms a file named by the
+// build-id) by hand, since no perf here writes it any more.
+func TestOldStyleEntries(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	id := mustID(t, prog).BuildID
+	h := id.String()
+	cache := filepath.Join(dir, "cache")
+	os.MkdirAll(filepath.Join(cache, ".build-id", h[:2]), 0o755)
+	b, _ := os.ReadFile(prog)
+	os.WriteFile(filepath.Join(cache, ".build-id", h[:2], h[2:]), b, 0o755)
+	kid := BuildID{0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}
+	os.MkdirAll(filepath.Join(cache, "[kernel.kallsyms]"), 0o755)
+	os.WriteFile(filepath.Join(cache, "[kernel.kallsyms]", kid.String()), []byte("ffffffff81000000 T _text\n"), 0o644)
+
+	r := New(Options{BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
+	res, err := r.Resolve(context.Background(), Query{BuildID: id})
+	if err != nil || res.Identity.Path != filepath.Join(cache, ".build-id", h[:2], h[2:]) {
+		t.Errorf("old-style binary: %+v %v", res, err)
+	}
+	res, err = r.Resolve(context.Background(), Query{BuildID: kid, Kind: KindKernel, Path: "[kernel.kallsyms]"})
+	if err != nil || res.Identity.Role != "kallsyms" || res.Identity.Verified != "cache-key" {
+		t.Errorf("old-style kallsyms: %+v %v", res, err)
+	}
+	// A kallsyms file is not accepted for a user binary's query.
+	if _, err := r.Resolve(context.Background(), Query{BuildID: kid, Path: "/usr/bin/x"}); err == nil {
+		t.Error("kallsyms accepted for a user binary")
+	}
+	list, err := (&Cache{Dir: cache}).List()
+	if err != nil || len(list) != 1 || !list[0].OldStyle || list[0].BuildID.String() != h {
+		t.Errorf("List = %+v %v", list, err)
+	}
+}
