@@ -387,6 +387,7 @@ func TestRealSharedLibraryReplaced(t *testing.T) {
 	w.gcc(lib, libV1, "-shared", "-fPIC")
 	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir)
 	data := w.record("lib.data", nil, bin)
+	comparePerfReport(t, w, data, w.analyze(data, Options{}))
 	w.gcc(lib, libV2, "-shared", "-fPIC")
 	res := w.analyze(data, Options{})
 	mustDSO(t, res, lib, Mismatch)
@@ -615,6 +616,7 @@ func TestRealGoProgram(t *testing.T) {
 			if res.TrustedSamples != res.Samples {
 				t.Errorf("before the rebuild: %s", res.Report().Summary())
 			}
+			comparePerfReport(t, w, data, res)
 			w.goBuild(bin, goV2, tc.ldflags)
 			res = w.analyze(data, Options{})
 			d = mustDSO(t, res, bin, tc.after)
