@@ -277,6 +277,26 @@ func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
 	if err != nil || (!e.OldStyle && len(mainFiles(e.Files)) == 0) {
 		return nil, false
 	}
+	// The entry must still hold the binary it claims: a hard link whose
+	// original was overwritten in place no longer does, and is rewritten.
+	check := lr
+	if !e.OldStyle {
+		rel, _ := filepath.Rel(c.Dir, e.Dir)
+		switch main := mainFiles(e.Files)[0]; main {
+		case "kallsyms":
+			return e, true // no note to check
+		default:
+			check = path.Join(filepath.ToSlash(rel), main)
+		}
+	}
+	f, err := root.Open(check)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	if !verifyOpen(f, bid) {
+		return nil, false
+	}
 	return e, true
 }
 
@@ -363,7 +383,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 		}
 		// EXDEV, EPERM (protected_hardlinks): copy instead, as perf does.
 	}
-	in, err := os.Open(src)
+	in, err := openRegular(src)
 	if err != nil {
 		return "", err
 	}

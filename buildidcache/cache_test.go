@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -404,5 +405,70 @@ func TestOldStyleEntries(t *testing.T) {
 	list, err := (&Cache{Dir: cache}).List()
 	if err != nil || len(list) != 1 || !list[0].OldStyle || list[0].BuildID.String() != h {
 		t.Errorf("List = %+v %v", list, err)
+	}
+}
+
+// TestHardLinkOverwrittenInPlace shows why copying is the default: a
+// binary overwritten in place changes a hard-linked cache entry too. The
+// resolver then rejects the entry instead of trusting it, and adding the
+// original again repairs the entry.
+func TestHardLinkOverwrittenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	orig := filepath.Join(dir, "prog.orig")
+	b, _ := os.ReadFile(prog)
+	os.WriteFile(orig, b, 0o755)
+	idA := mustID(t, prog).BuildID
+	other := buildC(t, dir, "other", "-Wl,--build-id", "-O2", `-DTAG="b"`)
+	c := &Cache{Dir: filepath.Join(dir, "cache"), HardLink: true, DebugDirs: []string{}}
+	if _, err := c.Add(prog); err != nil {
+		t.Fatal(err)
+	}
+	nb, _ := os.ReadFile(other)
+	if err := os.WriteFile(prog, nb, 0o755); err != nil { // same inode, new bytes
+		t.Fatal(err)
+	}
+	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
+	_, err := r.Resolve(context.Background(), Query{BuildID: idA})
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || len(nf.Rejected) == 0 || !errors.Is(nf.Rejected[0].Err, ErrMismatch) {
+		t.Fatalf("corrupted entry: err = %v", err)
+	}
+	if _, ok := c.Has(idA); ok {
+		t.Error("Has trusts the corrupted entry")
+	}
+	e, err := c.Add(orig)
+	if err != nil || !e.Added {
+		t.Fatalf("repair: %+v %v", e, err)
+	}
+	if res, err := r.Resolve(context.Background(), Query{BuildID: idA}); err != nil || res.Identity.Locator != "perf-cache" {
+		t.Errorf("after repair: %+v %v", res, err)
+	}
+}
+
+// TestFIFOPathDoesNotHang puts a FIFO where a recorded binary should be:
+// opening it for reading would block forever.
+func TestFIFOPathDoesNotHang(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "app")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := New(Options{BuildIDDir: "-", DebugDirs: []string{dir}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
+			Resolve(context.Background(), Query{BuildID: BuildID{1, 2, 3, 4}, Path: fifo})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("err = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Resolve hangs on a FIFO")
+	}
+	if _, err := (&Cache{Dir: filepath.Join(dir, "c")}).AddFile(fifo, "/app", nil); err == nil {
+		t.Error("AddFile accepted a FIFO")
 	}
 }

@@ -75,7 +75,7 @@ func (r *Resolver) checkCacheFile(s *search, path, role string) {
 }
 
 func isELF(path string) bool {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return false
 	}

@@ -9,13 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ReadFileIdentity reads the identity of the ELF file name. It opens the
 // file, reads its headers and notes (typically two or three small reads,
 // whatever the file's size) and closes it.
 func ReadFileIdentity(name string) (*Identity, error) {
-	f, err := os.Open(name)
+	f, err := openRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -24,10 +25,28 @@ func ReadFileIdentity(name string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readIdentity(f, st.Size(), name)
+}
+
+// openRegular opens name for reading only if it is a regular file. The
+// open is non-blocking, so that a FIFO planted where a binary is expected
+// (paths come from perf.data files) cannot hang the caller; O_NONBLOCK has
+// no effect on regular files.
+func openRegular(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	if !st.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("%s: not a regular file: %w", name, ErrNotELF)
 	}
-	return readIdentity(f, st.Size(), name)
+	return f, nil
 }
 
 // Where the running system publishes its identities. Variables so that
