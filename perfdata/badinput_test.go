@@ -70,7 +70,7 @@ func TestTruncatedEveryByte(t *testing.T) {
 			dataOff, dataSize := full.DataRange()
 			dataEnd := dataOff + dataSize
 			step := 1
-			if testing.Short() {
+			if testing.Short() || raceEnabled {
 				step = 7
 			}
 			for cut := 0; cut < len(b); cut += step {
@@ -134,7 +134,7 @@ func TestTruncatedPipeEveryByte(t *testing.T) {
 				t.Fatal(rs.Err())
 			}
 			step := 1
-			if testing.Short() {
+			if testing.Short() || raceEnabled {
 				step = 7
 			}
 			for cut := 0; cut < len(b); cut += step {

@@ -478,3 +478,33 @@ func TestOrderedIsSorted(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentRecords: iterations of one File are independent and may run
+// at once (run with -race).
+func TestConcurrentRecords(t *testing.T) {
+	rdNeedFixtures(t)
+	for _, name := range []string{"twoevents.data", "pipe.data", "zstd.data"} {
+		f, err := Open(rdFixtures + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := readSigs(f, RecordsOptions{})
+		errs := make(chan error, 4)
+		for i := 0; i < 4; i++ {
+			go func(ordered bool) {
+				got, err := readSigs(f, RecordsOptions{Ordered: ordered})
+				if err == nil && len(got) != len(want) {
+					err = fmt.Errorf("%d records, want %d", len(got), len(want))
+				}
+				f.Features().Hostname()
+				errs <- err
+			}(i%2 == 0)
+		}
+		for i := 0; i < 4; i++ {
+			if err := <-errs; err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		f.Close()
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package perfdata
+
+const raceEnabled = false
