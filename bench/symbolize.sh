@@ -66,8 +66,13 @@ measure() {
 	awk '{printf "%s %.2f %s\n", $1, $2+$3, $4}' "$work/time"
 }
 
+# debugsize FILE: MB of .debug_* sections as stored (compressed if they are).
 debugsize() {
-	readelf -SW "$1" | awk '$2 ~ /^\.z?debug_/ {s += strtonum("0x" $6)} END {printf "%.1f", s/1048576}'
+	local total=0 size
+	for size in $(readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] *\.z\{0,1\}debug_[a-z_]* *[A-Z_]* *[0-9a-f]* *[0-9a-f]* *\([0-9a-f]*\).*/\1/p'); do
+		total=$((total + 16#$size))
+	done
+	awk -v t="$total" 'BEGIN {printf "%.1f", t / 1048576}'
 }
 
 for target in "$compile" "$work/compile-dwarf"; do

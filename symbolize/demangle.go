@@ -9,7 +9,7 @@ import (
 // demangle returns the display name for raw, caching the result so that a
 // steady-state lookup does not allocate.
 func (b *Binary) demangle(raw string) string {
-	if b.opts.NoDemangle || raw == "" {
+	if b.opts.NoDemangle || !mangled(raw) {
 		return raw
 	}
 	if v, ok := b.demangleCache.Load(raw); ok {
@@ -26,7 +26,7 @@ func (b *Binary) demangle(raw string) string {
 // keep their suffix after the demangled part. Rust legacy names lose their
 // trailing hash (::h0123456789abcdef), as addr2line -C prints them.
 func Demangle(name string) string {
-	if !strings.HasPrefix(name, "_Z") && !strings.HasPrefix(name, "_R") && !strings.HasPrefix(name, "__Z") {
+	if !mangled(name) {
 		return name
 	}
 	base, suffix := name, ""
@@ -38,4 +38,10 @@ func Demangle(name string) string {
 		return name
 	}
 	return d + suffix
+}
+
+// mangled reports whether name may be an Itanium C++ or Rust name, so that
+// C and Go names skip the demangler and its cache.
+func mangled(name string) bool {
+	return strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_R") || strings.HasPrefix(name, "__Z")
 }

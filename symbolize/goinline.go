@@ -1,9 +1,11 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"sort"
+	"unsafe"
 )
 
 // goInline decodes the inline tree that debug/gosym does not expose, from
@@ -209,7 +211,7 @@ func (g *goInline) pcvalue(tab uint32, entry, pc uint64) (int32, bool) {
 	cur := entry
 	first := true
 	for {
-		uv, n := binary.Uvarint(p)
+		uv, n := uvarint(p)
 		if n <= 0 {
 			return -1, false
 		}
@@ -223,7 +225,7 @@ func (g *goInline) pcvalue(tab uint32, entry, pc uint64) (int32, bool) {
 		} else {
 			val += int32(uv >> 1)
 		}
-		d, n := binary.Uvarint(p)
+		d, n := uvarint(p)
 		if n <= 0 {
 			return -1, false
 		}
@@ -235,15 +237,25 @@ func (g *goInline) pcvalue(tab uint32, entry, pc uint64) (int32, bool) {
 	}
 }
 
+// uvarint is binary.Uvarint with the one-byte case first: most deltas in
+// pc-value tables fit in a byte (runtime.step does the same).
+func uvarint(p []byte) (uint64, int) {
+	if len(p) > 0 && p[0] < 0x80 {
+		return uint64(p[0]), 1
+	}
+	return binary.Uvarint(p)
+}
+
+// cstring returns the NUL-terminated string at off in b as a view of b,
+// without copying: section data is never modified once read, and a lookup
+// must not allocate.
 func (g *goInline) cstring(b []byte, off int32) string {
 	if off < 0 || int(off) >= len(b) {
 		return ""
 	}
 	s := b[off:]
-	for i, c := range s {
-		if c == 0 {
-			return string(s[:i])
-		}
+	if i := bytes.IndexByte(s, 0); i > 0 {
+		return unsafe.String(&s[0], i)
 	}
 	return ""
 }
@@ -284,13 +296,19 @@ func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
 	}
 	npcdata, _ := g.u32(g.ftab, fn+28)
 	nfuncdata := int(g.ftab[fn+43])
-	if npcdata <= goPCDataInlTreeIndex || nfuncdata <= goFuncDataInlTree || npcdata > 1<<10 {
+	if npcdata > 1<<10 {
 		return buf, false
 	}
-	inlTab, _ := g.u32(g.ftab, fn+goFuncHeaderSize+4*goPCDataInlTreeIndex)
-	treeOff, ok := g.u32(g.ftab, fn+goFuncHeaderSize+4*int(npcdata)+4*goFuncDataInlTree)
-	if !ok || treeOff == ^uint32(0) || inlTab == 0 {
-		return buf, false
+	// A function into which nothing was inlined has no inline tree: its
+	// chain is the function alone (inlTab 0 below).
+	var inlTab, treeOff uint32
+	if npcdata > goPCDataInlTreeIndex && nfuncdata > goFuncDataInlTree {
+		inlTab, _ = g.u32(g.ftab, fn+goFuncHeaderSize+4*goPCDataInlTreeIndex)
+		var ok bool
+		treeOff, ok = g.u32(g.ftab, fn+goFuncHeaderSize+4*int(npcdata)+4*goFuncDataInlTree)
+		if !ok || treeOff == ^uint32(0) {
+			inlTab = 0
+		}
 	}
 	start := len(buf)
 	for depth := 0; depth < 64; depth++ {
@@ -298,9 +316,11 @@ func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
 		if !ok {
 			return buf[:start], false
 		}
-		idx, ok := g.pcvalue(inlTab, entry, pc)
-		if !ok {
-			return buf[:start], false
+		idx := int32(-1)
+		if inlTab != 0 {
+			if idx, ok = g.pcvalue(inlTab, entry, pc); !ok {
+				return buf[:start], false
+			}
 		}
 		if idx < 0 {
 			nameOff, _ := g.u32(g.ftab, fn+4)

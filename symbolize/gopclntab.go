@@ -4,20 +4,29 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
+	"sync"
 )
 
 // goTable answers from a Go binary's .gopclntab, which the runtime itself
 // uses for tracebacks and which survives -ldflags=-s -w.
 //
 // debug/gosym does not expose the inline tree (FUNCDATA_InlTree); goInline
-// decodes it where go:func.* can be located (a symbol table, or the
-// moduledata of a non-PIE binary). Elsewhere a stripped Go binary yields
-// one frame per address: the function holding the code, with the file and
-// line of the innermost inlined code, which is what pclntab's pcfile/pcln
-// tables record. When DWARF is present it answers first.
+// decodes it, with the function, file and line, where go:func.* can be
+// located (a symbol table, or the moduledata of a non-PIE binary).
+// Elsewhere debug/gosym answers with one frame per address: the function
+// holding the code, with the file and line of the innermost inlined code,
+// which is what pclntab's pcfile/pcln tables record. When DWARF is present
+// it answers first.
 type goTable struct {
-	t      *gosym.Table
-	inline *goInline // nil when the inline tree cannot be located
+	data      []byte
+	textStart uint64
+	inline    *goInline // nil when the inline tree cannot be located
+
+	// The gosym table is built only when goInline cannot answer: it
+	// allocates a record per function, which the inline decoder avoids.
+	symOnce sync.Once
+	sym     *gosym.Table
+	symErr  error
 }
 
 func (b *Binary) loadGo() *goTable {
@@ -31,15 +40,12 @@ func (b *Binary) loadGo() *goTable {
 			if err != nil {
 				return err
 			}
-			var textStart uint64
+			g := &goTable{data: data}
 			if t := b.ef.Section(".text"); t != nil {
-				textStart = t.Addr
+				g.textStart = t.Addr
 			}
-			t, err := gosym.NewTable(nil, gosym.NewLineTable(data, textStart))
-			if err != nil {
-				return err
-			}
-			b.gotab = &goTable{t: t, inline: newGoInline(b.ef, data)}
+			g.inline = newGoInline(b.ef, data)
+			b.gotab = g
 			return nil
 		})
 		if err != nil {
@@ -49,15 +55,30 @@ func (b *Binary) loadGo() *goTable {
 	return b.gotab
 }
 
+func (g *goTable) gosym(name string) (*gosym.Table, error) {
+	g.symOnce.Do(func() {
+		g.symErr = safely(name, func() error {
+			t, err := gosym.NewTable(nil, gosym.NewLineTable(g.data, g.textStart))
+			g.sym = t
+			return err
+		})
+	})
+	return g.sym, g.symErr
+}
+
 func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok bool, err error) {
-	out = buf
 	if g.inline != nil {
 		if out, ok := g.inline.frames(b, addr, buf); ok {
 			return out, true, nil
 		}
 	}
+	t, err := g.gosym(b.path)
+	if err != nil {
+		return buf, false, fmt.Errorf(".gopclntab: %w", err)
+	}
+	out = buf
 	err = safely(b.path, func() error {
-		file, line, fn := g.t.PCToLine(addr)
+		file, line, fn := t.PCToLine(addr)
 		if fn == nil {
 			return nil
 		}
