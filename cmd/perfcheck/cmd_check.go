@@ -128,7 +128,7 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		for _, c := range d.Candidates {
 			fmt.Fprintf(w, "    candidate build-id: %s\n", c)
 		}
-		if d.FoundPath != "" && (d.FoundPath != d.Path || d.FoundBuildID != d.BuildID) {
+		if d.FoundPath != "" && d.Verdict != check.Missing && (d.FoundPath != d.Path || d.FoundBuildID != d.BuildID) {
 			what := "file at the path"
 			if d.Verdict == check.Verified {
 				what = "binary used"

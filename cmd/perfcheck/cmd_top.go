@@ -59,6 +59,10 @@ type topEntry struct {
 
 func (e *topEntry) label() string {
 	if e.Group {
+		if e.Trusted && e.Verdict != check.NoFile.String() {
+			// A trusted binary without a symbol for these addresses.
+			return "[no symbol] " + e.DSO
+		}
 		return "[" + e.Verdict + "] " + e.DSO
 	}
 	s := e.Name + " (" + e.DSO + ")"
