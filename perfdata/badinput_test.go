@@ -369,6 +369,24 @@ func TestHostileHeader(t *testing.T) {
 			}
 		})
 	}
+	t.Run("data size", func(t *testing.T) {
+		// A data size past the end of the file (and past any int64
+		// offset): the records that are there, then truncation.
+		for _, size := range []uint64{1 << 62, 1<<63 - 1, uint64(len(b))} {
+			c := bytes.Clone(b)
+			binary.LittleEndian.PutUint64(c[48:], size)
+			f, err := NewFile(bytes.NewReader(c), int64(len(c)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !f.Truncated() {
+				t.Errorf("size %d: not reported truncated", size)
+			}
+			if _, err := readSigs(f, RecordsOptions{}); !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrMalformed) {
+				t.Errorf("size %d: %v", size, err)
+			}
+		}
+	})
 	t.Run("magic", func(t *testing.T) {
 		c := bytes.Clone(b)
 		copy(c, "NOTPERF!")

@@ -185,7 +185,7 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	if uint64(f.dataOff) < hsize {
 		return nil, f.errorf(40, ErrMalformed, "data section at %d overlaps the header", f.dataOff)
 	}
-	if attrsSize > 0 && attrsOff < f.dataOff+f.dataSize && f.dataOff < attrsOff+attrsSize && f.dataSize > 0 {
+	if attrsSize > 0 && f.dataSize > 0 && attrsOff-f.dataOff < f.dataSize && f.dataOff-attrsOff < attrsSize {
 		return nil, f.errorf(24, ErrMalformed, "attrs [%d,+%d) and data [%d,+%d) sections overlap", attrsOff, attrsSize, f.dataOff, f.dataSize)
 	}
 	if attrsOff > size || attrsSize > size-attrsOff {
@@ -214,7 +214,7 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	} else {
 		f.features = newFileFeatures(r, size, order, nil)
 	}
-	if f.dataOff+f.dataSize > size {
+	if f.dataShort() {
 		f.warn(fmt.Sprintf("the data section [%d,+%d) runs past the end of the file (%d bytes): the file is truncated", f.dataOff, f.dataSize, size))
 	}
 	f.features.setName(name)
@@ -281,6 +281,10 @@ func (f *File) readFeatureTable(bitmap []byte) (*Features, error) {
 	var secs []featureSection
 	n := len(set)
 	if n == 0 {
+		return newFileFeatures(f.r, f.size, f.order, nil), nil
+	}
+	if f.dataShort() {
+		f.warn("the feature section table is missing: the file ends inside the data section")
 		return newFileFeatures(f.r, f.size, f.order, nil), nil
 	}
 	off := f.dataOff + f.dataSize
@@ -401,7 +405,11 @@ func (f *File) IsDir() bool { return len(f.parts) > 0 }
 // header's data size is 0 (it was killed before rewriting the header) or
 // the data section runs past the end of the file. The records that are
 // there can still be read.
-func (f *File) Truncated() bool { return f.truncated || f.dataOff+f.dataSize > f.size }
+func (f *File) Truncated() bool { return f.truncated || f.dataShort() }
+
+// dataShort reports whether the data section runs past the end of the
+// file (written so that huge sizes cannot overflow).
+func (f *File) dataShort() bool { return f.dataSize > f.size-f.dataOff }
 
 // Warnings returns what was tolerated while reading: an unfinished file,
 // trailing bytes after the last record of a pipe stream, an unreadable
@@ -459,11 +467,14 @@ func (f *File) Records(opts RecordsOptions) *Records {
 		streams = append(streams, newStream(sr, pipeHeaderSize, f.size, f.order, f.name, 0, true, f.warn))
 	} else {
 		es = &f.events
-		end := min(f.dataOff+f.dataSize, f.size)
+		end := f.size
+		if !f.dataShort() {
+			end = f.dataOff + f.dataSize
+		}
 		sr := io.NewSectionReader(f.r, f.dataOff, end-f.dataOff)
 		st := newStream(sr, f.dataOff, f.size, f.order, f.name, 0, false, f.warn)
-		if f.dataOff+f.dataSize > f.size {
-			st.shortBy = f.dataOff + f.dataSize - f.size
+		if f.dataShort() {
+			st.shortBy = f.dataSize - (f.size - f.dataOff)
 		}
 		st.tolerateTail = f.truncated
 		streams = append(streams, st)
