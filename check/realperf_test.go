@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // These tests record real workloads with real perf, then change the world
@@ -782,4 +786,78 @@ func TestRealVDSO(t *testing.T) {
 			t.Errorf("source %s: no vdso frame named *clock_gettime*", d.Source)
 		}
 	}
+}
+
+// startDebuginfod runs the real elfutils server on a free port over dir and
+// waits until it serves id's executable.
+func startDebuginfod(t *testing.T, dir string, id perfdata.BuildID) string {
+	t.Helper()
+	if _, err := exec.LookPath("debuginfod"); err != nil {
+		t.Skip("debuginfod not installed (Debian: debuginfod)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("debuginfod", "-p", strconv.Itoa(port), "-F", "-d", filepath.Join(t.TempDir(), "db.sqlite"),
+		"-t", "1", "-g", "0", "-c", "1", dir)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(url + "/buildid/" + id.String() + "/executable")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatalf("debuginfod did not serve %s within a minute:\n%s", id, log.String())
+	return ""
+}
+
+// A deleted binary that a debuginfod server holds is verified through it,
+// and named from the download.
+func TestRealDeletedBinaryDebuginfod(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1)
+	data := w.record("deleted.data", nil, bin)
+	srv := w.path("served")
+	os.MkdirAll(srv, 0o755)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(srv, "busy"), b, 0o755)
+	os.Remove(bin)
+
+	before := w.analyze(data, Options{})
+	d := mustDSO(t, before, bin, Missing)
+	url := startDebuginfod(t, srv, d.BuildID)
+	resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{
+		BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{url},
+		DebuginfodCache: filepath.Join(w.dir, "dcache")}))
+	res := w.analyze(data, Options{Locator: resolver})
+	d = mustDSO(t, res, bin, Verified)
+	if d.Source != "debuginfod" {
+		t.Errorf("source %q, want debuginfod", d.Source)
+	}
+	if res.TrustedSamples != res.Samples {
+		t.Errorf("%s", res.Report().Summary())
+	}
+	assertName(t, res, "first_hot")
 }
