@@ -522,3 +522,36 @@ func FuzzOpen(f *testing.F) {
 		b.DebugFile()
 	})
 }
+
+// TestRelocatableObject symbolizes a relocatable object (ET_REL, the form
+// of kernel modules): addresses are .text offsets, DWARF comes through
+// debug/elf's relocation, and the answer must equal addr2line's on the
+// object.
+func TestRelocatableObject(t *testing.T) {
+	needTool(t, "gcc")
+	needTool(t, "addr2line")
+	dir := t.TempDir()
+	p := compile(t, dir, "prog.o", "gcc", testdataPath(t, "prog.c"), "-c", "-O0", "-g")
+	b, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if bias, err := b.Bias(Mapping{Start: 0xffffffffc0a00000, Limit: 0xffffffffc0a10000}); err != nil || bias != 0xffffffffc0a00000 {
+		t.Fatalf("module bias %#x, %v: want the mapping start", bias, err)
+	}
+	for _, name := range []string{"work", "checksum", "main"} {
+		v := elfSymbol(t, p, name).Value + 4
+		fr := mustFrames(t, b, v)
+		out, err := exec.Command("addr2line", "-f", "-e", p, fmt.Sprintf("%#x", v)).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		got := fmt.Sprintf("%s %s:%d", fr[0].Function, fr[0].File, fr[0].Line)
+		want := strings.Join(lines, " ")
+		if got != discriminator.ReplaceAllString(want, "") {
+			t.Errorf("%s+4: %q, addr2line %q", name, got, want)
+		}
+	}
+}
