@@ -120,6 +120,10 @@ type Identity struct {
 	// Class is 32 or 64; BigEndian gives the byte order.
 	Class     int
 	BigEndian bool
+	// Compression is "xz", "zstd" or "gzip" when the file was a
+	// compressed ELF file (a kernel module) that was decompressed in
+	// memory to be read, "" otherwise.
+	Compression string
 	// FromSegments is true when the build-id was found through PT_NOTE
 	// program headers because the section headers were missing or held no
 	// build-id note.

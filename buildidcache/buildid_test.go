@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -499,4 +500,45 @@ func FuzzReadIdentity(f *testing.F) {
 			t.Fatalf("build-id of %d bytes", len(id.BuildID))
 		}
 	})
+}
+
+// TestReadIdentityCompressed compresses a real binary with the xz, zstd
+// and gzip tools, as kernel modules ship: the same build-id comes out, and
+// the resolver and the cache accept the compressed file.
+func TestReadIdentityCompressed(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "mod.ko", "-Wl,--build-id")
+	want := mustID(t, bin).BuildID
+	for _, c := range []struct{ tool, ext, kind string }{{"xz", ".xz", "xz"}, {"zstd", ".zst", "zstd"}, {"gzip", ".gz", "gzip"}} {
+		t.Run(c.kind, func(t *testing.T) {
+			needTool(t, c.tool)
+			out := bin + c.ext
+			if b, err := exec.Command(c.tool, "-k", "-f", bin).CombinedOutput(); err != nil {
+				t.Fatalf("%s: %v\n%s", c.tool, err, b)
+			}
+			id, err := ReadFileIdentity(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !id.BuildID.Matches(want) || id.Compression != c.kind {
+				t.Errorf("%+v, want %v", id, want)
+			}
+			res, err := New(Options{BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
+				Resolve(context.Background(), Query{BuildID: want, Path: out, Kind: KindModule})
+			if err != nil || res.Identity.Compression != c.kind {
+				t.Errorf("resolve: %+v %v", res, err)
+			}
+			e, err := (&Cache{Dir: filepath.Join(dir, "cache-"+c.kind)}).AddFile(out, "/lib/modules/x/mod.ko"+c.ext, want)
+			if err != nil || !e.Added {
+				t.Errorf("cache: %+v %v", e, err)
+			}
+			// A truncated stream is an error naming the file, not a panic.
+			b, _ := os.ReadFile(out)
+			cut := filepath.Join(dir, "cut"+c.ext)
+			os.WriteFile(cut, b[:len(b)/2], 0o644)
+			if _, err := ReadFileIdentity(cut); err == nil || !strings.Contains(err.Error(), cut) {
+				t.Errorf("truncated: %v", err)
+			}
+		})
+	}
 }

@@ -357,11 +357,7 @@ func (c *Cache) place(root *os.Root, dir, role, src string, bid BuildID) error {
 }
 
 func verifyOpen(f *os.File, bid BuildID) bool {
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	id, err := readIdentity(f, st.Size(), f.Name())
+	id, err := identityOf(f, f.Name())
 	return err == nil && id.BuildID.Matches(bid)
 }
 

@@ -25,7 +25,9 @@
 // Reading an identity reads only the ELF header, the program and section
 // header tables and the note, string-table and .gnu_debuglink bytes, each
 // bounded by the file's size and by fixed caps, so a hostile file costs a few
-// small reads and never a large allocation. No code here panics on malformed
+// small reads and never a large allocation. The one exception is a
+// compressed kernel module (.ko.xz, .ko.zst, .ko.gz), which must be
+// decompressed to be read; it is decompressed in memory up to 256 MiB. No code here panics on malformed
 // input; errors carry the file name and byte offset ([FormatError]).
 //
 // File names that come from a perf.data file are untrusted. [Cache] cleans

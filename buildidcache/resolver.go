@@ -86,6 +86,9 @@ type Candidate struct {
 	// trusted because perf filed it under the build-id it had read from
 	// the running kernel.
 	Verified string `json:"verified,omitempty"`
+	// Compression is "xz", "zstd" or "gzip" for a compressed module, which
+	// a symbolizer must decompress first.
+	Compression string `json:"compression,omitempty"`
 	// Err says why a rejected candidate was refused (wraps ErrMismatch
 	// when the build-id differs).
 	Err error `json:"-"`
@@ -288,7 +291,7 @@ func (s *search) check(locator, role, path string) bool {
 			return true // the same file reached twice
 		}
 	}
-	s.verified = append(s.verified, Candidate{Locator: locator, Path: path, Role: role, Debug: id.Debug, Verified: "build-id"})
+	s.verified = append(s.verified, Candidate{Locator: locator, Path: path, Role: role, Debug: id.Debug, Verified: "build-id", Compression: id.Compression})
 	return true
 }
 

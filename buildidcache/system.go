@@ -3,13 +3,18 @@ package buildidcache
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 )
 
 // ReadFileIdentity reads the identity of the ELF file name. It opens the
@@ -21,11 +26,85 @@ func ReadFileIdentity(name string) (*Identity, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return identityOf(f, name)
+}
+
+// identityOf reads the identity of an open regular file, decompressing
+// it first when it is a compressed module.
+func identityOf(f *os.File, name string) (*Identity, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	return readIdentity(f, st.Size(), name)
+	id, err := readIdentity(f, st.Size(), name)
+	if errors.Is(err, ErrNotELF) {
+		// Not ELF: perhaps a compressed one. Checked only now, so that
+		// plain files cost no extra read.
+		var magic [6]byte
+		if n, _ := f.ReadAt(magic[:], 0); n == len(magic) {
+			if kind := compression(magic[:]); kind != "" {
+				return readCompressed(f, name, kind)
+			}
+		}
+	}
+	return id, err
+}
+
+// compression names the compressed format a file starts with: kernel
+// modules ship as .ko.xz, .ko.zst or .ko.gz (CONFIG_MODULE_COMPRESS_*).
+func compression(magic []byte) string {
+	switch {
+	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
+		return "xz"
+	case bytes.HasPrefix(magic, []byte("\x28\xb5\x2f\xfd")):
+		return "zstd"
+	case bytes.HasPrefix(magic, []byte("\x1f\x8b")):
+		return "gzip"
+	}
+	return ""
+}
+
+// maxDecompressed caps a decompressed module; the largest modules are a
+// few tens of megabytes (amdgpu with debug info).
+const maxDecompressed = 256 << 20
+
+// readCompressed reads the identity of a compressed ELF file. The notes of
+// a compressed file cannot be reached without decompressing what precedes
+// them, and the section headers are at the end, so the whole file is
+// decompressed in memory, up to maxDecompressed (as perf does into a
+// temporary file: dso__decompress_kmodule in tools/perf/util/dso.c).
+func readCompressed(f *os.File, name, kind string) (*Identity, error) {
+	var r io.Reader
+	var err error
+	switch kind {
+	case "xz":
+		r, err = xz.NewReader(f)
+	case "zstd":
+		var d *zstd.Decoder
+		d, err = zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+		if d != nil {
+			defer d.Close()
+		}
+		r = d
+	case "gzip":
+		r, err = gzip.NewReader(f)
+	}
+	if err != nil {
+		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
+	if err != nil {
+		return nil, &FormatError{File: name, Offset: 0, Msg: "decompressing " + kind, Err: err}
+	}
+	if len(b) > maxDecompressed {
+		return nil, &FormatError{File: name, Msg: fmt.Sprintf("decompresses to more than %d bytes", maxDecompressed)}
+	}
+	id, err := readIdentity(bytes.NewReader(b), int64(len(b)), name+" ("+kind+"-decompressed)")
+	if err != nil {
+		return nil, err
+	}
+	id.Compression = kind
+	return id, nil
 }
 
 // openRegular opens name for reading only if it is a regular file. The
