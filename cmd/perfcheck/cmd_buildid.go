@@ -31,6 +31,8 @@ type binaryBuildIDJSON struct {
 	// FromSegments is true when the build-id came from PT_NOTE because the
 	// section headers were stripped.
 	FromSegments bool `json:"from_segments,omitempty"`
+	// Compression is xz, zstd or gzip for a compressed kernel module.
+	Compression string `json:"compression,omitempty"`
 	// Advice says how to get a GNU build-id, when there is none.
 	Advice string `json:"advice,omitempty"`
 	Error  string `json:"error,omitempty"`
@@ -84,6 +86,7 @@ func runBuildID(args []string, stdout, stderr io.Writer) int {
 		}
 		b.GNUBuildID, b.GoBuildID = id.BuildID.String(), id.GoBuildID
 		b.Class, b.BigEndian, b.Debug, b.FromSegments = id.Class, id.BigEndian, id.Debug.String(), id.FromSegments
+		b.Compression = id.Compression
 		if id.BuildID == nil {
 			rep.Missing++
 			b.Advice = adviceC
