@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -121,7 +122,7 @@ func (s *space) insert(m *Mapping) {
 		j++
 	}
 	// Replace s.maps[i:j] with keep's left pieces, m, keep's right pieces.
-	repl := make([]*Mapping, 0, len(keep)+1)
+	repl := make([]*Mapping, 0, 3) // at most a left piece, m, a right piece
 	for _, k := range keep {
 		if k.Limit <= m.Start {
 			repl = append(repl, k)
@@ -133,11 +134,9 @@ func (s *space) insert(m *Mapping) {
 			repl = append(repl, k)
 		}
 	}
-	n := make([]*Mapping, 0, len(s.maps)-(j-i)+len(repl))
-	n = append(n, s.maps[:i]...)
-	n = append(n, repl...)
-	n = append(n, s.maps[j:]...)
-	s.maps = n
+	// In place: each process owns its slice (clone copies it), and the
+	// Mappings themselves are never modified.
+	s.maps = slices.Replace(s.maps, i, j, repl...)
 }
 
 func (s *space) clone() *space {

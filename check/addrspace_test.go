@@ -1,6 +1,8 @@
 package check
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -142,5 +144,66 @@ func TestClassify(t *testing.T) {
 	m := tr.Mmap(&MapEvent{PID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "//anon", Exec: true})
 	if m.Kind != KindJIT {
 		t.Errorf("anon exec map with a perf map: %v, want jit", m.Kind)
+	}
+}
+
+// Many maps in one process, inserted in both directions, stay sorted and
+// answer for every address.
+func TestTrackerManyMaps(t *testing.T) {
+	tr := NewTracker()
+	const n = 2000
+	for i := 0; i < n; i++ {
+		k := uint64(i)
+		if i%2 == 1 {
+			k = uint64(n*2 - i) // interleave high and low addresses
+		}
+		mmap(tr, 3, 0x10000000+k*0x2000, 0x1000, k*0x1000, "/lib/l"+strconv.Itoa(int(k)))
+	}
+	maps := tr.Maps(3)
+	if len(maps) != n {
+		t.Fatalf("%d maps, want %d", len(maps), n)
+	}
+	for i := 1; i < len(maps); i++ {
+		if maps[i-1].Limit > maps[i].Start {
+			t.Fatalf("maps %d and %d overlap or are unsorted", i-1, i)
+		}
+	}
+	for _, m := range maps {
+		if got := tr.Lookup(3, perfdata.CPUModeUser, m.Start+5); got != m {
+			t.Fatalf("lookup %#x: %v", m.Start+5, got)
+		}
+	}
+}
+
+// The tracker against a naive model: every page remembers which map last
+// covered it and at which file offset. Random overlapping maps must give
+// the same answer for every page.
+func TestTrackerOverlapModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 50; round++ {
+		tr := NewTracker()
+		type cell struct {
+			path string
+			off  uint64
+		}
+		const pages = 64
+		model := make([]cell, pages)
+		for k := 0; k < 20; k++ {
+			start := rng.IntN(pages)
+			length := 1 + rng.IntN(pages-start)
+			pgoff := uint64(rng.IntN(100)) * 0x1000
+			path := "/m" + strconv.Itoa(k)
+			mmap(tr, 9, uint64(start)*0x1000, uint64(length)*0x1000, pgoff, path)
+			for p := start; p < start+length; p++ {
+				model[p] = cell{path, pgoff + uint64(p-start)*0x1000}
+			}
+		}
+		for p := 0; p < pages; p++ {
+			ip := uint64(p)*0x1000 + 0x10
+			wantMap(t, tr, 9, ip, model[p].path, model[p].off+0x10)
+		}
+		if t.Failed() {
+			t.Fatalf("round %d", round)
+		}
 	}
 }
