@@ -293,3 +293,62 @@ func TestPeriodUnit(t *testing.T) {
 		t.Errorf("page-faults: %s", u)
 	}
 }
+
+// The address layout is what pprof's symbolizers expect: with the names
+// removed from the profile and the mappings pointed at the binaries,
+// go tool pprof symbolizes the locations itself (cmd/pprof's objfile:
+// address - Start + the text segment's address) and finds the names
+// perfcheck gave.
+func TestLayoutResymbolizes(t *testing.T) {
+	root := symfs(t)
+	res := analyze(t, "cshared-fp.data", root)
+	p, err := Convert(res, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := 0
+	for _, m := range p.Mapping {
+		if !strings.HasPrefix(m.File, recordedBin) {
+			continue
+		}
+		m.File = filepath.Join(root, m.File)
+		m.HasFunctions, m.HasFilenames, m.HasLineNumbers, m.HasInlineFrames = false, false, false, false
+		for _, l := range p.Location {
+			if l.Mapping == m {
+				l.Line = nil
+				stripped++
+			}
+		}
+	}
+	if stripped == 0 {
+		t.Fatal("no location of the fixture's programs")
+	}
+	file := filepath.Join(t.TempDir(), "stripped.pb.gz")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	flat, raw := pprofTop(t, file)
+	for name, pct := range map[string]float64{"lib_mix": 51.50, "main_spin": 30.56, "main_sort_step": 12.29, "lib_hash_block": 4.32} {
+		if math.Abs(flat[name]-pct) > 0.011 {
+			t.Errorf("%s: %.2f%% after pprof's own symbolization, want %.2f%%\n%s", name, flat[name], pct, raw)
+		}
+	}
+}
+
+func BenchmarkConvert(b *testing.B) {
+	res, err := check.Analyze(context.Background(), filepath.Join(fixtureDir, "cshared-fp.data"), check.Options{BuildIDDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Convert(res, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
