@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -116,5 +117,35 @@ func TestMachinesOrder(t *testing.T) {
 	}
 	if want := "[/host@host /host@host /guest0@guest:0 /guest7@guest:7]"; fmt.Sprint(got) != want {
 		t.Errorf("%v, want %s", got, want)
+	}
+}
+
+// TestAddrSpaceModel checks insert and find against a plain model (one
+// owner per address) over random maps in a small address range.
+func TestAddrSpaceModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	dsos := []*bidDSO{{name: "a"}, {name: "b"}, {name: "c"}, {name: "d"}}
+	for round := 0; round < 200; round++ {
+		var as addrSpace
+		var model [64]*bidDSO
+		for k := 0; k < 12; k++ {
+			start := uint64(rng.IntN(64))
+			end := start + uint64(rng.IntN(16))
+			d := dsos[rng.IntN(len(dsos))]
+			as.insert(bidMap{start, min(end, 64), d})
+			for x := start; x < min(end, 64); x++ {
+				model[x] = d
+			}
+			for x := range model {
+				if got := as.find(uint64(x)); got != model[x] {
+					t.Fatalf("round %d: find(%d) = %v, want %v (maps %v)", round, x, got, model[x], as.maps)
+				}
+			}
+			for i := 1; i < len(as.maps); i++ {
+				if as.maps[i-1].end > as.maps[i].start || as.maps[i].start >= as.maps[i].end {
+					t.Fatalf("maps unsorted or overlapping: %v", as.maps)
+				}
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -163,8 +164,17 @@ type dsoID struct {
 
 // machine is one perf machine: its DSOs in creation order.
 type machine struct {
-	pid  int32
-	dsos []*bidDSO
+	pid    int32
+	dsos   []*bidDSO
+	byName map[string][]*bidDSO // the same DSOs by name, in creation order
+}
+
+func (m *machine) add(d *bidDSO) {
+	m.dsos = append(m.dsos, d)
+	if m.byName == nil {
+		m.byName = map[string][]*bidDSO{}
+	}
+	m.byName[d.name] = append(m.byName[d.name], d)
 }
 
 // findnew returns the DSO called name, creating it at the end of the list
@@ -185,13 +195,13 @@ func (m *machine) findnew(name string, id *dsoID) *bidDSO {
 	if id != nil {
 		d.id = *id
 	}
-	m.dsos = append(m.dsos, d)
+	m.add(d)
 	return d
 }
 
 func (m *machine) find(name string, id *dsoID) *bidDSO {
-	for _, d := range m.dsos {
-		if d.name == name && (id == nil || id.empty() || d.id.empty() || d.id.same(id)) {
+	for _, d := range m.byName[name] {
+		if id == nil || id.empty() || d.id.empty() || d.id.same(id) {
 			return d
 		}
 	}
@@ -265,30 +275,25 @@ type bidMap struct {
 type addrSpace struct{ maps []bidMap }
 
 func (a *addrSpace) insert(m bidMap) {
-	var out []bidMap
-	for _, o := range a.maps {
-		if o.end <= m.start || o.start >= m.end {
-			out = append(out, o)
-			continue
-		}
-		if o.start < m.start {
-			out = append(out, bidMap{o.start, m.start, o.dso})
-		}
-		if o.end > m.end {
-			out = append(out, bidMap{m.end, o.end, o.dso})
-		}
+	if m.end <= m.start {
+		return
 	}
-	out = append(out, m)
-	slices.SortFunc(out, func(x, y bidMap) int {
-		switch {
-		case x.start < y.start:
-			return -1
-		case x.start > y.start:
-			return 1
-		}
-		return 0
-	})
-	a.maps = out
+	// The maps are sorted and disjoint, so their ends are sorted too:
+	// [i, j) are those that overlap m.
+	i := sort.Search(len(a.maps), func(k int) bool { return a.maps[k].end > m.start })
+	j := i
+	for j < len(a.maps) && a.maps[j].start < m.end {
+		j++
+	}
+	repl := make([]bidMap, 0, 3)
+	if i < j && a.maps[i].start < m.start {
+		repl = append(repl, bidMap{a.maps[i].start, m.start, a.maps[i].dso})
+	}
+	repl = append(repl, m)
+	if i < j && a.maps[j-1].end > m.end {
+		repl = append(repl, bidMap{m.end, a.maps[j-1].end, a.maps[j-1].dso})
+	}
+	a.maps = slices.Replace(a.maps, i, j, repl...)
 }
 
 func (a *addrSpace) find(addr uint64) *bidDSO {
@@ -482,7 +487,7 @@ func (t *hitTracker) kernelMmap(m *machine, start, length uint64, name string, b
 		short := kmodName(name)
 		if d = m.findShort(short); d == nil {
 			d = &bidDSO{name: name, short: short, machine: m.pid}
-			m.dsos = append(m.dsos, d)
+			m.add(d)
 		}
 	case isKernel:
 		d = m.findnew(mmapName, nil)
