@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -32,7 +33,30 @@ type goInline struct {
 
 	gofunc     uint64 // address of go:func.*
 	gofuncData []byte // bytes of the section holding it, from gofunc on
+
+	// tables caches decoded pc-value tables, three per function (file,
+	// line, inline index), so that each table is decoded once however
+	// many addresses fall in the function; cached bounds their total
+	// size (maxGoTableCache), beyond which tables are scanned each time.
+	tables []atomic.Pointer[[]pcRun]
+	cached atomic.Int64
 }
+
+// pcRun is one run of a decoded pc-value table: val holds for pc offsets
+// (from the function entry) below end.
+type pcRun struct {
+	end uint32
+	val int32
+}
+
+// maxGoTableCache bounds the memory of decoded pc-value tables.
+const maxGoTableCache = 32 << 20
+
+const (
+	tabFile = iota
+	tabLine
+	tabInl
+)
 
 const (
 	goPCDataInlTreeIndex = 2
@@ -118,6 +142,7 @@ func newGoInline(ef *elf.File, pcln []byte) *goInline {
 	if g.gofuncData == nil {
 		return nil
 	}
+	g.tables = make([]atomic.Pointer[[]pcRun], 3*g.nfunc)
 	return g
 }
 
@@ -172,9 +197,9 @@ func findGoFunc(ef *elf.File, text uint64) uint64 {
 }
 
 // findFunc returns the offset of the _func record for pc in g.ftab.
-func (g *goInline) findFunc(pc uint64) (fn int, entry uint64, ok bool) {
+func (g *goInline) findFunc(pc uint64) (fn, idx int, entry uint64, ok bool) {
 	if pc < g.text {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	off := pc - g.text
 	bo := g.order
@@ -182,14 +207,75 @@ func (g *goInline) findFunc(pc uint64) (fn int, entry uint64, ok bool) {
 	// function holding off is the first whose successor starts after it.
 	i := sort.Search(g.nfunc, func(i int) bool { return uint64(bo.Uint32(g.ftab[8*(i+1):])) > off })
 	if i >= g.nfunc {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	entryOff := uint64(bo.Uint32(g.ftab[8*i:]))
 	funcOff := int(bo.Uint32(g.ftab[8*i+4:]))
 	if funcOff+goFuncHeaderSize > len(g.ftab) || uint64(bo.Uint32(g.ftab[funcOff:])) != entryOff {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return funcOff, g.text + entryOff, true
+	return funcOff, i, g.text + entryOff, true
+}
+
+// value is pcvalue through the cache of decoded tables of function idx.
+func (g *goInline) value(idx, kind int, tab uint32, entry, pc uint64) (int32, bool) {
+	slot := &g.tables[3*idx+kind]
+	runs := slot.Load()
+	if runs == nil {
+		if g.cached.Load() > maxGoTableCache {
+			return g.pcvalue(tab, entry, pc)
+		}
+		r, ok := g.decodeTable(tab)
+		if !ok {
+			return g.pcvalue(tab, entry, pc)
+		}
+		g.cached.Add(int64(8 * len(r)))
+		slot.Store(&r)
+		runs = &r
+	}
+	off := pc - entry
+	rs := *runs
+	i := sort.Search(len(rs), func(i int) bool { return uint64(rs[i].end) > off })
+	if i == len(rs) {
+		return -1, false
+	}
+	return rs[i].val, true
+}
+
+// decodeTable decodes a whole pc-value table into runs.
+func (g *goInline) decodeTable(tab uint32) ([]pcRun, bool) {
+	if tab == 0 || int(tab) >= len(g.pctab) {
+		return nil, false
+	}
+	p := g.pctab[tab:]
+	val := int32(-1)
+	var cur uint64
+	var runs []pcRun
+	for first := true; ; first = false {
+		uv, n := uvarint(p)
+		if n <= 0 {
+			return nil, false
+		}
+		p = p[n:]
+		if uv == 0 && !first {
+			return runs, true
+		}
+		if uv&1 != 0 {
+			val += int32(-((uv + 1) >> 1))
+		} else {
+			val += int32(uv >> 1)
+		}
+		d, n := uvarint(p)
+		if n <= 0 {
+			return nil, false
+		}
+		p = p[n:]
+		cur += d * g.minLC
+		if cur > 1<<32-1 || len(runs) > len(g.pctab) {
+			return nil, false
+		}
+		runs = append(runs, pcRun{end: uint32(cur), val: val})
+	}
 }
 
 func (g *goInline) u32(b []byte, off int) (uint32, bool) {
@@ -261,18 +347,18 @@ func (g *goInline) cstring(b []byte, off int32) string {
 }
 
 // position returns the file and line of pc in the function at fn.
-func (g *goInline) position(fn int, entry, pc uint64) (string, int, bool) {
+func (g *goInline) position(fn, idx int, entry, pc uint64) (string, int, bool) {
 	pcfile, ok1 := g.u32(g.ftab, fn+20)
 	pcln, ok2 := g.u32(g.ftab, fn+24)
 	cuOff, ok3 := g.u32(g.ftab, fn+32)
 	if !ok1 || !ok2 || !ok3 {
 		return "", 0, false
 	}
-	fno, ok := g.pcvalue(pcfile, entry, pc)
+	fno, ok := g.value(idx, tabFile, pcfile, entry, pc)
 	if !ok || fno < 0 {
 		return "", 0, false
 	}
-	line, ok := g.pcvalue(pcln, entry, pc)
+	line, ok := g.value(idx, tabLine, pcln, entry, pc)
 	if !ok {
 		return "", 0, false
 	}
@@ -287,7 +373,7 @@ func (g *goInline) position(fn int, entry, pc uint64) (string, int, bool) {
 // physical function; ok is false when pc has no inline tree entry or the
 // tables are inconsistent.
 func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
-	fn, entry, ok := g.findFunc(pc)
+	fn, fidx, entry, ok := g.findFunc(pc)
 	if !ok {
 		return buf, false
 	}
@@ -312,13 +398,13 @@ func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
 	}
 	start := len(buf)
 	for depth := 0; depth < 64; depth++ {
-		file, line, ok := g.position(fn, entry, pc)
+		file, line, ok := g.position(fn, fidx, entry, pc)
 		if !ok {
 			return buf[:start], false
 		}
 		idx := int32(-1)
 		if inlTab != 0 {
-			if idx, ok = g.pcvalue(inlTab, entry, pc); !ok {
+			if idx, ok = g.value(fidx, tabInl, inlTab, entry, pc); !ok {
 				return buf[:start], false
 			}
 		}
