@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -453,7 +454,16 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO) (cac
 	}
 	var last error
 	for _, p := range paths {
-		e, err := c.AddFile(p, d.Path, bid)
+		// perf files an entry under the real path of the recorded name
+		// when it exists on this host (build_id_cache__cachedir): on a
+		// merged-/usr system /lib/x/libc.so.6 goes under /usr/lib/x.
+		name := d.Path
+		if p == filepath.Clean(d.Path) {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				name = real
+			}
+		}
+		e, err := c.AddFile(p, name, bid)
 		if err == nil {
 			return done(e, nil)
 		}
