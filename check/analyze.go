@@ -122,6 +122,7 @@ func (s *Session) Feed(ctx context.Context, f Recording) error {
 				Mode:      r.CPUMode(),
 				IP:        r.IP,
 				Callchain: r.Callchain,
+				StackUser: len(r.StackUser) > 0,
 			}
 			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
 				// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.

@@ -19,6 +19,8 @@ type Report struct {
 	UntrustedAnySamples  uint64      `json:"untrusted_any_samples"`
 	DSOs                 []DSOReport `json:"dsos"`
 	Advice               []Advice    `json:"advice,omitempty"`
+	// Notes are limits of this check on this recording, in words.
+	Notes []string `json:"notes,omitempty"`
 	// Problems counts the DSOs whose verdict fails the check (mismatch,
 	// missing, replaced); StrictProblems also counts unverified ones.
 	Problems       int `json:"problems"`
@@ -92,6 +94,10 @@ func (r *Result) Report() *Report {
 			}
 			advice[d.Advice] = append(advice[d.Advice], d.Path)
 		}
+	}
+	if r.StackUserSamples > 0 {
+		rep.Notes = append(rep.Notes, strconv.FormatUint(r.StackUserSamples, 10)+
+			" samples carry a user stack copy (perf record --call-graph dwarf): perfcheck does not unwind it, so their user callers beyond the leaf are not checked; record with frame pointers (-g) for a complete check")
 	}
 	for _, a := range order {
 		paths := advice[a]

@@ -110,6 +110,11 @@ type Result struct {
 
 	RecordingEnd time.Time
 
+	// StackUserSamples counts samples recorded with a user stack copy
+	// (--call-graph dwarf): their user callers beyond the leaf are not
+	// unwound, so DSOs reached only there are not seen.
+	StackUserSamples uint64
+
 	aggs  []Aggregate
 	kept  []compactSample
 	comms []string
@@ -206,7 +211,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		return touched[i].Path < touched[j].Path
 	})
 
-	res := &Result{DSOs: touched, Samples: s.samples, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
 	for i, r := range s.locs {

@@ -30,6 +30,10 @@ type SampleEvent struct {
 	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
 	IP        uint64
 	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
+	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
+	// perf record --call-graph dwarf): the user callers are in it, not in
+	// Callchain, and this package does not unwind it.
+	StackUser bool
 }
 
 // frameRef is one resolved address: a DSO and the offset in it.
@@ -89,24 +93,27 @@ type Session struct {
 	// use; a stack is a run of location ids in one arena, stack i being
 	// arena[stackOff[i]:stackOff[i+1]]: 4 bytes per frame, one allocation
 	// growing geometrically, not one per stack.
-	locs      []frameRef
-	locIdx    map[frameRef]int32
-	arena     []int32
-	stackOff  []uint32
-	keyBuf    []byte
-	rawBuf    []byte
-	rawIdx    map[string]int32
-	rawBytes  int
-	refBuf    []int32
-	aggs      map[aggKey]*aggVal
-	comms     []string
-	commIdx   map[string]int32
-	kept      []compactSample
-	buildIDs  []perfdata.BuildIDEntry
-	samples   uint64
-	firstTime uint64
-	lastTime  uint64
-	jitPIDs   map[int32]bool
+	locs     []frameRef
+	locIdx   map[frameRef]int32
+	arena    []int32
+	stackOff []uint32
+	keyBuf   []byte
+	rawBuf   []byte
+	rawIdx   map[string]int32
+	rawBytes int
+	refBuf   []int32
+	aggs     map[aggKey]*aggVal
+	comms    []string
+	commIdx  map[string]int32
+	kept     []compactSample
+	buildIDs []perfdata.BuildIDEntry
+	samples  uint64
+	// stackUserSamples counts samples whose user callers are only in a
+	// stack copy (--call-graph dwarf), which is not unwound.
+	stackUserSamples uint64
+	firstTime        uint64
+	lastTime         uint64
+	jitPIDs          map[int32]bool
 }
 
 // NewSession returns a session with opts.
@@ -273,6 +280,9 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 // so it is dropped when equal, never counted twice.
 func (s *Session) Sample(e *SampleEvent) {
 	s.samples++
+	if e.StackUser {
+		s.stackUserSamples++
+	}
 	if s.firstTime == 0 || e.Time < s.firstTime {
 		s.firstTime = e.Time
 	}
