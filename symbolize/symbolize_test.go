@@ -555,3 +555,72 @@ func TestRelocatableObject(t *testing.T) {
 		}
 	}
 }
+
+// TestVDSO copies this process's vDSO out of /proc/self/mem (as perf
+// caches it) and symbolizes its exported functions at their runtime
+// addresses through the [vdso] mapping.
+func TestVDSO(t *testing.T) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip("no /proc/self/maps")
+	}
+	var m Mapping
+	for _, l := range strings.Split(string(maps), "\n") {
+		if strings.HasSuffix(l, "[vdso]") {
+			f := strings.Fields(l)
+			lo, hi, _ := strings.Cut(f[0], "-")
+			m.Start, _ = strconv.ParseUint(lo, 16, 64)
+			m.Limit, _ = strconv.ParseUint(hi, 16, 64)
+		}
+	}
+	if m.Start == 0 {
+		t.Skip("no vdso mapped")
+	}
+	mem, err := os.Open("/proc/self/mem")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer mem.Close()
+	img := make([]byte, m.Limit-m.Start)
+	if _, err := mem.ReadAt(img, int64(m.Start)); err != nil {
+		t.Skipf("reading the vdso: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "vdso.so")
+	os.WriteFile(p, img, 0o644)
+	b, err := Open(p, Options{NoDebugFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bias, err := b.Bias(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	dyn, _ := ef.DynamicSymbols()
+	n := 0
+	for _, s := range dyn {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 {
+			continue
+		}
+		var runtime uint64
+		for _, pr := range ef.Progs {
+			if pr.Type == elf.PT_LOAD {
+				runtime = m.Start + s.Value - pr.Vaddr + pr.Off
+				break
+			}
+		}
+		name, start, _, ok := b.Symbol(runtime + 1 - bias)
+		if !ok || start != s.Value {
+			t.Errorf("%s at runtime %#x: got %q at %#x", s.Name, runtime, name, start)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no vdso functions")
+	}
+}
