@@ -170,6 +170,32 @@ func TestRealRebuiltBinaryEveryOutput(t *testing.T) {
 		}
 	})
 
+	// Keep the binary that ran where google/pprof looks binaries up by
+	// build-id: $PPROF_BINARY_PATH/<build-id>/<name>.
+	bins := filepath.Join(w.dir, "bins")
+	{
+		out, _ := w.perfcheck("check", "--json", data)
+		var id string
+		for _, d := range ckParseReport(t, out).DSOs {
+			if d.Path == bin {
+				id = d.BuildID
+			}
+		}
+		if id == "" {
+			t.Fatal("no build-id recorded for the workload")
+		}
+		if err := os.MkdirAll(filepath.Join(bins, id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		orig, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bins, id, "hot"), orig, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	w.build(bin, replNames)
 
 	t.Run("rebuilt", func(t *testing.T) {
@@ -242,6 +268,21 @@ func TestRealRebuiltBinaryEveryOutput(t *testing.T) {
 		if !strings.Contains(outputs["go tool pprof -raw"], "ad") && !strings.Contains(outputs["go tool pprof -raw"], r.DSOs[0].BuildID) {
 			t.Errorf("pprof lost the build-id")
 		}
+		// google/pprof, given the binary that ran by build-id, names the
+		// untrusted mapping right: the profile left it for that.
+		if gp := googlePprof(t); gp != "" {
+			w.perfcheck("pprof", "-o", pb, data)
+			cmd := exec.Command(gp, "-top", pb)
+			cmd.Env = append(os.Environ(), "PPROF_BINARY_PATH="+bins, "PPROF_TMPDIR="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("pprof -top: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "orig_alpha_spin") || strings.Contains(string(out), "repl_only") {
+				t.Errorf("google/pprof with the original binary by build-id:\n%s", out)
+			}
+		}
+
 		var rep ckReport
 		json.Unmarshal([]byte(outputs["check --json"]), &rep)
 		for _, d := range rep.DSOs {
@@ -250,4 +291,21 @@ func TestRealRebuiltBinaryEveryOutput(t *testing.T) {
 			}
 		}
 	})
+}
+
+// googlePprof builds google/pprof's command from the module cache (it is a
+// dependency of this module) and returns its path, or "" when it cannot be
+// built here (offline without the module).
+func googlePprof(t *testing.T) string {
+	t.Helper()
+	g := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out := filepath.Join(t.TempDir(), "pprof")
+	cmd := exec.Command(g, "build", "-o", out, "github.com/google/pprof")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOPROXY=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("google/pprof not built, its check skipped: %v\n%s", err, b)
+		return ""
+	}
+	return out
 }
