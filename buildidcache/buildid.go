@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 )
 
 // BuildID is a GNU build-id: the descriptor bytes of an NT_GNU_BUILD_ID
@@ -245,6 +246,8 @@ func (e *elfReader) read(off int64, n int64, what string) ([]byte, error) {
 	return buf, nil
 }
 
+var headPool = sync.Pool{New: func() any { return new([headRead]byte) }}
+
 type section struct {
 	name      uint32
 	typ       uint32
@@ -256,7 +259,11 @@ type section struct {
 func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 	e := &elfReader{r: r, size: size, name: name}
 	n := min(size, headRead)
-	e.head = make([]byte, n)
+	// Nothing returned aliases the first page (build-ids are cloned,
+	// names copied into strings), so its buffer is reused.
+	buf := headPool.Get().(*[headRead]byte)
+	defer headPool.Put(buf)
+	e.head = buf[:n]
 	if m, err := r.ReadAt(e.head, 0); err != nil && !(err == io.EOF && int64(m) == n) {
 		return nil, e.errf(0, err, "reading the ELF header")
 	}
