@@ -4,8 +4,8 @@
 // Open opens a recording by name: a regular file in file format or pipe
 // format (perf record -o - > FILE), or the perf.data directory form that
 // perf record --threads writes. NewFile does the same for an io.ReaderAt,
-// and NewReader reads a pipe-mode stream from any io.Reader, such as the
-// standard input of perf record -o - | perfcheck. The header, the attrs and
+// and NewReader reads a stream from any io.Reader: the pipe format of perf
+// record -o - | perfcheck, or a file-format recording read in one pass. The header, the attrs and
 // the feature table are read at once; feature sections are decoded when
 // first asked for (File.Features, File.BuildIDs); records are streamed:
 //
@@ -41,7 +41,9 @@
 // The input is untrusted. Every length and count read from it is checked
 // against what remains of its record, section or file before anything is
 // allocated or sliced; sections are read in bounded chunks; compressed data
-// may expand at most 1024 times and use at most an 8 MiB zstd window. A
+// may expand at most 1024 times and use at most an 8 MiB zstd window; a
+// file-format stream buffers at most 64 MiB before its data and 256 MiB of
+// feature sections after it. A
 // malformed input gives a *FormatError with the byte offset (and the name
 // of the file when known), after the records that precede the problem;
 // truncation unwraps to io.ErrUnexpectedEOF. The decoders do not panic and

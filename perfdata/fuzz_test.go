@@ -112,9 +112,9 @@ func FuzzFile(f *testing.F) {
 	})
 }
 
-// FuzzReader feeds arbitrary bytes to NewReader as a pipe stream.
+// FuzzReader feeds arbitrary bytes to NewReader as a stream.
 func FuzzReader(f *testing.F) {
-	fuzzSeeds(f, true)
+	fuzzSeeds(f, false) // pipe and file-format streams
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := NewReader(bytes.NewReader(data))
 		if err != nil {

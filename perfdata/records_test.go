@@ -508,3 +508,86 @@ func TestConcurrentRecords(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestFileFormatStream reads file-format recordings through NewReader, as
+// from cat perf.data | perfcheck: the same records, then the same features.
+func TestFileFormatStream(t *testing.T) {
+	var paths []string
+	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
+		for _, n := range []string{"twoevents.data", "zstd.data", "cshared-fp.data", "buildid-mmap.data"} {
+			paths = append(paths, rdFixtures+"/"+n)
+		}
+	}
+	if _, err := os.Stat(rdCorpus); err == nil {
+		for _, n := range []string{"perf.data.intel_pt-4.14", "perf.data.callgraph-3.8", "modern/sleep.compressed2.data", "perf.data.numatopology-3.2"} {
+			paths = append(paths, rdCorpus+"/"+n)
+		}
+	}
+	if len(paths) == 0 {
+		t.Skip("neither corpus nor fixtures present")
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := readSigs(f, RecordsOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewReader(struct{ io.Reader }{bytes.NewReader(b)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.IsPipe() {
+				t.Fatal("file format read as a pipe")
+			}
+			var got []recSig
+			rs := r.Records(RecordsOptions{Ordered: true})
+			for rs.Next() {
+				h := rs.Record().Header()
+				got = append(got, recSig{h.RecType, h.Offset, h.Compressed})
+			}
+			if rs.Err() != nil {
+				t.Fatal(rs.Err())
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			if fmt.Sprint(r.Events()) != fmt.Sprint(f.Events()) {
+				t.Errorf("events:\n%v\nwant\n%v", r.Events(), f.Events())
+			}
+			if fmt.Sprint(r.Features().IDs()) != fmt.Sprint(f.Features().IDs()) {
+				t.Errorf("features %v, want %v", r.Features().IDs(), f.Features().IDs())
+			}
+			h1, err1 := r.Features().Hostname()
+			h2, err2 := f.Features().Hostname()
+			if h1 != h2 || (err1 == nil) != (err2 == nil) {
+				t.Errorf("hostname %q (%v), want %q (%v)", h1, err1, h2, err2)
+			}
+			b1, _ := r.Features().BuildIDs()
+			b2, _ := f.Features().BuildIDs()
+			if fmt.Sprint(b1) != fmt.Sprint(b2) {
+				t.Errorf("build-ids differ")
+			}
+			// Cut inside the data: the records before, then truncation.
+			off, size := f.DataRange()
+			cut := b[:off+size/2]
+			r, err = NewReader(bytes.NewReader(cut))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = r.Records(RecordsOptions{})
+			for rs.Next() {
+			}
+			if !errors.Is(rs.Err(), io.ErrUnexpectedEOF) {
+				t.Errorf("cut stream: %v", rs.Err())
+			}
+		})
+	}
+}

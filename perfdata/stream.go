@@ -64,6 +64,11 @@ type stream struct {
 	// shortBy is how many bytes of the declared data section the file
 	// lacks: reaching the end is then truncation, not a clean end.
 	shortBy int64
+	// expectEnd, when > 0, is the offset at which the input must end (the
+	// end of the data section of a file-format stream).
+	expectEnd int64
+	// onEnd, when set, runs once when the input ends cleanly.
+	onEnd func() error
 }
 
 func newStream(r io.Reader, base int64, limit int64, order binary.ByteOrder, name string, part int, pipe bool, warn func(string)) *stream {
@@ -200,6 +205,16 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		if s.end == s.start {
 			if s.shortBy > 0 {
 				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the file ends %d bytes before the header says", s.shortBy)
+			}
+			if s.expectEnd > 0 && off < s.expectEnd {
+				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the stream ends %d bytes before the header says", s.expectEnd-off)
+			}
+			if s.onEnd != nil {
+				end := s.onEnd
+				s.onEnd = nil
+				if err := end(); err != nil {
+					return rawRecord{}, err
+				}
 			}
 			return rawRecord{}, io.EOF
 		}
