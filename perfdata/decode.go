@@ -380,6 +380,9 @@ func decodeCPUMapData(d *decoder, cpus []uint32) ([]uint32, bool) {
 			}
 			for i := 0; i < nr && d.err == nil; i++ {
 				w := d.u32()
+				if len(cpus) > maxCPUs {
+					break
+				}
 				for b := 0; b < 32; b++ {
 					if w&(1<<b) != 0 {
 						cpus = append(cpus, uint32(i*32+b))
@@ -394,6 +397,9 @@ func decodeCPUMapData(d *decoder, cpus []uint32) ([]uint32, bool) {
 			}
 			for i := 0; i < nr && d.err == nil; i++ {
 				w := d.u64()
+				if len(cpus) > maxCPUs {
+					break
+				}
 				for b := 0; b < 64; b++ {
 					if w&(1<<b) != 0 {
 						cpus = append(cpus, uint32(i*64+b))
@@ -417,8 +423,15 @@ func decodeCPUMapData(d *decoder, cpus []uint32) ([]uint32, bool) {
 	default:
 		d.fail(ErrMalformed, "unknown cpu map type %d", typ)
 	}
+	if len(cpus) > maxCPUs {
+		d.fail(ErrMalformed, "cpu map of %d CPUs", len(cpus))
+	}
 	return cpus, false
 }
+
+// maxCPUs bounds a decoded CPU map: a mask record of a few KiB could
+// otherwise list millions of CPUs (perf's own limit is 4096, MAX_NR_CPUS).
+const maxCPUs = 1 << 16
 
 // decodeKernel decodes a kernel record (type < 64).
 func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Record, error) {
