@@ -142,7 +142,7 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 	var target string
 	if d.cache != "" {
 		target = filepath.Join(d.cache, hexID, typ)
-		if res, err, ok := d.cached(target); ok {
+		if res, ok, err := d.cached(target); ok {
 			return res, err
 		}
 	}
@@ -153,7 +153,7 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 		// A download that finished between our cache check and this
 		// call has left its file: look again before asking a server.
 		if target != "" {
-			if res, err, ok := d.cached(target); ok {
+			if res, ok, err := d.cached(target); ok {
 				return res, err
 			}
 		}
@@ -169,18 +169,18 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 
 // cached answers from the cache when it can: a file, or an empty file,
 // which is elfutils' remembered miss and holds for cache_miss_s seconds.
-func (d *debuginfod) cached(target string) (fetchResult, error, bool) {
+func (d *debuginfod) cached(target string) (res fetchResult, ok bool, err error) {
 	st, err := os.Stat(target)
 	if err != nil || !st.Mode().IsRegular() {
-		return fetchResult{}, nil, false
+		return fetchResult{}, false, nil
 	}
 	if st.Size() > 0 {
-		return fetchResult{path: target}, nil, true
+		return fetchResult{path: target}, true, nil
 	}
 	if time.Since(st.ModTime()) < d.cacheMiss() {
-		return fetchResult{}, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target), true
+		return fetchResult{}, true, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)
 	}
-	return fetchResult{}, nil, false
+	return fetchResult{}, false, nil
 }
 
 func (d *debuginfod) cacheMiss() time.Duration {
