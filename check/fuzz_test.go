@@ -1,0 +1,70 @@
+package check
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// FuzzSession drives a session with arbitrary events decoded from the
+// input: whatever the values (wrapping ranges, zero lengths, markers in odd
+// places, unknown pids), nothing panics and the counts add up.
+func FuzzSession(f *testing.F) {
+	f.Add([]byte("\x00\x01\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x03\x05\x00\x00\x10\x10\x00\x00\x00\x00\x00\x00"))
+	f.Add(make([]byte, 200))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := NewSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
+		u64 := func() uint64 {
+			if len(b) < 8 {
+				b = nil
+				return 0
+			}
+			v := binary.LittleEndian.Uint64(b)
+			b = b[8:]
+			return v
+		}
+		paths := []string{"/nonexistent/a", "//anon", "[vdso]", "[kernel.kallsyms]_text", "[heap]", "", "/nonexistent/b.ko"}
+		for len(b) > 2 {
+			op, arg := b[0], b[1]
+			b = b[2:]
+			pid := int32(arg%4) - 1
+			switch op % 6 {
+			case 0:
+				s.Mmap(&MapEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), Start: u64(), Len: u64(), Pgoff: u64(),
+					Path: paths[int(arg)%len(paths)], Exec: arg&0x80 == 0, HasDevIno: arg&0x40 != 0, Ino: uint64(arg)})
+			case 1:
+				s.Fork(pid, int32(arg%3), pid, 0)
+			case 2:
+				s.Comm(pid, pid, "c", arg&1 == 1)
+			case 3:
+				s.Exit(pid, pid)
+			default:
+				n := int(arg % 8)
+				chain := make([]uint64, 0, n)
+				for i := 0; i < n; i++ {
+					chain = append(chain, u64())
+				}
+				s.Sample(&SampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
+			}
+		}
+		res, err := s.Finish(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TrustedSamples+res.UntrustedAnySamples != res.Samples || res.UntrustedLeafSamples > res.UntrustedAnySamples {
+			t.Fatalf("counts: %s", res.Report().Summary())
+		}
+		var sum uint64
+		for _, a := range res.Aggregates() {
+			sum += a.Samples
+			if len(a.Stack.Locations) == 0 {
+				t.Fatal("empty stack")
+			}
+		}
+		if sum != res.Samples {
+			t.Fatalf("aggregates hold %d samples, want %d", sum, res.Samples)
+		}
+	})
+}
