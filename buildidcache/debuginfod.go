@@ -69,6 +69,12 @@ func newDebuginfod(opts Options) *debuginfod {
 	d := &debuginfod{cache: cache, timeout: opts.DebuginfodTimeout, deadline: opts.DebuginfodDeadline,
 		maxSize: opts.DebuginfodMaxSize, client: opts.HTTPClient, progress: opts.Progress, down: map[string]error{}}
 	for _, u := range urls {
+		// Only http and https servers are asked. elfutils 0.190 also
+		// accepts policy words between URLs ("ima:enforcing") and curl's
+		// other schemes; those are skipped, not treated as dead servers.
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			continue
+		}
 		if u = strings.TrimRight(u, "/"); u != "" {
 			d.urls = append(d.urls, u)
 		}

@@ -681,6 +681,14 @@ func TestDebuginfodFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("policy-words-skipped", func(t *testing.T) {
+		opts := noNet(t)
+		opts.DebuginfodURLs = []string{"ima:enforcing", "http://a.example/", "file:///srv", "https://b.example"}
+		if got := New(opts).dl.urls; len(got) != 2 || got[0] != "http://a.example" || got[1] != "https://b.example" {
+			t.Errorf("urls = %q", got)
+		}
+	})
+
 	t.Run("no-url-no-network", func(t *testing.T) {
 		t.Setenv("DEBUGINFOD_URLS", "")
 		opts := noNet(t)
