@@ -472,3 +472,27 @@ func TestFIFOPathDoesNotHang(t *testing.T) {
 		t.Error("AddFile accepted a FIFO")
 	}
 }
+
+// TestPaddedBuildID looks up an 8-byte build-id the way perf before 5.9
+// recorded it: zero-padded to 20 bytes. The cache stores it under its real
+// 16 hex digits, as perf 6.x does.
+func TestPaddedBuildID(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id=0x0102030405060708")
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+	if _, err := c.Add(prog); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(c.Dir, ".build-id", "01", "02030405060708")); err != nil {
+		t.Fatal(err)
+	}
+	padded := BuildID{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	if _, ok := c.Has(padded); !ok {
+		t.Error("Has(padded) = false")
+	}
+	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
+	res, err := r.Resolve(context.Background(), Query{BuildID: padded, Path: "/gone"})
+	if err != nil || res.Identity.Locator != "perf-cache" {
+		t.Errorf("padded lookup: %+v %v", res, err)
+	}
+}
