@@ -308,6 +308,13 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			if found.Source == "running-kernel" {
 				d.needReloc = true
 			}
+			if d.Kind == KindModule {
+				// A .ko is relocatable: naming its code needs the
+				// module's load layout, which the recording does not
+				// keep. Verified, left as offsets.
+				d.symPath = ""
+				d.Reason += "; module frames are shown as offsets (naming them is not supported yet)"
+			}
 			s.replacedDuringRecording(d, states)
 			return
 		}

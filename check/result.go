@@ -125,8 +125,10 @@ type Result struct {
 // the unit the top and pprof commands build on.
 func (r *Result) Aggregates() []Aggregate { return r.aggs }
 
-// EachSample calls fn for every sample in delivery order. It needs
-// Options.KeepSamples; without it, it returns an error.
+// EachSample calls fn for every sample in delivery order (perf's time
+// order). The *Sample is reused: it is valid only until fn returns. It
+// needs Options.KeepSamples; without it, it returns an error. An error from
+// fn stops the iteration and is returned.
 func (r *Result) EachSample(fn func(*Sample) error) error {
 	if !r.opts.KeepSamples {
 		return fmt.Errorf("check: samples were not kept (Options.KeepSamples)")
