@@ -591,3 +591,42 @@ func TestFileFormatStream(t *testing.T) {
 		})
 	}
 }
+
+// TestAll: the iter.Seq2 adapter yields the same records and ends with the
+// error, if any.
+func TestAll(t *testing.T) {
+	b := readFixture(t, "twoevents.data")
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := readSigs(f, RecordsOptions{})
+	n := 0
+	for r, err := range f.Records(RecordsOptions{}).All() {
+		if err != nil || r == nil {
+			t.Fatalf("record %d: %v %v", n, r, err)
+		}
+		n++
+	}
+	if n != len(want) {
+		t.Errorf("%d records, want %d", n, len(want))
+	}
+	// A truncated file: the records, then one pair with the error.
+	cut := b[:len(b)/2]
+	f, err = NewFile(bytes.NewReader(cut), int64(len(cut)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	n = 0
+	for r, err := range f.Records(RecordsOptions{}).All() {
+		if (r == nil) == (err == nil) {
+			t.Fatal("a pair with both or neither")
+		}
+		last = err
+		n++
+	}
+	if !errors.Is(last, io.ErrUnexpectedEOF) || n < 2 {
+		t.Errorf("%d pairs, last error %v", n, last)
+	}
+}
