@@ -51,27 +51,43 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) 
 		return nil, fmt.Errorf("%w: section %s at offset %#x: claims %d bytes from %d compressed", ErrMalformed, s.Name, s.Offset, size, comp)
 	}
 	src := io.NewSectionReader(raw, int64(n), int64(comp))
-	out := make([]byte, size)
+	var zr io.Reader
 	switch elf.CompressionType(typ) {
 	case elf.COMPRESS_ZLIB:
-		zr, err := zlib.NewReader(src)
+		r, err := zlib.NewReader(src)
 		if err != nil {
 			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
 		}
-		if _, err := io.ReadFull(zr, out); err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
-		}
+		zr = r
 	case elf.COMPRESS_ZSTD:
-		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
+		r, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
 		if err != nil {
 			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
 		}
-		defer zr.Close()
-		if _, err := io.ReadFull(zr, out); err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
-		}
+		defer r.Close()
+		zr = r
 	default:
 		return s.Data() // let debug/elf decide (and report) what it is
+	}
+	// Trust the declared size only as far as the data backs it: start
+	// from what a typical ratio gives and grow as bytes actually arrive,
+	// so a header that lies costs no more than the real stream.
+	out := make([]byte, 0, min(size, comp*16+4096))
+	for uint64(len(out)) < size {
+		if len(out) == cap(out) {
+			out = append(out, 0)[:len(out)]
+		}
+		m, err := zr.Read(out[len(out):min(uint64(cap(out)), size)])
+		out = out[:len(out)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+	}
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, len(out), size)
 	}
 	return out, nil
 }
