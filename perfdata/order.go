@@ -213,8 +213,20 @@ func (rs *Records) nextOrdered() (Record, error) {
 			return rs.decode(raw)
 		}
 		q.push(ts, raw)
+		if len(q.arena) > maxQueueBytes {
+			// No FINISHED_ROUND for too long (perf before 3.x wrote none,
+			// nor do the data.N files of perf record --threads): deliver
+			// the earlier half, as perf's OE_FLUSH__HALF does when its
+			// queue reaches its size limit.
+			slices.SortStableFunc(q.items, cmpQueued)
+			q.limit = q.items[len(q.items)/2].ts
+			q.flushing = true
+		}
 	}
 }
+
+// maxQueueBytes bounds the records the ordered queue holds.
+var maxQueueBytes = 64 << 20 // a variable for tests
 
 // nextRawOrdered reads the next raw record; with several streams (a
 // perf.data directory) it reads each for readerBudget bytes in turn.

@@ -630,3 +630,30 @@ func TestAll(t *testing.T) {
 		t.Errorf("%d pairs, last error %v", n, last)
 	}
 }
+
+// TestOrderedQueueLimit: without FINISHED_ROUND records (perf 3.x) the
+// queue would hold the whole file; past its limit it delivers the earlier
+// half, as perf does.
+func TestOrderedQueueLimit(t *testing.T) {
+	rdNeedCorpus(t)
+	defer func(n int) { maxQueueBytes = n }(maxQueueBytes)
+	maxQueueBytes = 16 << 10
+	f, err := Open(rdCorpus + "/perf.data.callgraph-3.8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	plain := countRecords(t, f, RecordsOptions{})
+	rs := f.Records(RecordsOptions{Ordered: true})
+	n, maxQueued := 0, 0
+	for rs.Next() {
+		n++
+		maxQueued = max(maxQueued, len(rs.oq.arena))
+	}
+	if rs.Err() != nil || n != plain.total {
+		t.Fatalf("%d records (err %v), want %d", n, rs.Err(), plain.total)
+	}
+	if maxQueued > 2*maxQueueBytes {
+		t.Errorf("queue held %d bytes, limit %d", maxQueued, maxQueueBytes)
+	}
+}
