@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"flag"
 	"io"
 	"os"
@@ -50,6 +51,9 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 	var err error
 	if name == "-" {
 		res, err = check.AnalyzeReader(ctx, stdin, "-", opts)
+		if err != nil {
+			err = fmt.Errorf("standard input: %w", err)
+		}
 	} else {
 		var size int64
 		if st, err := os.Stat(name); err == nil {
