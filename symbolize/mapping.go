@@ -10,11 +10,15 @@ import (
 // offset Offset.
 type Mapping struct {
 	Start, Limit, Offset uint64
-	// Kernel marks perf's kernel map ([kernel.kallsyms]_text): then
-	// Offset is not a file offset but the runtime address of the
-	// relocation reference symbol (_text), as perf_event__synthesize_
-	// kernel_mmap in tools/perf/util/synthetic-events.c writes it.
+	// Kernel marks perf's kernel map ("[kernel.kallsyms]_text" or
+	// "[kernel.kallsyms]_stext"): then Offset is not a file offset but
+	// the runtime address of the relocation reference symbol named after
+	// the bracket, as perf_event__synthesize_kernel_mmap in
+	// tools/perf/util/synthetic-events.c writes it.
 	Kernel bool
+	// RefSymbol is that reference symbol ("_text", "_stext"); empty
+	// means _text, else _stext.
+	RefSymbol string
 }
 
 // Bias returns the load bias of the binary in mapping m: a runtime address
@@ -26,8 +30,8 @@ type Mapping struct {
 // p_vaddr. That one rule is right for non-PIE executables (bias 0), PIE and
 // shared libraries (any number of segments, whichever of them m maps),
 // prelinked and non-zero-based objects and the vdso. For vmlinux with
-// m.Kernel it is the KASLR slide: m.Offset minus the file's _text (else
-// _stext) address. For a kernel module (ET_REL) the mapping starts at the
+// m.Kernel it is the KASLR slide: m.Offset minus the file's address of
+// m.RefSymbol (by default _text, else _stext). For a kernel module (ET_REL) the mapping starts at the
 // module's .text, as perf places it, and file addresses are .text offsets.
 // kallsyms and perf maps hold runtime addresses: their bias is 0.
 func (b *Binary) Bias(m Mapping) (uint64, error) {
@@ -38,12 +42,16 @@ func (b *Binary) Bias(m Mapping) (uint64, error) {
 		if m.Offset == 0 {
 			return 0, nil
 		}
-		for _, name := range []string{"_text", "_stext"} {
+		names := []string{"_text", "_stext"}
+		if m.RefSymbol != "" {
+			names = []string{m.RefSymbol}
+		}
+		for _, name := range names {
 			if v, ok := b.symbolValue(name); ok {
 				return m.Offset - v, nil
 			}
 		}
-		return 0, fmt.Errorf("%s: %w: kernel image has neither _text nor _stext", b.path, ErrNoMapping)
+		return 0, fmt.Errorf("%s: %w: kernel image has no %v symbol", b.path, ErrNoMapping, names)
 	}
 	if b.ef.Type == elf.ET_REL {
 		return m.Start, nil

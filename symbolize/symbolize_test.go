@@ -192,6 +192,11 @@ func TestBiasKernel(t *testing.T) {
 	if bias != slide {
 		t.Fatalf("kernel bias %#x, want %#x", bias, slide)
 	}
+	// perf 6.1 names the map [kernel.kallsyms]_stext; this image has no
+	// _stext, which must be an error rather than a guess.
+	if _, err := b.Bias(Mapping{Start: text + slide, Offset: text + slide, Kernel: true, RefSymbol: "_stext"}); !errors.Is(err, ErrNoMapping) {
+		t.Fatalf("missing reference symbol: %v", err)
+	}
 	main := elfSymbol(t, p, "main").Value
 	if fr := mustFrames(t, b, main+slide-bias); fr[0].Function != "main" {
 		t.Fatalf("got %+v", fr)
