@@ -276,3 +276,27 @@ func TestProgress(t *testing.T) {
 		t.Errorf("finish does not clear the line: %q", b.String())
 	}
 }
+
+// A truncated recording (built here from a real one by cutting it, since
+// perf never writes one) is a read error: exit 2, and the message names the
+// file and the byte offset, for every command; never a panic or a report
+// that looks complete.
+func TestTruncatedInput(t *testing.T) {
+	data, err := os.ReadFile(ckFixture(t, "cshared-fp.data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.data")
+	if err := os.WriteFile(cut, data[:20000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"check"}, {"script"}, {"top"}, {"pprof", "-o", filepath.Join(t.TempDir(), "o.pb.gz")}} {
+		out, errOut, code := ckRun(t, append(cmd, cut)...)
+		if code != exitError || out != "" {
+			t.Errorf("%s: exit %d, stdout %q", cmd[0], code, out)
+		}
+		if !strings.Contains(errOut, cut) || !strings.Contains(errOut, "offset ") {
+			t.Errorf("%s: %q names neither the file nor the offset", cmd[0], errOut)
+		}
+	}
+}
