@@ -205,6 +205,11 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: d.Path}
 		if len(d.BuildID) > 0 {
 			m.BuildID = d.BuildID.String()
+		} else if d.Verdict == check.Unverified && len(d.FoundBuildID) > 0 {
+			// No build-id recorded, but the file at the path shows no
+			// sign of change and is what the names come from: its
+			// build-id is the best identity known, and matches the names.
+			m.BuildID = d.FoundBuildID.String()
 		}
 		if addrKind(d) {
 			// Addresses are real: keep them, and a mapping that spans them.

@@ -130,6 +130,12 @@ func TestConvertFixture(t *testing.T) {
 		if len(d.BuildID) > 0 && m.BuildID != d.BuildID.String() {
 			t.Errorf("%s: build-id %q, recorded %s", m.File, m.BuildID, d.BuildID)
 		}
+		if len(d.BuildID) == 0 && d.Verdict == check.Unverified && m.BuildID != d.FoundBuildID.String() {
+			t.Errorf("%s (unverified): build-id %q, the file's %s", m.File, m.BuildID, d.FoundBuildID)
+		}
+		if d.Verdict == check.Replaced && m.BuildID != "" && m.BuildID == d.FoundBuildID.String() {
+			t.Errorf("%s (replaced): carries the replacement's build-id", m.File)
+		}
 		if !d.Trusted() {
 			if m.File != d.Path+" ["+d.Verdict.String()+"]" || m.HasFunctions || m.HasFilenames || m.HasLineNumbers || m.HasInlineFrames {
 				t.Errorf("untrusted mapping %+v", m)
