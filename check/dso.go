@@ -362,6 +362,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	// No build-id recorded.
 	switch d.Kind {
 	case KindKernel:
+		if o.SymFS != "" {
+			d.Verdict = Missing
+			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
+			d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
+			return
+		}
 		rel := kernelRelease()
 		if o.KernelRelease != "" && rel != "" && o.KernelRelease != rel {
 			d.Verdict = Replaced

@@ -71,13 +71,16 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 			tried = append(tried, p)
 		}
 	}
-	switch q.Kind {
-	case KindKernel:
+	switch {
+	case (q.Kind == KindKernel || q.Kind == KindVDSO) && l.SymFS != "":
+		// Under --symfs the recording comes from elsewhere: this host's
+		// kernel and vdso are not candidates.
+	case q.Kind == KindKernel:
 		if id, err := buildidcache.KernelBuildID(); err == nil && sameBuildID(id, q.BuildID) {
 			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: perfdata.BuildID(id)}, nil
 		}
 		tried = append(tried, "/sys/kernel/notes")
-	case KindVDSO:
+	case q.Kind == KindVDSO:
 		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
 			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
 		}
