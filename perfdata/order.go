@@ -54,6 +54,12 @@ type queued struct {
 }
 
 func (q *orderQueue) push(ts uint64, raw rawRecord) {
+	if q.items == nil {
+		// A round of a busy recording holds thousands of records:
+		// start there rather than growing from nothing.
+		q.items = make([]queued, 0, 1024)
+		q.arena = make([]byte, 0, 128<<10)
+	}
 	q.items = append(q.items, queued{ts: ts, at: len(q.arena), n: uint32(len(raw.data)),
 		off: raw.off, typ: raw.typ, misc: raw.misc, size: raw.size, part: int32(raw.part), compressed: raw.compressed})
 	q.arena = append(q.arena, raw.data...)
