@@ -72,13 +72,16 @@ func (w *realWorld) run(name string, args ...string) string {
 
 // build compiles hotC into bin with the given names, through a temporary
 // file renamed into place, as build systems replace binaries.
-func (w *realWorld) build(bin string, names []string) {
+func (w *realWorld) build(bin string, names []string, ldflags ...string) {
 	w.t.Helper()
 	src := filepath.Join(w.dir, "hot.c")
 	if err := os.WriteFile(src, []byte(hotC), 0o644); err != nil {
 		w.t.Fatal(err)
 	}
-	args := append([]string{"-O1", "-g", "-fno-omit-frame-pointer", "-Wl,--build-id=sha1", "-o", bin + ".tmp", src}, names...)
+	if ldflags == nil {
+		ldflags = []string{"-Wl,--build-id=sha1"}
+	}
+	args := append(append([]string{"-O1", "-g", "-fno-omit-frame-pointer", "-o", bin + ".tmp", src}, ldflags...), names...)
 	w.run("gcc", args...)
 	if err := os.Rename(bin+".tmp", bin); err != nil {
 		w.t.Fatal(err)
@@ -308,4 +311,53 @@ func googlePprof(t *testing.T) string {
 		return ""
 	}
 	return out
+}
+
+// A binary without any build-id, rebuilt after the recording: nothing can
+// be verified, the new inode is the evidence (replaced). No tool may name
+// its frames: pprof has not even a build-id to check.
+func TestRealReplacedWithoutBuildID(t *testing.T) {
+	w := newRealWorld(t)
+	bin := filepath.Join(w.dir, "hot")
+	w.build(bin, origNames, "-Wl,--build-id=none")
+	data := filepath.Join(w.dir, "perf.data")
+	w.run("perf", "record", "-q", "-N", "-e", "cpu-clock", "-F", "2000", "-g", "-o", data, "--", bin)
+	time.Sleep(20 * time.Millisecond)
+
+	out, code := w.perfcheck("check", "--json", data)
+	if code != exitOK {
+		t.Fatalf("before the rebuild: exit %d\n%s", code, out)
+	}
+	if v := ckParseReport(t, out).verdict(bin); v != "unverified" {
+		t.Fatalf("before the rebuild: %s, want unverified", v)
+	}
+	if _, code := w.perfcheck("check", "--strict", data); code != exitProblems {
+		t.Errorf("--strict on an unverified binary: exit %d, want 1", code)
+	}
+
+	w.build(bin, replNames, "-Wl,--build-id=none")
+	out, code = w.perfcheck("check", "--json", data)
+	if code != exitProblems {
+		t.Errorf("after the rebuild: exit %d, want 1", code)
+	}
+	r := ckParseReport(t, out)
+	if v := r.verdict(bin); v != "replaced" {
+		t.Fatalf("after the rebuild: %s, want replaced", v)
+	}
+	pb := filepath.Join(w.dir, "out.pb.gz")
+	outputs := map[string]string{}
+	for _, args := range [][]string{{"check", data}, {"script", data}, {"script", "--json", data}, {"top", "-n", "0", data}, {"top", "--json", data}, {"pprof", "-o", pb, data}} {
+		o, _ := w.perfcheck(args...)
+		outputs[strings.Join(args[:len(args)-1], " ")] = o
+	}
+	outputs["go tool pprof -traces"] = goToolPprof(t, "-traces", pb)
+	outputs["go tool pprof -top"] = goToolPprof(t, "-top", pb)
+	if !strings.Contains(outputs["top -n 0"], "[replaced] "+bin) {
+		t.Errorf("top does not group the replaced binary:\n%s", outputs["top -n 0"])
+	}
+	for what, o := range outputs {
+		if i := strings.Index(o, "repl_only"); i >= 0 {
+			t.Errorf("%s shows a name only the rebuilt binary has: …%s…", what, o[max(0, i-200):min(len(o), i+100)])
+		}
+	}
 }
