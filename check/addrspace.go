@@ -288,7 +288,9 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
 	if parent := t.procs[ppid]; parent != nil {
 		child.space = parent.space.clone()
 		child.comm = parent.comm
-		child.jitMap = parent.jitMap
+		// Not jitMap: inherited JIT maps keep the parent's perf map (their
+		// DSO), but the child's own new code is described, if at all, by
+		// /tmp/perf-CHILD.map, which the Session looks for separately.
 	} else {
 		child.space = &space{}
 	}

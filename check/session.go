@@ -152,7 +152,13 @@ func (s *Session) Mmap(e *MapEvent) {
 }
 
 // Fork feeds a FORK record.
-func (s *Session) Fork(pid, ppid, tid, ptid int32) { s.tracker.Fork(pid, ppid, tid, ptid) }
+func (s *Session) Fork(pid, ppid, tid, ptid int32) {
+	if pid != ppid {
+		// A new process (or a reused pid): its perf map, if any, is its own.
+		delete(s.jitPIDs, pid)
+	}
+	s.tracker.Fork(pid, ppid, tid, ptid)
+}
 
 // Comm feeds a COMM record; exec is PERF_RECORD_MISC_COMM_EXEC.
 func (s *Session) Comm(pid, tid int32, comm string, exec bool) {
