@@ -144,7 +144,7 @@ func (p *parser) decode(rec *rawRecord) (Record, error) {
 		r = x
 	case RecordTracingData:
 		x := &p.tracing
-		*x = TracingData{RecordHeader: h, DataSize: d.u32(), DataOffset: rec.extraOff}
+		*x = TracingData{RecordHeader: h, DataSize: d.u32(), DataOffset: rec.extraOff, Data: rec.extra}
 		r = x
 	case RecordFinishedRound:
 		p.round = FinishedRound{RecordHeader: h}

@@ -542,6 +542,10 @@ func pipeHandler(es *eventSet, fs *Features, order binary.ByteOrder) func(*rawRe
 			if fs != nil {
 				fs.addBuildID(x.Entry)
 			}
+		case *TracingData:
+			if fs != nil && x.Data != nil {
+				fs.addPipe(FeatureTracingData, x.Data, x.DataOffset)
+			}
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package perfdata
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +70,14 @@ func TestLivePerf(t *testing.T) {
 			got := countRecords(t, f, RecordsOptions{})
 			if got.err != nil {
 				t.Fatal(got.err)
+			}
+			if strings.Contains(tc.name, "tracepoint") {
+				// The tracing data (from the feature section, or from
+				// the TRACING_DATA record of a pipe) starts with its magic.
+				raw, err := f.Features().Raw(FeatureTracingData)
+				if err != nil || !bytes.HasPrefix(raw, []byte("\x17\x08\x44tracing")) {
+					t.Errorf("tracing data: %d bytes, %v", len(raw), err)
+				}
 			}
 			ordered := countRecords(t, f, RecordsOptions{Ordered: true})
 			if ordered.err != nil || ordered.total != got.total {

@@ -365,12 +365,15 @@ type EventType struct {
 }
 
 // TracingData is PERF_RECORD_HEADER_TRACING_DATA (66). Its DataSize bytes
-// of tracing data follow the record in the input at DataOffset (outside
-// Size); the reader skips them.
+// of tracing data (tracepoint formats, kallsyms, printk formats: the
+// TRACING_DATA feature's blob) follow the record in the input at
+// DataOffset, outside Size. Data holds them (nil when over 64 MiB); for a
+// pipe stream they also become Features' TRACING_DATA.
 type TracingData struct {
 	RecordHeader
 	DataSize   uint32
 	DataOffset int64
+	Data       []byte
 }
 
 // FinishedRound is PERF_RECORD_FINISHED_ROUND (68): perf record finished one

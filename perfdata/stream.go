@@ -23,6 +23,7 @@ type rawRecord struct {
 	// TRACING_DATA carry after header.size (already skipped).
 	extraOff  int64
 	extraSize int64
+	extra     []byte // the TRACING_DATA payload, when kept
 }
 
 const (
@@ -69,6 +70,8 @@ type stream struct {
 	expectEnd int64
 	// onEnd, when set, runs once when the input ends cleanly.
 	onEnd func() error
+
+	recCopy, extraBuf []byte // readExtra's buffers
 }
 
 func newStream(r io.Reader, base int64, limit int64, order binary.ByteOrder, name string, part int, pipe bool, warn func(string)) *stream {
@@ -275,6 +278,17 @@ func (s *stream) nextOuter() (rawRecord, error) {
 			return rawRecord{}, s.formatErr(off, ErrMalformed, "%v payload of %d bytes exceeds the input", typ, uint64(extra))
 		}
 		rec.extraOff, rec.extraSize = s.pos, extra
+		if typ == RecordTracingData && extra <= maxTracingData {
+			// Keep the tracing data (tracepoint formats, kallsyms): it
+			// is the pipe-mode form of the TRACING_DATA feature.
+			if !s.readExtra(&rec, extra) {
+				if s.err != nil {
+					return rawRecord{}, s.err
+				}
+				return rawRecord{}, s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
+			}
+			return rec, nil
+		}
 		// The record's bytes stay valid: discard never moves them
 		// unless it empties the buffer, and then it only resets indexes.
 		if !s.discard(extra) {
@@ -285,6 +299,31 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		}
 	}
 	return rec, nil
+}
+
+// maxTracingData bounds the TRACING_DATA payload kept in memory; a larger
+// one is skipped like an AUXTRACE payload.
+const maxTracingData = 64 << 20
+
+// readExtra reads the n-byte payload that follows rec into a buffer the
+// stream reuses, growing it only as the bytes arrive.
+func (s *stream) readExtra(rec *rawRecord, n int64) bool {
+	// Reading on may move the buffer under rec.data: keep a copy.
+	s.recCopy = append(s.recCopy[:0], rec.data...)
+	rec.data = s.recCopy
+	buf := s.extraBuf[:0]
+	for int64(len(buf)) < n {
+		if s.end == s.start && !s.fill(1) {
+			return false
+		}
+		take := min(int64(s.end-s.start), n-int64(len(buf)))
+		buf = append(buf, s.buf[s.start:s.start+int(take)]...)
+		s.start += int(take)
+		s.pos += take
+	}
+	s.extraBuf = buf
+	rec.extra = buf
+	return true
 }
 
 func (s *stream) truncated(off int64, n int) error {
