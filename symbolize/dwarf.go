@@ -63,19 +63,23 @@ const (
 func (r *lineRow) end() bool { return r.file == rowEnd }
 
 // scope is a function (subprogram) or an inlined call in a unit. Children
-// of a scope are the inlined calls directly inside it.
+// of a scope are the inlined calls directly inside it, linked through
+// firstChild/nextSibling. A scope has its first address range inline and
+// any further ranges in unitInfo.extra, so that the tens of thousands of
+// scopes of a large unit cost no allocation each.
 type scope struct {
-	ranges            [][2]uint64
-	name              string // linkage name when known, else DW_AT_name
-	linkage           bool   // name is a linkage name
-	parent            int32  // -1 for a subprogram
-	children          []int32
-	callFile          uint32 // inlined calls: where the call was
-	callLine, callCol uint32
+	lo, hi                  uint64 // first range
+	extra, nExtra           int32  // further ranges: unitInfo.extra[extra:extra+nExtra]
+	name                    string // linkage name when known, else DW_AT_name
+	linkage                 bool   // name is a linkage name
+	firstChild, nextSibling int32  // -1 for none
+	callFile                uint32 // inlined calls: where the call was
+	callLine, callCol       uint32
 }
 
 type unitInfo struct {
 	goUnit bool // DW_LANG_Go: DW_AT_name is already the symbol name
+	extra  [][2]uint64
 	files  []string
 	rows   []lineRow
 	scopes []scope
@@ -305,10 +309,9 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 		}
 	}
 	for n > 0 && n < len(chain) {
-		cur := &ui.scopes[chain[n-1]]
 		next := int32(-1)
-		for _, c := range cur.children {
-			if ui.scopes[c].contains(addr) {
+		for c := ui.scopes[chain[n-1]].firstChild; c >= 0; c = ui.scopes[c].nextSibling {
+			if ui.contains(&ui.scopes[c], addr) {
 				next = c
 				break
 			}
@@ -333,7 +336,7 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 			// linkage name (foo.constprop.0, _ZN12_GLOBAL__N_1...): use
 			// it, as binutils does in _bfd_dwarf2_find_nearest_line
 			// (bfd/dwarf2.c).
-			if sym, ok := b.lookupSym(addr); ok && sym.start == s.ranges[0][0] {
+			if sym, ok := b.lookupSym(addr); ok && sym.start == s.lo {
 				name = sym.name
 			}
 		}
@@ -357,8 +360,11 @@ func (ui *unitInfo) file(i uint32) string {
 	return ""
 }
 
-func (s *scope) contains(addr uint64) bool {
-	for _, r := range s.ranges {
+func (ui *unitInfo) contains(s *scope, addr uint64) bool {
+	if s.lo <= addr && addr < s.hi {
+		return true
+	}
+	for _, r := range ui.extra[s.extra : s.extra+s.nExtra] {
 		if r[0] <= addr && addr < r[1] {
 			return true
 		}
@@ -498,10 +504,14 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			if e.Tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
 				break
 			}
-			sc := scope{ranges: rs, parent: -1}
+			sc := scope{lo: rs[0][0], hi: rs[0][1], firstChild: -1, nextSibling: -1}
+			if len(rs) > 1 {
+				sc.extra, sc.nExtra = int32(len(ui.extra)), int32(len(rs)-1)
+				ui.extra = append(ui.extra, rs[1:]...)
+			}
 			sc.name, sc.linkage = x.nameOf(e, 0)
-			if e.Tag == dwarf.TagInlinedSubroutine {
-				sc.parent = cur
+			inlined := e.Tag == dwarf.TagInlinedSubroutine
+			if inlined {
 				if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(callFiles) {
 					sc.callFile = callFiles[v]
 				} else {
@@ -515,10 +525,12 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 				}
 			}
 			id := int32(len(ui.scopes))
+			if inlined {
+				sc.nextSibling = ui.scopes[cur].firstChild
+				ui.scopes[cur].firstChild = id
+			}
 			ui.scopes = append(ui.scopes, sc)
-			if sc.parent >= 0 {
-				ui.scopes[sc.parent].children = append(ui.scopes[sc.parent].children, id)
-			} else {
+			if !inlined {
 				for _, rg := range rs {
 					if rg[1] > rg[0] {
 						ui.roots = append(ui.roots, rootRange{rg[0], rg[1], id})
