@@ -889,6 +889,32 @@ func checkGoInlines(t *testing.T, stripped, twin string) {
 	t.Logf("pclntab inline chains agree with DWARF; %d of %d addresses inside inlined code", multi, len(addrs))
 }
 
+// TestGoStrippedPIE checks the pclntab inline decoder on a stripped
+// position-independent Go binary, where moduledata's pointers live in
+// relocations.
+func TestGoStrippedPIE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the standard library in PIE mode (a minute when not cached)")
+	}
+	gobin := needTool(t, "go")
+	dir := t.TempDir()
+	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	for _, v := range []struct{ out, ld string }{{"pie", ""}, {"pie-stripped", "-s -w"}} {
+		cmd := exec.Command(gobin, "build", "-buildmode=pie", "-o", v.out, "-ldflags="+v.ld, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("go build -buildmode=pie: %v\n%s", err, o)
+		}
+	}
+	checkGoInlines(t, filepath.Join(dir, "pie-stripped"), filepath.Join(dir, "pie"))
+}
+
 func TestDiffSystemLibs(t *testing.T) {
 	for i, name := range []string{"libc.so.6", "libm.so.6"} {
 		t.Run(name, func(t *testing.T) {

@@ -151,7 +151,8 @@ func newGoInline(ef *elf.File, pcln []byte) *goInline {
 // data sections that points at .gopclntab (moduledata's first field) and
 // checked by its text field. The field index is that of Go 1.20 to 1.26
 // (after covctrs/ecovctrs). Position-independent binaries keep these
-// pointers in relocations, not in the file, so they yield 0 there.
+// pointers in relocations, not in the file: goFuncFromRelocs reads them
+// there.
 func findGoFunc(ef *elf.File, text uint64) uint64 {
 	if syms, err := ef.Symbols(); err == nil {
 		for _, s := range syms {
@@ -191,6 +192,48 @@ func findGoFunc(ef *elf.File, text uint64) uint64 {
 			if gofunc >= w(wordRodata) && gofunc != 0 {
 				return gofunc
 			}
+		}
+	}
+	return goFuncFromRelocs(ef, pcln.Addr, text, wordText, wordRodata, wordGofunc)
+}
+
+// goFuncFromRelocs finds moduledata in a position-independent binary, whose
+// pointer words are zero in the file and filled at load time from
+// R_X86_64_RELATIVE relocations: the relocation whose addend is
+// .gopclntab's address sits on moduledata's first word, and the addends of
+// the relocations on its text and gofunc words give those fields.
+func goFuncFromRelocs(ef *elf.File, pcln, text uint64, wordText, wordRodata, wordGofunc int) uint64 {
+	if ef.Machine != elf.EM_X86_64 || ef.Type != elf.ET_DYN {
+		return 0
+	}
+	s := ef.Section(".rela.dyn")
+	if s == nil || s.Type != elf.SHT_RELA || s.Size > 256<<20 {
+		return 0
+	}
+	d, err := s.Data()
+	if err != nil {
+		return 0
+	}
+	addend := make(map[uint64]uint64)
+	var starts []uint64
+	for i := 0; i+24 <= len(d); i += 24 {
+		off := ef.ByteOrder.Uint64(d[i:])
+		if elf.R_X86_64(ef.ByteOrder.Uint64(d[i+8:])&0xffffffff) != elf.R_X86_64_RELATIVE {
+			continue
+		}
+		a := ef.ByteOrder.Uint64(d[i+16:])
+		addend[off] = a
+		if a == pcln {
+			starts = append(starts, off)
+		}
+	}
+	for _, md := range starts {
+		if addend[md+8*uint64(wordText)] != text {
+			continue
+		}
+		gofunc, ok := addend[md+8*uint64(wordGofunc)]
+		if ok && gofunc >= addend[md+8*uint64(wordRodata)] && gofunc != 0 {
+			return gofunc
 		}
 	}
 	return 0
