@@ -82,17 +82,22 @@ type infoJSON struct {
 	CmdLine          []string `json:"cmdline,omitempty"`
 	// Compressed is true when the data is zstd-compressed (perf record
 	// -z): the COMPRESSED feature or compressed records.
-	Compressed       bool             `json:"compressed"`
-	CompressionLevel uint32           `json:"compression_level,omitempty"`
-	Events           []infoEventJSON  `json:"events"`
-	Samples          uint64           `json:"samples"`
-	Records          uint64           `json:"records"`
-	TimeRange        *infoTimeJSON    `json:"time_range,omitempty"`
-	Features         []string         `json:"features"`
-	BuildIDs         int              `json:"build_ids"`
-	Warnings         []string         `json:"warnings,omitempty"`
-	Error            string           `json:"error,omitempty"`
-	featureErrors    map[string]error `json:"-"`
+	Compressed       bool            `json:"compressed"`
+	CompressionLevel uint32          `json:"compression_level,omitempty"`
+	Events           []infoEventJSON `json:"events"`
+	Samples          uint64          `json:"samples"`
+	// LostEvents is the sum of LOST records (events the kernel dropped
+	// because perf did not read its buffers fast enough); LostSamples
+	// the sum of LOST_SAMPLES records.
+	LostEvents    uint64           `json:"lost_events"`
+	LostSamples   uint64           `json:"lost_samples"`
+	Records       uint64           `json:"records"`
+	TimeRange     *infoTimeJSON    `json:"time_range,omitempty"`
+	Features      []string         `json:"features"`
+	BuildIDs      int              `json:"build_ids"`
+	Warnings      []string         `json:"warnings,omitempty"`
+	Error         string           `json:"error,omitempty"`
+	featureErrors map[string]error `json:"-"`
 }
 
 type infoEventJSON struct {
@@ -275,6 +280,7 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 		in.Events = append(in.Events, ev)
 	}
 	in.Samples, in.Records = st.allSamples, st.total
+	in.LostEvents, in.LostSamples = st.lostEvents, st.lostSamples
 	in.Warnings = f.Warnings()
 	if len(in.featureErrors) > 0 {
 		names := make([]string, 0, len(in.featureErrors))
@@ -383,6 +389,9 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 		line("time range", "unknown (no SAMPLE_TIME feature and no timed samples)")
 	}
 	line("samples", "%d", in.Samples)
+	if in.LostEvents > 0 || in.LostSamples > 0 {
+		line("lost", "%d events, %d samples (dropped by the kernel; the profile undercounts)", in.LostEvents, in.LostSamples)
+	}
 	line("records", "%d", in.Records)
 	line("build-ids", "%d in the header", in.BuildIDs)
 	line("features", "%s", strings.Join(in.Features, " "))

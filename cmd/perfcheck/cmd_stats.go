@@ -45,10 +45,10 @@ type statsEventJSON struct {
 
 // recordStats holds what perf report --stats counts.
 type recordStats struct {
-	total       uint64
-	byType      map[perfdata.RecordType]uint64
-	samples     []uint64 // per event index
-	lostSamples []uint64 // per event index
+	total      uint64
+	byType     map[perfdata.RecordType]uint64
+	samples    []uint64 // per event index
+	lostPerEvt []uint64 // LOST_SAMPLES per event index
 
 	// For perfcheck info: every SAMPLE record, the times of the first
 	// and last sample that has a time, and whether compressed records
@@ -57,6 +57,9 @@ type recordStats struct {
 	firstTime, lastTime uint64
 	timed               bool
 	compressed          bool
+	// lostEvents sums LOST records (ring buffer overruns), lostSamples
+	// all LOST_SAMPLES records.
+	lostEvents, lostSamples uint64
 }
 
 // perfMaxRecordType is PERF_RECORD_HEADER_MAX of the newest perf this
@@ -81,7 +84,7 @@ func countRecords(f *recording) (*recordStats, error) {
 	grow := func(n int) {
 		for len(st.samples) < n {
 			st.samples = append(st.samples, 0)
-			st.lostSamples = append(st.lostSamples, 0)
+			st.lostPerEvt = append(st.lostPerEvt, 0)
 		}
 	}
 	grow(len(f.Events()))
@@ -114,10 +117,13 @@ func countRecords(f *recording) (*recordStats, error) {
 				grow(i + 1)
 				st.samples[i]++
 			}
+		case *perfdata.Lost:
+			st.lostEvents += x.Lost
 		case *perfdata.LostSamples:
+			st.lostSamples += x.Lost
 			if i := ef.find(h); i >= 0 {
 				grow(i + 1)
-				st.lostSamples[i] += x.Lost
+				st.lostPerEvt[i] += x.Lost
 			}
 		}
 	}
@@ -191,8 +197,8 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 			out.Types = append(out.Types, statsTypeJSON{Type: t.String(), ID: uint32(t), Count: n, Percent: 100 * float64(n) / float64(st.total)})
 		}
 		for i := range f.Events() {
-			if i < len(st.samples) && (st.samples[i] > 0 || st.lostSamples[i] > 0) {
-				out.Events = append(out.Events, statsEventJSON{Name: statsEventName(f, i), Samples: st.samples[i], LostSamples: st.lostSamples[i]})
+			if i < len(st.samples) && (st.samples[i] > 0 || st.lostPerEvt[i] > 0) {
+				out.Events = append(out.Events, statsEventJSON{Name: statsEventName(f, i), Samples: st.samples[i], LostSamples: st.lostPerEvt[i]})
 			}
 		}
 		if rerr != nil {
@@ -246,15 +252,15 @@ func writeStatsText(w io.Writer, f *recording, st *recordStats, auxNote bool) {
 		fmt.Fprintf(w, "%16s events: %10d  (%4.1f%%)\n", t.String(), n, 100*float64(n)/float64(st.total))
 	}
 	for i := range f.Events() {
-		if i >= len(st.samples) || st.samples[i] == 0 && st.lostSamples[i] == 0 {
+		if i >= len(st.samples) || st.samples[i] == 0 && st.lostPerEvt[i] == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "%s stats:\n", statsEventName(f, i))
 		if st.samples[i] > 0 {
 			fmt.Fprintf(w, "%16s events: %10d\n", "SAMPLE", st.samples[i])
 		}
-		if st.lostSamples[i] > 0 {
-			fmt.Fprintf(w, "%16s events: %10d\n", "LOST_SAMPLES", st.lostSamples[i])
+		if st.lostPerEvt[i] > 0 {
+			fmt.Fprintf(w, "%16s events: %10d\n", "LOST_SAMPLES", st.lostPerEvt[i])
 		}
 	}
 }
