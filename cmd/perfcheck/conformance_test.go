@@ -475,6 +475,9 @@ func TestAgainstFreshRecordings(t *testing.T) {
 		t.Fatalf("fixture program missing: %v", err)
 	}
 	dir := t.TempDir()
+	// perf record fills $HOME/.debug with every binary it saw: point HOME
+	// at the test's directory so the user's build-id cache is untouched.
+	perfEnv := append(os.Environ(), "HOME="+dir)
 	cases := []struct {
 		name string
 		pipe bool
@@ -496,6 +499,7 @@ func TestAgainstFreshRecordings(t *testing.T) {
 				args[3] = "-"
 			}
 			rec := exec.Command(perf, args...)
+			rec.Env = perfEnv
 			var stderr bytes.Buffer
 			rec.Stderr = &stderr
 			if c.pipe {
@@ -514,6 +518,7 @@ func TestAgainstFreshRecordings(t *testing.T) {
 			perfOut := func(args ...string) string {
 				var stdout bytes.Buffer
 				cmd := exec.Command(perf, args...)
+				cmd.Env = perfEnv
 				cmd.Stdout = &stdout
 				_ = cmd.Run() // perf's verdict is its output
 				return vdsoLine(stdout.String())
