@@ -141,6 +141,8 @@ func goAddr2lineFrames(t *testing.T, path string, addrs []uint64) [][]refFrame {
 	res := make([][]refFrame, len(addrs))
 	for i := range addrs {
 		file, line, _ := splitFileLine(lines[2*i+1], false)
+		// ":-1" is go tool addr2line's "no line" (padding after code).
+		line = max(line, 0)
 		if fn := unknownToEmpty(lines[2*i]); fn != "" || file != "" {
 			res[i] = []refFrame{{fn: fn, file: file, line: line, col: -1}}
 		}

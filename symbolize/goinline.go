@@ -443,6 +443,18 @@ func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
 	for depth := 0; depth < 64; depth++ {
 		file, line, ok := g.position(fn, fidx, entry, pc)
 		if !ok {
+			if depth == 0 {
+				// Past the last pc of the tables: alignment padding
+				// after the function's code, which has no source
+				// position. Name the function, as pclntab's extent
+				// includes the padding, and give no line.
+				nameOff, _ := g.u32(g.ftab, fn+4)
+				name := g.cstring(g.fnName, int32(nameOff))
+				if name == "" {
+					return buf[:start], false
+				}
+				return append(buf, Frame{Function: b.demangle(name), RawName: name}), true
+			}
 			return buf[:start], false
 		}
 		idx := int32(-1)

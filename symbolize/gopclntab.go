@@ -82,7 +82,8 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		if fn == nil {
 			return nil
 		}
-		out = append(buf, Frame{Function: b.demangle(fn.Name), RawName: fn.Name, File: file, Line: line})
+		// gosym gives line -1 (and no file) past the function's tables.
+		out = append(buf, Frame{Function: b.demangle(fn.Name), RawName: fn.Name, File: file, Line: max(line, 0)})
 		ok = true
 		return nil
 	})
