@@ -71,17 +71,27 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		}
 	}
 	s := NewSession(opts)
+	// A file's build-id table is a header feature, known before the
+	// records (the unwinder checks binaries against it); a pipe's comes as
+	// HEADER_BUILD_ID records at its end, which the reader gathers into
+	// the same Features.
+	var early int
+	if _, ok := f.(*perfdata.File); ok {
+		if ids, err := f.Features().BuildIDs(); err == nil {
+			s.AddBuildIDs(ids)
+			early = len(ids)
+		}
+	}
 	if err := s.Feed(ctx, f); err != nil {
 		return nil, err
 	}
-	// A file's build-id table is a header feature; a pipe's comes as
-	// HEADER_BUILD_ID records at its end, which the reader gathers into
-	// the same Features.
 	ids, err := f.Features().BuildIDs()
 	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
 		return nil, fmt.Errorf("%s: build-id table: %w", name, err)
 	}
-	s.AddBuildIDs(ids)
+	if len(ids) > early {
+		s.AddBuildIDs(ids[early:])
+	}
 	res, err := s.Finish(ctx)
 	if err != nil {
 		return nil, err
@@ -100,6 +110,7 @@ func (s *Session) Feed(ctx context.Context, f Recording) error {
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var se SampleEvent
+	var us UserStack
 	n := 0
 	for rs.Next() {
 		if n++; n%4096 == 0 {
@@ -130,6 +141,12 @@ func (s *Session) Feed(ctx context.Context, f Recording) error {
 			}
 			if se.Event < 0 {
 				se.Event = 0
+			}
+			if r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+				// A 64-bit user stack copy (--call-graph dwarf).
+				n := min(r.StackUserDynSize, uint64(len(r.StackUser)))
+				us = UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
+				se.User = &us
 			}
 			s.Sample(&se)
 		case *perfdata.Mmap:

@@ -861,3 +861,107 @@ func TestRealDeletedBinaryDebuginfod(t *testing.T) {
 	}
 	assertName(t, res, "first_hot")
 }
+
+// perfScriptStacks returns, per sample in time order, the user frames perf
+// script prints: "dso-basename+0xaddr", leaf first (inlined lines dropped:
+// they repeat an address).
+func perfScriptStacks(t *testing.T, w *world, data string) [][]string {
+	t.Helper()
+	out := w.run(nil, "perf", "script", "-i", data, "-F", "ip,dso", "--no-inline")
+	var stacks [][]string
+	var cur []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	re := regexp.MustCompile(`^\s*([0-9a-f]+)\s+\((.*)\)\s*$`)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.TrimSpace(l) == "" {
+			if cur != nil {
+				stacks = append(stacks, cur)
+				cur = nil
+			}
+			continue
+		}
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		if cur == nil {
+			cur = []string{}
+		}
+		if strings.HasPrefix(m[2], "[kernel") || m[2] == "[unknown]" {
+			continue
+		}
+		cur = append(cur, shortName(m[2])+"+0x"+strings.TrimLeft(m[1], "0"))
+	}
+	if cur != nil {
+		stacks = append(stacks, cur)
+	}
+	return stacks
+}
+
+// --call-graph dwarf: the user callers are recovered from the stack copies
+// with the binaries' CFI, frame for frame as perf script shows them.
+func TestRealDwarfUnwind(t *testing.T) {
+	w := newWorld(t)
+	lib := w.path("libwork.so")
+	bin := w.path("app")
+	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
+	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
+	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin)
+	res := w.analyze(data, Options{KeepSamples: true})
+	d := mustDSO(t, res, bin, Verified)
+	// The program calls the library: its main is a caller in the
+	// library's samples, which only unwinding can show.
+	if d.HitsAny <= d.HitsLeaf || samplesIn(res, lib, true) == 0 {
+		t.Errorf("%s seen only as a leaf: hits %d/%d", bin, d.HitsLeaf, d.HitsAny)
+	}
+	if rep := res.Report(); len(rep.Notes) != 0 {
+		t.Errorf("notes: %v", rep.Notes)
+	}
+	want := perfScriptStacks(t, w, data)
+	if uint64(len(want)) != res.Samples {
+		t.Fatalf("perf script shows %d samples, perfcheck %d", len(want), res.Samples)
+	}
+	i, same, compared := 0, 0, 0
+	res.EachSample(func(s *Sample) error {
+		var got []string
+		for _, l := range s.Stack.Locations {
+			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
+				continue
+			}
+			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
+		}
+		wnt := want[i]
+		i++
+		// perf unwinds to the end of the copy; perfcheck stops where a
+		// binary is not proven (none here) or the CFI ends, so compare the
+		// frames perfcheck gives.
+		if len(wnt) == 0 {
+			return nil // a kernel-only sample: nothing to unwind
+		}
+		compared++
+		if len(got) >= min(len(wnt), 3) && len(wnt) >= len(got) && strings.Join(got, " ") == strings.Join(wnt[:len(got)], " ") {
+			same++
+		} else if compared-same <= 3 {
+			t.Logf("sample %d: perf %v\n\t\tperfcheck %v", i, wnt, got)
+		}
+		return nil
+	})
+	t.Logf("%d of %d samples unwound as perf does", same, compared)
+	if same < compared*95/100 {
+		t.Errorf("%d of %d samples unwound as perf does", same, compared)
+	}
+
+	// Replace the library: its unwind tables are no longer the ones that
+	// ran, so unwinding stops at it (the samples say so) rather than
+	// inventing callers, and nothing of the new library is named.
+	inLib := samplesIn(res, lib, true)
+	w.gcc(lib, libV2, "-shared", "-fPIC", "-fomit-frame-pointer")
+	res = w.analyze(data, Options{})
+	mustDSO(t, res, lib, Mismatch)
+	if res.UnprovenUnwinds < inLib || len(res.Report().Notes) == 0 {
+		t.Errorf("after replacing the library: %d unwinds stopped at an unproven binary, %d samples have their leaf in it; notes %v",
+			res.UnprovenUnwinds, inLib, res.Report().Notes)
+	}
+	assertNoName(t, res, "lib_new_work", "lib_new_pad")
+}

@@ -97,7 +97,11 @@ func (r *Result) Report() *Report {
 	}
 	if r.StackUserSamples > 0 {
 		rep.Notes = append(rep.Notes, strconv.FormatUint(r.StackUserSamples, 10)+
-			" samples carry a user stack copy (perf record --call-graph dwarf): perfcheck does not unwind it, so their user callers beyond the leaf are not checked; record with frame pointers (-g) for a complete check")
+			" samples carry a user stack copy (perf record --call-graph dwarf) that perfcheck cannot unwind (only x86-64 with user registers is unwound): their user callers beyond the leaf are not checked")
+	}
+	if r.UnprovenUnwinds > 0 {
+		rep.Notes = append(rep.Notes, strconv.FormatUint(r.UnprovenUnwinds, 10)+
+			" samples' user stacks were unwound only up to a binary that could not be proven to be the one that ran (its unwind tables could invent callers): their outer callers are not checked")
 	}
 	for _, a := range order {
 		paths := advice[a]

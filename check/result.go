@@ -111,9 +111,13 @@ type Result struct {
 	RecordingEnd time.Time
 
 	// StackUserSamples counts samples recorded with a user stack copy
-	// (--call-graph dwarf): their user callers beyond the leaf are not
-	// unwound, so DSOs reached only there are not seen.
+	// (--call-graph dwarf) that could not be unwound at all (not x86-64,
+	// or no user registers): DSOs reached only there are not seen.
 	StackUserSamples uint64
+	// UnprovenUnwinds counts --call-graph dwarf samples whose unwinding
+	// stopped at a binary that could not be proven to be the one that ran
+	// (its CFI could invent callers): their outer callers are not seen.
+	UnprovenUnwinds uint64
 
 	aggs  []Aggregate
 	kept  []compactSample
@@ -213,7 +217,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		return touched[i].Path < touched[j].Path
 	})
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
 	for i, r := range s.locs {

@@ -32,8 +32,11 @@ type SampleEvent struct {
 	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
-	// Callchain, and this package does not unwind it.
+	// Callchain.
 	StackUser bool
+	// User, when set, holds that copy with the user registers; the user
+	// frames are then recovered from it (see UserStack).
+	User *UserStack
 }
 
 // frameRef is one resolved address: a DSO and the offset in it.
@@ -100,6 +103,8 @@ type Session struct {
 	keyBuf   []byte
 	rawBuf   []byte
 	rawIdx   map[string]int32
+	userBuf  []uint64
+	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
 	rawBytes int
 	refBuf   []int32
 	aggs     map[aggKey]*aggVal
@@ -111,9 +116,12 @@ type Session struct {
 	// stackUserSamples counts samples whose user callers are only in a
 	// stack copy (--call-graph dwarf), which is not unwound.
 	stackUserSamples uint64
-	firstTime        uint64
-	lastTime         uint64
-	jitPIDs          map[int32]bool
+	// unprovenUnwinds counts samples whose unwinding stopped at a binary
+	// not proven to be the one that ran.
+	unprovenUnwinds uint64
+	firstTime       uint64
+	lastTime        uint64
+	jitPIDs         map[int32]bool
 }
 
 // NewSession returns a session with opts.
@@ -127,6 +135,7 @@ func NewSession(opts Options) *Session {
 		locIdx:   make(map[frameRef]int32),
 		stackOff: []uint32{0},
 		rawIdx:   make(map[string]int32),
+		cfi:      make(map[*DSO]*cfiTable),
 		aggs:     make(map[aggKey]*aggVal),
 		commIdx:  make(map[string]int32),
 		jitPIDs:  make(map[int32]bool),
@@ -286,7 +295,7 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 // so it is dropped when equal, never counted twice.
 func (s *Session) Sample(e *SampleEvent) {
 	s.samples++
-	if e.StackUser {
+	if e.StackUser && e.User == nil {
 		s.stackUserSamples++
 	}
 	if s.firstTime == 0 || e.Time < s.firstTime {
@@ -331,6 +340,18 @@ const rawCacheBudget = 32 << 20
 // generations first, and resolved only when new.
 func (s *Session) stackOf(e *SampleEvent) int32 {
 	pg, kg := s.tracker.generation(e.PID)
+	user := s.userBuf[:0]
+	if e.User != nil {
+		var unproven bool
+		user, unproven = s.unwindUser(e.PID, e.User, user)
+		s.userBuf = user
+		if len(user) > 0 && e.Mode == perfdata.CPUModeUser && user[0] == e.IP {
+			user = user[1:] // the leaf is the sample IP
+		}
+		if unproven {
+			s.unprovenUnwinds++
+		}
+	}
 	rk := s.rawBuf[:0]
 	rk = le32(rk, uint32(e.PID))
 	rk = le64(rk, pg)
@@ -339,6 +360,12 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 	rk = le64(rk, e.IP)
 	for _, ip := range e.Callchain {
 		rk = le64(rk, ip)
+	}
+	if len(user) > 0 {
+		rk = le64(rk, contextUser)
+		for _, ip := range user {
+			rk = le64(rk, ip)
+		}
 	}
 	s.rawBuf = rk
 	if id, ok := s.rawIdx[string(rk)]; ok {
@@ -372,6 +399,9 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 			}
 		}
 		refs = append(refs, s.loc(s.resolve(e.PID, mode, ip)))
+	}
+	for _, ip := range user {
+		refs = append(refs, s.loc(s.resolve(e.PID, perfdata.CPUModeUser, ip)))
 	}
 	s.refBuf = refs
 
