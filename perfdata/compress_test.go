@@ -269,3 +269,101 @@ func TestZstdBomb(t *testing.T) {
 		t.Fatalf("%d records, err %v: want an error before most of the bomb", n, rs.Err())
 	}
 }
+
+// TestCompressedTailClipped rebuilds a real pipe recording the way perf 6.1
+// writes a large `perf record -z` file whose last COMPRESSED record was
+// clipped: the zstd stream is flushed but never ended, and the
+// decompressed data stops inside the last kernel record. Every whole record
+// must come back, then a warning that names the dropped bytes, and no error
+// (perf itself reads such files without complaint). Both ways the end can
+// show are built: with the frame left open (the decoder asks for more input
+// than there is) and with it closed (the partial record is left over).
+func TestCompressedTailClipped(t *testing.T) {
+	orig := readFixture(t, "pipe.data")
+	recs := rawRecords(t, orig[16:])
+	last := -1
+	for i, r := range recs {
+		if RecordType(binary.LittleEndian.Uint32(r)) < recordUserStart {
+			last = i
+		}
+	}
+	if last < 0 {
+		t.Fatal("no kernel record in pipe.data")
+	}
+	var want []string
+	{
+		r, err := NewReader(bytes.NewReader(orig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dump, _, _ := kernelDumpPlain(t, r.Records(RecordsOptions{}))
+		want = dump[:len(dump)-1] // all but the clipped one
+	}
+	for _, closeFrame := range []bool{false, true} {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var zout bytes.Buffer
+		enc.Reset(&zout)
+		out := bytes.Clone(orig[:16])
+		for i, r := range recs {
+			switch {
+			case RecordType(binary.LittleEndian.Uint32(r)) >= recordUserStart:
+				out = append(out, r...)
+			case i == last:
+				enc.Write(r[:len(r)-5])
+			default:
+				enc.Write(r)
+			}
+		}
+		if closeFrame {
+			enc.Close()
+		} else {
+			enc.Flush()
+		}
+		z := zout.Bytes()
+		for len(z) > 0 {
+			chunk := z[:min(len(z), 4000)]
+			z = z[len(chunk):]
+			size := (16 + len(chunk) + 7) &^ 7
+			h := make([]byte, 16)
+			binary.LittleEndian.PutUint32(h, uint32(RecordCompressed2))
+			binary.LittleEndian.PutUint16(h[6:], uint16(size))
+			binary.LittleEndian.PutUint64(h[8:], uint64(len(chunk)))
+			out = append(append(out, h...), chunk...)
+			out = append(out, make([]byte, size-16-len(chunk))...)
+		}
+		r, err := NewReader(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		rs := r.Records(RecordsOptions{})
+		for rs.Next() {
+			x := rs.Record()
+			if !x.Type().IsUser() {
+				x.Header().Offset, x.Header().Compressed = 0, false
+				got = append(got, fmt.Sprintf("%T %+v", x, x))
+			}
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatalf("closed frame %v: %v", closeFrame, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("closed frame %v: %d kernel records, want %d", closeFrame, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("closed frame %v: record %d\n got %s\nwant %s", closeFrame, i, got[i], want[i])
+			}
+		}
+		warned := false
+		for _, w := range r.Warnings() {
+			warned = warned || strings.Contains(w, "stops inside a record")
+		}
+		if !warned {
+			t.Errorf("closed frame %v: no warning about the dropped bytes: %q", closeFrame, r.Warnings())
+		}
+	}
+}

@@ -27,7 +27,10 @@ type statsJSON struct {
 	ExcludesAux bool             `json:"excludes_aux"`
 	Types       []statsTypeJSON  `json:"types"`
 	Events      []statsEventJSON `json:"events"`
-	Error       string           `json:"error,omitempty"`
+	// Warnings are what the reader tolerated (an unfinished file, a
+	// clipped last compressed record, trailing bytes after a pipe stream).
+	Warnings []string `json:"warnings,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 type statsTypeJSON struct {
@@ -201,6 +204,7 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 				out.Events = append(out.Events, statsEventJSON{Name: statsEventName(f, i), Samples: st.samples[i], LostSamples: st.lostPerEvt[i]})
 			}
 		}
+		out.Warnings = f.Warnings()
 		if rerr != nil {
 			out.Error = rerr.Error()
 		}
@@ -209,6 +213,10 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		writeStatsText(stdout, f, st, auxNote)
+		// stdout stays exactly perf's; what was tolerated goes to stderr.
+		for _, w := range f.Warnings() {
+			fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, w)
+		}
 	}
 	if rerr != nil {
 		return errorf(stderr, name, "%v", rerr)
