@@ -262,7 +262,7 @@ func (t *cfiTable) parse(data []byte, base uint64) error {
 			length = r.u64()
 			hdr = 12
 		}
-		if length > uint64(len(data)-off-hdr) {
+		if r.err != nil || off+hdr+4 > len(data) || length < 4 || length > uint64(len(data)-off-hdr) {
 			return fmt.Errorf("%w: entry at %d runs past the section", errCFI, off)
 		}
 		end := off + hdr + int(length)
@@ -537,4 +537,23 @@ func run(c *cie, insns []byte, rw *row, initial *row, loc, a uint64) (row, error
 		}
 	}
 	return *rw, r.err
+}
+
+// readEHFrame returns the raw .eh_frame of an ELF file (fuzz seeds).
+func readEHFrame(path string) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
+		}
+	}()
+	ef, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer ef.Close()
+	sec := ef.Section(".eh_frame")
+	if sec == nil || sec.Size > maxEHFrame {
+		return nil, errCFI
+	}
+	return sec.Data()
 }

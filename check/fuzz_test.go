@@ -68,3 +68,24 @@ func FuzzSession(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCFI feeds arbitrary .eh_frame bytes to the parser and the rule
+// machine: errors, never a panic or a runaway.
+func FuzzCFI(f *testing.F) {
+	if t, err := readEHFrame("/bin/true"); err == nil {
+		f.Add(t, uint64(0x1000))
+	}
+	f.Add([]byte("\x14\x00\x00\x00\x00\x00\x00\x00\x01zR\x00\x01\x78\x10\x01\x1b\x0c\x07\x08\x90\x01\x00\x00"), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, a uint64) {
+		var ct cfiTable
+		if err := ct.parse(data, 0x1000); err != nil {
+			return
+		}
+		for _, fd := range ct.fdes {
+			fd.rowAt(fd.start + a%(fd.end-fd.start+1))
+		}
+		if fd := ct.find(a); fd != nil {
+			fd.rowAt(a)
+		}
+	})
+}
