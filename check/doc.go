@@ -58,5 +58,8 @@
 // else. Memory grows with the
 // distinct stacks, mappings and threads of the input, each bounded by the
 // input's size. A malformed binary makes its DSO unsymbolized with an
-// error in the report; it never aborts the check or panics.
+// error in the report; it never aborts the check or panics. Unwind tables
+// (.eh_frame, at most 64 MB) are parsed by a bounds-checked reader; a walk
+// is at most 127 frames, reads only inside the sample's stack copy, and
+// stops at the first rule it cannot follow.
 package check
