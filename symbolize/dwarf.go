@@ -27,9 +27,11 @@ type dwarfIndex struct {
 	maxHi  []uint64  // prefix maximum of ranges[i].hi
 	units  []unitSlot
 
-	mu    sync.Mutex // serializes decoding (debug/dwarf readers share caches)
-	names map[dwarf.Offset]dieName
-	exec  [][2]uint64 // executable sections of the running binary
+	mu      sync.Mutex // serializes decoding (debug/dwarf readers share caches)
+	names   map[dwarf.Offset]dieName
+	pending int         // units neither decoded nor failed; at 0, d and names are dropped
+	hasData bool        // d was set at creation; immutable, unlike d
+	exec    [][2]uint64 // executable sections of the running binary
 }
 
 type cuRange struct {
@@ -181,6 +183,8 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
 	}
 	x.units = append([]unitSlot(nil), x.units...) // exact size
+	x.pending = len(x.units)
+	x.hasData = x.d != nil
 	sort.Slice(x.ranges, func(i, j int) bool { return x.ranges[i].lo < x.ranges[j].lo })
 	x.maxHi = make([]uint64, len(x.ranges))
 	var m uint64
@@ -251,7 +255,7 @@ func (x *dwarfIndex) unitsFor(addr uint64, fn func(u int32) bool) {
 // frames looks addr up in DWARF. ok is false when no unit with a line for
 // addr covers it.
 func (x *dwarfIndex) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok bool, err error) {
-	if x.d == nil {
+	if !x.hasData {
 		return buf, false, nil
 	}
 	out = buf
@@ -286,6 +290,13 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		ui, err = x.decodeUnit(s.entry)
 		return err
 	})
+	x.pending--
+	if x.pending == 0 {
+		// Every unit is decoded: the raw sections (and the name
+		// cache) are no longer needed, and are as large as the
+		// decoded index.
+		x.d, x.names = nil, nil
+	}
 	if err != nil {
 		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, err)
 		return nil, s.err
