@@ -476,6 +476,9 @@ func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bo
 		if path.IsAbs(target) || dir == ".." || strings.HasPrefix(dir, "../") {
 			return nil, fmt.Errorf("%s: link %q leads outside the cache: %w", lr, target, ErrUnsafePath)
 		}
+		if err := checkEntryDir(dir, bid); err != nil {
+			return nil, fmt.Errorf("%s: link %q: %w", lr, target, err)
+		}
 		e.Dir = filepath.Join(c.Dir, dir)
 		e.Name = strings.TrimSuffix(path.Dir(dir), "/")
 		if !strings.HasPrefix(e.Name, "[") {
@@ -520,6 +523,25 @@ func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bo
 		e.LastUsed = latest(e.LastUsed, st.ModTime())
 	}
 	return e, nil
+}
+
+// checkEntryDir accepts the target of a .build-id link (relative to the
+// cache root, cleaned) only when it has the shape perf writes,
+// <name>/<build-id> (build_id_cache__linkname in tools/perf/util/build-id.c):
+// at least two components, the first not .build-id, the last the link's own
+// build-id. Anything else is a planted or corrupt link; trusting it would let
+// List report, and Prune remove, whatever directory it names (.build-id
+// itself, or another entry's parent).
+func checkEntryDir(dir string, bid BuildID) error {
+	first, _, ok := strings.Cut(dir, "/")
+	if !ok || first == ".build-id" || first == "." || first == ".." {
+		return fmt.Errorf("target %q is not an entry directory: %w", dir, ErrUnsafePath)
+	}
+	base, err := ParseBuildID(path.Base(dir))
+	if err != nil || !base.Matches(bid) {
+		return fmt.Errorf("target %q is not named by the link's build-id %v: %w", dir, bid, ErrUnsafePath)
+	}
+	return nil
 }
 
 func latest(a, b time.Time) time.Time {
@@ -660,6 +682,11 @@ func (c *Cache) remove(root *os.Root, e Entry) error {
 		return fmt.Errorf("%s: not inside %s: %w", e.Dir, c.Dir, ErrUnsafePath)
 	}
 	rel = filepath.ToSlash(rel)
+	// entry checked this already; checked again here because RemoveAll
+	// is the one call that can destroy more than the entry.
+	if err := checkEntryDir(rel, e.BuildID); err != nil {
+		return fmt.Errorf("%s: not removed: %w", e.Dir, err)
+	}
 	if err := root.RemoveAll(rel); err != nil {
 		return err
 	}

@@ -496,3 +496,74 @@ func TestPaddedBuildID(t *testing.T) {
 		t.Errorf("padded lookup: %+v %v", res, err)
 	}
 }
+
+// TestPlantedLinks plants .build-id links whose targets stay inside the
+// cache but are not entry directories (the .build-id tree itself, a
+// fan-out directory, another entry's parent, a directory named by another
+// build-id). List must not show them and Prune must not remove what they
+// name: before the fix, the link to ../../.build-id was listed as "/." of
+// size 0, pruned first, and Prune wiped every link.
+func TestPlantedLinks(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	good, err := c.Add(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := buildC(t, dir, "other", "-Wl,--build-id", "-DTAG=\"o\"")
+	oe, err := c.Add(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := good.BuildID.String()
+	oh := oe.BuildID.String()
+	parent, _ := filepath.Rel(c.Dir, filepath.Dir(good.Dir))
+	plant := map[string]string{
+		"abcdef0011": "../../.build-id",
+		"abcdef0022": "../../.build-id/" + h[:2],
+		"abcdef0033": "../../" + filepath.ToSlash(parent),
+		"abcdef0044": "../../" + filepath.ToSlash(parent) + "/" + h,
+		"abcdef0055": "../.." + filepath.ToSlash(strings.TrimPrefix(oe.Name, "")) + "/" + oh,
+		"abcdef0066": "..",
+	}
+	for id, target := range plant {
+		p := filepath.Join(c.Dir, ".build-id", id[:2], id[2:])
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Errorf("List shows planted links: %+v", list)
+	}
+	for _, e := range list {
+		if e.Name == "/." || e.Name == "/" || e.Size == 0 {
+			t.Errorf("planted entry listed: %+v", e)
+		}
+	}
+	if _, ok := c.Has(BuildID{0xab, 0xcd, 0xef, 0, 0x11}); ok {
+		t.Error("Has accepts a planted link")
+	}
+	// Prune to one byte: every real entry may go, but the .build-id tree
+	// of the other entries must not be wiped through a planted link, and
+	// nothing outside an entry directory goes.
+	if _, err := c.Prune(1, 0, time.Now(), false); err != nil {
+		t.Fatal(err)
+	}
+	for id := range plant {
+		if _, err := os.Lstat(filepath.Join(c.Dir, ".build-id", id[:2], id[2:])); err != nil {
+			t.Errorf("planted link %s removed (Prune took it for an entry): %v", id, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(c.Dir, ".build-id")); err != nil {
+		t.Errorf(".build-id removed: %v", err)
+	}
+	if l, _ := c.List(); len(l) != 0 {
+		t.Errorf("after prune: %+v", l)
+	}
+}
