@@ -965,3 +965,45 @@ func TestRealDwarfUnwind(t *testing.T) {
 	}
 	assertNoName(t, res, "lib_new_work", "lib_new_pad")
 }
+
+// With CLOCK_DATA (perf record -k), perf time converts to wall time: a
+// binary without a build-id that is modified after it was mapped is
+// replaced, and the reason says when it was mapped.
+func TestRealClockDataMtime(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("nobid")
+	w.gcc(bin, busyV1, "-Wl,--build-id=none")
+	before := time.Now()
+	data := w.record("clock.data", []string{"-k", "CLOCK_MONOTONIC"}, bin)
+	res := w.analyze(data, Options{})
+	d := mustDSO(t, res, bin, Unverified)
+	if d.BuildID != nil || !strings.Contains(d.Advice, "--build-id") {
+		t.Errorf("a C binary without a build-id: %+v", d)
+	}
+	f, err := perfdata.Open(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := f.Features().ClockData()
+	f.Close()
+	if err != nil {
+		t.Skipf("perf wrote no CLOCK_DATA with -k: %v", err)
+	}
+	// The mapping's wall time lies within the test's run.
+	o := Options{Clock: &cd}
+	mapped, ok := o.wallTime(d.firstTime)
+	if !ok || mapped.Before(before.Add(-time.Second)) || mapped.After(time.Now()) {
+		t.Errorf("mapped at %v (ok %v), the test started at %v", mapped, ok, before)
+	}
+	// Touch it: same inode, newer mtime.
+	now := time.Now()
+	if err := os.Chtimes(bin, now, now); err != nil {
+		t.Fatal(err)
+	}
+	res = w.analyze(data, Options{})
+	d = mustDSO(t, res, bin, Replaced)
+	if !strings.Contains(d.Reason, "after it was mapped") {
+		t.Errorf("reason: %s", d.Reason)
+	}
+	assertNoName(t, res, "first_hot")
+}
