@@ -221,7 +221,25 @@ type elfReader struct {
 	head  []byte
 	order binary.ByteOrder
 	is64  bool
+
+	// noteBudget is what note sections and segments may still cost in
+	// bytes read: the file's size, so that many note headers pointing at
+	// the same or overlapping bytes cannot multiply the reads (2,000
+	// sections over one 1 MiB region once cost 2 GB). noteSeen remembers
+	// the first regions read, so that a region inside one of them with
+	// the same alignment is not read again.
+	noteBudget int64
+	noteSeen   []noteRegion
 }
+
+type noteRegion struct {
+	off, end int64
+	align    int
+}
+
+// maxNoteSeen bounds the regions remembered (and the cost of looking
+// through them); past it the byte budget alone applies.
+const maxNoteSeen = 64
 
 func (e *elfReader) errf(off int64, cause error, format string, args ...any) error {
 	return &FormatError{File: e.name, Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
@@ -257,7 +275,7 @@ type section struct {
 }
 
 func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
-	e := &elfReader{r: r, size: size, name: name}
+	e := &elfReader{r: r, size: size, name: name, noteBudget: size}
 	n := min(size, headRead)
 	// Nothing returned aliases the first page (build-ids are cloned,
 	// names copied into strings), so its buffer is reused.
@@ -337,6 +355,9 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 		case shtNobits:
 			continue
 		case shtNote:
+			if id.BuildID != nil && id.GoBuildID != "" {
+				continue // both identities found; other notes add nothing
+			}
 			// A broken note section that is not the build-id's (an SDT
 			// or vendor note) must not hide a good build-id: the error
 			// counts only if no build-id turns up.
@@ -504,13 +525,28 @@ func (e *elfReader) notes(off, size int64, align uint64, id *Identity) error {
 	if size > maxNoteRegion {
 		return e.errf(off, nil, "note region of %d bytes is more than %d", size, maxNoteRegion)
 	}
-	b, err := e.read(off, size, "note")
-	if err != nil {
-		return err
-	}
 	a := 4
 	if align == 8 {
 		a = 8
+	}
+	if off < 0 || off > e.size || size > e.size-off {
+		return e.errf(off, io.ErrUnexpectedEOF, "note (%d bytes) extends past the end of the file (%d bytes)", size, e.size)
+	}
+	for _, r := range e.noteSeen {
+		if r.align == a && off >= r.off && off+size <= r.end {
+			return nil // already parsed as part of a region read before
+		}
+	}
+	if size > e.noteBudget {
+		return e.errf(off, nil, "note regions add up to more than the file's %d bytes; the rest are not read", e.size)
+	}
+	e.noteBudget -= size
+	if len(e.noteSeen) < maxNoteSeen {
+		e.noteSeen = append(e.noteSeen, noteRegion{off: off, end: off + size, align: a})
+	}
+	b, err := e.read(off, size, "note")
+	if err != nil {
+		return err
 	}
 	return parseNotes(b, off, a, e.order, id, e.name)
 }

@@ -542,3 +542,90 @@ func TestReadIdentityCompressed(t *testing.T) {
 		})
 	}
 }
+
+// manyNotesELF builds a 64-bit little-endian ELF of about 1.2 MB whose
+// n SHT_NOTE section headers all point into one region of `region` bytes
+// that starts with the given notes and is zero after them (zeros parse as
+// empty notes). With slide, section i starts 4*i bytes further and keeps
+// its size, so no region lies inside another. Built in code because no
+// tool writes such a file; it is the shape of the attack, not of a binary.
+func manyNotesELF(n, region int, slide bool, notes []byte) []byte {
+	le := binary.LittleEndian
+	const hdr = 64
+	dataEnd := hdr + region
+	if slide {
+		dataEnd += 4 * n
+	}
+	shOff := (dataEnd + 7) &^ 7
+	b := make([]byte, shOff+64*(n+1))
+	copy(b, "\x7fELF\x02\x01\x01")
+	le.PutUint16(b[16:], 2)
+	le.PutUint16(b[18:], 62)
+	le.PutUint32(b[20:], 1)
+	le.PutUint64(b[40:], uint64(shOff))
+	le.PutUint16(b[52:], hdr)
+	le.PutUint16(b[58:], 64)
+	le.PutUint16(b[60:], uint16(n+1))
+	copy(b[hdr:], notes)
+	for i := 1; i <= n; i++ {
+		s := b[shOff+64*i:]
+		off := hdr
+		if slide {
+			off += 4 * (i - 1)
+		}
+		le.PutUint32(s[4:], 7) // SHT_NOTE
+		le.PutUint64(s[24:], uint64(off))
+		le.PutUint64(s[32:], uint64(region))
+		le.PutUint64(s[48:], 4)
+	}
+	return b
+}
+
+func elfNote(name string, typ uint32, desc []byte) []byte {
+	le := binary.LittleEndian
+	h := make([]byte, 12)
+	le.PutUint32(h, uint32(len(name)))
+	le.PutUint32(h[4:], uint32(len(desc)))
+	le.PutUint32(h[8:], typ)
+	n := []byte(name)
+	for len(n)%4 != 0 {
+		n = append(n, 0)
+	}
+	d := append([]byte(nil), desc...)
+	for len(d)%4 != 0 {
+		d = append(d, 0)
+	}
+	return append(append(h, n...), d...)
+}
+
+// TestReadIdentityNoteBudget: many note sections over the same bytes cost
+// at most about the file's size in reads, not one read per section.
+func TestReadIdentityNoteBudget(t *testing.T) {
+	gnu := elfNote("GNU\x00", 3, []byte{1, 2, 3, 4, 5, 6, 7, 8})
+	both := append(append([]byte(nil), gnu...), elfNote("Go\x00\x00", 4, []byte("a/b"))...)
+	for _, tc := range []struct {
+		name  string
+		slide bool
+		notes []byte
+	}{
+		{"same-region-gnu-only", false, gnu},
+		{"same-region-both-ids", false, both},
+		{"sliding-regions-gnu-only", true, gnu},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := manyNotesELF(2000, 1<<20, tc.slide, tc.notes)
+			c := &countingReaderAt{r: bytes.NewReader(b)}
+			id, err := ReadIdentity(c, int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.BuildID.String() != "0102030405060708" {
+				t.Errorf("build-id %v", id.BuildID)
+			}
+			// The section table (128 KB) and the notes, each once or so.
+			if c.bytes > 2*len(b) {
+				t.Errorf("read %d bytes in %d reads of a %d-byte file", c.bytes, c.reads, len(b))
+			}
+		})
+	}
+}
