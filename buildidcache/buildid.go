@@ -202,6 +202,11 @@ const (
 	maxShstrtab     = 1 << 20
 	maxDebugLink    = 4096
 	maxHeaders      = 1 << 16 // section or program headers
+	// maxEntSize bounds e_shentsize and e_phentsize. The gABI sizes are
+	// 64 and 56 (40 and 32 for ELFCLASS32); a larger size is allowed for
+	// extensions, but not 64 KiB, which with 65,536 headers would make
+	// the header table alone a 4 GiB read.
+	maxEntSize = 256
 )
 
 // ReadIdentity reads the identity of the ELF file in r, which is size bytes
@@ -431,8 +436,8 @@ func (e *elfReader) sections(shoff, entsize, num int64, strndx *int64) ([]sectio
 	if e.is64 {
 		min = 64
 	}
-	if entsize < min {
-		return nil, e.errf(shoff, nil, "section header size %d is less than %d", entsize, min)
+	if entsize < min || entsize > maxEntSize {
+		return nil, e.errf(shoff, nil, "section header size %d is not between %d and %d", entsize, min, maxEntSize)
 	}
 	if num == 0 || *strndx == 0xffff {
 		first, err := e.read(shoff, entsize, "section header 0")
@@ -489,8 +494,8 @@ func (e *elfReader) segments(phoff, entsize, num int64, id *Identity) error {
 	if e.is64 {
 		min = 56
 	}
-	if entsize < min {
-		return e.errf(phoff, nil, "program header size %d is less than %d", entsize, min)
+	if entsize < min || entsize > maxEntSize {
+		return e.errf(phoff, nil, "program header size %d is not between %d and %d", entsize, min, maxEntSize)
 	}
 	tab, err := e.read(phoff, num*entsize, "program header table")
 	if err != nil {

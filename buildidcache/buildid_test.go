@@ -629,3 +629,32 @@ func TestReadIdentityNoteBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestReadIdentityHugeEntSize: a header table entry size far beyond the
+// gABI's is refused before the table is read, not read in full.
+func TestReadIdentityHugeEntSize(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   int // offset of e_shentsize or e_phentsize in the ELF64 header
+	}{{"shentsize", 58}, {"phentsize", 54}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tinyELF()
+			if tc.at == 54 {
+				// Without section headers, so that the segments are read.
+				binary.LittleEndian.PutUint64(b[40:], 0)
+			}
+			binary.LittleEndian.PutUint16(b[tc.at:], 4096)
+			binary.LittleEndian.PutUint16(b[tc.at+2:], 1000)
+			b = append(b, make([]byte, 4096*1000)...)
+			c := &countingReaderAt{r: bytes.NewReader(b)}
+			_, err := ReadIdentity(c, int64(len(b)))
+			var fe *FormatError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "header size 4096") {
+				t.Errorf("err = %v", err)
+			}
+			if c.bytes > 64<<10 {
+				t.Errorf("read %d bytes", c.bytes)
+			}
+		})
+	}
+}
