@@ -803,6 +803,14 @@ func startDebuginfod(t *testing.T, dir string, id perfdata.BuildID) string {
 	l.Close()
 	cmd := exec.Command("debuginfod", "-p", strconv.Itoa(port), "-F", "-d", filepath.Join(t.TempDir(), "db.sqlite"),
 		"-t", "1", "-g", "0", "-c", "1", dir)
+	// Without the caller's DEBUGINFOD_URLS the server does not forward
+	// misses to public servers; its client cache and HOME are scratch.
+	cmd.Env = []string{"HOME=" + t.TempDir(), "DEBUGINFOD_CACHE_PATH=" + t.TempDir()}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEBUGINFOD_") && !strings.HasPrefix(kv, "HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
