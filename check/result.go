@@ -227,11 +227,13 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 	res.Stacks = make([]*Stack, nstacks)
 	stackBlock := make([]Stack, nstacks)
-	ptrs := make([]*Location, len(s.arena)) // every stack's locations, one allocation
+	ptrs := make([]*Location, s.frames) // every stack's locations, one allocation
+	next := 0
 	for id := range nstacks {
 		refs := s.stack(id)
 		st := &stackBlock[id]
-		*st = Stack{ID: id + 1, Locations: ptrs[s.stackOff[id]:s.stackOff[id+1]:s.stackOff[id+1]], Trusted: true, LeafTrusted: true}
+		*st = Stack{ID: id + 1, Locations: ptrs[next : next+len(refs) : next+len(refs)], Trusted: true, LeafTrusted: true}
+		next += len(refs)
 		for i, r := range refs {
 			l := res.Locations[r]
 			st.Locations[i] = l

@@ -93,13 +93,13 @@ type Session struct {
 
 	stackIdx map[string]int32
 	// Distinct locations (dso, offset) get dense ids in order of first
-	// use; a stack is a run of location ids in one arena, stack i being
-	// arena[stackOff[i]:stackOff[i+1]]: 4 bytes per frame, one allocation
-	// growing geometrically, not one per stack.
+	// use; a stack is a run of location ids, 4 bytes a frame, stored in
+	// fixed-size chunks so that no stack is ever copied again.
 	locs     []frameRef
 	locIdx   map[frameRef]int32
-	arena    []int32
-	stackOff []uint32
+	chunk    []int32
+	stacks   [][]int32
+	frames   int // total frames of all stacks
 	keyBuf   []byte
 	rawBuf   []byte
 	rawIdx   map[string]int32
@@ -133,7 +133,6 @@ func NewSession(opts Options) *Session {
 		special:  make(map[string]int32),
 		stackIdx: make(map[string]int32),
 		locIdx:   make(map[frameRef]int32),
-		stackOff: []uint32{0},
 		rawIdx:   make(map[string]int32),
 		cfi:      make(map[*DSO]*cfiTable),
 		aggs:     make(map[aggKey]*aggVal),
@@ -413,9 +412,8 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 	s.keyBuf = kb
 	id, ok := s.stackIdx[string(kb)]
 	if !ok {
-		id = int32(len(s.stackOff) - 1)
-		s.arena = append(s.arena, refs...)
-		s.stackOff = append(s.stackOff, uint32(len(s.arena)))
+		id = int32(len(s.stacks))
+		s.addStack(refs)
 		s.stackIdx[string(kb)] = id
 	}
 	if s.rawBytes += len(rk); s.rawBytes > rawCacheBudget {
@@ -438,10 +436,24 @@ func (s *Session) loc(r frameRef) int32 {
 }
 
 // stack returns stack id's location ids, leaf first.
-func (s *Session) stack(id int) []int32 { return s.arena[s.stackOff[id]:s.stackOff[id+1]] }
+func (s *Session) stack(id int) []int32 { return s.stacks[id] }
+
+// stackChunk is the size of the chunks stacks are stored in (1 MB).
+const stackChunk = 1 << 18
+
+// addStack stores a new stack's location ids.
+func (s *Session) addStack(refs []int32) {
+	if cap(s.chunk)-len(s.chunk) < len(refs) {
+		s.chunk = make([]int32, 0, max(stackChunk, len(refs)))
+	}
+	start := len(s.chunk)
+	s.chunk = append(s.chunk, refs...)
+	s.stacks = append(s.stacks, s.chunk[start:len(s.chunk):len(s.chunk)])
+	s.frames += len(refs)
+}
 
 // numStacks is the number of distinct stacks.
-func (s *Session) numStacks() int { return len(s.stackOff) - 1 }
+func (s *Session) numStacks() int { return len(s.stacks) }
 
 func le32(b []byte, v uint32) []byte {
 	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
