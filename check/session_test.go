@@ -297,3 +297,22 @@ func TestCallchainOnlyDSOVisible(t *testing.T) {
 		t.Fatalf("counts: %+v", res.Report())
 	}
 }
+
+func TestReportSummaryAndFailure(t *testing.T) {
+	rep := &Report{Samples: 3, TrustedSamples: 2, UntrustedLeafSamples: 0, UntrustedAnySamples: 1, StrictProblems: 1}
+	if got, want := rep.Summary(), "3 samples, 66.7% fully trusted; 0% have an untrusted leaf; 33.3% an untrusted frame"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	if rep.Failed(false) || !rep.Failed(true) {
+		t.Error("an unverified DSO fails only --strict")
+	}
+	for v := Verified; v <= NoFile; v++ {
+		var back Verdict
+		if err := back.UnmarshalText([]byte(v.String())); err != nil || back != v {
+			t.Errorf("verdict %v does not round-trip: %v %v", v, back, err)
+		}
+		if v.Problem(false) == v.Trusted() {
+			t.Errorf("%v: a problem verdict must be untrusted and vice versa", v)
+		}
+	}
+}
