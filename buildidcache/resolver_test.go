@@ -361,6 +361,7 @@ func startDebuginfod(t *testing.T, dir string, want BuildID) string {
 	l.Close()
 	db := filepath.Join(t.TempDir(), "db.sqlite")
 	cmd := exec.Command("debuginfod", "-p", strconv.Itoa(port), "-F", "-d", db, "-t", "1", "-g", "0", "-c", "1", dir)
+	cmd.Env = debuginfodServerEnv(t)
 	logf, _ := os.Create(filepath.Join(t.TempDir(), "debuginfod.log"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -387,6 +388,39 @@ func startDebuginfod(t *testing.T, dir string, want BuildID) string {
 	b, _ := os.ReadFile(logf.Name())
 	t.Fatalf("debuginfod did not index %s within a minute; log:\n%s", dir, b)
 	return ""
+}
+
+// debuginfodServerEnv is the environment of a test debuginfod server:
+// without the caller's DEBUGINFOD_* variables (with DEBUGINFOD_URLS the
+// server forwards every miss to those servers, public ones on a desktop,
+// and fills the client cache with the answers) and with HOME and
+// DEBUGINFOD_CACHE_PATH in the test's directory.
+func debuginfodServerEnv(t *testing.T) []string {
+	env := []string{"HOME=" + t.TempDir(), "DEBUGINFOD_CACHE_PATH=" + t.TempDir()}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DEBUGINFOD_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// TestDebuginfodServerIsolated: a test server does not forward misses to
+// the servers in the caller's $DEBUGINFOD_URLS.
+func TestDebuginfodServerIsolated(t *testing.T) {
+	upstream, n := faultServer(t, http.NotFound)
+	t.Setenv("DEBUGINFOD_URLS", upstream.URL)
+	srv := t.TempDir()
+	prog := buildC(t, srv, "prog", "-Wl,--build-id")
+	url := startDebuginfod(t, srv, mustID(t, prog).BuildID)
+	resp, err := http.Get(url + "/buildid/" + strings.Repeat("ab", 20) + "/executable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || n.Load() != 0 {
+		t.Errorf("miss: HTTP %d, %d requests forwarded to $DEBUGINFOD_URLS", resp.StatusCode, n.Load())
+	}
 }
 
 // debuginfodCount reads how many requests of a type the server answered,
