@@ -371,7 +371,11 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 		base := "." + role + tmpMarker + hex.EncodeToString(rnd[:])
 		d, err := root.Open(dir)
 		if err == nil {
-			err = unix.Linkat(unix.AT_FDCWD, src, int(d.Fd()), base, 0)
+			// AT_SYMLINK_FOLLOW: src may be a symlink (the
+			// .build-id/xx/rest.debug files of debug directories usually
+			// are); without it linkat links the symlink itself, and the
+			// cache would hold a link that leads out of it.
+			err = unix.Linkat(unix.AT_FDCWD, src, int(d.Fd()), base, unix.AT_SYMLINK_FOLLOW)
 			d.Close()
 			if err == nil {
 				return path.Join(dir, base), nil

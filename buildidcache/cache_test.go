@@ -567,3 +567,28 @@ func TestPlantedLinks(t *testing.T) {
 		t.Errorf("after prune: %+v", l)
 	}
 }
+
+// TestAddHardLinkSymlinkedSource: with HardLink, a source that is a
+// symlink (as debug directories' .build-id files are) is linked through
+// to its target, not as the symlink itself.
+func TestAddHardLinkSymlinkedSource(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	sym := filepath.Join(dir, "prog-link")
+	if err := os.Symlink(prog, sym); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cache{Dir: filepath.Join(dir, "cache"), HardLink: true, DebugDirs: []string{}}
+	e, err := c.AddFile(sym, "/usr/bin/prog", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Lstat(filepath.Join(e.Dir, "elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.Stat(prog)
+	if !st.Mode().IsRegular() || !os.SameFile(a, st) {
+		t.Errorf("elf is %v, same file as the target: %v", st.Mode(), os.SameFile(a, st))
+	}
+}
