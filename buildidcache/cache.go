@@ -85,8 +85,10 @@ func entryName(name string) (string, error) {
 		return bad("empty")
 	case len(name) > maxName:
 		return bad("too long")
-	case strings.ContainsRune(name, 0):
-		return bad("NUL byte")
+	case strings.ContainsFunc(name, isControl):
+		// A newline would split the name in perf buildid-cache -l and
+		// our own listings; escape sequences would reach a terminal.
+		return bad("control character")
 	}
 	if strings.HasPrefix(name, "[") {
 		if !strings.HasSuffix(name, "]") || strings.ContainsRune(name, '/') || name == "[]" {
@@ -110,6 +112,31 @@ func entryName(name string) (string, error) {
 		return bad("inside .build-id")
 	}
 	return rel, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// escapeErr explains a failed write: when a component of one of the paths
+// (relative to the cache root) is a symlink, os.Root refused to follow it
+// out of the cache, and the error says so and names the link.
+func (c *Cache) escapeErr(root *os.Root, err error, rels ...string) error {
+	if err == nil {
+		return nil
+	}
+	for _, rel := range rels {
+		p := ""
+		for _, comp := range strings.Split(rel, "/") {
+			p = path.Join(p, comp)
+			st, lerr := root.Lstat(p)
+			if lerr != nil {
+				break
+			}
+			if st.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("%s is a symlink, not followed: %w: %w", filepath.Join(c.Dir, p), ErrUnsafePath, err)
+			}
+		}
+	}
+	return err
 }
 
 func (c *Cache) openRoot() (*os.Root, error) {
@@ -176,7 +203,7 @@ func (c *Cache) AddFile(src, name string, want BuildID) (*Entry, error) {
 	}
 	dir := path.Join(rel, bid.String())
 	if err := c.place(root, dir, role, src, bid); err != nil {
-		return nil, err
+		return nil, c.escapeErr(root, err, dir)
 	}
 	if role == "elf" && !strings.HasSuffix(name, ".ko") {
 		if dbg := c.findDebug(bid); dbg != "" {
@@ -185,7 +212,8 @@ func (c *Cache) AddFile(src, name string, want BuildID) (*Entry, error) {
 			_ = c.place(root, dir, "debug", dbg, bid)
 		}
 	}
-	return c.link(root, dir, bid)
+	e, err := c.link(root, dir, bid)
+	return e, c.escapeErr(root, err, path.Dir(linkRel(bid.String())))
 }
 
 // AddKernel caches the running kernel's /proc/kallsyms under its build-id,
@@ -226,6 +254,11 @@ func (c *Cache) addBytes(name, role string, bid BuildID, b []byte) (*Entry, erro
 		return e, nil
 	}
 	dir := path.Join(name, bid.String())
+	e, err := c.writeBytes(root, dir, role, bid, b)
+	return e, c.escapeErr(root, err, dir, path.Dir(linkRel(bid.String())))
+}
+
+func (c *Cache) writeBytes(root *os.Root, dir, role string, bid BuildID, b []byte) (*Entry, error) {
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -592,3 +592,40 @@ func TestAddHardLinkSymlinkedSource(t *testing.T) {
 		t.Errorf("elf is %v, same file as the target: %v", st.Mode(), os.SameFile(a, st))
 	}
 }
+
+// TestAddControlCharsAndPlantedLinks: names with control characters are
+// refused, and a write stopped by a planted symlink says ErrUnsafePath and
+// names the link.
+func TestAddControlCharsAndPlantedLinks(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	cacheDir := filepath.Join(dir, "cache")
+	c := &Cache{Dir: cacheDir, DebugDirs: []string{}}
+	for _, name := range []string{"/usr/bin/a\nb", "/usr/bin/\tx", "/usr/bin/\x1b[31mx", "/usr/bin/x\x7f", "[vd\nso]"} {
+		if _, err := c.AddFile(prog, name, nil); !errors.Is(err, ErrUnsafePath) {
+			t.Errorf("AddFile(%q): err = %v, want ErrUnsafePath", name, err)
+		}
+	}
+	outside := filepath.Join(dir, "outside")
+	os.MkdirAll(outside, 0o755)
+	os.MkdirAll(cacheDir, 0o755)
+	link := filepath.Join(cacheDir, "usr")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.AddFile(prog, "/usr/bin/app", nil)
+	if !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), link) {
+		t.Errorf("planted %s: err = %v", link, err)
+	}
+	bid := filepath.Join(cacheDir, ".build-id")
+	if err := os.Symlink(outside, bid); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.AddFile(prog, "/ok/app", nil)
+	if !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), bid) {
+		t.Errorf("planted %s: err = %v", bid, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("written outside the cache: %v", ents)
+	}
+}
