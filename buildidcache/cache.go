@@ -430,7 +430,11 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 	}
 	// io.Copy between two *os.File uses copy_file_range, which shares
 	// extents on file systems that can (btrfs, xfs).
-	_, err = io.Copy(out, in)
+	var r io.Reader = in
+	if copyFault != nil {
+		r = copyFault(in)
+	}
+	_, err = io.Copy(out, r)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -488,6 +492,11 @@ func (c *Cache) link(root *os.Root, dir string, bid BuildID) (*Entry, error) {
 	e.Added = true
 	return e, nil
 }
+
+// copyFault, set only by tests, wraps the source of a cache copy: the
+// fault-injection point that proves a copy cut short leaves nothing a
+// lookup would trust.
+var copyFault func(io.Reader) io.Reader
 
 type fileKey struct{ dev, ino uint64 }
 

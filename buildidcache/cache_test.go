@@ -3,6 +3,7 @@ package buildidcache
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -627,5 +628,84 @@ func TestAddControlCharsAndPlantedLinks(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("written outside the cache: %v", ents)
+	}
+}
+
+// halfReader reads until half of size has been copied, then calls at
+// (while the half-written temporary file is on disk) and fails.
+type halfReader struct {
+	r       io.Reader
+	n, size int64
+	at      func()
+}
+
+func (h *halfReader) Read(b []byte) (int, error) {
+	if h.n >= h.size/2 {
+		h.at()
+		return 0, errors.New("injected fault halfway through the copy")
+	}
+	b = b[:min(int64(len(b)), h.size/2-h.n)]
+	n, err := h.r.Read(b)
+	h.n += int64(n)
+	return n, err
+}
+
+// TestAddInterruptedCopy fails a cache copy halfway. While the half file
+// is on disk, and after the failure, there is no elf and no .build-id
+// link, and List, Has and Resolve see nothing; a later Add succeeds.
+func TestAddInterruptedCopy(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	id := mustID(t, prog).BuildID
+	st, _ := os.Stat(prog)
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+	entryDir := filepath.Join(c.Dir, strings.TrimPrefix(prog, "/"), id.String())
+	link := filepath.Join(c.Dir, ".build-id", id.String()[:2], id.String()[2:])
+	nothing := func(when string) {
+		t.Helper()
+		if _, err := os.Lstat(filepath.Join(entryDir, "elf")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: elf exists: %v", when, err)
+		}
+		if _, err := os.Lstat(link); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: link exists: %v", when, err)
+		}
+		if l, err := c.List(); err != nil || len(l) != 0 {
+			t.Errorf("%s: List = %+v, %v", when, l, err)
+		}
+		if _, ok := c.Has(id); ok {
+			t.Errorf("%s: Has", when)
+		}
+		opts := noNet(t)
+		opts.BuildIDDir = c.Dir
+		if res, err := New(opts).Resolve(context.Background(), Query{BuildID: id}); err == nil {
+			t.Errorf("%s: resolved to %+v", when, res.Identity)
+		}
+	}
+	sawHalf := false
+	copyFault = func(r io.Reader) io.Reader {
+		return &halfReader{r: r, size: st.Size(), at: func() {
+			ents, _ := os.ReadDir(entryDir)
+			for _, e := range ents {
+				if info, _ := e.Info(); strings.Contains(e.Name(), tmpMarker) && info.Size() == st.Size()/2 {
+					sawHalf = true
+				}
+			}
+			nothing("mid-copy")
+		}}
+	}
+	defer func() { copyFault = nil }()
+	if _, err := c.AddFile(prog, prog, nil); err == nil || !strings.Contains(err.Error(), "injected fault") {
+		t.Fatalf("AddFile: %v", err)
+	}
+	if !sawHalf {
+		t.Error("the half-written temporary file was not on disk during the copy")
+	}
+	nothing("after the failure")
+	if ents, _ := os.ReadDir(entryDir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+	copyFault = nil
+	if e, err := c.AddFile(prog, prog, nil); err != nil || !e.Added {
+		t.Errorf("AddFile after the fault: %+v %v", e, err)
 	}
 }
