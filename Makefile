@@ -9,3 +9,7 @@ build:
 
 bench:
 	./bench/run.sh
+
+# The main job on the committed recording testdata/perf/cshared-fp.data.
+demo:
+	./scripts/demo.sh

@@ -26,8 +26,8 @@ export CGO_ENABLED=0
 go build ./...
 go vet ./...
 # The race detector needs cgo; it runs on the packages with goroutines.
-race_pkgs=$(go list ./... | grep -E '/(buildidcache|symbolize|check)($|/)' || true)
-plain_pkgs=$(go list ./... | grep -vE '/(buildidcache|symbolize|check)($|/)' || true)
+race_pkgs=$(go list ./... | grep -E '/(perfdata|buildidcache|symbolize|check)($|/)' || true)
+plain_pkgs=$(go list ./... | grep -vE '/(perfdata|buildidcache|symbolize|check)($|/)' || true)
 status=0
 if [ -n "$plain_pkgs" ]; then
 	go test -count=1 -timeout 15m $plain_pkgs || status=1
