@@ -146,42 +146,71 @@ func (r *Resolver) lookDebuginfod(ctx context.Context, s *search, typ string) {
 func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchResult, error) {
 	hexID := bid.String()
 	var target string
+	var set fetchResult // a wrong cached file set aside
 	if d.cache != "" {
 		target = filepath.Join(d.cache, hexID, typ)
-		if res, ok, err := d.cached(target); ok {
+		res, ok, err := d.cached(target, bid, typ)
+		if ok {
 			return res, err
 		}
+		set = res
 	}
 	if len(d.urls) == 0 {
-		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
+		return set, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
 	}
 	v, err, _ := d.flight.Do(hexID+"/"+typ, func() (any, error) {
 		// A download that finished between our cache check and this
 		// call has left its file: look again before asking a server.
+		var set fetchResult
 		if target != "" {
-			if res, ok, err := d.cached(target); ok {
+			res, ok, err := d.cached(target, bid, typ)
+			if ok {
 				return res, err
 			}
+			set = res // set aside by this call, reported with the download
 		}
 		// The download serves every goroutine waiting on it, so it must not
 		// die with the first caller's context; the stall timeout and the
 		// deadline bound it instead.
 		res, err := d.download(context.WithoutCancel(ctx), bid, typ, target)
+		res.rejected = append(set.rejected, res.rejected...)
 		return res, err
 	})
 	res, _ := v.(fetchResult)
+	res.rejected = append(set.rejected, res.rejected...)
 	return res, err
 }
 
-// cached answers from the cache when it can: a file, or an empty file,
-// which is elfutils' remembered miss and holds for cache_miss_s seconds.
-func (d *debuginfod) cached(target string) (res fetchResult, ok bool, err error) {
+// cached answers from the cache when it can: a file with the build-id
+// asked for, or an empty file, which is elfutils' remembered miss and holds
+// for cache_miss_s seconds. A cached file with another build-id, or one
+// that is not ELF (written by another client, truncated by a crash, or
+// served wrong to a client that does not verify), would otherwise answer
+// for this build-id for ever: it is removed, reported as rejected, and the
+// file downloaded again.
+func (d *debuginfod) cached(target string, bid BuildID, typ string) (res fetchResult, ok bool, err error) {
 	st, err := os.Stat(target)
 	if err != nil || !st.Mode().IsRegular() {
 		return fetchResult{}, false, nil
 	}
 	if st.Size() > 0 {
-		return fetchResult{path: target}, true, nil
+		id, err := ReadFileIdentity(target)
+		var fe *FormatError
+		switch {
+		case err == nil && id.BuildID.Matches(bid):
+			return fetchResult{path: target}, true, nil
+		case err == nil:
+			err = fmt.Errorf("%w: %s has %v", ErrMismatch, target, id.BuildID)
+		case errors.Is(err, ErrNotELF), errors.As(err, &fe):
+		default:
+			// Unreadable (permissions): leave it; the resolver reports it.
+			return fetchResult{path: target}, true, nil
+		}
+		if rerr := os.Remove(target); rerr != nil {
+			return fetchResult{}, true, fmt.Errorf("%w: %v; removing it: %v", ErrNotFound, err, rerr)
+		}
+		return fetchResult{rejected: []Candidate{{Locator: "debuginfod", Path: target, Role: typ,
+			Err: fmt.Errorf("%w (removed from the debuginfod cache)", err)}}}, false, nil
 	}
 	if time.Since(st.ModTime()) < d.cacheMiss() {
 		return fetchResult{}, true, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)

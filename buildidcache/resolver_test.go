@@ -636,6 +636,37 @@ func TestDebuginfodFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("wrong-file-in-cache", func(t *testing.T) {
+		// A file with another build-id already sits in the client cache
+		// (another client, an old bug): it must not block the build-id.
+		s, n := faultServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/executable") {
+				http.ServeFile(w, r, prog)
+				return
+			}
+			http.NotFound(w, r)
+		})
+		opts := noNet(t)
+		opts.DebuginfodURLs = []string{s.URL}
+		cached := filepath.Join(opts.DebuginfodCache, id.BuildID.String(), "executable")
+		os.MkdirAll(filepath.Dir(cached), 0o700)
+		b, _ := os.ReadFile(other)
+		os.WriteFile(cached, b, 0o644)
+		res, err := New(opts).Resolve(ctx, Query{BuildID: id.BuildID})
+		if err != nil {
+			t.Fatalf("%v (after %d requests)", err, n.Load())
+		}
+		if res.Identity.Locator != "debuginfod" || res.Identity.Path != cached || res.Identity.URL != s.URL {
+			t.Errorf("identity %+v", res.Identity)
+		}
+		if len(res.Rejected) != 1 || !errors.Is(res.Rejected[0].Err, ErrMismatch) || res.Rejected[0].Path != cached {
+			t.Errorf("rejected %+v", res.Rejected)
+		}
+		if got := mustID(t, cached).BuildID; !got.Matches(id.BuildID) {
+			t.Errorf("cache holds %v", got)
+		}
+	})
+
 	t.Run("stall", func(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)
