@@ -85,6 +85,20 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	if err := s.Feed(ctx, f); err != nil {
 		return nil, err
 	}
+	// A pipe's feature sections arrive as HEADER_FEATURE records after
+	// its attrs, so they are known only once reading has begun: ask again
+	// now, before the verdicts (which compare the recording's kernel
+	// release and clock with this machine's) are given.
+	if s.opts.KernelRelease == "" {
+		if rel, err := f.Features().OSRelease(); err == nil {
+			s.opts.KernelRelease = rel
+		}
+	}
+	if s.opts.Clock == nil {
+		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
+			s.opts.Clock = &cd
+		}
+	}
 	ids, err := f.Features().BuildIDs()
 	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
 		return nil, fmt.Errorf("%s: build-id table: %w", name, err)
