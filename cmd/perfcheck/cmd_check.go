@@ -156,6 +156,16 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, rep.Summary())
+	if len(rep.Notes) > 0 {
+		// Limits of the check on this recording (e.g. --call-graph dwarf
+		// samples whose unwinding stopped at an unproven binary): the
+		// counts above do not cover what lies beyond them.
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Notes:")
+		for _, n := range rep.Notes {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
 	if len(rep.Advice) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "What to do:")

@@ -62,3 +62,34 @@ func TestCheckStdinKernelRelease(t *testing.T) {
 		t.Errorf("no [kernel.kallsyms] row:\n%s", out)
 	}
 }
+
+// The text report prints the report's notes. In cshared-dwarf.data the
+// user callers come from --call-graph dwarf stack copies; with the
+// recorded binaries absent (an empty --symfs) none can be proven, so
+// every sample's unwinding stops at the leaf and a note says so.
+func TestCheckTextNotes(t *testing.T) {
+	p := ckFixture(t, "cshared-dwarf.data")
+	args := append([]string{"check", "--symfs", t.TempDir(), p}, ckHermetic(t)...)
+	out, errs, code := ckRun(t, args...)
+	if code == exitError {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	jout, _, _ := ckRun(t, append(args, "--json")...)
+	var rep struct {
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(jout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) == 0 {
+		t.Fatalf("the JSON report has no notes; the fixture should give one:\n%s", jout)
+	}
+	if !strings.Contains(out, "\nNotes:\n") {
+		t.Errorf("no Notes section in the text report:\n%s", out)
+	}
+	for _, n := range rep.Notes {
+		if !strings.Contains(out, "  - "+n+"\n") {
+			t.Errorf("note %q missing from the text report:\n%s", n, out)
+		}
+	}
+}
