@@ -44,6 +44,41 @@ type debuginfod struct {
 	mu      sync.Mutex
 	started time.Time        // first request; the deadline counts from here
 	down    map[string]error // servers that failed for a network reason
+	scratch string           // without a cache: this Resolver's download directory
+	closed  bool
+}
+
+// scratchDir returns the directory downloads go to when there is no
+// cache (no $HOME, $XDG_CACHE_HOME or $DEBUGINFOD_CACHE_PATH): one per
+// Resolver, made on first use and removed by Close, so that files stay
+// for the symbolizer as long as the Resolver lives and no run leaves one
+// directory per download behind.
+func (d *debuginfod) scratchDir() (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return "", errors.New("debuginfod: resolver closed")
+	}
+	if d.scratch == "" {
+		dir, err := os.MkdirTemp("", "perfcheck-debuginfod-")
+		if err != nil {
+			return "", err
+		}
+		d.scratch = dir
+	}
+	return d.scratch, nil
+}
+
+func (d *debuginfod) close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	if d.scratch == "" {
+		return nil
+	}
+	err := os.RemoveAll(d.scratch)
+	d.scratch = ""
+	return err
 }
 
 // fetchResult is shared by all goroutines that asked for the same file.
@@ -145,38 +180,42 @@ func (r *Resolver) lookDebuginfod(ctx context.Context, s *search, typ string) {
 // fetch returns the cached or downloaded file of type typ for bid.
 func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchResult, error) {
 	hexID := bid.String()
-	var target string
-	var set fetchResult // a wrong cached file set aside
-	if d.cache != "" {
-		target = filepath.Join(d.cache, hexID, typ)
-		res, ok, err := d.cached(target, bid, typ)
-		if ok {
-			return res, err
-		}
-		set = res
+	if d.cache == "" && len(d.urls) == 0 {
+		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
 	}
+	cache := d.cache
+	if cache == "" {
+		dir, err := d.scratchDir()
+		if err != nil {
+			return fetchResult{}, err
+		}
+		cache = dir
+	}
+	target := filepath.Join(cache, hexID, typ)
+	res, ok, err := d.cached(target, bid, typ)
+	if ok {
+		return res, err
+	}
+	set := res // a wrong cached file set aside
 	if len(d.urls) == 0 {
 		return set, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
 	}
 	v, err, _ := d.flight.Do(hexID+"/"+typ, func() (any, error) {
 		// A download that finished between our cache check and this
 		// call has left its file: look again before asking a server.
-		var set fetchResult
-		if target != "" {
-			res, ok, err := d.cached(target, bid, typ)
-			if ok {
-				return res, err
-			}
-			set = res // set aside by this call, reported with the download
+		res, ok, err := d.cached(target, bid, typ)
+		if ok {
+			return res, err
 		}
+		set := res // set aside by this call, reported with the download
 		// The download serves every goroutine waiting on it, so it must not
 		// die with the first caller's context; the stall timeout and the
 		// deadline bound it instead.
-		res, err := d.download(context.WithoutCancel(ctx), bid, typ, target)
+		res, err = d.download(context.WithoutCancel(ctx), bid, typ, target)
 		res.rejected = append(set.rejected, res.rejected...)
 		return res, err
 	})
-	res, _ := v.(fetchResult)
+	res, _ = v.(fetchResult)
 	res.rejected = append(set.rejected, res.rejected...)
 	return res, err
 }
@@ -264,19 +303,9 @@ func (d *debuginfod) download(ctx context.Context, bid BuildID, typ, target stri
 	if len(live) == 0 {
 		return res, fmt.Errorf("%w: every server failed earlier", ErrServer)
 	}
-	dir := ""
-	if target != "" {
-		dir = filepath.Dir(target)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return res, fmt.Errorf("debuginfod cache: %w", err)
-		}
-	} else {
-		tmp, err := os.MkdirTemp("", "perfcheck-debuginfod-")
-		if err != nil {
-			return res, err
-		}
-		dir = tmp
-		target = filepath.Join(tmp, typ)
+	dir := filepath.Dir(target)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return res, fmt.Errorf("debuginfod cache: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -232,6 +232,16 @@ func New(opts Options) *Resolver {
 	return r
 }
 
+// Close removes the files the Resolver downloaded when it had no
+// debuginfod cache directory to keep them in (see Options.DebuginfodCache);
+// paths it returned there are gone afterwards. It is a no-op otherwise.
+func (r *Resolver) Close() error {
+	if r.dl == nil {
+		return nil
+	}
+	return r.dl.close()
+}
+
 // underSymFS maps a recorded absolute path into SymFS. The path is cleaned
 // as if rooted, so ".." cannot climb out of SymFS.
 func (r *Resolver) underSymFS(p string) string {

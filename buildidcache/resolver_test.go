@@ -667,6 +667,49 @@ func TestDebuginfodFaults(t *testing.T) {
 		}
 	})
 
+	t.Run("no-cache-dir", func(t *testing.T) {
+		// Without HOME, XDG_CACHE_HOME and DEBUGINFOD_CACHE_PATH there is
+		// no cache: downloads go to one scratch directory per Resolver,
+		// which Close removes.
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		t.Setenv("HOME", "")
+		t.Setenv("XDG_CACHE_HOME", "")
+		t.Setenv("DEBUGINFOD_CACHE_PATH", "")
+		s, _ := faultServer(t, func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.Contains(r.URL.Path, id.BuildID.String()+"/executable"):
+				http.ServeFile(w, r, prog)
+			case strings.HasSuffix(r.URL.Path, "/executable"):
+				http.ServeFile(w, r, other)
+			default:
+				http.NotFound(w, r)
+			}
+		})
+		opts := noNet(t)
+		opts.DebuginfodCache = ""
+		opts.DebuginfodURLs = []string{s.URL}
+		r := New(opts)
+		for _, f := range []string{prog, other} {
+			res, err := r.Resolve(ctx, Query{BuildID: mustID(t, f).BuildID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(res.Identity.Path, tmp) {
+				t.Errorf("downloaded to %s", res.Identity.Path)
+			}
+		}
+		if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
+			t.Errorf("%d scratch directories for two downloads: %v", len(ents), ents)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+			t.Errorf("left after Close: %v", ents)
+		}
+	})
+
 	t.Run("stall", func(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)

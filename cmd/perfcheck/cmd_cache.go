@@ -384,6 +384,7 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 		return errorf(stderr, name, "%v", err)
 	}
 	r := buildidcache.New(opts)
+	defer r.Close()
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, File: file, Results: []cacheAddJSON{}}
 	dsos := append([]*check.DSO(nil), res.DSOs...)
 	sort.SliceStable(dsos, func(i, j int) bool { return dsos[i].Path < dsos[j].Path })
