@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -810,4 +811,83 @@ func TestDebuginfodFaults(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// TestDebuginfodTimeoutEnv: $DEBUGINFOD_TIMEOUT is whole seconds, as
+// elfutils reads it; anything else leaves the default, and the option
+// wins over the environment.
+func TestDebuginfodTimeoutEnv(t *testing.T) {
+	for env, want := range map[string]time.Duration{
+		"": defaultDebuginfodTimeout, "3": 3 * time.Second, "90": 90 * time.Second,
+		"0": defaultDebuginfodTimeout, "-5": defaultDebuginfodTimeout, "abc": defaultDebuginfodTimeout,
+		"2.5": defaultDebuginfodTimeout,
+	} {
+		t.Setenv("DEBUGINFOD_TIMEOUT", env)
+		opts := noNet(t)
+		if got := New(opts).dl.timeout; got != want {
+			t.Errorf("DEBUGINFOD_TIMEOUT=%q: timeout %v, want %v", env, got, want)
+		}
+		opts.DebuginfodTimeout = 7 * time.Second
+		if got := New(opts).dl.timeout; got != 7*time.Second {
+			t.Errorf("DEBUGINFOD_TIMEOUT=%q with the option: %v", env, got)
+		}
+	}
+}
+
+// TestProgressReader: a download longer than a second prints progress
+// lines to its writer and a final line; without a writer nothing.
+func TestProgressReader(t *testing.T) {
+	stall := time.AfterFunc(time.Hour, func() {})
+	defer stall.Stop()
+	body := strings.Repeat("x", 3_000_000)
+	var buf bytes.Buffer
+	p := &progressReader{r: strings.NewReader(body), stall: stall, timeout: time.Hour, w: &buf,
+		label: "abcd executable", total: int64(len(body)),
+		start: time.Now().Add(-2 * time.Second)} // as if it began 2 s ago
+	if n, err := io.Copy(io.Discard, p); err != nil || n != int64(len(body)) {
+		t.Fatalf("copied %d: %v", n, err)
+	}
+	p.finish()
+	out := buf.String()
+	if !strings.HasPrefix(out, "\rdebuginfod: abcd executable ") || !strings.Contains(out, "/3.0 MB") ||
+		!strings.HasSuffix(out, "\rdebuginfod: abcd executable 3.0 MB done\n") {
+		t.Errorf("progress output %q", out)
+	}
+	q := &progressReader{r: strings.NewReader(body), stall: stall, timeout: time.Hour,
+		start: time.Now().Add(-2 * time.Second)}
+	io.Copy(io.Discard, q)
+	q.finish() // no writer: must print nothing (and not panic)
+	if q.printed {
+		t.Error("printed without a writer")
+	}
+}
+
+// failTransport fails the test on any request.
+type failTransport struct{ t *testing.T }
+
+func (f failTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.t.Errorf("network access without a configured server: %s", r.URL)
+	return nil, errors.New("no network in this test")
+}
+
+// TestNoNetworkUnlessConfigured: with $DEBUGINFOD_URLS unset and no
+// --debuginfod, resolving every kind of query makes no request.
+func TestNoNetworkUnlessConfigured(t *testing.T) {
+	t.Setenv("DEBUGINFOD_URLS", "")
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	opts := noNet(t)
+	opts.DebuginfodURLs = nil // from the environment
+	opts.HTTPClient = &http.Client{Transport: failTransport{t}}
+	r := New(opts)
+	defer r.Close()
+	ctx := context.Background()
+	for _, q := range []Query{
+		{BuildID: mustID(t, prog).BuildID, Path: prog},
+		{BuildID: BuildID(bytes.Repeat([]byte{0xab}, 20)), Path: "/nonexistent"},
+		{BuildID: BuildID(bytes.Repeat([]byte{0xcd}, 20)), Kind: KindKernel, Path: "[kernel.kallsyms]"},
+		{BuildID: BuildID(bytes.Repeat([]byte{0xef}, 20)), Kind: KindModule, Path: "/lib/modules/x.ko"},
+	} {
+		r.Resolve(ctx, q)
+	}
 }
