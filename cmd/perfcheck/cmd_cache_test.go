@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,5 +177,27 @@ func TestLookupFlags(t *testing.T) {
 	o2 := lf2.options(os.Stderr)
 	if o2.DebuginfodURLs == nil || len(o2.DebuginfodURLs) != 0 || o2.BuildIDDir != "/flag" || o2.DebugDirs != nil {
 		t.Errorf("options %+v", o2)
+	}
+}
+
+// TestLookupFlagsProgressOnlyOnTerminal: download progress goes to stderr
+// only when it is a terminal; a file, a pipe or a buffer gets none.
+func TestLookupFlagsProgressOnlyOnTerminal(t *testing.T) {
+	var lf lookupFlags
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	for _, w := range []io.Writer{f, pw, &bytes.Buffer{}} {
+		if o := lf.options(w); o.Progress != nil {
+			t.Errorf("%T: progress enabled on a non-terminal", w)
+		}
 	}
 }
