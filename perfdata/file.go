@@ -240,6 +240,11 @@ func (f *File) readAttrs(attrSize uint64, off, size int64) error {
 	if err := f.readAt(buf, off, "attrs section"); err != nil {
 		return err
 	}
+	// Each attr's ids lie in the file, and perf writes them one after the
+	// other (perf_session__write_header in header.c), so all of them
+	// together fit the file too. Without the running total, attrs that
+	// all name the whole file would cost the file's size once per attr.
+	var idsTotal int64
 	for i := int64(0); i < n; i++ {
 		e := buf[i*int64(attrSize) : (i+1)*int64(attrSize)]
 		ab := e[:len(e)-16]
@@ -259,6 +264,9 @@ func (f *File) readAttrs(attrSize uint64, off, size int64) error {
 		if idsSize != 0 {
 			if idsOff < 0 || idsSize < 0 || idsOff > f.size || idsSize > f.size-idsOff {
 				return f.errorf(entryOff+int64(len(ab)), io.ErrUnexpectedEOF, "attr %d: ids [offset %d, size %d] lie outside the file (%d bytes)", i, idsOff, idsSize, f.size)
+			}
+			if idsTotal += idsSize; idsTotal > f.size {
+				return f.errorf(entryOff, ErrMalformed, "attr %d: ids [offset %d, size %d] bring the attrs' ids to %d bytes, more than the file's %d: the id ranges overlap", i, idsOff, idsSize, idsTotal, f.size)
 			}
 			b := make([]byte, idsSize/8*8)
 			if err := f.readAt(b, idsOff, "ids"); err != nil {

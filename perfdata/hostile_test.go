@@ -1,0 +1,62 @@
+package perfdata
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// TestAttrIDsQuadratic: every attr of a file can name an ids range, and
+// each range alone fits the file; a file whose attrs all name the whole
+// file made the reader keep (and index) the file's size in ids once per
+// attr — memory growing with the square of the input. No real recording
+// has overlapping id ranges (none of ../shared/corpus, none of the
+// fixtures), so ids beyond the file's size in all are an error, found
+// before they are read.
+//
+// The hostile file is built here from the real twoevents.data: its attrs
+// section is moved to the end of the file and replaced by 64 copies of its
+// first attr, each with ids {offset 0, size: the whole file}.
+func TestAttrIDsQuadratic(t *testing.T) {
+	b := readFixture(t, "twoevents.data")
+	o := binary.LittleEndian
+	attrSize := int64(o.Uint64(b[16:]))
+	attrsOff := int64(o.Uint64(b[24:]))
+	const copies = 64
+	newOff := int64(len(b))
+	size := newOff + copies*attrSize
+	c := bytes.Clone(b)
+	entry := b[attrsOff : attrsOff+attrSize]
+	for range copies {
+		e := bytes.Clone(entry)
+		o.PutUint64(e[attrSize-16:], 0)
+		o.PutUint64(e[attrSize-8:], uint64(size))
+		c = append(c, e...)
+	}
+	o.PutUint64(c[24:], uint64(newOff))
+	o.PutUint64(c[32:], uint64(copies*attrSize))
+
+	var f *File
+	var err error
+	grew := allocated(func() {
+		f, err = NewFile(bytes.NewReader(c), int64(len(c)))
+	})
+	// Reading one attr's ids costs a read buffer, the ids and their
+	// index: a few times the file, never once per attr.
+	t.Logf("%d-byte file: %d bytes allocated", len(c), grew)
+	if grew > 16*uint64(len(c)) {
+		t.Errorf("a %d-byte file made NewFile allocate %d bytes (%.0f times its size)", len(c), grew, float64(grew)/float64(len(c)))
+	}
+	if f != nil || !errors.Is(err, ErrMalformed) {
+		t.Fatalf("got a File: %v, error %v; want an ErrMalformed", f != nil, err)
+	}
+	// The second attr's ids are the first to exceed the file.
+	wantErrAt(t, err, newOff+attrSize, ErrMalformed, "ids")
+	t.Log(err)
+
+	// The real layout, with its ids apart, still reads.
+	if _, err := NewFile(bytes.NewReader(b), int64(len(b))); err != nil {
+		t.Fatal(err)
+	}
+}
