@@ -14,6 +14,14 @@ import (
 // name: it reads every record in perf's time order, rebuilds the address
 // spaces, resolves every sampled address, gives each DSO a verdict and
 // symbolizes what may be. RecordingEnd defaults to the file's mtime.
+//
+// When reading stops at an error inside the records (a truncated or corrupt
+// recording, whose error names the file and the byte offset), Analyze
+// returns both: the Result of every record delivered before the error,
+// with Partial set and ReadErr the error, and the error itself. A nil
+// Result comes only with errors that leave nothing to report (the file
+// cannot be opened, its header is malformed, ctx was cancelled). The same
+// holds for AnalyzeFile and AnalyzeReader.
 func Analyze(ctx context.Context, name string, opts Options) (*Result, error) {
 	f, err := perfdata.Open(name)
 	if err != nil {
@@ -82,8 +90,16 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 			early = len(ids)
 		}
 	}
+	// A read error (a truncated or corrupt recording) ends the reading but
+	// not the check: the records before it are real, and a user wants
+	// their report, marked partial, with the error. Only cancellation
+	// returns nothing.
+	var readErr error
 	if err := s.Feed(ctx, f); err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		readErr = nameError(name, err)
 	}
 	// A pipe's feature sections arrive as HEADER_FEATURE records after
 	// its attrs, so they are known only once reading has begun: ask again
@@ -100,8 +116,10 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		}
 	}
 	ids, err := f.Features().BuildIDs()
-	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
-		return nil, fmt.Errorf("%s: build-id table: %w", name, err)
+	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) && readErr == nil {
+		// Without the table the verdicts rest on weaker evidence; the
+		// records are still whole, so the result is partial, not lost.
+		readErr = fmt.Errorf("%s: build-id table: %w", name, err)
 	}
 	if len(ids) > early {
 		s.AddBuildIDs(ids[early:])
@@ -115,7 +133,22 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)
 	}
+	if readErr != nil {
+		res.Partial = true
+		res.ReadErr = readErr
+		return res, readErr
+	}
 	return res, nil
+}
+
+// nameError makes sure a read error names its input: a pipe reader's
+// FormatError does not know the stream's name.
+func nameError(name string, err error) error {
+	var fe *perfdata.FormatError
+	if name != "" && name != "-" && errors.As(err, &fe) && fe.File == "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
 }
 
 // Feed reads every record of f in time order (perf's ordered delivery)

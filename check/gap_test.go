@@ -2,9 +2,15 @@ package check
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // corpusFile returns a file of the shared corpus, skipping the test when
@@ -47,5 +53,114 @@ func TestAnalyzeReaderKernelRelease(t *testing.T) {
 	}
 	if k.Verdict != Replaced || !strings.Contains(k.Reason, "4.4.0-116-generic") {
 		t.Errorf("kernel: %v (%s); want replaced, naming the recording's release 4.4.0-116-generic", k.Verdict, k.Reason)
+	}
+}
+
+// truncatedFixture writes testdata/perf/cshared-fp.data cut in the middle
+// of its data section (a recording whose copy was interrupted) and returns
+// its path. The cut is placed 20 bytes into a record so that the reader
+// must report a record cut short.
+func truncatedFixture(t *testing.T) string {
+	t.Helper()
+	src := "../testdata/perf/cshared-fp.data"
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := perfdata.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, size := f.DataRange()
+	f.Close()
+	// Walk the records (8-byte headers: type u32, misc u16, size u16) to
+	// the one that straddles the middle of the data section.
+	mid := off + size/2
+	p := off
+	for p < off+size {
+		n := int64(binary.LittleEndian.Uint16(data[p+6:]))
+		if n == 0 {
+			t.Fatal("zero-size record in the fixture")
+		}
+		if p+n > mid {
+			break
+		}
+		p += n
+	}
+	out := filepath.Join(t.TempDir(), "trunc.data")
+	if err := os.WriteFile(out, data[:p+20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A truncated recording gives the report of what was read and the error:
+// the Result is partial, the error names the file and the offset.
+func TestAnalyzePartialTruncated(t *testing.T) {
+	p := truncatedFixture(t)
+	res, err := Analyze(context.Background(), p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+	if err == nil {
+		t.Fatal("no error for a recording cut inside a record")
+	}
+	if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "offset") {
+		t.Errorf("error %q does not name the file and the offset", err)
+	}
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("error %q is not io.ErrUnexpectedEOF", err)
+	}
+	if res == nil {
+		t.Fatal("no partial result")
+	}
+	if !res.Partial || res.ReadErr == nil || res.ReadErr.Error() != err.Error() {
+		t.Errorf("Partial %v, ReadErr %v; want true and %v", res.Partial, res.ReadErr, err)
+	}
+	// The whole fixture has 301 samples; half of it, some of them.
+	if res.Samples == 0 || res.Samples >= 301 {
+		t.Errorf("partial result has %d samples; want some of the 301", res.Samples)
+	}
+	if len(res.DSOs) == 0 || len(res.Stacks) == 0 {
+		t.Errorf("partial result has %d DSOs and %d stacks", len(res.DSOs), len(res.Stacks))
+	}
+	rep := res.Report()
+	if !rep.Partial || rep.Error != err.Error() {
+		t.Errorf("report: partial %v, error %q", rep.Partial, rep.Error)
+	}
+	if rep.TrustedSamples+rep.UntrustedAnySamples != rep.Samples {
+		t.Errorf("report counts do not add up: %+v", rep)
+	}
+	// The complete file is not partial.
+	full, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+	if err != nil || full.Partial || full.Report().Partial {
+		t.Fatalf("complete fixture: err %v, partial %v", err, full != nil && full.Partial)
+	}
+}
+
+// perf_data_converter's corrupt pipe file: a SAMPLE of size 0 at offset
+// 49104, after 570 good records, none a sample. The result is there, with
+// no samples, and the error names the file and the offset.
+func TestAnalyzePartialCorruptPipe(t *testing.T) {
+	p := corpusFile(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
+	for _, viaReader := range []bool{false, true} {
+		var res *Result
+		var err error
+		if viaReader {
+			f, ferr := os.Open(p)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			res, err = AnalyzeReader(context.Background(), f, p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+			f.Close()
+		} else {
+			res, err = Analyze(context.Background(), p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+		}
+		if err == nil || res == nil {
+			t.Fatalf("reader %v: result %v, error %v; want both", viaReader, res != nil, err)
+		}
+		if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "49104") {
+			t.Errorf("reader %v: error %q does not name the file and offset 49104", viaReader, err)
+		}
+		if !res.Partial || res.Samples != 0 || len(res.Events) != 1 {
+			t.Errorf("reader %v: partial %v, %d samples, events %v", viaReader, res.Partial, res.Samples, res.Events)
+		}
 	}
 }

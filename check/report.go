@@ -25,6 +25,10 @@ type Report struct {
 	// missing, replaced); StrictProblems also counts unverified ones.
 	Problems       int `json:"problems"`
 	StrictProblems int `json:"strict_problems"`
+	// Partial is true when reading stopped at Error before the end of the
+	// recording: the report covers the records before it.
+	Partial bool   `json:"partial,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // DSOReport is one row of the report: a DSO that samples touch.
@@ -64,6 +68,12 @@ func (r *Result) Report() *Report {
 		UntrustedLeafSamples: r.UntrustedLeafSamples,
 		UntrustedAnySamples:  r.UntrustedAnySamples,
 		DSOs:                 make([]DSOReport, 0, len(r.DSOs)),
+	}
+	if r.Partial {
+		rep.Partial = true
+		if r.ReadErr != nil {
+			rep.Error = r.ReadErr.Error()
+		}
 	}
 	if !r.RecordingEnd.IsZero() {
 		t := r.RecordingEnd.UTC()

@@ -110,6 +110,13 @@ type Result struct {
 
 	RecordingEnd time.Time
 
+	// Partial is set when reading stopped at an error before the end of
+	// the recording (a truncated or corrupt file): everything here
+	// describes the records before it. ReadErr is that error (it names
+	// the file and the byte offset).
+	Partial bool
+	ReadErr error
+
 	// StackUserSamples counts samples recorded with a user stack copy
 	// (--call-graph dwarf) that could not be unwound at all (not x86-64,
 	// or no user registers): DSOs reached only there are not seen.

@@ -64,10 +64,18 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 		res, err = check.Analyze(ctx, name, opts)
 		bar.finish()
 	}
-	if err != nil {
+	if res == nil {
 		return nil, err
 	}
-	return &analysis{res: res, events: res.EventInfo}, nil
+	// A read error with a result: the recording was read up to a
+	// truncation or corruption. The commands print what was read, marked
+	// partial, then the error, and exit 2.
+	return &analysis{res: res, events: res.EventInfo}, err
+}
+
+// partialNote is the line the text outputs print about a partial result.
+func partialNote(res *check.Result) string {
+	return fmt.Sprintf("PARTIAL: reading stopped at an error; this covers only the records before it: %v", res.ReadErr)
 }
 
 // stdinReader is where "-" reads from; tests replace it.

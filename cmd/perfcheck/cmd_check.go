@@ -50,9 +50,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := af.options(stderr)
 	opts.NoSymbols = true // the verdicts need no names
-	a, err := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
-	if err != nil {
-		return errorf(stderr, "check", "%v", err)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	if a == nil {
+		return errorf(stderr, "check", "%v", readErr)
 	}
 	rep := a.res.Report()
 	failed := rep.Failed(*strict)
@@ -62,6 +62,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		writeCheckText(stdout, rep, *strict, af.trustPaths)
+	}
+	if readErr != nil {
+		// The report of what was read is printed, but a check of part of
+		// a recording is not a pass: exit 2, the error on stderr.
+		return errorf(stderr, "check", "%v", readErr)
 	}
 	if failed {
 		return exitProblems
@@ -73,7 +78,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 // evidence under each DSO that is not verified, then the summary and what
 // to do.
 func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
-	fmt.Fprintf(w, "%s: %s\n\n", rep.File, strings.Join(nonEmpty(rep.Events), ", "))
+	fmt.Fprintf(w, "%s: %s\n", rep.File, strings.Join(nonEmpty(rep.Events), ", "))
+	if rep.Partial {
+		fmt.Fprintf(w, "PARTIAL: reading stopped at an error; this report covers only the records before it: %s\n", rep.Error)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
 	for _, d := range rep.DSOs {
@@ -177,6 +186,9 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		}
 	}
 	fmt.Fprintln(w)
+	if rep.Partial {
+		fmt.Fprintln(w, "PARTIAL: the recording could not be read to its end (see above); the verdicts cover the records before the error.")
+	}
 	switch n := problemCount(rep, strict); {
 	case n == 0 && strict:
 		fmt.Fprintln(w, "OK: every DSO the samples touch is verified.")

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // sharedCorpus returns a file of /work/shared/corpus, skipping when it is
@@ -91,5 +95,143 @@ func TestCheckTextNotes(t *testing.T) {
 		if !strings.Contains(out, "  - "+n+"\n") {
 			t.Errorf("note %q missing from the text report:\n%s", n, out)
 		}
+	}
+}
+
+// ckTruncated writes cshared-fp.data cut 20 bytes into the record that
+// straddles the middle of its data section (built in test code from the
+// real recording: a copy interrupted mid-way).
+func ckTruncated(t *testing.T) string {
+	t.Helper()
+	src := ckFixture(t, "cshared-fp.data")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := perfdata.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, size := f.DataRange()
+	f.Close()
+	mid, p := off+size/2, off
+	for p < off+size {
+		n := int64(binary.LittleEndian.Uint16(data[p+6:]))
+		if n == 0 {
+			t.Fatal("zero-size record in the fixture")
+		}
+		if p+n > mid {
+			break
+		}
+		p += n
+	}
+	out := filepath.Join(t.TempDir(), "trunc.data")
+	if err := os.WriteFile(out, data[:p+20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A truncated recording: every command prints what was read, marked
+// partial, the error (file and offset) goes to stderr, and the exit
+// status is 2.
+func TestPartialTruncated(t *testing.T) {
+	p := ckTruncated(t)
+	flags := append([]string{"--symfs", ckSymfs(t)}, ckHermetic(t)...)
+	wantErr := func(what, errs string) {
+		t.Helper()
+		if !strings.Contains(errs, p) || !strings.Contains(errs, "offset") {
+			t.Errorf("%s: stderr %q does not name the file and the offset", what, errs)
+		}
+	}
+
+	out, errs, code := ckRun(t, append([]string{"check", p}, flags...)...)
+	if code != exitError {
+		t.Errorf("check: exit %d, want 2", code)
+	}
+	wantErr("check", errs)
+	if !strings.Contains(out, "PARTIAL: ") || !strings.Contains(out, "VERDICT") || !strings.Contains(out, "cshared") {
+		t.Errorf("check: the partial report is not printed and marked:\n%s", out)
+	}
+
+	out, errs, code = ckRun(t, append([]string{"check", "--json", p}, flags...)...)
+	if code != exitError {
+		t.Errorf("check --json: exit %d, want 2", code)
+	}
+	wantErr("check --json", errs)
+	var rep struct {
+		Partial bool   `json:"partial"`
+		Error   string `json:"error"`
+		Samples uint64 `json:"samples"`
+		DSOs    []any  `json:"dsos"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("check --json: %v\n%s", err, out)
+	}
+	if !rep.Partial || !strings.Contains(rep.Error, "offset") || rep.Samples == 0 || rep.Samples >= 301 || len(rep.DSOs) == 0 {
+		t.Errorf("check --json: partial %v, error %q, %d samples, %d DSOs", rep.Partial, rep.Error, rep.Samples, len(rep.DSOs))
+	}
+
+	out, errs, code = ckRun(t, append([]string{"script", p}, flags...)...)
+	if code != exitError {
+		t.Errorf("script: exit %d, want 2", code)
+	}
+	wantErr("script", errs)
+	if n := strings.Count(out, " cpu-clock: "); n == 0 || n >= 301 {
+		t.Errorf("script printed %d samples; want those before the cut", n)
+	}
+
+	out, errs, code = ckRun(t, append([]string{"top", "--json", p}, flags...)...)
+	if code != exitError {
+		t.Errorf("top --json: exit %d, want 2", code)
+	}
+	wantErr("top", errs)
+	var top struct {
+		Partial bool   `json:"partial"`
+		Error   string `json:"error"`
+		Events  []any  `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &top); err != nil || !top.Partial || top.Error == "" || len(top.Events) != 1 {
+		t.Errorf("top --json: %v, %+v", err, top)
+	}
+	out, _, code = ckRun(t, append([]string{"top", p}, flags...)...)
+	if code != exitError || !strings.HasPrefix(out, "PARTIAL: ") || !strings.Contains(out, "main_spin") {
+		t.Errorf("top: exit %d, output:\n%s", code, out)
+	}
+
+	pb := filepath.Join(t.TempDir(), "out.pb.gz")
+	_, errs, code = ckRun(t, append([]string{"pprof", "-o", pb, p}, flags...)...)
+	if code != exitError {
+		t.Errorf("pprof: exit %d, want 2", code)
+	}
+	wantErr("pprof", errs)
+	if st, err := os.Stat(pb); err != nil || st.Size() == 0 {
+		t.Errorf("pprof: no partial profile written: %v", err)
+	}
+}
+
+// The corrupt pipe of the corpus, from standard input: an empty report
+// (no sample precedes the corrupt one), the error naming standard input
+// and offset 49104, exit 2.
+func TestPartialCorruptPipeStdin(t *testing.T) {
+	p := sharedCorpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStdin(t, data)
+	out, errs, code := ckRun(t, append([]string{"check", "--json", "-"}, ckHermetic(t)...)...)
+	if code != exitError {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if !strings.Contains(errs, "standard input") || !strings.Contains(errs, "49104") {
+		t.Errorf("stderr %q does not name standard input and offset 49104", errs)
+	}
+	var rep struct {
+		Partial bool   `json:"partial"`
+		Error   string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Partial || !strings.Contains(rep.Error, "49104") {
+		t.Errorf("JSON: %v, %+v\n%s", err, rep, out)
 	}
 }

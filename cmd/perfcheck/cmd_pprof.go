@@ -33,6 +33,10 @@ type pprofJSON struct {
 	Functions    int      `json:"functions"`
 	Mappings     int      `json:"mappings"`
 	Unsymbolized []string `json:"unsymbolized_mappings"` // mappings left for pprof to symbolize by build-id
+	// Partial and Error: reading stopped at Error; the profile holds the
+	// samples before it.
+	Partial bool   `json:"partial,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 func runPprof(args []string, stdout, stderr io.Writer) int {
@@ -63,11 +67,16 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	if *out != "-" && pos[0] != "-" && sameFile(*out, pos[0]) {
 		return errorf(stderr, "pprof", "-o %s is the input file", *out)
 	}
-	a, err := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
-	if err != nil {
-		return errorf(stderr, "pprof", "%v", err)
+	a, readErr := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
+	if a == nil {
+		return errorf(stderr, "pprof", "%v", readErr)
 	}
 	opts := pprofout.Options{Events: a.events, Comments: recordingComments(pos[0])}
+	if readErr != nil {
+		// The profile of what was read is still written (and says it is
+		// partial, in its comments); the exit status is 2.
+		opts.Comments = append(opts.Comments, "partial: "+readErr.Error())
+	}
 	p, err := pprofout.Convert(a.res, opts)
 	if err != nil {
 		return errorf(stderr, "pprof", "%s: %v", pos[0], err)
@@ -103,6 +112,9 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 				j.Unsymbolized = append(j.Unsymbolized, m.File)
 			}
 		}
+		if readErr != nil {
+			j.Partial, j.Error = true, readErr.Error()
+		}
 		if err := writeJSON(stdout, j); err != nil {
 			return errorf(stderr, "pprof", "%v", err)
 		}
@@ -111,6 +123,9 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	if rep.UntrustedAnySamples > 0 {
 		fmt.Fprintf(stderr, "perfcheck pprof: %s; frames of %d untrusted DSO%s are left unnamed (see `perfcheck check %s`)\n",
 			rep.Summary(), rep.Problems, plural(rep.Problems), pos[0])
+	}
+	if readErr != nil {
+		return errorf(stderr, "pprof", "partial profile written: %v", readErr)
 	}
 	return exitOK
 }

@@ -69,9 +69,9 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := af.options(stderr)
 	opts.KeepSamples = true
-	a, err := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
-	if err != nil {
-		return errorf(stderr, "script", "%v", err)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	if a == nil {
+		return errorf(stderr, "script", "%v", readErr)
 	}
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	var enc *json.Encoder
@@ -80,7 +80,7 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		enc.SetEscapeHTML(false)
 	}
 	var line []byte
-	err = a.res.EachSample(func(s *check.Sample) error {
+	err := a.res.EachSample(func(s *check.Sample) error {
 		if enc != nil {
 			return enc.Encode(a.scriptJSON(s))
 		}
@@ -93,6 +93,11 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return errorf(stderr, "script", "%v", err)
+	}
+	if readErr != nil {
+		// The samples before the error were printed, as perf script
+		// does; the error and exit 2 say the rest is missing.
+		return errorf(stderr, "script", "partial output: %v", readErr)
 	}
 	return exitOK
 }

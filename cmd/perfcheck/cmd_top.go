@@ -25,6 +25,10 @@ func init() {
 type topJSON struct {
 	File   string     `json:"file"`
 	Events []topEvent `json:"events"`
+	// Partial and Error: reading stopped at Error; the tables cover the
+	// records before it.
+	Partial bool   `json:"partial,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // topEvent is the table of one event: perf report shows each event apart,
@@ -93,19 +97,29 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	a, err := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
-	if err != nil {
-		return errorf(stderr, "top", "%v", err)
+	a, readErr := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
+	if a == nil {
+		return errorf(stderr, "top", "%v", readErr)
 	}
 	out := topJSON{File: a.res.File, Events: a.top(*sortBy == "total", *n)}
+	if readErr != nil {
+		out.Partial, out.Error = true, readErr.Error()
+	}
 	if *jsonOut {
 		if err := writeJSON(stdout, out); err != nil {
 			return errorf(stderr, "top", "%v", err)
+		}
+		if readErr != nil {
+			return errorf(stderr, "top", "%v", readErr)
 		}
 		return exitOK
 	}
 	bw := bufio.NewWriter(stdout)
 	rep := a.res.Report()
+	if readErr != nil {
+		fmt.Fprintln(bw, partialNote(a.res))
+		fmt.Fprintln(bw)
+	}
 	for i, ev := range out.Events {
 		if i > 0 {
 			fmt.Fprintln(bw)
@@ -127,6 +141,9 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := bw.Flush(); err != nil {
 		return errorf(stderr, "top", "%v", err)
+	}
+	if readErr != nil {
+		return errorf(stderr, "top", "%v", readErr)
 	}
 	return exitOK
 }
