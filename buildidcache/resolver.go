@@ -268,12 +268,27 @@ func (s *search) best() DebugLevel {
 	return l
 }
 
-// done reports whether looking further cannot improve the answer.
+// done reports whether looking further cannot improve the answer: with
+// DWARF in hand, the local lookups still go on until a file with code
+// verifies, because a separate debug file (the first to verify in a debug
+// directory) has none, and a caller that disassembles or reads a
+// pclntab needs the executable too. No download is made for that.
 func (s *search) done() bool {
 	if len(s.verified) == 0 {
 		return false
 	}
-	return s.q.IdentityOnly || s.best() == DebugDWARF
+	return s.q.IdentityOnly || (s.best() == DebugDWARF && s.hasCode())
+}
+
+// hasCode reports whether a verified candidate is an executable image
+// rather than separate debuginfo.
+func (s *search) hasCode() bool {
+	for _, c := range s.verified {
+		if c.Role != "debug" && c.Role != "debuginfo" {
+			return true
+		}
+	}
+	return false
 }
 
 // check verifies the ELF file at path against the query and files it as

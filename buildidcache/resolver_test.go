@@ -239,8 +239,10 @@ func TestResolveDebugDirs(t *testing.T) {
 			if res.Best.Path != target || res.Best.Debug != DebugDWARF {
 				t.Errorf("best = %+v, want %s", res.Best, target)
 			}
-			// DWARF cannot be bettered: the search stopped there.
-			if len(res.Verified) != 1 || res.Identity.Path != target {
+			// DWARF cannot be bettered, but a debug file has no code:
+			// the local lookups went on to the executable at the path,
+			// and stopped there.
+			if len(res.Verified) != 2 || res.Identity.Path != target || res.Verified[1].Path != bin || res.Verified[1].Role != "elf" {
 				t.Errorf("verified = %+v", res.Verified)
 			}
 		})

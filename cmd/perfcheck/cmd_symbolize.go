@@ -54,9 +54,10 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	dem := fs.Bool("demangle", true, "demangle C++ and Rust names")
 	addrs := fs.Bool("a", false, "print each address before its frames (addr2line -a)")
 	debugFile := fs.Bool("debug-file", true, "look for a separate debug file (build-id, .gnu_debuglink) in the standard places")
-	buildidDir := fs.String("buildid-dir", "", "perf's build-id cache for --build-id (default $PERF_BUILDID_DIR, else $HOME/.debug)")
-	var debugDirs multiFlag
-	fs.Var(&debugDirs, "debug-dir", "debug directory for --build-id, repeatable (default /usr/lib/debug)")
+	// With --build-id the binary is found as every other command finds
+	// it: --buildid-dir, --debug-dir, --symfs, --debuginfod.
+	var lf lookupFlags
+	lf.register(fs)
 	recorded := fs.String("path", "", "with --build-id: the path the binary was recorded at, for path-based lookups")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]")
@@ -79,24 +80,26 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return errorf(stderr, name, "--build-id: %v", err)
 		}
-		bopts := buildidcache.Options{BuildIDDir: *buildidDir}
-		if len(debugDirs) > 0 {
-			bopts.DebugDirs = debugDirs
-		}
-		res, err := buildidcache.New(bopts).Resolve(context.Background(), buildidcache.Query{BuildID: id, Path: *recorded})
+		r := buildidcache.New(lf.options(stderr))
+		defer r.Close() // downloads without a cache directory live until we are done
+		res, err := r.Resolve(context.Background(), buildidcache.Query{BuildID: id, Path: *recorded})
 		if err != nil {
 			return errorf(stderr, name, "%v", err)
 		}
-		if res.Identity.Path == "" || res.Identity.Image != nil {
+		code, best, ok := symbolizeFiles(res)
+		if !ok {
 			return errorf(stderr, name, "build-id %s resolves to %q, which is not a file", id, res.Identity.Path)
 		}
-		*exe = res.Identity.Path
-		// The richest verified file (a separate debuginfo) serves DWARF;
-		// symbolize still checks it against the binary's build-id.
-		if best := res.Best.Path; best != "" && best != res.Identity.Path && res.Best.Image == nil {
-			opts.DebugFile = func(symbolize.DebugQuery) (string, error) { return best, nil }
+		*exe = code.Path
+		// The richest verified file (a separate debuginfo) serves symbols
+		// and DWARF; symbolize still checks it against the binary's
+		// build-id.
+		if best.Path != code.Path {
+			opts.DebugFile = func(symbolize.DebugQuery) (string, error) { return best.Path, nil }
+			fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s), symbols from %s (%s)\n", name, id, code.Path, code.Locator, best.Path, best.Locator)
+		} else {
+			fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, code.Path, code.Locator)
 		}
-		fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, *exe, res.Identity.Locator)
 	}
 	if *exe == "" {
 		return errorf(stderr, name, "missing -e FILE (or --build-id ID)")
@@ -216,11 +219,43 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-// multiFlag is a repeatable string flag.
-type multiFlag []string
+// symbolizeFiles picks, among a lookup's verified files, the one to read
+// code and addresses from (an executable: the binary itself, perf's cached
+// elf, a debuginfod executable; a separate debug file has no code, its
+// .text is NOBITS) and the one with the richest symbols. Identity, the
+// first file that verified, may be a .debug file from a debug directory.
+// Without any executable the debug file serves alone: its symbol table
+// and DWARF still name the addresses. ok is false when no verified
+// candidate is a file on disk (the running vDSO is an in-memory image).
+func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate, ok bool) {
+	var debug buildidcache.Candidate
+	for _, c := range res.Verified {
+		if c.Path == "" || c.Image != nil {
+			continue
+		}
+		switch c.Role {
+		case "elf", "executable", "vdso", "kallsyms":
+			if code.Path == "" {
+				code = c
+			}
+		}
+		if debug.Path == "" || c.Debug > debug.Debug {
+			debug = c
+		}
+	}
+	if debug.Path == "" {
+		return code, best, false
+	}
+	if code.Path == "" {
+		code = debug
+	}
+	best = code
+	if debug.Debug > code.Debug {
+		best = debug
+	}
+	return code, best, true
+}
 
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // stdinOverride lets tests feed stdin to runSymbolize in-process.
 var stdinOverride any

@@ -147,3 +147,52 @@ func TestSymbolizeUsage(t *testing.T) {
 		t.Errorf("missing file: exit %d", code)
 	}
 }
+
+// TestSymbolizeBuildIDLookupFlags: --build-id takes the shared lookup
+// flags (--symfs, --debuginfod) and reads code from the executable, not
+// from the .debug file that verified first, with symbols from the .debug
+// file when the executable is stripped.
+func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	for _, tool := range []string{"objcopy", "strip", "readelf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	out, _ := exec.Command("readelf", "-n", bin).Output()
+	var id string
+	for _, l := range strings.Split(string(out), "\n") {
+		if i := strings.Index(l, "Build ID: "); i >= 0 {
+			id = strings.TrimSpace(l[i+len("Build ID: "):])
+		}
+	}
+	if id == "" {
+		t.Skip("gcc here adds no build-id")
+	}
+	symfs := t.TempDir()
+	exePath := filepath.Join(symfs, "usr", "bin", "prog")
+	os.MkdirAll(filepath.Dir(exePath), 0o755)
+	debugDir := t.TempDir()
+	dbg := filepath.Join(debugDir, ".build-id", id[:2], id[2:]+".debug")
+	os.MkdirAll(filepath.Dir(dbg), 0o755)
+	for _, c := range [][]string{
+		{"objcopy", "--only-keep-debug", bin, dbg},
+		{"strip", "-s", "-o", exePath, bin},
+	} {
+		if b, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", c, err, b)
+		}
+	}
+	var o, errb bytes.Buffer
+	args := []string{"symbolize", "--build-id", id, "--path", "/usr/bin/prog", "--symfs", symfs,
+		"--buildid-dir", t.TempDir(), "--debug-dir", debugDir, "--debuginfod", "none", fmt.Sprintf("%x", work)}
+	if code := run(args, &o, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.HasPrefix(o.String(), "work\n") {
+		t.Errorf("got %q", o.String())
+	}
+	if want := "build-id " + id + ": " + exePath + " (path), symbols from " + dbg + " (debug-dir)"; !strings.Contains(errb.String(), want) {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+}
