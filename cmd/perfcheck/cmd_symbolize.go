@@ -256,7 +256,6 @@ func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate
 	return code, best, true
 }
 
-
 // stdinOverride lets tests feed stdin to runSymbolize in-process.
 var stdinOverride any
 
