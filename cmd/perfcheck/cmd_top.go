@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/pprofout"
@@ -59,22 +58,11 @@ type topEntry struct {
 	TotalSamples uint64  `json:"total_samples"`
 	SelfPct      float64 `json:"self_percent"`
 	TotalPct     float64 `json:"total_percent"`
+
+	lbl string // check.TopEntry.Label
 }
 
-func (e *topEntry) label() string {
-	if e.Group {
-		if e.Trusted && e.Verdict != check.NoFile.String() {
-			// A trusted binary without a symbol for these addresses.
-			return "[no symbol] " + e.DSO
-		}
-		return "[" + e.Verdict + "] " + e.DSO
-	}
-	s := e.Name + " (" + e.DSO + ")"
-	if e.Verdict != check.Verified.String() && e.Verdict != check.NoFile.String() {
-		s += " [" + e.Verdict + "]"
-	}
-	return s
-}
+func (e *topEntry) label() string { return e.lbl }
 
 func runTop(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
@@ -148,116 +136,19 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// topKey identifies an entry: a named function of a DSO, or a DSO group.
-type topKey struct {
-	name string
-	dso  *check.DSO
-}
-
-// locKey is the entry a location counts for. A named location counts for
-// its outermost function (the symbol the address is in, as perf report's
-// sym sort key); inlined callees are not split out, as perf report without
-// --inline. A location without a name counts for its DSO's group.
-func locKey(l *check.Location) topKey {
-	if n := len(l.Frames); n > 0 {
-		f := l.Frames[n-1]
-		name := f.Function
-		if name == "" {
-			name = f.RawName
-		}
-		if name != "" {
-			return topKey{name: name, dso: l.DSO}
-		}
-	}
-	return topKey{dso: l.DSO}
-}
-
-// top computes the table of each event that has samples, sorted by self
-// (or total) period, keeping the first n entries (all when n is 0).
+// top is the library's ranking (check.Top) as `top --json` prints it:
+// event names, units, percentages.
 func (a *analysis) top(byTotal bool, n int) []topEvent {
-	type acc struct {
-		self, total, selfN, totalN uint64
-	}
-	nev := len(a.res.Events)
-	for _, ag := range a.res.Aggregates() {
-		if ag.Event >= nev {
-			nev = ag.Event + 1
-		}
-	}
-	per := make([]map[topKey]*acc, nev)
-	samples := make([]uint64, nev)
-	period := make([]uint64, nev)
-	// Keys already counted for the current stack: total counts each entry
-	// once per sample, however often recursion repeats it.
-	seen := map[topKey]bool{}
-	for _, ag := range a.res.Aggregates() {
-		m := per[ag.Event]
-		if m == nil {
-			m = map[topKey]*acc{}
-			per[ag.Event] = m
-		}
-		samples[ag.Event] += ag.Samples
-		period[ag.Event] += ag.Period
-		clear(seen)
-		for i, l := range ag.Stack.Locations {
-			k := locKey(l)
-			e := m[k]
-			if e == nil {
-				e = &acc{}
-				m[k] = e
-			}
-			if i == 0 {
-				e.self += ag.Period
-				e.selfN += ag.Samples
-			}
-			if !seen[k] {
-				seen[k] = true
-				e.total += ag.Period
-				e.totalN += ag.Samples
-			}
-		}
-	}
 	var out []topEvent
-	for ev, m := range per {
-		if m == nil {
-			continue
-		}
-		te := topEvent{Event: a.eventName(ev), Unit: periodUnit(a, ev), Samples: samples[ev], Period: period[ev]}
-		pct := func(v uint64) float64 {
-			if period[ev] == 0 {
-				return 0
-			}
-			return float64(v) * 100 / float64(period[ev])
-		}
-		for k, v := range m {
-			e := topEntry{
-				Name: k.name, DSO: k.dso.Path, Verdict: k.dso.Verdict.String(), Trusted: k.dso.Trusted(),
-				Group: k.name == "", Self: v.self, Total: v.total, SelfSamples: v.selfN, TotalSamples: v.totalN,
-				SelfPct: pct(v.self), TotalPct: pct(v.total),
-			}
-			if !byTotal && e.Self == 0 {
-				// perf report --no-children lists only entries with
-				// self time.
-				continue
-			}
-			te.Entries = append(te.Entries, e)
-		}
-		sort.Slice(te.Entries, func(i, j int) bool {
-			x, y := &te.Entries[i], &te.Entries[j]
-			if byTotal && x.Total != y.Total {
-				return x.Total > y.Total
-			}
-			if x.Self != y.Self {
-				return x.Self > y.Self
-			}
-			if x.Total != y.Total {
-				return x.Total > y.Total
-			}
-			return x.label() < y.label()
-		})
-		if n > 0 && len(te.Entries) > n {
-			te.Omitted = len(te.Entries) - n
-			te.Entries = te.Entries[:n]
+	for _, t := range check.Top(a.res, byTotal, n) {
+		te := topEvent{Event: a.eventName(t.Event), Unit: periodUnit(a, t.Event), Samples: t.Samples, Period: t.Period,
+			Omitted: t.Omitted}
+		for _, e := range t.Entries {
+			te.Entries = append(te.Entries, topEntry{
+				Name: e.Name, DSO: e.DSO.Path, Verdict: e.DSO.Verdict.String(), Trusted: e.DSO.Trusted(),
+				Group: e.Group(), Self: e.Self, Total: e.Total, SelfSamples: e.SelfSamples, TotalSamples: e.TotalSamples,
+				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
+			})
 		}
 		out = append(out, te)
 	}

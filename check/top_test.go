@@ -1,0 +1,66 @@
+package check
+
+import (
+	"context"
+	"testing"
+)
+
+// Top on the cshared-fp fixture (301 cpu-clock samples of 1001001 ns,
+// recorded with -g): self periods add up to the event's period, the table
+// is ordered, -n keeps the first entries and counts the rest, and the
+// hottest function is libhot.so's lib_mix with 155 samples, as perf report
+// --no-children says (docs/commands-check.md).
+func TestTop(t *testing.T) {
+	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Top(res, false, 0)
+	if len(all) != 1 {
+		t.Fatalf("%d tables, want 1", len(all))
+	}
+	tb := all[0]
+	if tb.Samples != 301 || tb.Period != 301*1001001 || tb.Omitted != 0 {
+		t.Errorf("table: %d samples, period %d, omitted %d", tb.Samples, tb.Period, tb.Omitted)
+	}
+	var self, selfN uint64
+	for i, e := range tb.Entries {
+		self += e.Self
+		selfN += e.SelfSamples
+		if e.Self == 0 {
+			t.Errorf("entry %s has no self time in a self-ordered table", e.Label())
+		}
+		if e.Total < e.Self {
+			t.Errorf("entry %s: total %d < self %d", e.Label(), e.Total, e.Self)
+		}
+		if i > 0 && tb.Entries[i-1].Self < e.Self {
+			t.Errorf("not ordered by self at %d", i)
+		}
+	}
+	if self != tb.Period || selfN != tb.Samples {
+		t.Errorf("self adds up to %d (%d samples), want %d (%d)", self, selfN, tb.Period, tb.Samples)
+	}
+	if e := tb.Entries[0]; e.Name != "lib_mix" || e.DSO.Path != "/work/main/testdata/perf/bin/libhot.so" || e.SelfSamples != 155 {
+		t.Errorf("hottest: %s with %d samples; want lib_mix (libhot.so) with 155", e.Label(), e.SelfSamples)
+	}
+
+	two := Top(res, false, 2)[0]
+	if len(two.Entries) != 2 || two.Omitted != len(tb.Entries)-2 || two.Entries[1] != tb.Entries[1] {
+		t.Errorf("n=2: %d entries, omitted %d (of %d)", len(two.Entries), two.Omitted, len(tb.Entries))
+	}
+
+	byTotal := Top(res, true, 0)[0]
+	for i := 1; i < len(byTotal.Entries); i++ {
+		if byTotal.Entries[i-1].Total < byTotal.Entries[i].Total {
+			t.Fatalf("not ordered by total at %d", i)
+		}
+	}
+	// main is on (nearly) every stack: total ordering puts it first, at
+	// the number of samples whose stack reaches it, with no self time.
+	if len(byTotal.Entries) < len(tb.Entries) {
+		t.Errorf("by total: %d entries, fewer than by self (%d)", len(byTotal.Entries), len(tb.Entries))
+	}
+	if e := byTotal.Entries[0]; e.TotalSamples < 290 || e.TotalSamples > 301 {
+		t.Errorf("by total, first: %s with %d samples", e.Label(), e.TotalSamples)
+	}
+}
