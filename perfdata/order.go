@@ -25,6 +25,10 @@ type orderQueue struct {
 	// round's records once at its flush is the same work in Go.
 	items        []queued
 	arena, spare []byte
+	bytes        int // bytes of the queued records
+	// streams are the iteration's streams: a record of a memory-mapped
+	// one is kept as its position there, not copied into the arena.
+	streams []*stream
 
 	maxTS     uint64 // largest timestamp queued so far
 	nextFlush uint64 // limit for the next FINISHED_ROUND flush
@@ -45,24 +49,39 @@ type orderQueue struct {
 type queued struct {
 	ts         uint64
 	off        int64
-	at         int    // start of its bytes in the arena
+	at         int    // start of its bytes in the arena, or in its chunk
 	n          uint32 // its length
 	typ        RecordType
 	misc, size uint16
 	part       int32
+	st         int32 // index of the stream whose chunk holds it; -1: the arena
+	chunk      int32
 	compressed bool
 }
 
-func (q *orderQueue) push(ts uint64, raw rawRecord) {
+// push queues raw, read from stream st.
+func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
 	if q.items == nil {
 		// A round of a busy recording holds thousands of records:
 		// start there rather than growing from nothing.
 		q.items = make([]queued, 0, 1024)
-		q.arena = make([]byte, 0, 128<<10)
 	}
-	q.items = append(q.items, queued{ts: ts, at: len(q.arena), n: uint32(len(raw.data)),
-		off: raw.off, typ: raw.typ, misc: raw.misc, size: raw.size, part: int32(raw.part), compressed: raw.compressed})
-	q.arena = append(q.arena, raw.data...)
+	it := queued{ts: ts, n: uint32(len(raw.data)), st: -1,
+		off: raw.off, typ: raw.typ, misc: raw.misc, size: raw.size, part: int32(raw.part), compressed: raw.compressed}
+	if raw.stable {
+		it.at, it.st, it.chunk = raw.bufAt, int32(st), raw.chunk
+		c := &q.streams[st].chunks[raw.chunk]
+		c.refs++
+		c.live += len(raw.data)
+	} else {
+		if q.arena == nil {
+			q.arena = make([]byte, 0, 128<<10)
+		}
+		it.at = len(q.arena)
+		q.arena = append(q.arena, raw.data...)
+	}
+	q.items = append(q.items, it)
+	q.bytes += len(raw.data)
 	if ts > q.maxTS {
 		q.maxTS = ts
 	}
@@ -89,17 +108,27 @@ func (q *orderQueue) startFlush() {
 func (q *orderQueue) item(i int) rawRecord {
 	it := q.items[i]
 	end := it.at + int(it.n)
+	src := q.arena
+	if it.st >= 0 {
+		src = q.streams[it.st].chunks[it.chunk].b
+	}
 	return rawRecord{typ: it.typ, misc: it.misc, size: it.size, off: it.off, part: int(it.part),
-		compressed: it.compressed, data: q.arena[it.at:end:end]}
+		compressed: it.compressed, data: src[it.at:end:end]}
 }
 
 // endFlush drops the delivered records and moves the bytes of those still
 // queued to the spare arena.
 func (q *orderQueue) endFlush() {
+	for i := range q.items[:q.end] {
+		if it := &q.items[i]; it.st >= 0 {
+			q.streams[it.st].unref(it.chunk, int(it.n))
+		}
+	}
 	n := copy(q.items, q.items[q.end:])
 	q.items = q.items[:n]
 	q.sorted = false
 	q.pos, q.end = 0, 0
+	q.bytes = 0
 	if len(q.items) == 0 {
 		q.arena = q.arena[:0]
 		return
@@ -107,6 +136,21 @@ func (q *orderQueue) endFlush() {
 	q.spare = q.spare[:0]
 	for i := range q.items {
 		it := &q.items[i]
+		q.bytes += int(it.n)
+		if it.st >= 0 {
+			st := q.streams[it.st]
+			if c := &st.chunks[it.chunk]; it.chunk == st.cur || c.live >= len(c.b)/8 {
+				continue
+			}
+			// A few records left behind (their timestamps run ahead of
+			// the rest) would hold a whole chunk: copy them out, so that
+			// memory stays bounded by the bytes queued.
+			at := len(q.spare)
+			q.spare = append(q.spare, st.chunks[it.chunk].b[it.at:it.at+int(it.n)]...)
+			st.unref(it.chunk, int(it.n))
+			it.at, it.st = at, -1
+			continue
+		}
 		at := len(q.spare)
 		q.spare = append(q.spare, q.arena[it.at:it.at+int(it.n)]...)
 		it.at = at
@@ -168,6 +212,14 @@ func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
 
 func (rs *Records) nextOrdered() (Record, error) {
 	q := &rs.oq
+	if q.streams == nil {
+		q.streams = rs.streams
+		for _, st := range rs.streams {
+			if !copyQueued {
+				st.startChunked()
+			}
+		}
+	}
 	for {
 		if q.flushing {
 			if !q.sorted {
@@ -218,8 +270,8 @@ func (rs *Records) nextOrdered() (Record, error) {
 		if !ok {
 			return rs.decode(raw)
 		}
-		q.push(ts, raw)
-		if len(q.arena) > maxQueueBytes {
+		q.push(ts, raw, rs.cur)
+		if q.bytes > maxQueueBytes {
 			// No FINISHED_ROUND for too long (perf before 3.x wrote none,
 			// nor do the data.N files of perf record --threads): deliver
 			// the earlier half, as perf's OE_FLUSH__HALF does when its
@@ -230,6 +282,10 @@ func (rs *Records) nextOrdered() (Record, error) {
 		}
 	}
 }
+
+// copyQueued makes the queue copy every record, as it did before streams
+// kept their chunks (tests compare the two).
+var copyQueued = false
 
 // maxQueueBytes bounds the records the ordered queue holds.
 var maxQueueBytes = 64 << 20 // a variable for tests

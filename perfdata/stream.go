@@ -24,6 +24,12 @@ type rawRecord struct {
 	extraOff  int64
 	extraSize int64
 	extra     []byte // the TRACING_DATA payload, when kept
+	// stable is set when data lies in chunk of its stream (chunked
+	// mode), at bufAt, where it stays until the chunk is released: the
+	// ordered queue then keeps its position, not a copy.
+	stable bool
+	chunk  int32
+	bufAt  int
 }
 
 const (
@@ -72,6 +78,96 @@ type stream struct {
 	onEnd func() error
 
 	recCopy, extraBuf []byte // readExtra's buffers
+
+	// chunked mode (ordered iteration): buf is chunks[cur].b, and bytes
+	// once read never move while a queued record refers to them
+	// (chunks[i].refs > 0); when buf is full, reading goes on in another
+	// chunk and only the unread tail is copied there. Records of the
+	// input itself are thus always whole in one chunk.
+	chunked bool
+	chunks  []chunk
+	cur     int32
+	free    []int32 // chunks that nothing refers to
+}
+
+// chunk is one read buffer of a chunked stream.
+type chunk struct {
+	b    []byte
+	refs int32 // queued records in it
+	live int   // their bytes
+}
+
+const (
+	// chunkSize is the size of a chunked stream's read buffers.
+	chunkSize = 1 << 20
+	// minRead is the least room a chunked stream reads into; with less
+	// left in its chunk it moves on to another.
+	minRead = 64 << 10
+)
+
+// startChunked puts the stream in chunked mode; what it has read so far
+// becomes its first chunk.
+func (s *stream) startChunked() {
+	if s.chunked {
+		return
+	}
+	s.chunked = true
+	if s.buf != nil {
+		s.chunks = append(s.chunks, chunk{b: s.buf})
+		s.cur = 0
+	}
+}
+
+// nextChunk makes room for want more bytes after the unread ones in a
+// chunked stream: in place when nothing refers to the current chunk,
+// else in a free or new chunk, to which the unread tail is copied.
+func (s *stream) nextChunk(want int) {
+	tail := s.end - s.start
+	if len(s.chunks) > 0 {
+		c := &s.chunks[s.cur]
+		if c.refs == 0 && len(s.buf)-tail >= want {
+			copy(s.buf, s.buf[s.start:s.end])
+			s.start, s.end = 0, tail
+			return
+		}
+		if c.refs == 0 {
+			s.free = append(s.free, s.cur)
+		}
+	}
+	need := tail + want
+	size := chunkSize
+	if s.limit >= 0 {
+		// Small inputs get small buffers.
+		size = int(min(s.limit-s.pos, chunkSize)) + 8
+	}
+	size = max(size, need)
+	ci := int32(-1)
+	for i := len(s.free) - 1; i >= 0; i-- {
+		if f := s.free[i]; f != s.cur && len(s.chunks[f].b) >= need {
+			ci = f
+			s.free = append(s.free[:i], s.free[i+1:]...)
+			break
+		}
+	}
+	if ci < 0 {
+		ci = int32(len(s.chunks))
+		s.chunks = append(s.chunks, chunk{b: make([]byte, size)})
+	}
+	nb := s.chunks[ci].b
+	copy(nb, s.buf[s.start:s.end])
+	s.buf, s.cur = nb, ci
+	s.start, s.end = 0, tail
+}
+
+// unref drops a queued record's hold on chunk ci; a chunk nothing refers
+// to any more is reused, unless it is the one being read into.
+func (s *stream) unref(ci int32, n int) {
+	c := &s.chunks[ci]
+	c.refs--
+	c.live -= n
+	if c.refs == 0 && ci != s.cur {
+		s.free = append(s.free, ci)
+	}
 }
 
 func newStream(r io.Reader, base int64, limit int64, order binary.ByteOrder, name string, part int, pipe bool, warn func(string)) *stream {
@@ -89,7 +185,17 @@ func (s *stream) fill(n int) bool {
 		if s.eof {
 			return false
 		}
-		if s.start > 0 && (len(s.buf)-s.end < readChunk || s.start == s.end) {
+		if s.chunked {
+			// Go on reading in this chunk while a useful read fits.
+			need := n - (s.end - s.start)
+			room := max(need, minRead)
+			if s.limit >= 0 {
+				room = max(need, min(minRead, int(min(s.limit-s.pos, minRead))+8))
+			}
+			if len(s.buf)-s.end < room {
+				s.nextChunk(room)
+			}
+		} else if s.start > 0 && (len(s.buf)-s.end < readChunk || s.start == s.end) {
 			copy(s.buf, s.buf[s.start:s.end])
 			s.end -= s.start
 			s.start = 0
@@ -101,7 +207,7 @@ func (s *stream) fill(n int) bool {
 		} else if len(s.buf) == 0 {
 			want = max(n, readChunk/4)
 		}
-		if len(s.buf)-s.start < want {
+		if !s.chunked && len(s.buf)-s.start < want {
 			nb := make([]byte, max(want, 2*len(s.buf)))
 			copy(nb, s.buf[s.start:s.end])
 			s.end -= s.start
@@ -129,7 +235,12 @@ func (s *stream) discard(n int64) bool {
 	}
 	n -= int64(s.end - s.start)
 	s.pos += int64(s.end - s.start)
-	s.start, s.end = 0, 0
+	if s.chunked {
+		// Queued records may lie before start: keep them.
+		s.start = s.end
+	} else {
+		s.start, s.end = 0, 0
+	}
 	if sk, ok := s.r.(io.Seeker); ok && !s.eof {
 		cur, err := sk.Seek(0, io.SeekCurrent)
 		if err == nil {
@@ -257,7 +368,8 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		}
 		return rawRecord{}, s.truncated(off, n)
 	}
-	rec := rawRecord{typ: typ, misc: misc, size: size, data: s.buf[s.start : s.start+n : s.start+n], off: off, part: s.part}
+	rec := rawRecord{typ: typ, misc: misc, size: size, data: s.buf[s.start : s.start+n : s.start+n], off: off, part: s.part,
+		stable: s.chunked, chunk: s.cur, bufAt: s.start}
 	s.start += n
 	s.pos += int64(n)
 	// AUXTRACE and TRACING_DATA carry a payload after header.size
@@ -311,6 +423,7 @@ func (s *stream) readExtra(rec *rawRecord, n int64) bool {
 	// Reading on may move the buffer under rec.data: keep a copy.
 	s.recCopy = append(s.recCopy[:0], rec.data...)
 	rec.data = s.recCopy
+	rec.stable = false
 	buf := s.extraBuf[:0]
 	for int64(len(buf)) < n {
 		if s.end == s.start && !s.fill(1) {
