@@ -1,0 +1,105 @@
+package symbolize
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// filt runs a demangler tool on name, skipping the test when it is absent.
+func filt(t *testing.T, tool, name string) string {
+	t.Helper()
+	needTool(t, tool)
+	out, err := exec.Command(tool, name).Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", tool, name, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDemangleCPlusPlus compares Demangle with c++filt (libiberty, what
+// addr2line -C and perf print) on names taken from g++ binaries, exactly.
+func TestDemangleCPlusPlus(t *testing.T) {
+	for _, name := range []string{
+		"_Z3fooi",
+		"_ZN3foo3barEv",
+		"_ZNKSt6vectorIdSaIdEE4sizeEv",
+		// An empty template parameter pack expanded after another
+		// argument (std::get on a one-element tuple): the library
+		// alone prints "_Tuple_impl<0ul, ...&&, >".
+		"_ZSt12__get_helperILm0EONSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEJEERT0_RSt11_Tuple_implIXT_EJS7_DpT1_EE",
+		"_ZSt12__get_helperILm0EJiEERT0_RSt11_Tuple_implIXT_EJS0_DpT1_EE",
+		// A lambda, and a clone suffix.
+		"_ZN9__gnu_cxx5__ops14_Iter_comp_valIZ4mainEUlddE_EC2EONS0_15_Iter_comp_iterIS2_EE",
+		"_ZSt16__insertion_sortIN9__gnu_cxx17__normal_iteratorIPdSt6vectorIdSaIdEEEENS0_5__ops15_Iter_comp_iterIZ4mainEUlddE_EEEvT_SB_T0_.constprop.0",
+		"_ZNSt8_Rb_treeINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESt4pairIKS5_iESt10_Select1stIS8_ESt4lessIS5_ESaIS8_EE8_M_eraseEPSt13_Rb_tree_nodeIS8_E.isra.0",
+	} {
+		want := filt(t, "c++filt", name)
+		if got := Demangle(name); got != want {
+			t.Errorf("Demangle(%s)\n got  %s\n want %s (c++filt)", name, got, want)
+		}
+	}
+	// The suffix of a PLT or versioned name is kept.
+	if got, want := Demangle("_Z3fooi@plt"), "foo(int)@plt"; got != want {
+		t.Errorf("Demangle(_Z3fooi@plt) = %q, want %q", got, want)
+	}
+	// Not mangled, or not valid: returned unchanged.
+	for _, name := range []string{"main", "runtime.main", "_Zjunk", "_Rjunk"} {
+		if got := Demangle(name); got != name {
+			t.Errorf("Demangle(%q) = %q, want it unchanged", name, got)
+		}
+	}
+}
+
+// TestDemangleRust compares Demangle with llvm-cxxfilt (and c++filt, whose
+// v0 output adds [crate-hash] suffixes) on Rust legacy and v0 names from
+// rustc 1.x binaries. A v0 name in which the library misreads "0" followed
+// by a digit must come back raw, never as the shifted name.
+func TestDemangleRust(t *testing.T) {
+	for _, name := range []string{
+		// legacy
+		"_ZN4prog4main17hcce186249aee5b82E",
+		"_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h612b7d111904d179E",
+		"_ZN71_$LT$core..hash..sip..Hasher$LT$S$GT$$u20$as$u20$core..hash..Hasher$GT$5write17h9078338d160f2adfE",
+		"_ZN4core3ptr35drop_in_place$LT$std..env..Args$GT$17h719caea2e933e88aE",
+		// v0
+		"_RNvNtCsjrHSEGnQ3l9_3std2rt19lang_start_internal",
+		"_RNCNCNvNtNtCsjrHSEGnQ3l9_3std3sys9backtrace10__print_fmts_00B9_",
+		"_RNvMs2_NtNtCsgEmfK2I1SDS_4core3num6bignumNtB5_8Big32x408mul_pow2",
+	} {
+		want := filt(t, "llvm-cxxfilt", name)
+		if strings.HasPrefix(name, "_ZN") {
+			// c++filt decodes the $u7b$ escapes that
+			// llvm-cxxfilt leaves; both keep the ::h<hash>,
+			// which we drop as the library does and as
+			// addr2line -C prints names from DWARF.
+			want = rustHash.ReplaceAllString(filt(t, "c++filt", name), "")
+		}
+		got := Demangle(name)
+		if strings.HasPrefix(name, "_R") && rustV0Ambiguous(name) {
+			if got != name {
+				t.Errorf("Demangle(%s) = %s, want the raw name (ambiguous v0 decimal)", name, got)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("Demangle(%s)\n got  %s\n want %s", name, got, want)
+		}
+	}
+	// Names the library demangles wrongly: each must come back raw.
+	for _, name := range []string{
+		"_RNCNCNCNvNtCsjrHSEGnQ3l9_3std2rt19lang_start_internal00s_0B9_",
+		"_RNCINvNtNtCsjrHSEGnQ3l9_3std6thread7current17with_current_nameNCNCNvNtB8_9panicking12default_hook00uE0B8_",
+	} {
+		correct := filt(t, "llvm-cxxfilt", name)
+		lib, _ := demangle.ToString(name)
+		if lib == correct {
+			t.Errorf("%s: the library now demangles it right (%s): drop the raw fallback", name, lib)
+		}
+		if got := Demangle(name); got != name {
+			t.Errorf("Demangle(%s) = %s, want the raw name, not a wrong one (llvm-cxxfilt: %s)", name, got, correct)
+		}
+	}
+}
