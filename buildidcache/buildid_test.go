@@ -10,8 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestBuildIDString(t *testing.T) {
@@ -656,5 +659,50 @@ func TestReadIdentityHugeEntSize(t *testing.T) {
 				t.Errorf("read %d bytes", c.bytes)
 			}
 		})
+	}
+}
+
+// TestReadIdentityCompressedBomb: a few kilobytes of zstd whose ELF
+// header puts the section headers 100 MiB in (built in code: zeros after a
+// 64-byte header, as no tool writes such a module) are refused after
+// decompressing at most decompressLimit of the compressed size, not
+// decompressed in full.
+func TestReadIdentityCompressedBomb(t *testing.T) {
+	const shoff = 100 << 20
+	hdr := make([]byte, 64)
+	copy(hdr, "\x7fELF\x02\x01\x01")
+	le := binary.LittleEndian
+	le.PutUint16(hdr[16:], 1) // ET_REL, as a module
+	le.PutUint64(hdr[40:], shoff)
+	le.PutUint16(hdr[52:], 64)
+	le.PutUint16(hdr[58:], 64)
+	le.PutUint16(hdr[60:], 10)
+	var zbuf bytes.Buffer
+	enc, err := zstd.NewWriter(&zbuf, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Write(hdr)
+	zero := make([]byte, 1<<20)
+	for i := 0; i < shoff>>20+1; i++ {
+		enc.Write(zero)
+	}
+	enc.Close()
+	p := filepath.Join(t.TempDir(), "bomb.ko.zst")
+	if err := os.WriteFile(p, zbuf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = ReadFileIdentity(p)
+	runtime.ReadMemStats(&after)
+	var fe *FormatError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), p) {
+		t.Errorf("err = %v", err)
+	}
+	limit := decompressLimit(int64(zbuf.Len()))
+	if got := after.TotalAlloc - before.TotalAlloc; got > uint64(limit)+8<<20 {
+		t.Errorf("allocated %d MiB for a %d-byte file (limit %d MiB)", got>>20, zbuf.Len(), limit>>20)
 	}
 }

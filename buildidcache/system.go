@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,20 +69,33 @@ func compression(magic []byte) string {
 // few tens of megabytes (amdgpu with debug info).
 const maxDecompressed = 256 << 20
 
-// readCompressed reads the identity of a compressed ELF file. The notes of
-// a compressed file cannot be reached without decompressing what precedes
-// them, and the section headers are at the end, so the whole file is
-// decompressed in memory, up to maxDecompressed (as perf does into a
-// temporary file: dso__decompress_kmodule in tools/perf/util/dso.c).
+// decompressLimit is what a compressed file of size n may decompress to
+// before we stop: real modules shrink 3 to 6 times with xz, so 64 times
+// plus 16 MiB never cuts one short, while a few kilobytes of hostile
+// stream cannot make us hold 256 MiB.
+func decompressLimit(n int64) int64 {
+	return min(maxDecompressed, 64*n+16<<20)
+}
+
+// readCompressed reads the identity of a compressed ELF file. Its notes
+// and section headers cannot be reached without decompressing what
+// precedes them (perf decompresses the whole module into a temporary file:
+// dso__decompress_kmodule in tools/perf/util/dso.c); here the stream is
+// decompressed only as far as the ELF reader asks, through a lazy
+// ReaderAt, and never past decompressLimit of the compressed size.
 func readCompressed(f *os.File, name, kind string) (*Identity, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	limit := decompressLimit(st.Size())
 	var r io.Reader
-	var err error
 	switch kind {
 	case "xz":
-		r, err = xz.NewReader(f)
+		r, err = xz.NewReader(bufio.NewReader(f))
 	case "zstd":
 		var d *zstd.Decoder
-		d, err = zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+		d, err = zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
 		if d != nil {
 			defer d.Close()
 		}
@@ -92,19 +106,71 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 	if err != nil {
 		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
 	}
-	b, err := io.ReadAll(io.LimitReader(r, maxDecompressed+1))
-	if err != nil {
-		return nil, &FormatError{File: name, Offset: 0, Msg: "decompressing " + kind, Err: err}
+	lz := &lazyReaderAt{r: r, limit: limit, kind: kind, compressed: st.Size()}
+	// The first page tells whether the whole stream is short; if so its
+	// size is known and the ELF reader gets it exactly.
+	size := limit
+	var head [headRead]byte
+	if n, err := lz.ReadAt(head[:], 0); err == io.EOF {
+		size = int64(n)
+	} else if err != nil {
+		return nil, &FormatError{File: name, Msg: "decompressing " + kind, Err: err}
 	}
-	if len(b) > maxDecompressed {
-		return nil, &FormatError{File: name, Msg: fmt.Sprintf("decompresses to more than %d bytes", maxDecompressed)}
-	}
-	id, err := readIdentity(bytes.NewReader(b), int64(len(b)), name+" ("+kind+"-decompressed)")
+	id, err := readIdentity(lz, size, name+" ("+kind+"-decompressed)")
 	if err != nil {
 		return nil, err
 	}
 	id.Compression = kind
 	return id, nil
+}
+
+// lazyReaderAt serves ReadAt from a decompressing stream, decompressing
+// forward only as far as the furthest byte asked for, up to limit.
+type lazyReaderAt struct {
+	r          io.Reader
+	buf        []byte
+	limit      int64
+	kind       string
+	compressed int64
+	eof        bool
+	err        error
+}
+
+func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("negative offset")
+	}
+	end := off + int64(len(p))
+	if end > l.limit {
+		return 0, fmt.Errorf("byte %d is past the %d bytes that %d compressed bytes may decompress to", end, l.limit, l.compressed)
+	}
+	if have := int64(len(l.buf)); end > have && !l.eof && l.err == nil {
+		n0 := len(l.buf)
+		l.buf = slices.Grow(l.buf, int(end-have))[:end]
+		m, err := io.ReadFull(l.r, l.buf[n0:])
+		l.buf = l.buf[:n0+m]
+		switch err {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			l.eof = true
+		default:
+			l.err = fmt.Errorf("decompressing %s: %w", l.kind, err)
+		}
+	}
+	if off >= int64(len(l.buf)) {
+		if l.err != nil {
+			return 0, l.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, l.buf[off:])
+	if n < len(p) {
+		if l.err != nil {
+			return n, l.err
+		}
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // openRegular opens name for reading only if it is a regular file. The
