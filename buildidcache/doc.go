@@ -25,13 +25,18 @@
 // Reading an identity reads only the ELF header, the program and section
 // header tables and the note, string-table and .gnu_debuglink bytes, each
 // bounded by the file's size and by fixed caps, so a hostile file costs a few
-// small reads and never a large allocation. The one exception is a
+// small reads and never a large allocation; all its note regions
+// together cost at most the file's size. The one exception is a
 // compressed kernel module (.ko.xz, .ko.zst, .ko.gz), which must be
-// decompressed to be read; it is decompressed in memory up to 256 MiB. No code here panics on malformed
-// input; errors carry the file name and byte offset ([FormatError]).
+// decompressed to be read; it is decompressed in memory only as far as
+// needed and never past 64 times its compressed size plus 16 MiB (256 MiB
+// at most). No code here panics on malformed input; errors carry the file
+// name and byte offset ([FormatError]).
 //
 // File names that come from a perf.data file are untrusted. [Cache] cleans
-// every such name, refuses ".." components, NUL bytes and empty names, and
+// every such name, refuses ".." components, control characters and empty
+// names, accepts a .build-id link only when it names an entry directory of
+// its own build-id (so that Prune cannot be steered), and
 // does every write through an [os.Root] opened on the cache directory, so
 // neither a crafted name nor a symlink planted inside the cache can make a
 // write land outside it. Writes go to a temporary name and are renamed into
@@ -40,5 +45,6 @@
 // Network access happens only when a debuginfod URL is configured, and every
 // downloaded file is checked against the build-id that was asked for; a file
 // with another build-id is deleted, not cached, and reported in
-// [Result.Rejected].
+// [Result.Rejected]; so is such a file found already in the debuginfod
+// cache.
 package buildidcache
