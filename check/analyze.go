@@ -124,6 +124,9 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	if len(ids) > early {
 		s.AddBuildIDs(ids[early:])
 	}
+	if fn := phaseOf(ctx); fn != nil {
+		fn(PhaseSymbolize, len(s.locs), len(s.dsos))
+	}
 	res, err := s.Finish(ctx)
 	if err != nil {
 		return nil, err

@@ -164,3 +164,25 @@ func TestAnalyzePartialCorruptPipe(t *testing.T) {
 		}
 	}
 }
+
+// WithPhase: the callback comes once, after reading, with the number of
+// distinct locations the result then holds.
+func TestWithPhase(t *testing.T) {
+	var calls int
+	var gotLocs, gotDSOs int
+	ctx := WithPhase(context.Background(), func(phase string, locations, dsos int) {
+		calls++
+		if phase != PhaseSymbolize {
+			t.Errorf("phase %q", phase)
+		}
+		gotLocs, gotDSOs = locations, dsos
+	})
+	res, err := Analyze(ctx, "../testdata/perf/cshared-fp.data", Options{BuildIDDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || gotLocs != len(res.Locations) || gotLocs == 0 || gotDSOs < len(res.DSOs) {
+		t.Errorf("%d calls with %d locations, %d DSOs; result has %d locations, %d DSOs",
+			calls, gotLocs, gotDSOs, len(res.Locations), len(res.DSOs))
+	}
+}

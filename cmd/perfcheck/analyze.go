@@ -61,6 +61,9 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 		}
 		bar := newProgress(stderr, name, size)
 		opts.Progress = bar.callback()
+		if bar != nil {
+			ctx = check.WithPhase(ctx, phaseCallback(bar, opts.NoSymbols))
+		}
 		res, err = check.Analyze(ctx, name, opts)
 		bar.finish()
 	}
@@ -80,3 +83,16 @@ func partialNote(res *check.Result) string {
 
 // stdinReader is where "-" reads from; tests replace it.
 var stdinReader io.Reader = os.Stdin
+
+// phaseCallback moves bar to its second phase when the check has read the
+// recording: locating the binaries by build-id and, unless noSymbols,
+// symbolizing every distinct location.
+func phaseCallback(bar *progress, noSymbols bool) check.PhaseFunc {
+	return func(phase string, locations, dsos int) {
+		if noSymbols {
+			bar.setPhase(fmt.Sprintf("locating %d binaries", dsos))
+			return
+		}
+		bar.setPhase(fmt.Sprintf("locating %d binaries, symbolizing %d locations", dsos, locations))
+	}
+}

@@ -29,6 +29,12 @@ type progress struct {
 	off  atomic.Int64
 	stop chan struct{}
 	done sync.WaitGroup
+
+	// phase, once set, replaces the bar: reading is over and the check
+	// is locating binaries and symbolizing, which has no byte offset to
+	// show; the line says what and for how long.
+	phase      atomic.Pointer[string]
+	phaseStart atomic.Int64 // unix nanoseconds
 }
 
 // progressMinSize is the input size below which no bar is drawn: smaller
@@ -93,7 +99,26 @@ func (p *progress) loop() {
 	}
 }
 
+// setPhase switches the bar to its second phase, described by text (e.g.
+// "symbolizing 12345 locations").
+func (p *progress) setPhase(text string) {
+	if p == nil {
+		return
+	}
+	p.phaseStart.Store(time.Now().UnixNano())
+	p.phase.Store(&text)
+}
+
 func (p *progress) draw(off int64) {
+	if ph := p.phase.Load(); ph != nil {
+		label := p.label
+		if len(label) > 40 {
+			label = "…" + label[len(label)-39:]
+		}
+		el := time.Duration(time.Now().UnixNano() - p.phaseStart.Load()).Seconds()
+		fmt.Fprintf(p.w, "\r%s: read %s; %s… %.0fs\x1b[K", label, mib(p.total), *ph, el)
+		return
+	}
 	if off > p.total {
 		off = p.total
 	}
