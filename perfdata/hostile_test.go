@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"testing"
 )
 
@@ -58,5 +60,31 @@ func TestAttrIDsQuadratic(t *testing.T) {
 	// The real layout, with its ids apart, still reads.
 	if _, err := NewFile(bytes.NewReader(b), int64(len(b))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStreamPrefixGrowsWithInput: a file-format stream buffers what
+// precedes its data section; a stream of a few hundred bytes that claims
+// its data starts 60 MiB in must fail where it ends, having allocated
+// about what it sent, not the 60 MiB it claims. Built from the real
+// twoevents.data: its header and attrs, with the data offset rewritten.
+func TestStreamPrefixGrowsWithInput(t *testing.T) {
+	b := readFixture(t, "twoevents.data")
+	o := binary.LittleEndian
+	dataOff := o.Uint64(b[40:])
+	const claim = 60 << 20
+	for _, sent := range []int{fileHeaderSize, int(dataOff), 300 << 10} {
+		c := make([]byte, sent)
+		copy(c, b)
+		o.PutUint64(c[40:], claim)
+		var err error
+		grew := allocated(func() {
+			_, err = NewReader(bytes.NewReader(c))
+		})
+		t.Logf("%d bytes sent: %d allocated", sent, grew)
+		if grew > 4*uint64(sent)+1<<20 {
+			t.Errorf("%d bytes sent: %d bytes allocated", sent, grew)
+		}
+		wantErrAt(t, err, int64(sent), io.ErrUnexpectedEOF, fmt.Sprintf("before its data section at %d", claim))
 	}
 }

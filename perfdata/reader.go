@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -128,10 +129,20 @@ func newFileStream(r io.Reader, name string, order binary.ByteOrder, hdr16 []byt
 	if attrsSize > 0 && (attrsOff < uint64(hsize) || attrsOff > dataOff || attrsSize > dataOff-attrsOff) {
 		return nil, ferr(24, ErrMalformed, "attrs section [%d,+%d) is not between the header and the data (%d): read such a file with Open or NewFile", attrsOff, attrsSize, dataOff)
 	}
-	prefix := make([]byte, dataOff)
+	// The buffer grows as the bytes arrive (doubling from 64 KiB, as
+	// internal/saferio reads in chunks), so a short stream that claims a
+	// distant data section costs what it sent, not what it claims.
+	prefix := make([]byte, hsize, min(dataOff, 64<<10))
 	copy(prefix, hdr)
-	if n, err := io.ReadFull(r, prefix[hsize:]); err != nil {
-		return nil, ferr(int64(hsize+n), io.ErrUnexpectedEOF, "stream ends before its data section at %d", dataOff)
+	for uint64(len(prefix)) < dataOff {
+		if len(prefix) == cap(prefix) {
+			prefix = slices.Grow(prefix, int(min(uint64(cap(prefix)), dataOff-uint64(cap(prefix)))))
+		}
+		n, err := io.ReadFull(r, prefix[len(prefix):min(uint64(cap(prefix)), dataOff)])
+		prefix = prefix[:len(prefix)+n]
+		if err != nil {
+			return nil, ferr(int64(len(prefix)), io.ErrUnexpectedEOF, "stream ends before its data section at %d", dataOff)
+		}
 	}
 	// Decode the attrs with the file code, over the bytes before the data.
 	f := &File{name: name, r: bytes.NewReader(prefix), size: int64(len(prefix)), order: order}
