@@ -1,6 +1,7 @@
 package check
 
 import (
+	"hash/maphash"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,16 +97,16 @@ type Session struct {
 	// use; a stack is a run of location ids, 4 bytes a frame, stored in
 	// fixed-size chunks so that no stack is ever copied again.
 	locs     []frameRef
-	locIdx   map[frameRef]int32
+	locIdx   []map[uint64]int32 // per DSO index: offset → location id
 	chunk    []int32
 	stacks   [][]int32
 	frames   int // total frames of all stacks
 	keyBuf   []byte
 	rawBuf   []byte
-	rawIdx   map[string]int32
+	rawIdx   map[rawKey]int32
+	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
 	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
-	rawBytes int
 	refBuf   []int32
 	aggs     map[aggKey]*aggVal
 	comms    []string
@@ -132,8 +133,8 @@ func NewSession(opts Options) *Session {
 		dsoIdx:   make(map[dsoKey]int32),
 		special:  make(map[string]int32),
 		stackIdx: make(map[string]int32),
-		locIdx:   make(map[frameRef]int32),
-		rawIdx:   make(map[string]int32),
+		rawIdx:   make(map[rawKey]int32),
+		rawSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		cfi:      make(map[*DSO]*cfiTable),
 		aggs:     make(map[aggKey]*aggVal),
 		commIdx:  make(map[string]int32),
@@ -329,9 +330,18 @@ func (s *Session) commID(c string) int32 {
 	return i
 }
 
-// rawCacheBudget bounds the bytes of keys in the raw-stack cache; past it
-// the cache starts over (it is only a shortcut).
-const rawCacheBudget = 32 << 20
+// rawCacheEntries bounds the raw-stack cache (about 30 bytes an entry);
+// past it the cache starts over (it is only a shortcut).
+const rawCacheEntries = 1 << 19
+
+// rawKey identifies a raw stack (process, map generations, mode, the
+// addresses as recorded) by two 64-bit hashes of it under seeds chosen
+// at random per session. Keeping the 128-bit digest instead of the bytes
+// (hundreds per deep stack) makes the cache a tenth of the size and a
+// hit one pass over the bytes instead of two. Two different stacks share
+// a digest with probability about n²/2¹²⁹ for n distinct stacks (below
+// 10⁻²⁶ for a million), and input cannot aim at it without the seeds.
+type rawKey [2]uint64
 
 // stackOf returns the id of e's resolved stack. Raw stacks repeat: the same
 // addresses in the same process, with its maps unchanged, resolve the same
@@ -367,7 +377,8 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 		}
 	}
 	s.rawBuf = rk
-	if id, ok := s.rawIdx[string(rk)]; ok {
+	key := rawKey{maphash.Bytes(s.rawSeeds[0], rk), maphash.Bytes(s.rawSeeds[1], rk)}
+	if id, ok := s.rawIdx[key]; ok {
 		return id
 	}
 
@@ -416,22 +427,29 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 		s.addStack(refs)
 		s.stackIdx[string(kb)] = id
 	}
-	if s.rawBytes += len(rk); s.rawBytes > rawCacheBudget {
+	if len(s.rawIdx) >= rawCacheEntries {
 		clear(s.rawIdx)
-		s.rawBytes = len(rk)
 	}
-	s.rawIdx[string(rk)] = id
+	s.rawIdx[key] = id
 	return id
 }
 
 // loc interns a resolved address.
 func (s *Session) loc(r frameRef) int32 {
-	if i, ok := s.locIdx[r]; ok {
+	for int(r.dso) >= len(s.locIdx) {
+		s.locIdx = append(s.locIdx, nil)
+	}
+	m := s.locIdx[r.dso]
+	if m == nil {
+		m = make(map[uint64]int32)
+		s.locIdx[r.dso] = m
+	}
+	if i, ok := m[r.off]; ok {
 		return i
 	}
 	i := int32(len(s.locs))
 	s.locs = append(s.locs, r)
-	s.locIdx[r] = i
+	m[r.off] = i
 	return i
 }
 
