@@ -105,7 +105,7 @@ type dieName struct {
 
 // loadDWARF returns the DWARF index of the binary or of its separate debug
 // file, nil when there is none (or it cannot be decoded: the error is kept
-// in b.dwErr and the symbol table still answers).
+// in b.dwErr and reported by Warnings, and the symbol table still answers).
 func (b *Binary) loadDWARF() *dwarfIndex {
 	b.dwOnce.Do(func() {
 		if b.ef == nil {
@@ -116,6 +116,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			f, def, p, err := b.openDebugFile()
 			if err != nil {
 				b.dwErr = err
+				b.warn("%s: separate debug file not used, no file:line answers: %v", b.path, err)
 				return
 			}
 			if def == nil {
@@ -134,6 +135,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 		dw, err := newDWARFIndex(ef, ra, name, b.execRange)
 		if err != nil {
 			b.dwErr = err
+			b.warn("%v (answers fall back to symbol names, without file:line)", err)
 			if b.dbgFile != nil {
 				b.dw = &dwarfIndex{ef: ef, name: name}
 			}

@@ -31,6 +31,9 @@ type goTable struct {
 
 func (b *Binary) loadGo() *goTable {
 	b.goOnce.Do(func() {
+		if b.ef == nil {
+			return
+		}
 		s := b.ef.Section(".gopclntab")
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			return
@@ -39,6 +42,18 @@ func (b *Binary) loadGo() *goTable {
 			data, err := s.Data()
 			if err != nil {
 				return err
+			}
+			// The magic of every pclntab version debug/gosym reads
+			// (Go 1.2, 1.16, 1.18, 1.20: src/debug/gosym/pclntab.go);
+			// anything else is damage, reported now rather than at
+			// the first lookup that needs the table.
+			if len(data) < 8 {
+				return fmt.Errorf("%w: section at offset %#x: %d bytes, too short for a header", ErrMalformed, s.Offset, len(data))
+			}
+			switch m := b.ef.ByteOrder.Uint32(data); m {
+			case 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1:
+			default:
+				return fmt.Errorf("%w: section at offset %#x: unknown magic %#x", ErrMalformed, s.Offset, m)
 			}
 			g := &goTable{data: data}
 			if t := b.ef.Section(".text"); t != nil {
@@ -50,6 +65,7 @@ func (b *Binary) loadGo() *goTable {
 		})
 		if err != nil {
 			b.goErr = fmt.Errorf("%s: .gopclntab: %w", b.path, err)
+			b.warn("%v (Go functions without DWARF fall back to symbol names)", b.goErr)
 		}
 	})
 	return b.gotab

@@ -138,6 +138,9 @@ type Binary struct {
 
 	demangleCache sync.Map // raw name -> demangled name
 
+	warnMu sync.Mutex
+	warns  []string // problems that degraded answers without failing them
+
 	closeMu sync.Mutex
 	closed  bool
 }
@@ -249,6 +252,33 @@ func (b *Binary) BuildID() []byte { return b.buildID }
 func (b *Binary) DebugFile() string {
 	b.loadDWARF()
 	return b.dbgPath
+}
+
+// Warnings returns, in the order they were met, the problems that made the
+// binary's answers poorer without making a lookup fail: DWARF or .gopclntab
+// that could not be decoded (answers fall back to symbol names, without
+// files and lines), a separate debug file refused (another build-id, a
+// wrong CRC) or unreadable, a corrupt MiniDebugInfo or PLT, lines of a perf
+// map skipped as malformed. Each names the file. It loads the indexes a
+// lookup would, so its answer does not depend on which lookups ran.
+// Callers should show them: a profile whose binary lost its DWARF to a
+// corrupt section otherwise looks merely less detailed.
+func (b *Binary) Warnings() []string {
+	if b.kind == KindELF && !b.isClosed() {
+		b.loadDWARF()
+		b.loadSyms()
+		b.loadGo()
+	}
+	b.warnMu.Lock()
+	defer b.warnMu.Unlock()
+	return append([]string(nil), b.warns...)
+}
+
+// warn records a problem for Warnings.
+func (b *Binary) warn(format string, args ...any) {
+	b.warnMu.Lock()
+	b.warns = append(b.warns, fmt.Sprintf(format, args...))
+	b.warnMu.Unlock()
 }
 
 // Close releases the binary's file descriptors and indexes. Lookups after

@@ -174,6 +174,9 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 	if len(raw) == 0 && firstErr != nil {
 		return nil, firstErr
 	}
+	if firstErr != nil {
+		b.warn("%v (symbols of that table not used)", firstErr)
+	}
 	return buildSymTable(raw), nil
 }
 

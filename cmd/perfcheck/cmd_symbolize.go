@@ -109,6 +109,12 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 		return errorf(stderr, name, "%v", err)
 	}
 	defer b.Close()
+	// Problems that leave answers poorer without failing them (DWARF
+	// that cannot be decoded, a refused debug file, skipped perf map
+	// lines): said once, before any answer.
+	for _, msg := range b.Warnings() {
+		fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, msg)
+	}
 
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()

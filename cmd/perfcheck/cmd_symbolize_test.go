@@ -196,3 +196,34 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
 }
+
+// TestSymbolizeWarnsCorruptDWARF: a binary whose .debug_info cannot be
+// decoded still gets names, and the command says on stderr why it has no
+// file:line.
+func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := ef.Section(".debug_info")
+	ef.Close()
+	if info == nil || info.Flags&elf.SHF_COMPRESSED != 0 {
+		t.Skip("no uncompressed .debug_info")
+	}
+	d, _ := os.ReadFile(bin)
+	d[info.Offset+4], d[info.Offset+5] = 0xff, 0xff // DWARF version 0xffff
+	if err := os.WriteFile(bin, d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "--debug-file=false", "-e", bin, fmt.Sprintf("%#x", work)}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if got := out.String(); got != "work\n??:?\n" {
+		t.Errorf("stdout %q, want the symbol name without a line", got)
+	}
+	if e := errb.String(); !strings.Contains(e, "warning:") || !strings.Contains(e, bin) || !strings.Contains(e, "DWARF") {
+		t.Errorf("stderr %q, want a warning naming %s and DWARF", e, bin)
+	}
+}
