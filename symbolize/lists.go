@@ -117,27 +117,45 @@ func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
 // in hex (with or without 0x) and NAME the rest of the line, as written by
 // JITs for perf (tools/perf/Documentation/jit-interface.txt). A later line
 // for the same start wins: JITs reuse code addresses after freeing code.
-func readPerfMap(r *bufio.Reader, name string) (*symTable, error) {
+//
+// A malformed line is skipped and counted, as perf's dso__load_perf_map
+// (tools/perf/util/symbol.c) skips it: a live JIT appends to the map while
+// perf reads it, so the last line is often half written. Only a map with
+// malformed lines and no valid one is an error. warn receives a summary of
+// the skipped lines.
+func readPerfMap(r *bufio.Reader, name string, warn func(string, ...any)) (*symTable, error) {
 	var entries []symbol
+	bad, firstBad := 0, int64(-1)
 	err := readLines(r, name, func(line string, off int64) error {
 		if strings.TrimSpace(line) == "" {
 			return nil
 		}
 		a, rest, ok1 := strings.Cut(line, " ")
 		s, n, ok2 := strings.Cut(rest, " ")
-		if !ok1 || !ok2 {
-			return fmt.Errorf("%w: %s: offset %d: not a perf map line: %.60q", ErrMalformed, name, off, line)
+		var start, size uint64
+		var err1, err2 error
+		if ok1 && ok2 {
+			start, err1 = strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64)
+			size, err2 = strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
 		}
-		start, err1 := strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64)
-		size, err2 := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
-		if err1 != nil || err2 != nil || start+size < start {
-			return fmt.Errorf("%w: %s: offset %d: bad address or size in %.60q", ErrMalformed, name, off, line)
+		if !ok1 || !ok2 || err1 != nil || err2 != nil || start+size < start {
+			if bad == 0 {
+				firstBad = off
+			}
+			bad++
+			return nil
 		}
 		entries = append(entries, symbol{start: start, end: start + size, name: n})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if bad > 0 && len(entries) == 0 {
+		return nil, fmt.Errorf("%w: %s: offset %d: no valid perf map line (%d malformed)", ErrMalformed, name, firstBad, bad)
+	}
+	if bad > 0 && warn != nil {
+		warn("%s: %d malformed perf map line(s) skipped, the first at offset %d", name, bad, firstBad)
 	}
 	// Stable sort keeps file order among equal starts; keep the last.
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].start < entries[j].start })

@@ -167,7 +167,7 @@ func Open(path string, opts Options) (*Binary, error) {
 	base := filepath.Base(path)
 	if strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map") {
 		b.kind = KindPerfMap
-		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path)
+		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path, b.warn)
 	} else {
 		b.kind = KindKallsyms
 		b.syms, b.symErr = readKallsyms(bufio.NewReader(f), path)
@@ -195,7 +195,7 @@ func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
 	b := &Binary{path: name, opts: opts, kind: k}
 	br := bufio.NewReader(r)
 	if k == KindPerfMap {
-		b.syms, b.symErr = readPerfMap(br, name)
+		b.syms, b.symErr = readPerfMap(br, name, b.warn)
 	} else {
 		b.syms, b.symErr = readKallsyms(br, name)
 	}

@@ -301,8 +301,24 @@ func TestPerfMap(t *testing.T) {
 	if _, err := b.Frames(0x7f0000001060, nil); !errors.Is(err, ErrUnknownAddr) {
 		t.Errorf("past the end: %v", err)
 	}
-	if _, err := OpenPerfMap(strings.NewReader("zz 10 x\n"), "m", Options{}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("bad line: %v", err)
+	if w := b.Warnings(); len(w) != 0 {
+		t.Errorf("warnings on a clean map: %q", w)
+	}
+	if _, err := OpenPerfMap(strings.NewReader("zz 10 x\n\n7f00 \n"), "m", Options{}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "offset 0") {
+		t.Errorf("no valid line: %v", err)
+	}
+	// A live JIT's map: a bad line in the middle and a half-written last
+	// line are skipped and counted, the rest answers.
+	live := m + "7f00000020zz 10 garbage\n7f0000003000 80 Baseline:bar baz.js:7\n7f0000004000 4"
+	b2, err := OpenPerfMap(strings.NewReader(live), "perf-99.map", Options{})
+	if err != nil {
+		t.Fatalf("a map with two bad lines: %v", err)
+	}
+	if fr := mustFrames(t, b2, 0x7f0000003010); fr[0].Function != "Baseline:bar baz.js:7" {
+		t.Errorf("after a bad line: %q", fr[0].Function)
+	}
+	if w := b2.Warnings(); len(w) != 1 || !strings.Contains(w[0], "perf-99.map: 2 malformed") || !strings.Contains(w[0], fmt.Sprintf("offset %d", len(m))) {
+		t.Errorf("Warnings() = %q, want 2 skipped lines, the first at offset %d", w, len(m))
 	}
 }
 
