@@ -377,46 +377,6 @@ func TestCompressedSameStory(t *testing.T) {
 	}
 }
 
-// TestSteadyStateAllocs: decoding records allocates nothing per record once
-// the reused structs and buffers have grown.
-func TestSteadyStateAllocs(t *testing.T) {
-	rdNeedCorpus(t)
-	for _, path := range []string{rdCorpus + "/with-callchain.perf.data", rdCorpus + "/modern/fibo.compressed2.pipe.data", rdCorpus + "/perf.data.callgraph_and_branch-3.8"} {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, ordered := range []bool{false, true} {
-				rs := f.Records(RecordsOptions{Ordered: ordered})
-				n := 0
-				// Warm up: the first records size the buffers.
-				for n < 3000 && rs.Next() {
-					n++
-				}
-				allocs := testing.AllocsPerRun(2000, func() {
-					if !rs.Next() {
-						rs = f.Records(RecordsOptions{Ordered: ordered})
-					}
-				})
-				if rs.Err() != nil {
-					t.Fatal(rs.Err())
-				}
-				// Restarting at the end allocates a new iterator; a
-				// few allocations over 2000 records are that, not
-				// per-record cost.
-				if allocs > 0.05 {
-					t.Errorf("ordered=%v: %.3f allocations per record", ordered, allocs)
-				}
-			}
-		})
-	}
-}
-
 // TestOrderedIsSorted: time-ordered delivery gives every record of file
 // order once, and the timestamps of kernel records never go back (perf
 // would count an out-of-order event; none of these files has one).
