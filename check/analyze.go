@@ -95,7 +95,11 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	// their report, marked partial, with the error. Only cancellation
 	// returns nothing.
 	var readErr error
-	if err := s.Feed(ctx, f); err != nil {
+	var ips *sampleIPs
+	if opts.KeepSamples {
+		ips = newSampleIPs()
+	}
+	if err := s.feed(ctx, f, ips); err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
@@ -132,6 +136,7 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		return nil, err
 	}
 	res.File = name
+	res.ips = ips
 	res.EventInfo = f.Events()
 	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)
@@ -157,6 +162,11 @@ func nameError(name string, err error) error {
 // Feed reads every record of f in time order (perf's ordered delivery)
 // and feeds the session.
 func (s *Session) Feed(ctx context.Context, f Recording) error {
+	return s.feed(ctx, f, nil)
+}
+
+// feed is Feed, keeping each sample's addresses in ips when it is not nil.
+func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var se SampleEvent
@@ -199,6 +209,9 @@ func (s *Session) Feed(ctx context.Context, f Recording) error {
 				se.User = &us
 			}
 			s.Sample(&se)
+			if ips != nil {
+				ips.add(s, &se)
+			}
 		case *perfdata.Mmap:
 			s.Mmap(&MapEvent{
 				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),

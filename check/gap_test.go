@@ -186,3 +186,66 @@ func TestWithPhase(t *testing.T) {
 			calls, gotLocs, gotDSOs, len(res.Locations), len(res.DSOs))
 	}
 }
+
+// EachSample gives every sample's recorded addresses, one per location:
+// a file offset and its address share the page offset (ip - start +
+// pgoff with page-aligned start and pgoff), the kernel's are equal, and
+// the leaf is the sample's IP. cshared-dwarf.data's user frames come from
+// unwinding (when its binaries are at their recorded paths, as in this
+// checkout): they must be there too.
+func TestSampleIPs(t *testing.T) {
+	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
+		t.Run(name, func(t *testing.T) {
+			res, err := Analyze(context.Background(), "../testdata/perf/"+name, Options{KeepSamples: true, NoSymbols: true, BuildIDDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames, user := 0, 0
+			err = res.EachSample(func(s *Sample) error {
+				if len(s.IPs) != len(s.Stack.Locations) {
+					t.Fatalf("sample at %d: %d addresses for %d locations", s.Time, len(s.IPs), len(s.Stack.Locations))
+				}
+				for i, l := range s.Stack.Locations {
+					frames++
+					ip := s.IPs[i]
+					switch l.DSO.Kind {
+					case KindFile, KindVDSO:
+						if ip&0xfff != l.Offset&0xfff || ip == 0 {
+							t.Errorf("%s+%#x: address %#x", l.DSO.Path, l.Offset, ip)
+						}
+						if ip != l.Offset {
+							user++
+						}
+					case KindKernel:
+						if ip != l.Offset {
+							t.Errorf("kernel %#x: address %#x", l.Offset, ip)
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if frames == 0 || user == 0 {
+				t.Errorf("%d frames, %d user frames with an address", frames, user)
+			}
+			if name == "cshared-dwarf.data" && uint64(frames) < 3*res.Samples {
+				t.Errorf("%d frames for %d samples: the unwound callers are missing", frames, res.Samples)
+			}
+		})
+	}
+	// A session fed by hand keeps no addresses.
+	s := NewSession(Options{KeepSamples: true, NoSymbols: true})
+	s.Sample(&SampleEvent{PID: 1, TID: 1, IP: 0x1234, Mode: 2})
+	res, err := s.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.EachSample(func(s *Sample) error {
+		if s.IPs != nil {
+			t.Errorf("hand-fed session: IPs %v", s.IPs)
+		}
+		return nil
+	})
+}

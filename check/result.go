@@ -91,6 +91,12 @@ type Sample struct {
 	Period uint64
 	Comm   string
 	Stack  *Stack
+	// IPs are the sample's addresses as recorded, one per location of
+	// Stack, leaf first: the runtime (virtual) address where the
+	// Location has the file offset. Set when the Result comes from
+	// Analyze, AnalyzeFile or AnalyzeReader; nil for a Session fed by
+	// hand. It is reused like the Sample.
+	IPs []uint64
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -128,6 +134,7 @@ type Result struct {
 
 	aggs  []Aggregate
 	kept  []compactSample
+	ips   *sampleIPs // per kept sample, its addresses (Analyze* only)
 	comms []string
 	opts  Options
 }
@@ -145,9 +152,12 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 		return fmt.Errorf("check: samples were not kept (Options.KeepSamples)")
 	}
 	var s Sample
-	for _, c := range r.kept {
+	for i, c := range r.kept {
 		s = Sample{Event: int(c.event), PID: c.pid, TID: c.tid, CPU: c.cpu, Time: c.time, Period: c.period,
 			Comm: r.comm(c.comm), Stack: r.Stacks[c.stack]}
+		if r.ips != nil && i < len(r.ips.ids) {
+			s.IPs = r.ips.seqs[r.ips.ids[i]]
+		}
 		if err := fn(&s); err != nil {
 			return err
 		}

@@ -39,7 +39,8 @@ type scriptSample struct {
 
 // scriptFrame is one location of a sample's stack, leaf first.
 type scriptFrame struct {
-	Offset  string        `json:"offset"` // file offset in the DSO ("0x..."); for the kernel and file-less memory the address
+	Offset  string        `json:"offset"`            // file offset in the DSO ("0x..."); for the kernel and file-less memory the address
+	Address string        `json:"address,omitempty"` // the runtime address as recorded ("0x...")
 	DSO     string        `json:"dso"`
 	Verdict string        `json:"verdict"`
 	Trusted bool          `json:"trusted"`
@@ -178,10 +179,17 @@ func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) [
 	b = appendPadLeft(b, a.eventName(s.Event), a.nameWidth())
 	b = append(b, ": "...)
 	if !a.hasCallchain(s.Event) && len(s.Stack.Locations) == 1 && !(inlines && len(s.Stack.Locations[0].Frames) > 1) {
-		// No callchain: perf prints the sample's ip on the header line.
+		// No callchain: perf prints the sample's ip on the header line,
+		// as recorded (the runtime address; perf_sample__fprintf_ip
+		// prints sample->ip, not the map-relative address it prints for
+		// callchain entries).
 		l := s.Stack.Locations[0]
+		ip := l.Offset
+		if len(s.IPs) > 0 {
+			ip = s.IPs[0]
+		}
 		b = append(b, ' ')
-		b = appendPadLeft(b, strconv.FormatUint(l.Offset, 16), 16)
+		b = appendPadLeft(b, strconv.FormatUint(ip, 16), 16)
 		b = append(b, ' ')
 		b = append(b, l.String()...)
 		if len(l.Frames) > 0 {
@@ -260,13 +268,16 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 		c := s.CPU
 		out.CPU = &c
 	}
-	for _, l := range s.Stack.Locations {
+	for i, l := range s.Stack.Locations {
 		f := scriptFrame{
 			Offset:  "0x" + strconv.FormatUint(l.Offset, 16),
 			DSO:     l.DSO.Path,
 			Verdict: l.DSO.Verdict.String(),
 			Trusted: l.Trusted(),
 			Frames:  l.Frames,
+		}
+		if i < len(s.IPs) {
+			f.Address = "0x" + strconv.FormatUint(s.IPs[i], 16)
 		}
 		if n := len(l.Frames); n > 0 {
 			f.Symbol = l.Frames[n-1].Function
