@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -102,7 +103,6 @@ type Session struct {
 	stacks   [][]int32
 	frames   int // total frames of all stacks
 	keyBuf   []byte
-	rawBuf   []byte
 	rawIdx   map[rawKey]int32
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
@@ -111,9 +111,12 @@ type Session struct {
 	aggs     map[aggKey]*aggVal
 	comms    []string
 	commIdx  map[string]int32
-	kept     []compactSample
-	buildIDs []perfdata.BuildIDEntry
-	samples  uint64
+	// lastComm is commID's last answer (lastCommID -1: none).
+	lastComm   string
+	lastCommID int32
+	kept       []compactSample
+	buildIDs   []perfdata.BuildIDEntry
+	samples    uint64
 	// stackUserSamples counts samples whose user callers are only in a
 	// stack copy (--call-graph dwarf), which is not unwound.
 	stackUserSamples uint64
@@ -134,13 +137,14 @@ func NewSession(opts Options) *Session {
 		special:  make(map[string]int32),
 		stackIdx: make(map[string]int32),
 		rawIdx:   make(map[rawKey]int32),
-		rawSeeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		cfi:      make(map[*DSO]*cfiTable),
 		aggs:     make(map[aggKey]*aggVal),
 		commIdx:  make(map[string]int32),
 		jitPIDs:  make(map[int32]bool),
 	}
 	s.tracker.onMap = s.onMap
+	s.lastCommID = -1
+	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
 }
 
@@ -321,7 +325,13 @@ func (s *Session) Sample(e *SampleEvent) {
 }
 
 func (s *Session) commID(c string) int32 {
+	// Samples come in runs of one process: the last answer is the
+	// likely one (comparing a string with itself is one pointer test).
+	if c == s.lastComm && s.lastCommID >= 0 {
+		return s.lastCommID
+	}
 	if i, ok := s.commIdx[c]; ok {
+		s.lastComm, s.lastCommID = c, i
 		return i
 	}
 	i := int32(len(s.comms))
@@ -334,14 +344,23 @@ func (s *Session) commID(c string) int32 {
 // past it the cache starts over (it is only a shortcut).
 const rawCacheEntries = 1 << 19
 
-// rawKey identifies a raw stack (process, map generations, mode, the
-// addresses as recorded) by two 64-bit hashes of it under seeds chosen
-// at random per session. Keeping the 128-bit digest instead of the bytes
-// (hundreds per deep stack) makes the cache a tenth of the size and a
-// hit one pass over the bytes instead of two. Two different stacks share
-// a digest with probability about n²/2¹²⁹ for n distinct stacks (below
-// 10⁻²⁶ for a million), and input cannot aim at it without the seeds.
-type rawKey [2]uint64
+// rawKey identifies a raw stack: the process, its maps' generations, the
+// mode and IP exactly; the callchain (and unwound user frames) by their
+// lengths and two 64-bit hashes under seeds chosen at random per
+// session. Keeping the 128-bit digest instead of the addresses (hundreds
+// of bytes per deep stack) makes the cache a fraction of the size and a
+// hit one pass over them instead of a copy and a comparison. Two
+// different callchains share a digest with probability about n²/2¹²⁹ for
+// n distinct ones (below 10⁻²⁶ for a million), and input cannot aim at
+// it without the seeds. Fields are ordered so the struct has no padding
+// and hashes as one block of memory.
+type rawKey struct {
+	pg, kg, ip    uint64
+	h             [2]uint64
+	pid           int32
+	mode          uint32
+	nchain, nuser uint32
+}
 
 // stackOf returns the id of e's resolved stack. Raw stacks repeat: the same
 // addresses in the same process, with its maps unchanged, resolve the same
@@ -361,23 +380,15 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 			s.unprovenUnwinds++
 		}
 	}
-	rk := s.rawBuf[:0]
-	rk = le32(rk, uint32(e.PID))
-	rk = le64(rk, pg)
-	rk = le64(rk, kg)
-	rk = append(rk, byte(e.Mode))
-	rk = le64(rk, e.IP)
-	for _, ip := range e.Callchain {
-		rk = le64(rk, ip)
-	}
-	if len(user) > 0 {
-		rk = le64(rk, contextUser)
-		for _, ip := range user {
-			rk = le64(rk, ip)
+	key := rawKey{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
+		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
+	for i := range key.h {
+		key.h[i] = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
+		if len(user) > 0 {
+			// Rare (--call-graph dwarf): fold the unwound frames in.
+			key.h[i] = maphash.Comparable(s.rawSeeds[i], [2]uint64{key.h[i], maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
 		}
 	}
-	s.rawBuf = rk
-	key := rawKey{maphash.Bytes(s.rawSeeds[0], rk), maphash.Bytes(s.rawSeeds[1], rk)}
 	if id, ok := s.rawIdx[key]; ok {
 		return id
 	}
@@ -472,6 +483,16 @@ func (s *Session) addStack(refs []int32) {
 
 // numStacks is the number of distinct stacks.
 func (s *Session) numStacks() int { return len(s.stacks) }
+
+// u64Bytes views addresses as their bytes in memory, without copying
+// them, for hashing only (the byte order is the machine's; the digest
+// never leaves the process).
+func u64Bytes(v []uint64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
+}
 
 func le32(b []byte, v uint32) []byte {
 	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
