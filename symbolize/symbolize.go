@@ -211,7 +211,7 @@ func (b *Binary) openELF() error {
 	err := safely(b.path, func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
-			return err
+			return elfOpenError(b.path, b.f, err)
 		}
 		b.ef = ef
 		for _, p := range ef.Progs {
@@ -233,9 +233,28 @@ func (b *Binary) openELF() error {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrMalformed) {
+			return err // names the file already
+		}
 		return fmt.Errorf("%s: %w", b.path, err)
 	}
 	return nil
+}
+
+// elfOpenError turns an error of elf.NewFile into one wrapping ErrMalformed
+// that names the file. debug/elf reports a header or table cut short as a
+// bare io.EOF ("trunc: EOF"), which reads like a clean end of input: it
+// becomes io.ErrUnexpectedEOF with the file's size. A *elf.FormatError
+// carries the offset in its message.
+func elfOpenError(path string, f *os.File, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		size := int64(-1)
+		if st, serr := f.Stat(); serr == nil {
+			size = st.Size()
+		}
+		return fmt.Errorf("%w: %s: ELF headers or tables run past the end of the file (%d bytes): %w", ErrMalformed, path, size, io.ErrUnexpectedEOF)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
 }
 
 // Path returns the path the binary was opened from.

@@ -106,7 +106,9 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := symbolize.Open(*exe, opts)
 	if err != nil {
-		return errorf(stderr, name, "%v", err)
+		// The package's errors begin "symbolize: "; after our own
+		// "perfcheck symbolize: " prefix that would read twice.
+		return errorf(stderr, name, "%s", strings.TrimPrefix(err.Error(), "symbolize: "))
 	}
 	defer b.Close()
 	// Problems that leave answers poorer without failing them (DWARF

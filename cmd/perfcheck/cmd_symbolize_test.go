@@ -227,3 +227,18 @@ func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
 		t.Errorf("stderr %q, want a warning naming %s and DWARF", e, bin)
 	}
 }
+
+// TestSymbolizeTruncatedELF: a cut ELF file is named with the reason,
+// without "symbolize:" repeated after the command's prefix.
+func TestSymbolizeTruncatedELF(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "trunc")
+	os.WriteFile(p, []byte("\x7fELF\x02\x01\x01"), 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "-e", p, "0x10"}, &out, &errb); code != exitError {
+		t.Fatalf("exit %d, want %d", code, exitError)
+	}
+	e := errb.String()
+	if !strings.Contains(e, p) || !strings.Contains(e, "unexpected EOF") || strings.Contains(e, "symbolize: symbolize:") {
+		t.Errorf("stderr %q: want the file and unexpected EOF, the prefix once", e)
+	}
+}
