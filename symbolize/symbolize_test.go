@@ -116,8 +116,9 @@ func TestBiasLiveProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	defer cmd.Wait()
+	// Kill, then reap: deferred separately they ran in the opposite
+	// order (Wait first), so the test waited out the sleep.
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var maps []byte
 	// Wait for the dynamic loader to map libc.
 	for i := 0; i < 200; i++ {
@@ -442,15 +443,29 @@ func TestNoAllocsSteadyState(t *testing.T) {
 	defer b.Close()
 	addrs := textAddrs(t, p, 64)
 	var buf []Frame
+	// Every address is in .text of a Go test binary with DWARF: each
+	// lookup must answer with a named function, or the allocation count
+	// below would measure an error path.
 	for _, a := range addrs {
-		buf, _ = b.Frames(a, buf)
+		var err error
+		buf, err = b.Frames(a, buf)
+		if err != nil || len(buf) == 0 || buf[len(buf)-1].Function == "" {
+			t.Fatalf("Frames(%#x) = %v, %v: want a named frame", a, fmtOurs(buf), err)
+		}
 	}
 	buf = make([]Frame, 0, 64)
-	i := 0
+	i, failed := 0, 0
 	allocs := testing.AllocsPerRun(200, func() {
-		buf, _ = b.Frames(addrs[i%len(addrs)], buf)
+		var err error
+		buf, err = b.Frames(addrs[i%len(addrs)], buf)
+		if err != nil || len(buf) == 0 {
+			failed++
+		}
 		i++
 	})
+	if failed != 0 {
+		t.Fatalf("%d of %d measured lookups failed", failed, i)
+	}
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per lookup, want 0", allocs)
 	}
