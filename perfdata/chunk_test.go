@@ -47,6 +47,9 @@ func digestOrdered(t *testing.T, name string, data []byte, copying bool) (sums [
 		defer f.Close()
 		rs, warn = f.Records(RecordsOptions{Ordered: true}), f.Warnings
 	}
+	if prefetchMin == 0 && data == nil && rs.stopPrefetch == nil && filepath.Ext(name) != ".stream" {
+		t.Errorf("%s: no read-ahead", name)
+	}
 	for rs.Next() {
 		sums = append(sums, sha256.Sum256(fmt.Appendf(nil, "%T %+v", rs.Record(), rs.Record())))
 		if copying && len(rs.streams) > 0 && rs.streams[0].chunked {
@@ -144,4 +147,39 @@ func TestChunkedQueueLimit(t *testing.T) {
 		t.Errorf("%d chunks for a %d-byte queue", c, maxQueueBytes)
 	}
 	compareOrdered(t, name, nil)
+}
+
+// TestPrefetchSameRecords: reading ahead on another goroutine changes
+// nothing in what is delivered, for every fixture and corpus recording
+// and for a fixture cut at many points (read through Open from a file).
+func TestPrefetchSameRecords(t *testing.T) {
+	rdNeedFixtures(t)
+	names := rdGlob(t, filepath.Join(rdFixtures, "*.data"))
+	if _, err := os.Stat(corpusDir); err == nil {
+		names = append(names, corpusRecordings(t)...)
+	}
+	dir := t.TempDir()
+	full := readFixture(t, "forkexec.data")
+	for cut := len(full) / 7; cut < len(full); cut += len(full)/7 + 1 {
+		name := filepath.Join(dir, fmt.Sprintf("forkexec-%d.data", cut))
+		if err := os.WriteFile(name, full[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	defer func(n int64) { prefetchMin = n }(prefetchMin)
+	for _, name := range names {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			prefetchMin = 0
+			a, aerr, awarn := digestOrdered(t, name, nil, false)
+			prefetchMin = -1
+			b, berr, bwarn := digestOrdered(t, name, nil, false)
+			if aerr != berr || fmt.Sprint(awarn) != fmt.Sprint(bwarn) {
+				t.Errorf("read ahead: error %q warnings %q; not: error %q warnings %q", aerr, awarn, berr, bwarn)
+			}
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("read ahead: %d records; not: %d, or they differ", len(a), len(b))
+			}
+		})
+	}
 }

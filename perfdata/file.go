@@ -494,6 +494,7 @@ func (f *File) Records(opts RecordsOptions) *Records {
 	if f.pipe {
 		rs.p.onUserRecord = pipeHandler(es, nil, f.order)
 	}
+	prefetchStreams(rs)
 	return rs
 }
 

@@ -33,6 +33,9 @@ type Records struct {
 	// read for about readerBudget bytes in turn, as perf's
 	// __perf_session__process_dir_events reads READER_MAX_SIZE from each.
 	budgetStart int64
+
+	// stopPrefetch, when set, ends the read-ahead goroutines.
+	stopPrefetch func()
 }
 
 const readerBudget = 2 << 20
@@ -70,6 +73,9 @@ func (rs *Records) Next() bool {
 	}
 	if err != nil {
 		rs.rec = nil
+		if rs.stopPrefetch != nil {
+			rs.stopPrefetch()
+		}
 		if err == io.EOF {
 			rs.done = true
 			return false
