@@ -338,7 +338,7 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 	g.SetLimit(workers)
 	for d := range byDSO {
 		g.Go(func() error {
-			lk, err := opener.Open(d.symPath, d.Kind)
+			lk, err := openDSO(opener, d, &s.opts)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
