@@ -132,11 +132,13 @@ type Result struct {
 	// (its CFI could invent callers): their outer callers are not seen.
 	UnprovenUnwinds uint64
 
-	aggs  []Aggregate
-	kept  []compactSample
-	ips   *sampleIPs // per kept sample, its addresses (Analyze* only)
-	comms []string
-	opts  Options
+	aggs []Aggregate
+	kept []compactSample
+	ips  *sampleIPs // per kept sample, its addresses (Analyze* only)
+
+	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	comms     []string
+	opts      Options
 }
 
 // Aggregates returns the samples grouped by (stack, event, pid, tid, comm),

@@ -222,6 +222,23 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 			if m.Limit == 0 { // the top page
 				m.Limit = ^uint64(0)
 			}
+		} else if mr, ok := res.FirstMapping(d); ok && realRange(mr, s.lo, s.hi) {
+			// The recording's own mapping: the first executable mapping
+			// of this DSO (MMAP2 start, end, pgoff), widened by whole
+			// pages if a sampled offset lies outside it (another segment
+			// of the same file). Addresses are what that process ran at;
+			// Address - Start + Offset is still the file offset, which
+			// is all pprof's symbolizers need.
+			base := mr.Start - mr.Pgoff // address of offset 0 (mod 2^64)
+			m.Start, m.Limit, m.Offset = mr.Start, mr.Limit, mr.Pgoff
+			if lo := (base + s.lo) &^ 0xfff; lo < m.Start {
+				m.Offset -= m.Start - lo
+				m.Start = lo
+			}
+			if hi := ((base + s.hi) | 0xfff) + 1; hi > m.Limit {
+				m.Limit = hi
+			}
+			bases[d] = base
 		} else {
 			// A DSO is shared by every process that mapped it, each at
 			// its own address; the check keeps file offsets. Give each
@@ -337,6 +354,23 @@ func Write(w io.Writer, res *check.Result, opts Options) error {
 		return err
 	}
 	return p.Write(w)
+}
+
+// realRange reports whether the recorded mapping mr can carry the sampled
+// offsets lo..hi: a real, non-empty range in which every one of them has
+// an address (offsets below the mapping's pgoff must not reach below
+// address 0, nor the highest past the top of the address space).
+func realRange(mr check.MappingRange, lo, hi uint64) bool {
+	if mr.Limit <= mr.Start {
+		return false
+	}
+	if lo < mr.Pgoff && mr.Pgoff-lo > mr.Start {
+		return false // below address 0
+	}
+	if hi > mr.Pgoff && hi-mr.Pgoff > ^uint64(0)-0x2000-mr.Start {
+		return false // past the top
+	}
+	return true
 }
 
 // mainDSO returns the index in dsos of the busiest command's executable, or
