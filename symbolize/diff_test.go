@@ -239,7 +239,8 @@ var knownDifferences = []knownDifference{
 	{
 		name: "plt-stub",
 		reason: "the address is in a PLT stub; neither addr2line nor llvm-symbolizer synthesizes " +
-			"PLT symbols, objdump -d and perf name the stub foo@plt after the GOT slot its jmp reads, as we do",
+			"PLT symbols, objdump -d and perf name the stub foo@plt after the GOT slot its jmp reads, as we do " +
+			"(an IRELATIVE slot, objdump's *ABS*+0xV@plt, after the IFUNC at V, as perf does)",
 		whole: func(c *diffCase, ref []refFrame) bool {
 			if len(c.ours) != 1 || !strings.HasSuffix(c.ours[0].RawName, "@plt") {
 				return false
@@ -451,7 +452,28 @@ func (tb *testBinary) aliases(a, b string) bool {
 var objdumpSym = regexp.MustCompile(`^([0-9a-f]+) <(.+)>:$`)
 
 // objdumpPLT reports whether objdump -d labels a stub at addr with name.
+// An IRELATIVE stub, which objdump labels *ABS*+0xV@plt, counts when an
+// STT_GNU_IFUNC symbol named as ours (without @plt) has value V: perf's
+// get_ifunc_name names it so.
 func (tb *testBinary) objdumpPLT(name string, addr uint64) bool {
+	v, ok := tb.pltStubs()[name]
+	if ok && addr >= v && addr < v+16 {
+		return true
+	}
+	for _, s := range tb.syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC && s.Name+"@plt" == name {
+			v, ok := tb.pltStubs()[fmt.Sprintf("*ABS*+%#x@plt", s.Value)]
+			if ok && addr >= v && addr < v+16 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pltStubs returns objdump -d's labels of the PLT sections: stub name
+// (foo@plt) to address.
+func (tb *testBinary) pltStubs() map[string]uint64 {
 	if tb.plt == nil {
 		tb.plt = map[string]uint64{}
 		out := run(tb.t, nil, "objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got", tb.path)
@@ -463,8 +485,54 @@ func (tb *testBinary) objdumpPLT(name string, addr uint64) bool {
 			}
 		}
 	}
-	v, ok := tb.plt[name]
-	return ok && addr >= v && addr < v+16
+	return tb.plt
+}
+
+// checkPLT demands that every stub objdump -d labels foo@plt is named
+// foo@plt by us too, at its first and its last byte. objdump's labels for
+// the lazy-binding header (foo@plt-0x10) and IRELATIVE slots (*ABS*+0x...,
+// which perf and we name after the IFUNC: TestIFUNC) are not stubs of a
+// named symbol.
+func checkPLT(t *testing.T, tb *testBinary, b *Binary) {
+	t.Helper()
+	if tb.ef.Machine != elf.EM_X86_64 || (tb.ef.Section(".plt") == nil && tb.ef.Section(".plt.sec") == nil) {
+		return
+	}
+	stubs := tb.pltStubs()
+	// A stub ends at the next label or the end of its section (16-byte
+	// .plt and .plt.sec entries, 8-byte .plt.got ones).
+	ends := map[uint64]uint64{}
+	for _, addr := range stubs {
+		end := addr + 16
+		for _, sn := range []string{".plt", ".plt.sec", ".plt.got"} {
+			if sec := tb.ef.Section(sn); sec != nil && sec.Addr <= addr && addr < sec.Addr+sec.Size {
+				end = min(end, sec.Addr+sec.Size)
+			}
+		}
+		for _, other := range stubs {
+			if other > addr && other < end {
+				end = other
+			}
+		}
+		ends[addr] = end
+	}
+	n := 0
+	for name, addr := range stubs {
+		if !strings.HasSuffix(name, "@plt") || strings.HasPrefix(name, "*ABS*") {
+			continue
+		}
+		for _, a := range []uint64{addr, ends[addr] - 1} {
+			fr, err := b.Frames(a, nil)
+			if err != nil || len(fr) != 1 || fr[0].RawName != name {
+				t.Errorf("%s %#x: PLT stub objdump labels %s: ours %s, %v", filepath.Base(tb.path), a, name, fmtOurs(fr), err)
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Errorf("%s: objdump labels no PLT stub", filepath.Base(tb.path))
+	}
+	t.Logf("%s: %d PLT stubs named as objdump names them", filepath.Base(tb.path), n)
 }
 
 // sampleAddrs returns every function start (up to max/2 of them, chosen
@@ -555,6 +623,7 @@ func diffTestTwin(t *testing.T, path, twin string, opts Options, seed int64) {
 	if twin != "" {
 		twinRef = llvmFrames(t, twin, addrs)
 	}
+	checkPLT(t, tb, b)
 	counts := map[string]int{}
 	// C++ frames (mangled _Z names) and those whose demangled name
 	// equals a tool's outright, with no known difference invoked.

@@ -320,6 +320,7 @@ func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
 		return nil, nil
 	}
 	m := make(map[uint64]string)
+	var ifuncs map[uint64]string
 	for _, s := range ef.Sections {
 		if s.Type != elf.SHT_RELA || s.Entsize != 24 || s.Size > 64<<20 {
 			continue
@@ -336,6 +337,24 @@ func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
 			info := ef.ByteOrder.Uint64(d[i+8:])
 			typ := elf.R_X86_64(info & 0xffffffff)
 			idx := info >> 32
+			if typ == elf.R_X86_64_IRELATIVE {
+				// An IFUNC called through the PLT (a non-PIE or
+				// static binary): no symbol, the addend is the
+				// resolver. perf names the stub after the IFUNC
+				// symbol at that address (get_ifunc_name in
+				// tools/perf/util/symbol-elf.c), else as objdump
+				// does, "*ABS*+0xADDR".
+				addend := ef.ByteOrder.Uint64(d[i+16:])
+				if ifuncs == nil {
+					ifuncs = ifuncNames(ef, dyn)
+				}
+				if n, ok := ifuncs[addend]; ok {
+					m[off] = n
+				} else {
+					m[off] = fmt.Sprintf("*ABS*+%#x", addend)
+				}
+				continue
+			}
 			if typ != elf.R_X86_64_JMP_SLOT && typ != elf.R_X86_64_GLOB_DAT {
 				continue
 			}
@@ -349,4 +368,25 @@ func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
 		}
 	}
 	return m, nil
+}
+
+// ifuncNames maps the value of every STT_GNU_IFUNC symbol of ef's .symtab
+// and .dynsym to its name; of several at one value the alias rule picks.
+func ifuncNames(ef *elf.File, dyn []elf.Symbol) map[uint64]string {
+	syms, _ := ef.Symbols()
+	best := map[uint64]rawSym{}
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_GNU_IFUNC || s.Value == 0 || s.Name == "" {
+			continue
+		}
+		r := rawSym{value: s.Value, name: s.Name, rank: aliasRank(elf.ST_BIND(s.Info), elf.STT_GNU_IFUNC, s.Size)}
+		if b, ok := best[s.Value]; !ok || lessAlias(&r, &b) {
+			best[s.Value] = r
+		}
+	}
+	m := make(map[uint64]string, len(best))
+	for v, r := range best {
+		m[v] = r.name
+	}
+	return m
 }
