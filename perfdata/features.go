@@ -247,10 +247,6 @@ func (fs *Features) decoded(f Feature, decode func(d *decoder) any) (any, error)
 	return sl.v, sl.err
 }
 
-// ErrNoFeature is returned (wrapped) by a Features accessor whose feature
-// the recording does not carry.
-var ErrNoFeature = errors.New("feature not present")
-
 // get decodes f with decode and asserts the cached value's type.
 func get[T any](fs *Features, f Feature, decode func(d *decoder) T) (T, error) {
 	v, err := fs.decoded(f, func(d *decoder) any { return decode(d) })

@@ -27,9 +27,24 @@ const (
 	maxEvents = 1 << 16
 )
 
-// ErrNotPerfData is the cause of the error for input that does not start
-// with a perf.data magic number.
-var ErrNotPerfData = errors.New("not a perf.data file")
+// The package's sentinel errors, wrapped (in a *FormatError with the file
+// and offset, or with %w) by every call that returns them: test with
+// errors.Is.
+var (
+	// ErrNotPerfData is the cause of the error for input that does not
+	// start with a perf.data magic number.
+	ErrNotPerfData = errors.New("not a perf.data file")
+
+	// ErrMalformed is the cause of a FormatError for input that is not
+	// cut short but impossible: sizes or counts that do not fit, unknown
+	// sample_type bits, a version-1 magic. (Truncation is
+	// io.ErrUnexpectedEOF instead.)
+	ErrMalformed = errors.New("malformed perf.data")
+
+	// ErrNoFeature is returned (wrapped) by a Features accessor whose
+	// feature the recording does not carry.
+	ErrNoFeature = errors.New("feature not present")
+)
 
 // File is a perf.data recording read from a seekable input: a file in file
 // or pipe format, or the perf.data directory form. Its header, attrs and

@@ -2,7 +2,6 @@ package perfdata
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -467,10 +466,6 @@ func (s *stream) trailingGarbage(off int64) bool {
 	}
 	return true
 }
-
-// ErrMalformed is the cause of a FormatError for input that is not cut
-// short but impossible: sizes or counts that do not fit, unknown magic.
-var ErrMalformed = errors.New("malformed perf.data")
 
 // errCount is the cause for a count or length that does not fit in what
 // remains of its record.
