@@ -62,7 +62,9 @@ mkdir -p "$HOME"
 # command list of `perfcheck -h`, because `perfcheck CMD -h` for an unknown
 # CMD is taken as `perfcheck check CMD -h` once check exists.
 has() {
-	"$pc" -h 2>/dev/null | grep -qE "^  $1 "
+	# Not grep -q: it may exit at the match while perfcheck still writes,
+	# and the SIGPIPE then fails the pipeline under pipefail.
+	"$pc" -h 2>/dev/null | grep -E "^  $1 " >/dev/null
 }
 
 # measure VAR OKCODES CMD...: runs CMD (stdout and stderr to files in
