@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"debug/elf"
 	"os/exec"
 	"strings"
 	"testing"
@@ -101,5 +102,48 @@ func TestDemangleRust(t *testing.T) {
 		if got := Demangle(name); got != name {
 			t.Errorf("Demangle(%s) = %s, want the raw name, not a wrong one (llvm-cxxfilt: %s)", name, got, correct)
 		}
+	}
+}
+
+// TestNoDemangleOption checks Options.NoDemangle on a real C++ binary: the
+// same lookups, with Function equal to the mangled RawName, where the
+// default demangles it.
+func TestNoDemangleOption(t *testing.T) {
+	needTool(t, "g++")
+	dir := t.TempDir()
+	p := compile(t, dir, "cxx", "g++", testdataPath(t, "prog.cc"), "-O0", "-g")
+	tb := openTestBinary(t, p)
+	on, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer on.Close()
+	off, err := Open(p, Options{NoDemangle: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	n := 0
+	for _, s := range tb.syms {
+		if !strings.HasPrefix(s.Name, "_Z") || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 || s.Size == 0 {
+			continue
+		}
+		a, err1 := on.Frames(s.Value, nil)
+		b, err2 := off.Frames(s.Value, nil)
+		if err1 != nil || err2 != nil || len(a) != len(b) || len(a) == 0 {
+			t.Fatalf("%#x: %v %v, %v %v", s.Value, fmtOurs(a), err1, fmtOurs(b), err2)
+		}
+		for i := range b {
+			if b[i].Function != b[i].RawName || b[i].RawName != a[i].RawName {
+				t.Errorf("%#x: NoDemangle frame %+v, default %+v", s.Value, b[i], a[i])
+			}
+			if strings.HasPrefix(a[i].RawName, "_Z") && a[i].Function == a[i].RawName {
+				t.Errorf("%#x: default left %s mangled", s.Value, a[i].RawName)
+			}
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d C++ functions checked", n)
 	}
 }

@@ -242,3 +242,43 @@ func TestSymbolizeTruncatedELF(t *testing.T) {
 		t.Errorf("stderr %q: want the file and unexpected EOF, the prefix once", e)
 	}
 }
+
+// TestSymbolizeDemangleFlag: --demangle=false prints the mangled name of a
+// C++ function, as addr2line without -C does; the default demangles.
+func TestSymbolizeDemangleFlag(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("g++ not installed")
+	}
+	src := filepath.Join(t.TempDir(), "a.cc")
+	os.WriteFile(src, []byte("namespace ns { __attribute__((noinline)) int twice(int x) { return 2 * x; } }\nint main(int c, char**) { return ns::twice(c); }\n"), 0o644)
+	bin := filepath.Join(filepath.Dir(src), "a")
+	if out, err := exec.Command("g++", "-O1", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := ef.Symbols()
+	ef.Close()
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == "_ZN2ns5twiceEi" {
+			addr = s.Value
+		}
+	}
+	if addr == 0 {
+		t.Fatal("no _ZN2ns5twiceEi")
+	}
+	for _, c := range []struct {
+		flag, want string
+	}{{"--demangle=true", "ns::twice(int)\n"}, {"--demangle=false", "_ZN2ns5twiceEi\n"}} {
+		var out, errb bytes.Buffer
+		if code := run([]string{"symbolize", c.flag, "-e", bin, fmt.Sprintf("%#x", addr)}, &out, &errb); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", c.flag, code, errb.String())
+		}
+		if first, _, _ := strings.Cut(out.String(), "\n"); first+"\n" != c.want {
+			t.Errorf("%s: %q, want first line %q", c.flag, out.String(), c.want)
+		}
+	}
+}
