@@ -25,14 +25,18 @@ func (af *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&af.trustPaths, "trust-paths", false, "name frames of mismatched/replaced binaries from the file at the path anyway (loudly marked untrusted; never in pprof output)")
 }
 
-func (af *analyzeFlags) options(stderr io.Writer) check.Options {
+// options builds the check's options. The caller must call done when the
+// result is no longer needed: it closes the resolver, which removes the
+// scratch directory that debuginfod downloads use when there is no cache
+// directory (buildidcache.Resolver.Close).
+func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func()) {
 	r := buildidcache.New(af.lookup.options(stderr))
 	return check.Options{
 		Locator:    check.NewResolverLocator(r),
 		BuildIDDir: af.lookup.cacheDir(),
 		SymFS:      af.lookup.symfs,
 		TrustPaths: af.trustPaths,
-	}
+	}, func() { r.Close() }
 }
 
 // analysis is a checked recording with what the commands print beyond

@@ -48,7 +48,8 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	opts := af.options(stderr)
+	opts, done := af.options(stderr)
+	defer done()
 	opts.NoSymbols = true // the verdicts need no names
 	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if a == nil {

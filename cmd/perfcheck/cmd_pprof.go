@@ -67,7 +67,9 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	if *out != "-" && pos[0] != "-" && sameFile(*out, pos[0]) {
 		return errorf(stderr, "pprof", "-o %s is the input file", *out)
 	}
-	a, readErr := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
+	copts, done := af.options(stderr)
+	defer done()
+	a, readErr := analyze(context.Background(), pos[0], copts, stdinReader, stderr)
 	if a == nil {
 		return errorf(stderr, "pprof", "%v", readErr)
 	}

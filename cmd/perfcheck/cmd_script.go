@@ -68,7 +68,8 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	opts := af.options(stderr)
+	opts, done := af.options(stderr)
+	defer done()
 	opts.KeepSamples = true
 	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if a == nil {

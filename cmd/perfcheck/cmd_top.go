@@ -85,7 +85,9 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	a, readErr := analyze(context.Background(), pos[0], af.options(stderr), stdinReader, stderr)
+	opts, done := af.options(stderr)
+	defer done()
+	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if a == nil {
 		return errorf(stderr, "top", "%v", readErr)
 	}
