@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,6 +68,27 @@ func (w *world) run(env []string, name string, args ...string) []byte {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// output runs a command and returns its standard output alone; what it
+// writes to stderr is logged. perf report and perf script print warnings
+// on stderr (e.g. about samples they could not unwind); mixed into stdout
+// they land in the middle of a line and corrupt what the test parses.
+func (w *world) output(name string, args ...string) []byte {
+	w.t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "HOME="+w.home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	if stderr.Len() != 0 {
+		w.t.Logf("%s %s: stderr:\n%s", name, strings.Join(args, " "), stderr.Bytes())
 	}
 	return out
 }
@@ -231,23 +252,27 @@ func TestRealCleanMatchesPerfReport(t *testing.T) {
 	comparePerfReport(t, w, data, res)
 }
 
-// comparePerfReport checks that the hottest functions by self samples are
-// the ones perf report --no-children lists, in the same order, with about
-// the same share.
+// comparePerfReport checks that the functions perf report --no-children
+// lists at 5% or more of the self samples are exactly those perfcheck
+// puts there, each with the percentage perf report prints. perf report
+// weighs each sample by its period (hists__inc_stats adds sample->period;
+// the percentage is period over the total period, ui/hist.c), so the
+// shares are computed from periods the same way and rounded as perf
+// prints them ("%.2f"). Functions are compared as a name->percentage map:
+// two functions at the same share may come in either order.
 func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 	t.Helper()
-	out := w.run(nil, "perf", "report", "-i", data, "--no-children", "--stdio", "-q", "--sort", "sym", "-g", "none", "--percent-limit", "5")
+	const limit = 5.0
+	out := w.output("perf", "report", "-i", data, "--no-children", "--stdio", "-q", "--sort", "sym", "-g", "none", "--percent-limit", "5")
 	re := regexp.MustCompile(`^\s*([0-9.]+)%\s+\[[.k]\]\s+(\S+)`)
-	type row struct {
-		name string
-		pct  float64
-	}
-	var want []row
+	want := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			p, _ := strconv.ParseFloat(m[1], 64)
-			want = append(want, row{m[2], p})
+			if _, dup := want[m[2]]; dup {
+				t.Fatalf("perf report lists %s twice:\n%s", m[2], out)
+			}
+			want[m[2]] = m[1]
 		}
 	}
 	if len(want) == 0 {
@@ -256,7 +281,7 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 	self := map[string]uint64{}
 	var total uint64
 	for _, a := range res.Aggregates() {
-		total += a.Samples
+		total += a.Period
 		leaf := a.Stack.Locations[0]
 		name := leaf.Raw()
 		if len(leaf.Frames) > 0 {
@@ -264,20 +289,27 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 			// that holds the code, as perf report names it.
 			name = leaf.Frames[len(leaf.Frames)-1].Function
 		}
-		self[name] += a.Samples
+		self[name] += a.Period
 	}
-	var got []row
-	for n, c := range self {
-		got = append(got, row{n, float64(c) * 100 / float64(total)})
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].pct > got[j].pct })
-	for i, wr := range want {
-		if i >= len(got) || got[i].name != wr.name {
-			t.Errorf("hottest #%d: perf report says %s (%.2f%%), perfcheck %v", i+1, wr.name, wr.pct, got[:min(len(got), len(want))])
-			continue
+	got := map[string]string{}
+	for n, p := range self {
+		// perf computes the share as a double, 100.0 * period / total,
+		// and hides entries below --percent-limit (hists__filter_entries).
+		if pct := 100.0 * float64(p) / float64(total); pct >= limit {
+			got[n] = strconv.FormatFloat(pct, 'f', 2, 64)
 		}
-		if d := got[i].pct - wr.pct; d > 0.5 || d < -0.5 {
-			t.Errorf("%s: perf report %.2f%%, perfcheck %.2f%%", wr.name, wr.pct, got[i].pct)
+	}
+	for n, wp := range want {
+		if gp, ok := got[n]; !ok {
+			t.Errorf("perf report: %s at %s%%; perfcheck has it below %.0f%% (%.2f%%); perfcheck's list: %v",
+				n, wp, limit, 100.0*float64(self[n])/float64(total), got)
+		} else if gp != wp {
+			t.Errorf("%s: perf report %s%%, perfcheck %s%%", n, wp, gp)
+		}
+	}
+	for n, gp := range got {
+		if _, ok := want[n]; !ok {
+			t.Errorf("perfcheck: %s at %s%%, which perf report does not list at %.0f%% or more: %v", n, gp, limit, want)
 		}
 	}
 }
@@ -870,41 +902,60 @@ func TestRealDeletedBinaryDebuginfod(t *testing.T) {
 	assertName(t, res, "first_hot")
 }
 
-// perfScriptStacks returns, per sample in time order, the user frames perf
-// script prints: "dso-basename+0xaddr", leaf first (inlined lines dropped:
-// they repeat an address).
-func perfScriptStacks(t *testing.T, w *world, data string) [][]string {
+// scriptSample is one sample as perf script prints it: who, when (ns),
+// and the user frames "dso-basename+0xaddr", leaf first (inlined lines
+// dropped: they repeat an address).
+type scriptSample struct {
+	tid    int32
+	time   uint64
+	frames []string
+}
+
+// sampleKey identifies a sample across perf script and perfcheck: the
+// thread and the nanosecond it was taken.
+type sampleKey struct {
+	tid  int32
+	time uint64
+}
+
+// perfScriptStacks returns every sample perf script prints, in its order.
+// Each sample is a header line "tid sec.nsec:" followed by its callchain
+// lines; a sample whose callchain is empty is a header alone, so samples
+// are counted by headers, not by blank-line separated blocks.
+func perfScriptStacks(t *testing.T, w *world, data string) []scriptSample {
 	t.Helper()
-	out := w.run(nil, "perf", "script", "-i", data, "-F", "ip,dso", "--no-inline")
-	var stacks [][]string
-	var cur []string
+	out := w.output("perf", "script", "-i", data, "-F", "tid,time,ip,dso", "--ns", "--no-inline")
+	var samples []scriptSample
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	re := regexp.MustCompile(`^\s*([0-9a-f]+)\s+\((.*)\)\s*$`)
+	sc.Buffer(nil, 1<<20)
+	head := regexp.MustCompile(`^\s*(\d+)\s+(\d+)\.(\d{9}):\s*$`)
+	frame := regexp.MustCompile(`^\s*([0-9a-f]+)\s+\((.*)\)\s*$`)
 	for sc.Scan() {
 		l := sc.Text()
-		if strings.TrimSpace(l) == "" {
-			if cur != nil {
-				stacks = append(stacks, cur)
-				cur = nil
+		if m := head.FindStringSubmatch(l); m != nil {
+			tid, _ := strconv.ParseInt(m[1], 10, 32)
+			sec, _ := strconv.ParseUint(m[2], 10, 64)
+			ns, _ := strconv.ParseUint(m[3], 10, 64)
+			samples = append(samples, scriptSample{tid: int32(tid), time: sec*1e9 + ns})
+			continue
+		}
+		m := frame.FindStringSubmatch(l)
+		if m == nil {
+			if strings.TrimSpace(l) != "" {
+				t.Fatalf("perf script printed a line neither a sample header nor a frame: %q", l)
 			}
 			continue
 		}
-		m := re.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		if cur == nil {
-			cur = []string{}
+		if len(samples) == 0 {
+			t.Fatalf("perf script printed a frame before any sample header: %q", l)
 		}
 		if strings.HasPrefix(m[2], "[kernel") || m[2] == "[unknown]" {
 			continue
 		}
-		cur = append(cur, shortName(m[2])+"+0x"+strings.TrimLeft(m[1], "0"))
+		cur := &samples[len(samples)-1]
+		cur.frames = append(cur.frames, shortName(m[2])+"+0x"+strings.TrimLeft(m[1], "0"))
 	}
-	if cur != nil {
-		stacks = append(stacks, cur)
-	}
-	return stacks
+	return samples
 }
 
 // --call-graph dwarf: the user callers are recovered from the stack copies
@@ -927,20 +978,39 @@ func TestRealDwarfUnwind(t *testing.T) {
 		t.Errorf("notes: %v", rep.Notes)
 	}
 	want := perfScriptStacks(t, w, data)
-	if uint64(len(want)) != res.Samples {
-		t.Fatalf("perf script shows %d samples, perfcheck %d", len(want), res.Samples)
+	perfByKey := map[sampleKey][]string{}
+	for _, s := range want {
+		k := sampleKey{s.tid, s.time}
+		if _, dup := perfByKey[k]; dup {
+			t.Fatalf("perf script shows two samples of thread %d at %d ns", s.tid, s.time)
+		}
+		perfByKey[k] = s.frames
 	}
-	i, same, compared := 0, 0, 0
+	// The same samples, matched by thread and time: a count alone would
+	// let one sample dropped and another invented pass.
+	seen := map[sampleKey]bool{}
+	var extra []string
+	same, compared := 0, 0
 	res.EachSample(func(s *Sample) error {
 		var got []string
+		var locs []string
 		for _, l := range s.Stack.Locations {
+			locs = append(locs, l.String())
 			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
 				continue
 			}
 			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
-		wnt := want[i]
-		i++
+		k := sampleKey{s.TID, s.Time}
+		wnt, ok := perfByKey[k]
+		if !ok {
+			extra = append(extra, fmt.Sprintf("tid %d pid %d time %d: %v", s.TID, s.PID, s.Time, locs))
+			return nil
+		}
+		if seen[k] {
+			t.Errorf("perfcheck shows two samples of thread %d at %d ns", s.TID, s.Time)
+		}
+		seen[k] = true
 		// perf unwinds to the end of the copy; perfcheck stops where a
 		// binary is not proven (none here) or the CFI ends, so compare the
 		// frames perfcheck gives.
@@ -951,10 +1021,19 @@ func TestRealDwarfUnwind(t *testing.T) {
 		if len(got) >= min(len(wnt), 3) && len(wnt) >= len(got) && strings.Join(got, " ") == strings.Join(wnt[:len(got)], " ") {
 			same++
 		} else if compared-same <= 3 {
-			t.Logf("sample %d: perf %v\n\t\tperfcheck %v", i, wnt, got)
+			t.Logf("sample tid %d time %d: perf %v\n\t\tperfcheck %v", s.TID, s.Time, wnt, got)
 		}
 		return nil
 	})
+	var missing []string
+	for _, s := range want {
+		if !seen[sampleKey{s.tid, s.time}] {
+			missing = append(missing, fmt.Sprintf("tid %d time %d: %v", s.tid, s.time, s.frames))
+		}
+	}
+	if len(extra) != 0 || len(missing) != 0 || uint64(len(want)) != res.Samples {
+		t.Fatalf("perf script shows %d samples, perfcheck %d;\nonly perfcheck: %v\nonly perf script: %v", len(want), res.Samples, extra, missing)
+	}
 	t.Logf("%d of %d samples unwound as perf does", same, compared)
 	if same < compared*95/100 {
 		t.Errorf("%d of %d samples unwound as perf does", same, compared)
