@@ -196,7 +196,7 @@ func TestWithPhase(t *testing.T) {
 func TestSampleIPs(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Analyze(context.Background(), "../testdata/perf/"+name, Options{KeepSamples: true, NoSymbols: true, BuildIDDir: t.TempDir()})
+			res, err := Analyze(context.Background(), "../testdata/perf/"+name, Options{KeepSamples: true, NoSymbols: true, BuildIDDir: fixtureCache(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 // hottest function is libhot.so's lib_mix with 155 samples, as perf report
 // --no-children says (docs/commands-check.md).
 func TestTop(t *testing.T) {
-	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: t.TempDir()})
+	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: fixtureCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
