@@ -2,15 +2,13 @@ package check
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // corpusFile returns a file of the shared corpus, skipping the test when
@@ -56,43 +54,9 @@ func TestAnalyzeReaderKernelRelease(t *testing.T) {
 	}
 }
 
-// truncatedFixture writes testdata/perf/cshared-fp.data cut in the middle
-// of its data section (a recording whose copy was interrupted) and returns
-// its path. The cut is placed 20 bytes into a record so that the reader
-// must report a record cut short.
-func truncatedFixture(t *testing.T) string {
-	t.Helper()
-	src := "../testdata/perf/cshared-fp.data"
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := perfdata.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off, size := f.DataRange()
-	f.Close()
-	// Walk the records (8-byte headers: type u32, misc u16, size u16) to
-	// the one that straddles the middle of the data section.
-	mid := off + size/2
-	p := off
-	for p < off+size {
-		n := int64(binary.LittleEndian.Uint16(data[p+6:]))
-		if n == 0 {
-			t.Fatal("zero-size record in the fixture")
-		}
-		if p+n > mid {
-			break
-		}
-		p += n
-	}
-	out := filepath.Join(t.TempDir(), "trunc.data")
-	if err := os.WriteFile(out, data[:p+20], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// truncatedFixture writes testdata/perf/cshared-fp.data cut 20 bytes into
+// the record in the middle of its data section (fixtures.Truncated).
+func truncatedFixture(t *testing.T) string { return fixtures.Truncated(t, "cshared-fp.data") }
 
 // A truncated recording gives the report of what was read and the error:
 // the Result is partial, the error names the file and the offset.

@@ -13,40 +13,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/internal/fixtures"
+
 	"github.com/google/pprof/profile"
 	"github.com/perfcheck/perfcheck/check"
 )
 
 const fixtureDir = "../testdata/perf"
 
-// recordedBin is where the fixtures' programs were when perf recorded them
-// (docs/fixtures.md).
-const recordedBin = "/work/main/testdata/perf/bin"
+// recordedBin is where the fixtures' programs were when perf recorded them.
+const recordedBin = fixtures.RecordedBin
 
-// symfs builds a root under which the fixtures' recorded paths resolve to
-// this checkout's testdata/perf/bin and the system's libraries, wherever
-// the repository is.
-func symfs(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	bin, err := filepath.Abs(filepath.Join(fixtureDir, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(root, recordedBin)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(bin, dst); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"usr", "lib", "lib64"} {
-		if _, err := os.Stat("/" + d); err == nil {
-			os.Symlink("/"+d, filepath.Join(root, d))
-		}
-	}
-	return root
-}
+// symfs builds a root under which the fixtures' recorded paths resolve,
+// wherever the repository is (fixtures.SymFS).
+func symfs(t *testing.T) string { return fixtures.SymFS(t) }
 
 func analyze(t *testing.T, name, root string) *check.Result {
 	t.Helper()

@@ -2,14 +2,13 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // sharedCorpus returns a file of /work/shared/corpus, skipping when it is
@@ -99,38 +98,8 @@ func TestCheckTextNotes(t *testing.T) {
 }
 
 // ckTruncated writes cshared-fp.data cut 20 bytes into the record that
-// straddles the middle of its data section (built in test code from the
-// real recording: a copy interrupted mid-way).
-func ckTruncated(t *testing.T) string {
-	t.Helper()
-	src := ckFixture(t, "cshared-fp.data")
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := perfdata.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	off, size := f.DataRange()
-	f.Close()
-	mid, p := off+size/2, off
-	for p < off+size {
-		n := int64(binary.LittleEndian.Uint16(data[p+6:]))
-		if n == 0 {
-			t.Fatal("zero-size record in the fixture")
-		}
-		if p+n > mid {
-			break
-		}
-		p += n
-	}
-	out := filepath.Join(t.TempDir(), "trunc.data")
-	if err := os.WriteFile(out, data[:p+20], 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// straddles the middle of its data section (fixtures.Truncated).
+func ckTruncated(t *testing.T) string { return fixtures.Truncated(t, "cshared-fp.data") }
 
 // A truncated recording: every command prints what was read, marked
 // partial, the error (file and offset) goes to stderr, and the exit

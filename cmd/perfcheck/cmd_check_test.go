@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // The tests of check, script, top and pprof run the commands in-process
@@ -17,36 +19,12 @@ import (
 
 const fixtureDir = "../../testdata/perf"
 
-// recordedBin is where the fixtures' own programs were when perf recorded
-// them (docs/fixtures.md: "Paths are what perf saw at record time").
-const recordedBin = "/work/main/testdata/perf/bin"
+// recordedBin is where the fixtures' programs were when perf recorded them.
+const recordedBin = fixtures.RecordedBin
 
 // ckSymfs builds a --symfs root in which every path a fixture recorded
-// resolves: the fixtures' programs (recorded under /work/main) to this
-// checkout's testdata/perf/bin, everything else (the system's libc, ld.so)
-// to the real file. So the tests do not depend on where the repository is
-// checked out, and perf itself can be given the same root.
-func ckSymfs(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	bin, err := filepath.Abs(filepath.Join(fixtureDir, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(root, recordedBin)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(bin, dst); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{"usr", "lib", "lib64"} {
-		if _, err := os.Stat("/" + d); err == nil {
-			os.Symlink("/"+d, filepath.Join(root, d))
-		}
-	}
-	return root
-}
+// resolves, wherever the repository is checked out (fixtures.SymFS).
+func ckSymfs(t *testing.T) string { return fixtures.SymFS(t) }
 
 // ckHermetic are the lookup flags that keep a test away from the machine's
 // own caches and servers: an empty perf cache, no debug directory, no
