@@ -20,6 +20,23 @@ type analyzeFlags struct {
 	trustPaths bool
 }
 
+// newAnalyzeFlagSet is the flag set of the commands that run the check
+// (check, script, top, pprof): the shared lookup and trust flags, and a
+// usage message of a usage line and a one-line summary. Each command adds
+// its own flags to it.
+func newAnalyzeFlagSet(name, usage, summary string, stderr io.Writer) (*flag.FlagSet, *analyzeFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	af := new(analyzeFlags)
+	af.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, summary)
+		fs.PrintDefaults()
+	}
+	return fs, af
+}
+
 func (af *analyzeFlags) register(fs *flag.FlagSet) {
 	af.lookup.register(fs)
 	fs.BoolVar(&af.trustPaths, "trust-paths", false, "name frames of mismatched/replaced binaries from the file at the path anyway (loudly marked untrusted; never in pprof output)")

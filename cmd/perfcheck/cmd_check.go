@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -29,17 +28,10 @@ type checkJSON struct {
 }
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analyzeFlags
-	af.register(fs)
+	fs, af := newAnalyzeFlagSet("check", "usage: perfcheck [check] [flags] perf.data|-",
+		"Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.", stderr)
 	jsonOut := fs.Bool("json", false, "print the report as JSON (docs/check-json.md)")
 	strict := fs.Bool("strict", false, "fail on unverified DSOs too (no build-id recorded, no evidence of change)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: perfcheck [check] [flags] perf.data|-")
-		fmt.Fprintln(stderr, "Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.")
-		fs.PrintDefaults()
-	}
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code

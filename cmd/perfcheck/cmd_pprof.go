@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,17 +39,10 @@ type pprofJSON struct {
 }
 
 func runPprof(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("pprof", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analyzeFlags
-	af.register(fs)
+	fs, af := newAnalyzeFlagSet("pprof", "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-",
+		"Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).", stderr)
 	out := fs.String("o", "", "write the profile to `FILE` (gzipped protobuf; \"-\" for stdout)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary of the profile written")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-")
-		fmt.Fprintln(stderr, "Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).")
-		fs.PrintDefaults()
-	}
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"io"
 	"strconv"
 
@@ -49,17 +47,10 @@ type scriptFrame struct {
 }
 
 func runScript(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("script", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analyzeFlags
-	af.register(fs)
+	fs, af := newAnalyzeFlagSet("script", "usage: perfcheck script [flags] perf.data|-",
+		"Prints each sample (comm pid/tid [cpu] time: period event:) and its callchain; untrusted frames stay dso+0xoffset [verdict].", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: perfcheck script [flags] perf.data|-")
-		fmt.Fprintln(stderr, "Prints each sample (comm pid/tid [cpu] time: period event:) and its callchain; untrusted frames stay dso+0xoffset [verdict].")
-		fs.PrintDefaults()
-	}
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -65,18 +64,11 @@ type topEntry struct {
 func (e *topEntry) label() string { return e.lbl }
 
 func runTop(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var af analyzeFlags
-	af.register(fs)
+	fs, af := newAnalyzeFlagSet("top", "usage: perfcheck top [flags] perf.data|-",
+		"Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
 	n := fs.Int("n", 20, "print the `N` hottest entries per event (0: all)")
 	sortBy := fs.String("sort", "self", "order by `self` (as perf report --no-children) or total (as perf report --children)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: perfcheck top [flags] perf.data|-")
-		fmt.Fprintln(stderr, "Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.")
-		fs.PrintDefaults()
-	}
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
