@@ -46,6 +46,11 @@ type DSO struct {
 	Advice       string           // what to do about it, "" when nothing
 	Rejected     []string         // candidates the locator refused, with reasons
 	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
+	// Notes are limits met with this DSO that do not change its verdict:
+	// where --call-graph dwarf unwinding stopped at it and why, what the
+	// symbolizer had to skip in its file (malformed DWARF, perf map lines).
+	// Each once, in the order met.
+	Notes []string
 
 	HitsLeaf uint64 // samples whose leaf is in this DSO
 	HitsAny  uint64 // samples with a frame anywhere in this DSO (each sample once)
@@ -60,6 +65,14 @@ type DSO struct {
 	firstTime uint64
 	pid       int32
 	symPath   string // file to symbolize with, "" = do not symbolize
+
+	// Unwinding (--call-graph dwarf) happens while reading, before the
+	// verdicts: what cfiFor found is kept here and reused by judge.
+	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *Located         // its answer
+	cfiErr      error            // or the error
+	cfiWhy      string           // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64           // samples whose unwinding stopped at this DSO for that reason
 }
 
 // Symbolized reports whether names are given for this DSO's frames.
@@ -293,7 +306,14 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
-		found, err := loc.Locate(ctx, q)
+		var found *Located
+		var err error
+		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) {
+			// The unwinder asked already, for the same identity.
+			found, err = d.cfiFound, d.cfiErr
+		} else {
+			found, err = loc.Locate(ctx, q)
+		}
 		if err == nil {
 			d.Verdict = Verified
 			d.Source = found.Source

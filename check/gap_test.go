@@ -155,8 +155,9 @@ func TestWithPhase(t *testing.T) {
 // a file offset and its address share the page offset (ip - start +
 // pgoff with page-aligned start and pgoff), the kernel's are equal, and
 // the leaf is the sample's IP. cshared-dwarf.data's user frames come from
-// unwinding (when its binaries are at their recorded paths, as in this
-// checkout): they must be there too.
+// unwinding through the binaries that ran, found by build-id in the
+// fixtures' cache wherever the repository is checked out (not at the
+// recorded /work/main/testdata/perf/bin): they must be there too.
 func TestSampleIPs(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {

@@ -50,6 +50,10 @@ type DSOReport struct {
 	SymbolError   string   `json:"symbol_error,omitempty"`
 	HitsLeaf      uint64   `json:"hits_leaf"`
 	HitsAny       uint64   `json:"hits_any"`
+	// Notes are limits met with this DSO that do not change its verdict
+	// (DSO.Notes): where --call-graph dwarf unwinding stopped at it, what
+	// its symbolizer skipped.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Advice is one thing to do, with the DSOs it is about.
@@ -87,6 +91,7 @@ func (r *Result) Report() *Report {
 			Dev: d.Dev, Verdict: d.Verdict, Reason: d.Reason, Source: d.Source, FoundPath: d.FoundPath,
 			FoundBuildID: d.FoundBuildID.String(), GoBuildID: d.GoBuildID, Symbolized: d.Symbolized() && d.SymbolError == "",
 			Rejected: d.Rejected, SymbolError: d.SymbolError, HitsLeaf: d.HitsLeaf, HitsAny: d.HitsAny,
+			Notes: d.Notes,
 		}
 		for _, c := range d.Candidates {
 			dr.Candidates = append(dr.Candidates, c.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -178,10 +179,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	loc := o.Locator
-	if loc == nil {
-		loc = &PathLocator{BuildIDDir: o.BuildIDDir, SymFS: o.SymFS}
-	}
+	loc := s.locator()
 	s.assignTableBuildIDs()
 
 	// Samples per stack, hits per DSO.
@@ -228,6 +226,12 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for _, d := range touched {
+		if d.unwindStops > 0 {
+			d.addNote(fmt.Sprintf("--call-graph dwarf: unwinding stopped here in %d samples, so their callers beyond it are not shown: %s",
+				d.unwindStops, d.cfiWhy))
+		}
 	}
 	sort.SliceStable(touched, func(i, j int) bool {
 		if touched[i].HitsAny != touched[j].HitsAny {
@@ -303,6 +307,21 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		return a.Comm < b.Comm
 	})
 	return res, nil
+}
+
+// addNote adds a note to d once.
+func (d *DSO) addNote(n string) {
+	if !slices.Contains(d.Notes, n) {
+		d.Notes = append(d.Notes, n)
+	}
+}
+
+// locator is Options.Locator, or the default PathLocator.
+func (s *Session) locator() Locator {
+	if s.opts.Locator != nil {
+		return s.opts.Locator
+	}
+	return &PathLocator{BuildIDDir: s.opts.BuildIDDir, SymFS: s.opts.SymFS}
 }
 
 // symbolize names every location of a DSO whose verdict allows names: each

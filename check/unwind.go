@@ -1,8 +1,13 @@
 package check
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -72,6 +77,7 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 		}
 		t := s.cfiFor(m.DSO)
 		if t == nil {
+			m.DSO.unwindStops++
 			return out, true
 		}
 		off := m.Offset(look)
@@ -119,59 +125,174 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 	return out, false
 }
 
-// cfiFor returns the CFI to unwind through d, or nil. Only a file proven to
-// be the one that ran is used: its build-id equals the MMAP2 one; or it is
-// the same device and inode as MMAP2 recorded, not modified after the
-// recording ended, and (when the header's table names one build-id for the
-// path) carries that build-id.
+// cfiFor returns the CFI to unwind through d, or nil (d.cfiWhy then says
+// why). Only the CFI of a binary proven to be the one that ran is used,
+// wherever it was found: unwinding with another build's tables would
+// invent callers (perf itself reads them from whatever file is at the path,
+// unwind-libunwind-local.c: read_unwind_spec_eh_frame, and walks on).
+//
+// The proof is the one the verdict uses (judge), so that unwinding and
+// naming never disagree about which file ran:
+//   - a build-id recorded for the mapping (MMAP2 with --buildid-mmap, or the
+//     one entry the header's table holds for the path): the binary the
+//     Locator finds by it, in perf's build-id cache, a debug directory,
+//     debuginfod or at the path, each verified by build-id before it is
+//     returned. The file at the path is never taken on its word: after a
+//     deploy it is another build, and the cached copy is the one that ran.
+//   - no build-id: the file at the path, when it is the same device and
+//     inode as MMAP2 recorded and was not modified after the recording.
+//
+// Unwinding runs while the records are read, before the verdicts, so it
+// asks the Locator itself and keeps the answer on d for judge to reuse (one
+// lookup per DSO, one debuginfod download).
 func (s *Session) cfiFor(d *DSO) *cfiTable {
 	if t, ok := s.cfi[d]; ok {
 		return t
 	}
 	s.cfi[d] = nil
-	o := &s.opts
-	if o.SymFS != "" && len(d.BuildID) == 0 {
+	var paths []string
+	paths, d.cfiWhy = s.cfiFiles(d)
+	if d.cfiWhy != "" {
 		return nil
+	}
+	var errs []string
+	for _, p := range paths {
+		t, err := readCFI(p)
+		if err == nil {
+			s.cfi[d] = t
+			return t
+		}
+		errs = append(errs, err.Error())
+	}
+	d.cfiWhy = "the binary that ran has no usable unwind tables (" + strings.Join(errs, "; ") + ")"
+	return nil
+}
+
+// cfiFiles returns the files proven to hold the code of d as it ran, best
+// first, or why there are none.
+func (s *Session) cfiFiles(d *DSO) ([]string, string) {
+	o := &s.opts
+	id := d.BuildID // MMAP2's
+	if len(id) == 0 {
+		ids := s.tableBuildIDs(d.Path)
+		switch {
+		case len(ids) > 1:
+			return nil, fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them", len(ids))
+		case len(ids) == 1:
+			if why := s.replacedSoFar(d, ids[0]); why != "" {
+				return nil, why
+			}
+			id = ids[0]
+		}
+	}
+	if len(id) > 0 {
+		q := Query{Path: d.Path, Kind: d.Kind, BuildID: id}
+		if d.pid > 0 {
+			q.PID = int(d.pid)
+		}
+		// No context reaches the record loop; a Locator bounds its own
+		// network waits (buildidcache's debuginfod client has timeouts).
+		found, err := s.locator().Locate(context.Background(), q)
+		d.cfiQuery, d.cfiFound, d.cfiErr = id, found, err
+		if err != nil {
+			return nil, "no binary with its build-id " + id.String() + " was found, so its unwind tables are not the ones that ran (" + err.Error() + ")"
+		}
+		// The identity file first; a separate debug file (the richest
+		// symbol source) has its .eh_frame stripped to NOBITS by
+		// objcopy --only-keep-debug, so it serves only when it is the
+		// whole binary (debuginfod serves an unstripped one as both).
+		var out []string
+		for _, p := range []string{found.Path, found.SymPath} {
+			if p != "" && p != "/proc/kallsyms" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
+			if st := statFile(disk); st.Exists && sameBuildID(st.BuildID, id) {
+				out = append(out, disk)
+			}
+		}
+		return out, ""
+	}
+	if d.Dev == nil || o.SymFS != "" {
+		return nil, "no build-id recorded for it and no device/inode that ties the file at the path to the mapping"
 	}
 	p := o.diskPath(d.Path)
 	st := statFile(p)
-	if !st.Exists || !st.IsELF {
-		return nil
-	}
 	switch {
-	case len(d.BuildID) > 0: // MMAP2
-		if !sameBuildID(st.BuildID, d.BuildID) {
-			return nil
+	case !st.Exists:
+		return nil, "no build-id recorded for it and no file at the path"
+	case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min || d.Dev.Ino != st.Ino:
+		return nil, fmt.Sprintf("no build-id recorded for it, and the file at the path is not the device and inode that ran (%d:%d %d recorded, %d:%d %d now)",
+			d.Dev.Maj, d.Dev.Min, d.Dev.Ino, st.Maj, st.Min, st.Ino)
+	case !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd):
+		return nil, "no build-id recorded for it, and the file at the path was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended"
+	}
+	return []string{p}, ""
+}
+
+// tableBuildIDs returns the distinct non-zero build-ids the header's table
+// holds for a user path (a zero one is perf 6.1's placeholder in pipe mode
+// and with -z: no identity).
+func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
+	var ids []perfdata.BuildID
+	for _, e := range s.buildIDs {
+		if e.Filename != path || e.BuildID.IsZero() {
+			continue
 		}
-	case d.Dev != nil && o.SymFS == "":
-		if d.Dev.Maj != st.Maj || d.Dev.Min != st.Min || d.Dev.Ino != st.Ino {
-			return nil
+		switch e.CPUMode {
+		case perfdata.CPUModeUser, perfdata.CPUModeUnknown, perfdata.CPUModeHypervisor:
+		default:
+			continue
 		}
-		if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
-			return nil
+		dup := false
+		for _, b := range ids {
+			dup = dup || sameBuildID(b, e.BuildID)
 		}
-		var ids []perfdata.BuildID
-		for _, e := range s.buildIDs {
-			if e.Filename == d.Path && e.CPUMode == perfdata.CPUModeUser && !e.BuildID.IsZero() {
-				dup := false
-				for _, b := range ids {
-					dup = dup || sameBuildID(b, e.BuildID)
-				}
-				if !dup {
-					ids = append(ids, e.BuildID)
-				}
+		if !dup {
+			ids = append(ids, e.BuildID)
+		}
+	}
+	return ids
+}
+
+// replacedSoFar says why the header's build-id id may not describe d, as
+// far as the records read until now show: perf reads the table's build-ids
+// from the files on disk when the recording ends, so a file replaced while
+// recording is described by its replacement. It applies, early, the
+// evidence replacedDuringRecording weighs at the end: the path already
+// mapped as another inode, or a file now at the path that is another inode
+// with id, written after d was mapped and before the recording ended.
+// Mappings read later cannot be foreseen; if they prove the replacement,
+// d's verdict says so and every stack through d is untrusted.
+func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
+	if d.Dev == nil {
+		return ""
+	}
+	o := &s.opts
+	var st *fileState
+	if o.SymFS == "" {
+		st = statFile(o.diskPath(d.Path))
+	}
+	for _, p := range s.dsos {
+		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil &&
+			(p.Dev.Maj != d.Dev.Maj || p.Dev.Min != d.Dev.Min || p.Dev.Ino != d.Dev.Ino) {
+			if st != nil && st.Maj == d.Dev.Maj && st.Min == d.Dev.Min && st.Ino == d.Dev.Ino && sameBuildID(st.BuildID, id) {
+				// This inode is the file at the path now, whose
+				// build-id the table holds (as judge concludes).
+				return ""
 			}
+			return fmt.Sprintf("the file at this path changed during the recording (mapped as inodes %d and %d): the header's build-id, read when the recording ended, may describe the other one", d.Dev.Ino, p.Dev.Ino)
 		}
-		if len(ids) > 1 || len(ids) == 1 && !sameBuildID(st.BuildID, ids[0]) {
-			return nil
-		}
-	default:
-		return nil
 	}
-	t, err := readCFI(p)
-	if err != nil {
-		return nil
+	if st == nil {
+		return ""
 	}
-	s.cfi[d] = t
-	return t
+	t, ok := o.wallTime(d.firstTime)
+	if st.Exists && st.Maj == d.Dev.Maj && st.Min == d.Dev.Min && st.Ino != d.Dev.Ino &&
+		ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
+		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
+		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
+	}
+	return ""
 }

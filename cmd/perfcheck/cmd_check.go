@@ -100,20 +100,27 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 	// Details for everything that is not plainly verified.
 	first := true
 	for _, d := range rep.DSOs {
-		if d.Verdict == check.Verified && d.FoundPath == d.Path && d.SymbolError == "" {
+		if d.Verdict == check.Verified && d.FoundPath == d.Path && d.SymbolError == "" && len(d.Notes) == 0 {
 			continue
 		}
-		if d.Verdict == check.NoFile {
+		if d.Verdict == check.NoFile && len(d.Notes) == 0 {
 			continue
 		}
 		if first {
 			fmt.Fprintln(w)
 			first = false
 		}
-		if d.Verdict == check.Verified && d.SymbolError == "" {
+		if (d.Verdict == check.Verified || d.Verdict == check.NoFile) && d.SymbolError == "" {
 			// Verified through another file than the recorded path
 			// (perf's cache, a debug directory, debuginfod): say which.
-			fmt.Fprintf(w, "%s: verified; binary used: %s (%s)\n", d.Path, d.FoundPath, d.Source)
+			if d.Verdict == check.NoFile {
+				fmt.Fprintf(w, "%s: %s\n", d.Path, d.Verdict)
+			} else if d.FoundPath != d.Path {
+				fmt.Fprintf(w, "%s: verified; binary used: %s (%s)\n", d.Path, d.FoundPath, d.Source)
+			} else {
+				fmt.Fprintf(w, "%s: verified\n", d.Path)
+			}
+			writeDSONotes(w, d.Notes)
 			continue
 		}
 		fmt.Fprintf(w, "%s: %s\n", d.Path, d.Verdict)
@@ -147,6 +154,7 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		if d.SymbolError != "" {
 			fmt.Fprintf(w, "    symbols: %s\n", d.SymbolError)
 		}
+		writeDSONotes(w, d.Notes)
 		if !d.Verdict.Trusted() {
 			if trustPaths && (d.Verdict == check.Mismatch || d.Verdict == check.Replaced) {
 				fmt.Fprintf(w, "    frames named from the file at the path (--trust-paths) and marked untrusted\n")
@@ -193,6 +201,13 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 			what += " (or unverified, --strict)"
 		}
 		fmt.Fprintf(w, "FAIL: %d DSO%s the samples touch %s %s.\n", n, plural(n), isAre(n), what)
+	}
+}
+
+// writeDSONotes prints a DSO's notes (check.DSO.Notes) under its details.
+func writeDSONotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "    note: %s\n", n)
 	}
 }
 
