@@ -283,6 +283,8 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		if err := s.symbolize(ctx, res, workers); err != nil {
 			return nil, err
 		}
+	} else {
+		s.perfMapNotes(res)
 	}
 
 	res.aggs = make([]Aggregate, 0, len(s.aggs))
@@ -313,6 +315,50 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 func (d *DSO) addNote(n string) {
 	if !slices.Contains(d.Notes, n) {
 		d.Notes = append(d.Notes, n)
+	}
+}
+
+// SymbolWarner is implemented by a SymbolLookup that can say what it had to
+// skip in its file without failing (symbolize.Binary's Warnings: malformed
+// DWARF or .gopclntab, a refused debug file, malformed perf map lines).
+// Finish turns each warning into a note of the DSO.
+type SymbolWarner interface {
+	Warnings() []string
+}
+
+// Warnings implements SymbolWarner.
+func (l *symLookup) Warnings() []string { return l.bin.Warnings() }
+
+// warningNotes adds lk's warnings to d's notes, each once.
+func warningNotes(d *DSO, lk SymbolLookup) {
+	if sw, ok := lk.(SymbolWarner); ok {
+		for _, w := range sw.Warnings() {
+			d.addNote("symbols: " + w)
+		}
+	}
+}
+
+// perfMapNotes gives the notes of the JIT DSOs' perf maps when nothing is
+// symbolized (perfcheck check): reading a perf map is cheap, and the lines
+// it skips are code left unnamed. Binaries are not opened for their
+// warnings: loading every DWARF index would cost the check the time it
+// saves by not symbolizing (their warnings come with top, script, pprof).
+func (s *Session) perfMapNotes(res *Result) {
+	opener := s.opts.Symbolizer
+	if opener == nil {
+		opener = defaultOpener{}
+	}
+	for _, d := range res.DSOs {
+		if d.Kind != KindJIT || d.symPath == "" {
+			continue
+		}
+		lk, err := opener.Open(d.symPath, d.Kind)
+		if err != nil {
+			d.addNote("symbols: " + err.Error())
+			continue
+		}
+		warningNotes(d, lk)
+		lk.Close()
 	}
 }
 
@@ -387,6 +433,13 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 	if chunk == 0 {
 		return nil
 	}
+	// What the symbolizers skipped (malformed DWARF, perf map lines, …),
+	// asked once the lookups are done: the indexes are loaded by then.
+	defer func() {
+		for d, lk := range lookups {
+			warningNotes(d, lk)
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	for i := 0; i < len(work); i += chunk {
 		part := work[i:min(i+chunk, len(work))]
