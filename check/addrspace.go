@@ -187,6 +187,11 @@ type Tracker struct {
 	// reused (nextGen only grows), even across pid reuse.
 	nextGen uint64
 	kgen    uint64
+	// last caches the last process found by pid: samples come in runs of
+	// one process, and each asks for its maps and its comm. Only Fork
+	// replaces the process of a pid (the others change it in place), so
+	// it is the only event that drops the cache.
+	last *process
 }
 
 func (t *Tracker) bump() uint64 {
@@ -200,7 +205,7 @@ func NewTracker() *Tracker {
 }
 
 func (t *Tracker) proc(pid int32) *process {
-	p := t.procs[pid]
+	p := t.find(pid)
 	if p == nil {
 		p = &process{pid: pid, space: &space{}, gen: t.bump()}
 		t.procs[pid] = p
@@ -295,6 +300,7 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
 		child.space = &space{}
 	}
 	t.procs[pid] = child // replaces a process whose pid was reused
+	t.last = nil
 }
 
 // Comm records a COMM event; exec is PERF_RECORD_MISC_COMM_EXEC.
@@ -312,7 +318,7 @@ func (t *Tracker) Comm(pid, tid int32, comm string, exec bool) {
 
 // Exit records an EXIT event.
 func (t *Tracker) Exit(pid, tid int32) {
-	if p := t.procs[pid]; p != nil && pid == tid {
+	if p := t.find(pid); p != nil && pid == tid {
 		p.exited = true
 	}
 }
@@ -333,9 +339,21 @@ func (t *Tracker) SetJITMap(pid int32) {
 	}
 }
 
+// find returns pid's process, or nil.
+func (t *Tracker) find(pid int32) *process {
+	if p := t.last; p != nil && p.pid == pid {
+		return p
+	}
+	p := t.procs[pid]
+	if p != nil {
+		t.last = p
+	}
+	return p
+}
+
 // CommOf returns the last command name seen for pid.
 func (t *Tracker) CommOf(pid int32) string {
-	if p := t.procs[pid]; p != nil {
+	if p := t.find(pid); p != nil {
 		return p.comm
 	}
 	return ""
@@ -357,7 +375,7 @@ func (t *Tracker) Lookup(pid int32, mode perfdata.CPUMode, ip uint64) *Mapping {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
 		return nil
 	}
-	if p := t.procs[pid]; p != nil {
+	if p := t.find(pid); p != nil {
 		if m := p.space.lookup(ip); m != nil {
 			return m
 		}
@@ -375,7 +393,7 @@ func (t *Tracker) Lookup(pid int32, mode perfdata.CPUMode, ip uint64) *Mapping {
 // answer differently: pid's maps or the kernel's changed.
 func (t *Tracker) generation(pid int32) (uint64, uint64) {
 	var g uint64
-	if p := t.procs[pid]; p != nil {
+	if p := t.find(pid); p != nil {
 		g = p.gen
 	}
 	return g, t.kgen

@@ -3,6 +3,7 @@ package check
 import (
 	"hash/maphash"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -93,7 +94,12 @@ type Session struct {
 	dsoIdx  map[dsoKey]int32
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
 
-	stackIdx map[string]int32
+	// Stacks are interned by a hash of their location ids: stackHash
+	// gives the first stack with a hash, stackNext the next one with the
+	// same (almost never any), and the content is compared, so the
+	// stacks' own storage is the only copy of them.
+	stackHash map[uint64]int32
+	stackNext []int32
 	// Distinct locations (dso, offset) get dense ids in order of first
 	// use; a stack is a run of location ids, 4 bytes a frame, stored in
 	// fixed-size chunks so that no stack is ever copied again.
@@ -101,14 +107,15 @@ type Session struct {
 	locIdx   []map[uint64]int32 // per DSO index: offset → location id
 	chunk    []int32
 	stacks   [][]int32
-	frames   int // total frames of all stacks
-	keyBuf   []byte
-	rawIdx   map[rawKey]int32
+	frames   int              // total frames of all stacks
+	rawIdx   map[rawKey]int32 // index in raws
+	raws     []rawEntry
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
 	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	aggs     map[aggKey]*aggVal
+	aggSlab  []aggVal // where new aggVals are cut from, a block at a time
 	comms    []string
 	commIdx  map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
@@ -131,16 +138,16 @@ type Session struct {
 // NewSession returns a session with opts.
 func NewSession(opts Options) *Session {
 	s := &Session{
-		opts:     opts,
-		tracker:  NewTracker(),
-		dsoIdx:   make(map[dsoKey]int32),
-		special:  make(map[string]int32),
-		stackIdx: make(map[string]int32),
-		rawIdx:   make(map[rawKey]int32),
-		cfi:      make(map[*DSO]*cfiTable),
-		aggs:     make(map[aggKey]*aggVal),
-		commIdx:  make(map[string]int32),
-		jitPIDs:  make(map[int32]bool),
+		opts:      opts,
+		tracker:   NewTracker(),
+		dsoIdx:    make(map[dsoKey]int32),
+		special:   make(map[string]int32),
+		stackHash: make(map[uint64]int32),
+		rawIdx:    make(map[rawKey]int32),
+		cfi:       make(map[*DSO]*cfiTable),
+		aggs:      make(map[aggKey]*aggVal),
+		commIdx:   make(map[string]int32),
+		jitPIDs:   make(map[int32]bool),
 	}
 	s.tracker.onMap = s.onMap
 	s.lastCommID = -1
@@ -308,13 +315,20 @@ func (s *Session) Sample(e *SampleEvent) {
 	if e.Time > s.lastTime {
 		s.lastTime = e.Time
 	}
-	id := s.stackOf(e)
+	raw := s.stackOf(e)
+	id := raw.stack
 	comm := s.commID(s.tracker.CommOf(e.PID))
-	ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
-	a := s.aggs[ak]
-	if a == nil {
-		a = &aggVal{}
-		s.aggs[ak] = a
+	a := raw.agg
+	if a == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
+		// Not the aggregate this raw stack fed last (its pid is part of
+		// the raw stack's key).
+		ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
+		a = s.aggs[ak]
+		if a == nil {
+			a = s.newAgg()
+			s.aggs[ak] = a
+		}
+		raw.agg, raw.event, raw.tid, raw.comm = a, int32(e.Event), e.TID, comm
 	}
 	a.samples++
 	a.period += e.Period
@@ -322,6 +336,17 @@ func (s *Session) Sample(e *SampleEvent) {
 		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
 			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
 	}
+}
+
+// newAgg returns a zero aggVal, cut from a block so that the aggregates
+// are not one allocation each.
+func (s *Session) newAgg() *aggVal {
+	if len(s.aggSlab) == 0 {
+		s.aggSlab = make([]aggVal, 256)
+	}
+	a := &s.aggSlab[0]
+	s.aggSlab = s.aggSlab[1:]
+	return a
 }
 
 func (s *Session) commID(c string) int32 {
@@ -362,11 +387,22 @@ type rawKey struct {
 	nchain, nuser uint32
 }
 
-// stackOf returns the id of e's resolved stack. Raw stacks repeat: the same
-// addresses in the same process, with its maps unchanged, resolve the same
-// way, so they are looked up by their raw addresses and the maps'
-// generations first, and resolved only when new.
-func (s *Session) stackOf(e *SampleEvent) int32 {
+// rawEntry is what the raw-stack cache knows of a raw stack: its resolved
+// stack and the aggregate it fed last, with that aggregate's event, thread
+// and comm (samples of one raw stack nearly always feed one aggregate, so
+// this saves the aggregate's map lookup).
+type rawEntry struct {
+	stack            int32
+	event, tid, comm int32
+	agg              *aggVal // nil: none yet
+}
+
+// stackOf returns the raw-stack cache's entry for e, which holds the id of
+// e's resolved stack. Raw stacks repeat: the same addresses in the same
+// process, with its maps unchanged, resolve the same way, so they are
+// looked up by their raw addresses and the maps' generations first, and
+// resolved only when new. The entry is valid until the next call.
+func (s *Session) stackOf(e *SampleEvent) *rawEntry {
 	pg, kg := s.tracker.generation(e.PID)
 	user := s.userBuf[:0]
 	if e.User != nil {
@@ -389,8 +425,8 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 			key.h[i] = maphash.Comparable(s.rawSeeds[i], [2]uint64{key.h[i], maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
 		}
 	}
-	if id, ok := s.rawIdx[key]; ok {
-		return id
+	if i, ok := s.rawIdx[key]; ok {
+		return &s.raws[i]
 	}
 
 	refs := s.refBuf[:0]
@@ -427,22 +463,34 @@ func (s *Session) stackOf(e *SampleEvent) int32 {
 	s.refBuf = refs
 
 	// Deduplicate the stack by its resolved content.
-	kb := s.keyBuf[:0]
-	for _, r := range refs {
-		kb = le32(kb, uint32(r))
+	h := maphash.Bytes(s.rawSeeds[0], i32Bytes(refs))
+	id := int32(-1)
+	head, seen := s.stackHash[h]
+	if seen {
+		for j := head; j >= 0; j = s.stackNext[j] {
+			if slices.Equal(s.stacks[j], refs) {
+				id = j
+				break
+			}
+		}
 	}
-	s.keyBuf = kb
-	id, ok := s.stackIdx[string(kb)]
-	if !ok {
+	if id < 0 {
 		id = int32(len(s.stacks))
 		s.addStack(refs)
-		s.stackIdx[string(kb)] = id
+		next := int32(-1)
+		if seen {
+			next = head
+		}
+		s.stackNext = append(s.stackNext, next)
+		s.stackHash[h] = id
 	}
 	if len(s.rawIdx) >= rawCacheEntries {
 		clear(s.rawIdx)
+		s.raws = s.raws[:0]
 	}
-	s.rawIdx[key] = id
-	return id
+	s.rawIdx[key] = int32(len(s.raws))
+	s.raws = append(s.raws, rawEntry{stack: id})
+	return &s.raws[len(s.raws)-1]
 }
 
 // loc interns a resolved address.
@@ -494,8 +542,12 @@ func u64Bytes(v []uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
 }
 
-func le32(b []byte, v uint32) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
+// i32Bytes views location ids as their bytes in memory, for hashing only.
+func i32Bytes(v []int32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
 
 func le64(b []byte, v uint64) []byte {
