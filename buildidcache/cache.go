@@ -661,6 +661,12 @@ type PruneReport struct {
 	SizeAfter  int64   `json:"size_after"`
 	// StaleTemps counts temporary files of interrupted writes removed.
 	StaleTemps int `json:"stale_temps"`
+	// Orphans are entry directories no .build-id link leads to any more
+	// (removed, or with dryRun to be removed), whatever maxSize and
+	// olderThan say: no lookup, perf's or ours, can reach them. Their
+	// size is in OrphanSize, not in SizeBefore or SizeAfter.
+	Orphans    []Entry `json:"orphans"`
+	OrphanSize int64   `json:"orphan_size"`
 }
 
 // Prune removes entries last used before now-olderThan (when olderThan >
@@ -708,10 +714,189 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 	// needed for space the rest are kept.
 	rep.Kept = len(keep)
 	rep.SizeAfter = size
+	// Orphans are looked for after the removals: an entry removed above
+	// went with its directory, and one only reported (dryRun) still has
+	// its link.
+	rep.Orphans, err = c.orphans(root, now)
+	if err != nil {
+		return rep, err
+	}
+	for _, o := range rep.Orphans {
+		rep.OrphanSize += o.Size
+		if !dryRun {
+			if err := c.removeOrphan(root, o); err != nil {
+				return rep, err
+			}
+		}
+	}
 	if !dryRun {
 		rep.StaleTemps = c.removeStaleTemps(root, now)
 	}
 	return rep, nil
+}
+
+// entryFiles are the names perf and Add put in an entry directory
+// (build_id_cache__add in tools/perf/util/build-id.c; probes is perf's SDT
+// cache, tools/perf/util/probe-file.c).
+var entryFiles = map[string]bool{"elf": true, "debug": true, "kallsyms": true, "vdso": true, "probes": true}
+
+// linkedDirs returns every directory a .build-id link leads to, relative
+// to the cache root and cleaned, whatever its shape, and the parent of
+// each target too (a link to <dir>/elf protects <dir>). Targets are read,
+// never followed.
+func linkedDirs(root *os.Root) map[string]bool {
+	linked := map[string]bool{}
+	tops, _ := fs.ReadDir(root.FS(), ".build-id")
+	for _, t := range tops {
+		if !t.IsDir() {
+			continue
+		}
+		fan := path.Join(".build-id", t.Name())
+		links, _ := fs.ReadDir(root.FS(), fan)
+		for _, l := range links {
+			if l.Type()&fs.ModeSymlink == 0 {
+				continue
+			}
+			target, err := root.Readlink(path.Join(fan, l.Name()))
+			if err != nil || path.IsAbs(target) {
+				continue
+			}
+			d := path.Clean(path.Join(fan, target))
+			linked[d] = true
+			linked[path.Dir(d)] = true
+		}
+	}
+	return linked
+}
+
+// orphans finds entry directories no .build-id link leads to: perf leaves
+// them when a build-id already linked under one name is cached under
+// another (the link keeps the first), and an interrupted removal leaves
+// one whose link went first. A directory is an orphan only when all of
+// this holds, so that nothing but a dead entry is ever taken:
+//
+//   - it is <name>/<build-id>, its base the lowercase hex build-id perf
+//     writes, outside .build-id and outside the bracketed names:
+//     [kernel.kallsyms]/<build-id>/kallsyms is read by its path, with no
+//     link (build_id_cache__kallsyms_path), so it is never an orphan;
+//   - it holds only regular files perf or Add write there (elf, debug,
+//     kallsyms, vdso, probes) or this package's temporary files: a
+//     directory with anything else, subdirectories included, is part of
+//     a cached path that merely looks like a build-id, and is walked into;
+//   - nothing in it changed for staleTemp (an hour), by mtime or ctime
+//     (a hard link made just now keeps its source's mtime): an add in
+//     progress creates the directory and its files before the link.
+//
+// The walk is fs.WalkDir over the os.Root, which reports symbolic links
+// without following them, and the root refuses any path out of the cache.
+func (c *Cache) orphans(root *os.Root, now time.Time) ([]Entry, error) {
+	linked := linkedDirs(root)
+	var out []Entry
+	seen := map[fileKey]bool{}
+	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == "." {
+				return err
+			}
+			return nil // an unreadable directory is left alone
+		}
+		if p == "." || !d.IsDir() {
+			return nil
+		}
+		if first, _, _ := strings.Cut(p, "/"); first == ".build-id" || strings.HasPrefix(first, "[") {
+			return fs.SkipDir
+		}
+		base := path.Base(p)
+		bid, perr := ParseBuildID(base)
+		if perr != nil || bid.String() != base || bid.IsZero() || path.Dir(p) == "." || linked[p] {
+			return nil
+		}
+		e, ok := c.orphanEntry(root, p, bid, now, seen)
+		if !ok {
+			return nil
+		}
+		out = append(out, *e)
+		return fs.SkipDir
+	})
+	return out, err
+}
+
+// orphanEntry describes dir as an Entry when its contents make it an
+// orphan candidate (see orphans).
+func (c *Cache) orphanEntry(root *os.Root, dir string, bid BuildID, now time.Time, seen map[fileKey]bool) (*Entry, bool) {
+	ents, err := fs.ReadDir(root.FS(), dir)
+	if err != nil {
+		return nil, false
+	}
+	dst, err := root.Lstat(dir)
+	if err != nil {
+		return nil, false
+	}
+	fresh := now.Add(-staleTemp)
+	if dst.ModTime().After(fresh) {
+		return nil, false
+	}
+	e := &Entry{BuildID: bid, Dir: filepath.Join(c.Dir, filepath.FromSlash(dir)), Name: "/" + path.Dir(dir)}
+	type sized struct {
+		k fileKey // zero when the platform gives no inode
+		n int64
+	}
+	var sizes []sized
+	for _, d := range ents {
+		name := d.Name()
+		if !d.Type().IsRegular() || !(entryFiles[name] || strings.Contains(name, tmpMarker)) {
+			return nil, false
+		}
+		st, err := root.Lstat(path.Join(dir, name))
+		if err != nil {
+			return nil, false
+		}
+		if st.ModTime().After(fresh) {
+			return nil, false
+		}
+		e.LastUsed = latest(e.LastUsed, st.ModTime())
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec).After(fresh) {
+				return nil, false
+			}
+			e.LastUsed = latest(e.LastUsed, time.Unix(sys.Atim.Sec, sys.Atim.Nsec))
+			sizes = append(sizes, sized{fileKey{uint64(sys.Dev), sys.Ino}, sys.Blocks * 512})
+		} else {
+			sizes = append(sizes, sized{n: st.Size()})
+		}
+		if !strings.Contains(name, tmpMarker) {
+			e.Files = append(e.Files, name)
+		}
+	}
+	for _, s := range sizes {
+		if s.k == (fileKey{}) || !seen[s.k] {
+			seen[s.k] = true
+			e.Size += s.n
+		}
+	}
+	return e, true
+}
+
+// removeOrphan removes an orphan entry directory and the parents it
+// leaves empty, after checking again that no link leads to it (an add may
+// have linked it since the walk) and that it has the shape of an entry.
+func (c *Cache) removeOrphan(root *os.Root, o Entry) error {
+	rel, err := filepath.Rel(c.Dir, o.Dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("%s: not inside %s: %w", o.Dir, c.Dir, ErrUnsafePath)
+	}
+	rel = filepath.ToSlash(rel)
+	if err := checkEntryDir(rel, o.BuildID); err != nil {
+		return fmt.Errorf("%s: not removed: %w", o.Dir, err)
+	}
+	if linkedDirs(root)[rel] {
+		return nil
+	}
+	if err := root.RemoveAll(rel); err != nil {
+		return err
+	}
+	removeEmptyParents(root, path.Dir(rel))
+	return nil
 }
 
 func (c *Cache) remove(root *os.Root, e Entry) error {

@@ -274,10 +274,16 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 			SizeBefore int64            `json:"size_before"`
 			SizeAfter  int64            `json:"size_after"`
 			StaleTemps int              `json:"stale_temps"`
+			Orphans    []cacheEntryJSON `json:"orphans"`
+			OrphanSize int64            `json:"orphan_size"`
 		}{CacheDir: c.Dir, DryRun: *dry, Removed: []cacheEntryJSON{}, Kept: rep.Kept,
-			SizeBefore: rep.SizeBefore, SizeAfter: rep.SizeAfter, StaleTemps: rep.StaleTemps}
+			SizeBefore: rep.SizeBefore, SizeAfter: rep.SizeAfter, StaleTemps: rep.StaleTemps,
+			Orphans: []cacheEntryJSON{}, OrphanSize: rep.OrphanSize}
 		for i := range rep.Removed {
 			out.Removed = append(out.Removed, entryJSON(&rep.Removed[i]))
+		}
+		for i := range rep.Orphans {
+			out.Orphans = append(out.Orphans, entryJSON(&rep.Orphans[i]))
 		}
 		if err := writeJSON(stdout, out); err != nil {
 			return errorf(stderr, name, "%v", err)
@@ -292,6 +298,12 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s %s %s %s\n", verb, e.BuildID, e.Name, humanSize(e.Size))
 	}
 	fmt.Fprintf(stdout, "%d entries %s, %d kept; %s -> %s\n", len(rep.Removed), verb, rep.Kept, humanSize(rep.SizeBefore), humanSize(rep.SizeAfter))
+	for _, e := range rep.Orphans {
+		fmt.Fprintf(stdout, "%s orphan %s %s %s (no .build-id link leads to it)\n", verb, e.BuildID, e.Dir, humanSize(e.Size))
+	}
+	if len(rep.Orphans) > 0 {
+		fmt.Fprintf(stdout, "%d orphaned entry directories %s, %s\n", len(rep.Orphans), verb, humanSize(rep.OrphanSize))
+	}
 	return exitOK
 }
 
