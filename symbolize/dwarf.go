@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ type dwarfIndex struct {
 	pending int         // units neither decoded nor failed; at 0, d and names are dropped
 	hasData bool        // d was set at creation; immutable, unlike d
 	exec    [][2]uint64 // executable sections of the running binary
+
+	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 }
 
 type cuRange struct {
@@ -45,25 +48,6 @@ type unitSlot struct {
 	err   error // decoding error, kept so it is reported once per lookup
 }
 
-// lineRow is one row of a unit's line table, packed in 16 bytes since a
-// large binary has millions. file == rowEnd marks an end_sequence row:
-// addresses from it up to the next row have no line. Columns beyond 65535
-// read as 0 (unknown); a unit with more than 65534 files (none seen) maps
-// the excess to rowNoFile.
-type lineRow struct {
-	addr uint64
-	line uint32
-	file uint16
-	col  uint16
-}
-
-const (
-	rowEnd    = 0xffff
-	rowNoFile = 0xfffe
-)
-
-func (r *lineRow) end() bool { return r.file == rowEnd }
-
 // scope is a function (subprogram) or an inlined call in a unit. Children
 // of a scope are the inlined calls directly inside it, linked through
 // firstChild/nextSibling. A scope has its first address range inline and
@@ -72,22 +56,24 @@ func (r *lineRow) end() bool { return r.file == rowEnd }
 type scope struct {
 	lo, hi                  uint64 // first range
 	extra, nExtra           int32  // further ranges: unitInfo.extra[extra:extra+nExtra]
-	name                    string // linkage name when known, else DW_AT_name
-	linkage                 bool   // name is a linkage name
+	name                    uint32 // index in unitInfo.names; the top bit (nameLinkage) marks a linkage name
 	firstChild, nextSibling int32  // -1 for none
 	kids, nKids             int32  // sorted child ranges: unitInfo.kids[kids:kids+nKids], for many children
 	callFile                uint32 // inlined calls: where the call was
 	callLine, callCol       uint32
 }
 
+// nameLinkage marks scope.name as a linkage name.
+const nameLinkage = 1 << 31
+
 type unitInfo struct {
-	goUnit bool     // DW_LANG_Go: DW_AT_name is already the symbol name
-	rowIdx []uint64 // address of every rowBlock-th row: a search index small enough for the cache
+	goUnit bool // DW_LANG_Go: DW_AT_name is already the symbol name
+	lines  lineTable
 	extra  [][2]uint64
 	kids   []rootRange // child ranges of scopes with many children, sorted by lo per scope
 	kidsHi []uint64    // prefix maximum of kids[i].hi within each scope's run
 	files  []string
-	rows   []lineRow
+	names  []string // scope names, each once per unit
 	scopes []scope
 	roots  []rootRange // subprogram ranges, sorted by lo
 	rootHi []uint64    // prefix maximum of roots[i].hi
@@ -308,12 +294,10 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 }
 
 func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
-	rows := ui.rows
-	i := ui.searchRows(addr)
-	if i < 0 || rows[i].end() {
+	row, ok := ui.lines.lookup(addr)
+	if !ok || row.end() {
 		return buf, false
 	}
-	row := &rows[i]
 	// Innermost chain of scopes containing addr.
 	var chain [32]int32
 	n := 0
@@ -357,8 +341,8 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 	}
 	for k := n - 1; k >= 0; k-- {
 		s := &ui.scopes[chain[k]]
-		name := s.name
-		if k == 0 && !s.linkage && !ui.goUnit {
+		name := ui.names[s.name&^nameLinkage]
+		if k == 0 && s.name&nameLinkage == 0 && !ui.goUnit {
 			// The DWARF has only a source name (C functions, C++
 			// functions in an anonymous namespace). When a symbol
 			// starts exactly where the function does, it is the real
@@ -387,32 +371,6 @@ func (ui *unitInfo) file(i uint32) string {
 		return ui.files[i]
 	}
 	return ""
-}
-
-// rowBlock is the stride of unitInfo.rowIdx. A unit can have half a million
-// rows (8 MB); a plain binary search over them misses the cache at nearly
-// every step, while the index of every 32nd row fits in L2 and leaves one
-// 512-byte block to search.
-const rowBlock = 32
-
-func (ui *unitInfo) indexRows() {
-	ui.rowIdx = make([]uint64, 0, len(ui.rows)/rowBlock+1)
-	for i := 0; i < len(ui.rows); i += rowBlock {
-		ui.rowIdx = append(ui.rowIdx, ui.rows[i].addr)
-	}
-}
-
-// searchRows returns the index of the last row whose address is <= addr,
-// -1 when none.
-func (ui *unitInfo) searchRows(addr uint64) int {
-	idx := ui.rowIdx
-	b := sort.Search(len(idx), func(i int) bool { return idx[i] > addr }) - 1
-	if b < 0 {
-		return -1
-	}
-	lo := b * rowBlock
-	blk := ui.rows[lo:min(lo+rowBlock, len(ui.rows))]
-	return lo + sort.Search(len(blk), func(i int) bool { return blk[i].addr > addr }) - 1
 }
 
 // manyKids is the number of children above which a scope's children are
@@ -489,74 +447,28 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		}
 		return lf.Name
 	}
+	fileOf := func(lf *dwarf.LineFile) uint32 {
+		fi, seen := fileIdx[lf]
+		if !seen {
+			fi = uint32(len(ui.files))
+			ui.files = append(ui.files, fileName(lf))
+			fileIdx[lf] = fi
+		}
+		return fi
+	}
 	if lr != nil {
-		var e dwarf.LineEntry
-		// Count first so that the rows of a big unit (Go's runtime has
-		// half a million) are allocated once: decoding is cheap next
-		// to growing a slice of that size step by step.
-		n := 0
-		for lr.Next(&e) == nil {
-			n++
+		if ui.lines, err = x.decodeLines(lr, fileOf); err != nil {
+			return nil, err
 		}
-		lr.Reset()
-		ui.rows = make([]lineRow, 0, n)
-		seqStart := 0
-		for {
-			if err := lr.Next(&e); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, err
-			}
-			fi, seen := fileIdx[e.File]
-			if !seen {
-				fi = uint32(len(ui.files))
-				ui.files = append(ui.files, fileName(e.File))
-				fileIdx[e.File] = fi
-			}
-			row := lineRow{addr: e.Address, line: uint32(max(e.Line, 0)), file: rowNoFile}
-			if fi < rowNoFile {
-				row.file = uint16(fi)
-			}
-			if e.Column > 0 && e.Column <= 0xffff {
-				row.col = uint16(e.Column)
-			}
-			if e.EndSequence {
-				row.file = rowEnd
-			}
-			ui.rows = append(ui.rows, row)
-			if e.EndSequence {
-				// Drop sequences of discarded code (see inExec).
-				if seqStart < len(ui.rows) && !x.inExec(ui.rows[seqStart].addr) {
-					ui.rows = ui.rows[:seqStart]
-				}
-				seqStart = len(ui.rows)
-			}
-		}
-		ui.rows = ui.rows[:seqStart] // an unterminated sequence has no extent
 	}
 	// The file table as attributes (DW_AT_call_file) index it; map each
 	// entry to our string table.
 	var callFiles []uint32
 	if lr != nil {
 		for _, lf := range lr.Files() {
-			fi, seen := fileIdx[lf]
-			if !seen {
-				fi = uint32(len(ui.files))
-				ui.files = append(ui.files, fileName(lf))
-				fileIdx[lf] = fi
-			}
-			callFiles = append(callFiles, fi)
+			callFiles = append(callFiles, fileOf(lf))
 		}
 	}
-	sort.SliceStable(ui.rows, func(i, j int) bool {
-		a, b := &ui.rows[i], &ui.rows[j]
-		if a.addr != b.addr {
-			return a.addr < b.addr
-		}
-		return a.end() && !b.end() // a sequence starting where another ends wins
-	})
-
 	// Walk the DIE tree. stack holds, per open DIE with children, the
 	// scope that encloses its descendants (-1 outside any function).
 	r := x.d.Reader()
@@ -565,6 +477,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		return nil, err
 	}
 	stack := []int32{-1}
+	nameIdx := map[string]uint32{}
 	if !cu.Children {
 		stack = nil
 	}
@@ -599,7 +512,20 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 				sc.extra, sc.nExtra = int32(len(ui.extra)), int32(len(rs)-1)
 				ui.extra = append(ui.extra, rs[1:]...)
 			}
-			sc.name, sc.linkage = x.nameOf(e, 0)
+			name, linkage := x.nameOf(e, 0)
+			ni, seen := nameIdx[name]
+			if !seen {
+				if len(ui.names) >= nameLinkage {
+					return nil, errors.New("more than 2^31 function names in one unit")
+				}
+				ni = uint32(len(ui.names))
+				ui.names = append(ui.names, name)
+				nameIdx[name] = ni
+			}
+			sc.name = ni
+			if linkage {
+				sc.name |= nameLinkage
+			}
 			inlined := e.Tag == dwarf.TagInlinedSubroutine
 			if inlined {
 				if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(callFiles) {
@@ -642,7 +568,16 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		}
 	}
 	ui.indexKids()
-	ui.indexRows()
+	// Trim what append over-allocated: a decoded unit stays for the
+	// life of the Binary, and growth by doubling leaves up to half of
+	// each slice unused.
+	ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
+	ui.extra = slices.Clip(append([][2]uint64(nil), ui.extra...))
+	ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
+	ui.kids = slices.Clip(append([]rootRange(nil), ui.kids...))
+	ui.kidsHi = slices.Clip(append([]uint64(nil), ui.kidsHi...))
+	ui.files = slices.Clip(append([]string(nil), ui.files...))
+	ui.names = slices.Clip(append([]string(nil), ui.names...))
 	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
 	ui.rootHi = make([]uint64, len(ui.roots))
 	var m uint64
@@ -651,6 +586,121 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		ui.rootHi[i] = m
 	}
 	return ui, nil
+}
+
+// lineSeq is one sequence of a unit's line program: where it starts in the
+// program and the addresses it covers.
+type lineSeq struct {
+	pos    dwarf.LineReaderPos
+	lo, hi uint64
+}
+
+// decodeLines reads a unit's line program into a packed lineTable. Rows
+// must go in by address, and sequences need not come in address order (GCC
+// puts .text.unlikely and .text.startup code in sequences of their own), so
+// a first pass finds each sequence's position and extent and a second one
+// decodes the sequences in address order straight into the table: no
+// intermediate slice of rows, which for Go's runtime unit would be half a
+// million. Sequences that overlap, or rows that go backwards inside a
+// sequence, make it fall back to collecting and sorting all rows (the
+// same result when neither happens, as TestDecodeLinesOrder checks). Sequences
+// of discarded code (see inExec) are dropped, and so is an unterminated
+// last sequence, which has no extent.
+func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFile) uint32) (lineTable, error) {
+	var seqs []lineSeq
+	var e dwarf.LineEntry
+	start := true
+	var cur lineSeq
+	for {
+		pos := lr.Tell()
+		if err := lr.Next(&e); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return lineTable{}, err
+		}
+		if start {
+			cur, start = lineSeq{pos: pos, lo: e.Address}, false
+		}
+		if e.EndSequence {
+			cur.hi = e.Address
+			if x.inExec(cur.lo) {
+				seqs = append(seqs, cur)
+			}
+			start = true
+		}
+	}
+	sort.SliceStable(seqs, func(i, j int) bool {
+		if seqs[i].lo != seqs[j].lo {
+			return seqs[i].lo < seqs[j].lo
+		}
+		return seqs[i].hi < seqs[j].hi
+	})
+	ordered := true
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i].lo < seqs[i-1].hi {
+			ordered = false
+			break
+		}
+	}
+	var lastFile *dwarf.LineFile
+	var lastIdx uint32
+	toRow := func(e *dwarf.LineEntry) lineRow {
+		if e.File != lastFile || lastFile == nil {
+			lastFile, lastIdx = e.File, fileOf(e.File)
+		}
+		r := lineRow{addr: e.Address, file: lastIdx, line: uint32(min(max(e.Line, 0), 1<<32-1)), col: uint32(min(max(e.Column, 0), 1<<32-1))}
+		if e.EndSequence {
+			r.file = rowEnd
+		}
+		return r
+	}
+	// each calls fn on every row of every kept sequence, in seqs order.
+	each := func(fn func(r lineRow) error) error {
+		for _, s := range seqs {
+			lr.Seek(s.pos)
+			for {
+				if err := lr.Next(&e); err != nil {
+					return err // EOF cannot happen: the sequence ended in pass 1
+				}
+				if err := fn(toRow(&e)); err != nil {
+					return err
+				}
+				if e.EndSequence {
+					break
+				}
+			}
+		}
+		return nil
+	}
+	if ordered && !x.sortLines {
+		var enc lineEncoder
+		err := each(enc.add)
+		if err == nil {
+			return enc.finish(), nil
+		}
+		if !errors.Is(err, errLineOrder) {
+			return lineTable{}, err
+		}
+	}
+	var rows []lineRow
+	if err := each(func(r lineRow) error { rows = append(rows, r); return nil }); err != nil {
+		return lineTable{}, err
+	}
+	// The rows came in sequence order (by start, then end), so a stable
+	// sort by address keeps a sequence's own rows in program order and
+	// puts the end of a sequence before the start of one that begins
+	// where it ends. A row at a sequence's end address has no extent
+	// (DWARF 5 section 6.2.5.3: the end_sequence row's address is one
+	// past the last byte), so it must not win over the end row.
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].addr < rows[j].addr })
+	var enc lineEncoder
+	for _, r := range rows {
+		if err := enc.add(r); err != nil {
+			return lineTable{}, err
+		}
+	}
+	return enc.finish(), nil
 }
 
 // underCompDir places a DWARF 5 file name that is still relative after

@@ -1,0 +1,189 @@
+package symbolize
+
+import (
+	"encoding/binary"
+	"errors"
+	"sort"
+)
+
+// lineRow is one row of a unit's line table as lookups see it. file is an
+// index in unitInfo.files, or rowEnd for an end_sequence row: addresses
+// from it up to the next row have no line.
+type lineRow struct {
+	addr uint64
+	file uint32
+	line uint32
+	col  uint32
+}
+
+const rowEnd = ^uint32(0)
+
+func (r *lineRow) end() bool { return r.file == rowEnd }
+
+// lineTable holds a unit's line rows, sorted by address, packed into a
+// byte stream: a large binary has over a million rows, which as 16-byte
+// structs outweighed the compressed DWARF they came from (the Go compiler:
+// 19 MB of rows from 1.8 MB of compressed .debug_line). Rows are grouped
+// in blocks of lineBlock; each block starts from a known state (its first
+// row's address, file 0, line 0, column 0) so that a lookup binary-searches
+// the block addresses and decodes at most one block. Each row is
+//
+//	uvarint(addrDelta<<2 | fileChanged<<1 | colChanged)
+//	[uvarint(file)]   when fileChanged
+//	varint(lineDelta)
+//	[uvarint(col)]    when colChanged
+//
+// which takes two or three bytes for a typical row.
+type lineTable struct {
+	blockAddr []uint64 // address of each block's first row
+	blockOff  []uint32 // offset of each block in data
+	data      []byte
+}
+
+// lineBlock is the number of rows per block: the block index (12 bytes a
+// block) stays small enough for the cache, and a lookup decodes on average
+// 16 rows, from one or two cache lines.
+const lineBlock = 32
+
+// errLineOrder is what lineEncoder.add reports for a row whose address is
+// below the previous one's: the caller sorts the rows and starts over.
+var errLineOrder = errors.New("line rows out of address order")
+
+// lineEncoder appends rows, in address order, to a lineTable.
+type lineEncoder struct {
+	t    lineTable
+	n    int // rows in the current block
+	prev lineRow
+	tmp  [3 * binary.MaxVarintLen64]byte
+}
+
+func (e *lineEncoder) add(r lineRow) error {
+	if e.n > 0 && r.addr < e.prev.addr {
+		return errLineOrder
+	}
+	if e.n == lineBlock || len(e.t.blockAddr) == 0 {
+		if len(e.t.data) > 1<<32-1 {
+			return errors.New("line table larger than 4 GiB")
+		}
+		e.t.blockAddr = append(e.t.blockAddr, r.addr)
+		e.t.blockOff = append(e.t.blockOff, uint32(len(e.t.data)))
+		e.n = 0
+		e.prev = lineRow{addr: r.addr}
+	}
+	d := r.addr - e.prev.addr
+	if d >= 1<<62 {
+		return errors.New("line table address jumps by more than 2^62")
+	}
+	h := d << 2
+	if r.file != e.prev.file {
+		h |= 2
+	}
+	if r.col != e.prev.col {
+		h |= 1
+	}
+	b := binary.AppendUvarint(e.tmp[:0], h)
+	if h&2 != 0 {
+		b = binary.AppendUvarint(b, uint64(r.file))
+	}
+	b = binary.AppendVarint(b, int64(r.line)-int64(e.prev.line))
+	if h&1 != 0 {
+		b = binary.AppendUvarint(b, uint64(r.col))
+	}
+	e.t.data = append(e.t.data, b...)
+	e.prev = r
+	e.n++
+	return nil
+}
+
+// finish returns the table with its slices trimmed to their length.
+func (e *lineEncoder) finish() lineTable {
+	t := e.t
+	t.blockAddr = append([]uint64(nil), t.blockAddr...)
+	t.blockOff = append([]uint32(nil), t.blockOff...)
+	t.data = append([]byte(nil), t.data...)
+	return t
+}
+
+// size is the table's memory in bytes.
+func (t *lineTable) size() int {
+	return len(t.blockAddr)*8 + len(t.blockOff)*4 + len(t.data)
+}
+
+// lookup returns the last row whose address is <= addr; ok is false when
+// there is none.
+func (t *lineTable) lookup(addr uint64) (row lineRow, ok bool) {
+	ba := t.blockAddr
+	b := sort.Search(len(ba), func(i int) bool { return ba[i] > addr }) - 1
+	if b < 0 {
+		return row, false
+	}
+	p := t.block(b)
+	cur := lineRow{addr: ba[b]}
+	for len(p) > 0 {
+		next, rest := decodeRow(p, cur)
+		if next.addr > addr {
+			break
+		}
+		cur, p, ok = next, rest, true
+	}
+	return cur, ok
+}
+
+// block returns the bytes of block b.
+func (t *lineTable) block(b int) []byte {
+	if b+1 < len(t.blockOff) {
+		return t.data[t.blockOff[b]:t.blockOff[b+1]]
+	}
+	return t.data[t.blockOff[b]:]
+}
+
+// decodeRow decodes the row at the start of p, which follows prev, and
+// returns it with the rest of p.
+func decodeRow(p []byte, prev lineRow) (lineRow, []byte) {
+	h, n := lineUvarint(p)
+	p = p[n:]
+	r := prev
+	r.addr += h >> 2
+	if h&2 != 0 {
+		v, n := lineUvarint(p)
+		p = p[n:]
+		r.file = uint32(v)
+	}
+	v, n := lineUvarint(p)
+	p = p[n:]
+	r.line = uint32(int64(prev.line) + int64(v>>1^-(v&1))) // zigzag, as binary.AppendVarint
+	if h&1 != 0 {
+		v, n := lineUvarint(p)
+		p = p[n:]
+		r.col = uint32(v)
+	}
+	return r, p
+}
+
+// all decodes every row, in order (tests).
+func (t *lineTable) all() []lineRow {
+	var rows []lineRow
+	for b := range t.blockAddr {
+		p := t.block(b)
+		cur := lineRow{addr: t.blockAddr[b]}
+		for len(p) > 0 {
+			cur, p = decodeRow(p, cur)
+			rows = append(rows, cur)
+		}
+	}
+	return rows
+}
+
+// lineUvarint is binary.Uvarint for bytes the encoder wrote; a truncated or
+// overlong value (impossible from add) reads as what was decoded so far,
+// consuming the rest, so that a loop over a block always ends.
+func lineUvarint(p []byte) (uint64, int) {
+	if len(p) > 0 && p[0] < 0x80 {
+		return uint64(p[0]), 1
+	}
+	v, n := binary.Uvarint(p)
+	if n <= 0 {
+		return v, len(p)
+	}
+	return v, n
+}

@@ -1,0 +1,205 @@
+package symbolize
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+)
+
+// TestLineTable checks the packed line table against a plain search of the
+// rows it was built from: random rows with repeated addresses, end rows,
+// large and negative line steps, columns and file changes, looked up at
+// every row address, one byte either side and random addresses.
+func TestLineTable(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, n := range []int{0, 1, lineBlock - 1, lineBlock, lineBlock + 1, 1000} {
+		rows := make([]lineRow, n)
+		addr := uint64(0x400000)
+		for i := range rows {
+			switch r.Intn(4) {
+			case 0: // same address as the previous row
+			case 1:
+				addr += uint64(r.Intn(1 << 20))
+			default:
+				addr += uint64(r.Intn(16))
+			}
+			rows[i] = lineRow{addr: addr, file: uint32(r.Intn(3)), line: uint32(r.Intn(5000)), col: uint32(r.Intn(3) * 40)}
+			if r.Intn(10) == 0 {
+				rows[i].file = rowEnd
+			}
+			if r.Intn(50) == 0 {
+				rows[i].line = 1<<32 - 1
+			}
+		}
+		var enc lineEncoder
+		for _, row := range rows {
+			if err := enc.add(row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tab := enc.finish()
+		want := func(a uint64) (lineRow, bool) {
+			i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > a }) - 1
+			if i < 0 {
+				return lineRow{}, false
+			}
+			return rows[i], true
+		}
+		check := func(a uint64) {
+			got, gok := tab.lookup(a)
+			w, wok := want(a)
+			if got != w || gok != wok {
+				t.Fatalf("%d rows: lookup(%#x) = %+v, %v; want %+v, %v", n, a, got, gok, w, wok)
+			}
+		}
+		check(0)
+		check(^uint64(0))
+		for _, row := range rows {
+			check(row.addr - 1)
+			check(row.addr)
+			check(row.addr + 1)
+		}
+		for range 1000 {
+			check(0x400000 + uint64(r.Int63n(int64(addr-0x400000+2))))
+		}
+	}
+}
+
+// TestLineTableOrder checks that a row below the previous one is refused,
+// so that decodeLines falls back to sorting.
+func TestLineTableOrder(t *testing.T) {
+	var enc lineEncoder
+	if err := enc.add(lineRow{addr: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.add(lineRow{addr: 9}); err != errLineOrder {
+		t.Fatalf("add of a lower address: %v, want errLineOrder", err)
+	}
+}
+
+// TestDecodeLinesOrder decodes every unit of real binaries twice, once
+// placing sequences in address order straight into the table and once
+// through the fallback that collects and sorts every row (the previous,
+// simpler method), and demands the same rows. The gcc -O2 program has
+// sequences out of address order (its cold function and main sit in
+// .text.unlikely and .text.startup, before .text), which the test checks,
+// so the reordering is exercised.
+func TestDecodeLinesOrder(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bins []string
+	if ef, err := elf.Open(self); err == nil {
+		if ef.Section(".debug_info") != nil {
+			bins = append(bins, self) // go test -c keeps DWARF; go test run links with -w
+		}
+		ef.Close()
+	}
+	if _, err := exec.LookPath("gcc"); err == nil {
+		p := compile(t, t.TempDir(), "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
+		if !hasUnorderedSequences(t, p) {
+			t.Fatalf("%s: every unit's sequences are in address order; the test would not exercise reordering", p)
+		}
+		bins = append(bins, p)
+	}
+	if len(bins) == 0 {
+		t.Skip("no gcc, and this test binary has no DWARF")
+	}
+	for _, p := range bins {
+		dx, sx := mustOpen(t, p).loadDWARF(), mustOpen(t, p).loadDWARF()
+		if dx == nil || sx == nil || len(dx.units) == 0 {
+			t.Fatalf("%s: no DWARF units", p)
+		}
+		sx.sortLines = true
+		rows := 0
+		for u := range dx.units {
+			du, err1 := dx.unit(int32(u))
+			su, err2 := sx.unit(int32(u))
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s: unit %d: %v, %v", p, u, err1, err2)
+			}
+			a, b := du.lines.all(), su.lines.all()
+			if !slices.Equal(a, b) {
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Errorf("row %d: %+v in sequence order, %+v sorted", i, a[i], b[i])
+					}
+				}
+				t.Fatalf("%s: unit %d: %d rows decoded in sequence order, %d sorted; they differ", p, u, len(a), len(b))
+			}
+			if !slices.Equal(du.files, su.files) {
+				t.Fatalf("%s: unit %d: file tables differ", p, u)
+			}
+			rows += len(a)
+		}
+		if rows == 0 {
+			t.Fatalf("%s: no line rows", p)
+		}
+		t.Logf("%s: %d units, %d rows", filepath.Base(p), len(dx.units), rows)
+	}
+}
+
+func mustOpen(t *testing.T, p string) *Binary {
+	t.Helper()
+	b, err := Open(p, Options{NoDebugFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// hasUnorderedSequences reports whether a unit of p has a line sequence
+// that starts below the one before it, read with debug/dwarf.
+func hasUnorderedSequences(t *testing.T, p string) bool {
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	d, err := ef.DWARF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil {
+			return false
+		}
+		if e.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SkipChildren()
+		if lr == nil {
+			continue
+		}
+		var le dwarf.LineEntry
+		var last uint64
+		start := true
+		for lr.Next(&le) == nil {
+			if start && le.Address < last {
+				return true
+			}
+			start = le.EndSequence
+			if start {
+				last = le.Address
+			}
+		}
+	}
+}
