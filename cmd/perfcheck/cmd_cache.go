@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -400,8 +399,9 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, File: file, Results: []cacheAddJSON{}}
 	dsos := append([]*check.DSO(nil), res.DSOs...)
 	sort.SliceStable(dsos, func(i, j int) bool { return dsos[i].Path < dsos[j].Path })
+	pids := dsoPIDs(res)
 	for _, d := range dsos {
-		if a, ok := fillOne(c, r, d); ok {
+		if a, ok := fillOne(c, r, d, pids[d]); ok {
 			rep.add(a)
 		}
 	}
@@ -411,9 +411,34 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	return rep.exitCode()
 }
 
+// dsoPIDs lists, for each DSO, the processes whose samples touch it, in
+// ascending order: fill looks for a containerized process's binaries
+// through /proc/PID/root while it runs.
+func dsoPIDs(res *check.Result) map[*check.DSO][]int {
+	sets := map[*check.DSO]map[int]bool{}
+	for _, a := range res.Aggregates() {
+		for _, l := range a.Stack.Locations {
+			if sets[l.DSO] == nil {
+				sets[l.DSO] = map[int]bool{}
+			}
+			sets[l.DSO][int(a.PID)] = true
+		}
+	}
+	out := make(map[*check.DSO][]int, len(sets))
+	for d, set := range sets {
+		for pid := range set {
+			if pid > 0 {
+				out[d] = append(out[d], pid)
+			}
+		}
+		sort.Ints(out[d])
+	}
+	return out
+}
+
 // fillOne caches one DSO; ok is false for mappings that have no binary to
 // cache (anonymous memory, JIT code, [vsyscall]).
-func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO) (cacheAddJSON, bool) {
+func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids []int) (cacheAddJSON, bool) {
 	a := cacheAddJSON{Path: d.Path, BuildID: buildidcache.BuildID(d.BuildID).String()}
 	switch d.Kind {
 	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
@@ -460,31 +485,14 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO) (cac
 		}
 		return done(c.AddVDSO())
 	}
-	paths := r.LocalPaths(d.Path, 0)
-	if len(paths) == 0 {
+	e, err := c.AddRecorded(r, d.Path, pids, bid)
+	switch {
+	case errors.Is(err, buildidcache.ErrNotFound):
 		a.Status, a.Reason = "skipped", "no file at the recorded path"
 		return a, true
-	}
-	var last error
-	for _, p := range paths {
-		// perf files an entry under the real path of the recorded name
-		// when it exists on this host (build_id_cache__cachedir): on a
-		// merged-/usr system /lib/x/libc.so.6 goes under /usr/lib/x.
-		name := d.Path
-		if p == filepath.Clean(d.Path) {
-			if real, err := filepath.EvalSymlinks(p); err == nil {
-				name = real
-			}
-		}
-		e, err := c.AddFile(p, name, bid)
-		if err == nil {
-			return done(e, nil)
-		}
-		last = err
-	}
-	if errors.Is(last, buildidcache.ErrMismatch) {
-		a.Status, a.Reason = "skipped", "the binary at the path has changed since the recording: "+last.Error()
+	case errors.Is(err, buildidcache.ErrMismatch):
+		a.Status, a.Reason = "skipped", "the binary at the path has changed since the recording: "+err.Error()
 		return a, true
 	}
-	return done(nil, last)
+	return done(e, err)
 }

@@ -1,0 +1,168 @@
+package buildidcache
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// blockProg waits until its standard input closes: a process to keep
+// running while its binary is looked up through /proc/PID/root.
+const blockProg = `
+#include <unistd.h>
+int main(void) { char c; while (read(0, &c, 1) > 0) ; return 0; }
+`
+
+// TestAddRecordedProcRoot runs a static binary in a chroot, as a container
+// runs its own root: the path a recording names (/perfcheck-fill-…/app)
+// does not exist here, only under /proc/PID/root. AddRecorded must find
+// and cache it there while the process runs, under the recorded name, and
+// say ErrNotFound once the process is gone; a wrong build-id is
+// ErrMismatch, never cached.
+func TestAddRecordedProcRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chroot needs root")
+	}
+	chroot := needTool(t, "chroot")
+	needTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "block.c")
+	if err := os.WriteFile(src, []byte(blockProg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "block")
+	if b, err := exec.Command("gcc", "-O1", "-static", "-Wl,--build-id", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Skipf("gcc -static (libc.a needed): %v\n%s", err, b)
+	}
+	id, err := ReadFileIdentity(bin)
+	if err != nil || id.BuildID == nil {
+		t.Fatalf("build-id of %s: %v", bin, err)
+	}
+
+	jail := filepath.Join(dir, "jail")
+	inside := "/perfcheck-fill-" + strconv.Itoa(os.Getpid()) + "/app"
+	if _, err := os.Stat(inside); err == nil {
+		t.Skipf("%s exists on this host", inside)
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(jail, inside)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, bin, filepath.Join(jail, inside))
+	cmd := exec.Command(chroot, jail, inside)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	exited := false
+	defer func() {
+		if !exited {
+			stdin.Close()
+			cmd.Wait()
+		}
+	}()
+	// chroot(1) changes its root, then execs the program: wait for the
+	// exec, up to a generous limit (a wait, not a timed assertion).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && filepath.Base(exe) == "app" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d never ran %s", pid, inside)
+		}
+	}
+
+	r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
+	defer r.Close()
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+
+	// Without the pid there is nothing to find: the path is not ours.
+	if _, err := c.AddRecorded(r, inside, nil, id.BuildID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("without the pid: %v, want ErrNotFound", err)
+	}
+	// Another build-id: the file is there, but not that binary.
+	wrong := append(BuildID(nil), id.BuildID...)
+	wrong[0] ^= 0xff
+	if _, err := c.AddRecorded(r, inside, []int{pid}, wrong); !errors.Is(err, ErrMismatch) {
+		t.Errorf("wrong build-id: %v, want ErrMismatch", err)
+	}
+	if _, ok := c.Has(wrong); ok {
+		t.Error("a mismatched file was cached")
+	}
+	// A pid that is not running (ours has no such file), then the right one.
+	e, err := c.AddRecorded(r, inside, []int{os.Getpid(), pid}, id.BuildID)
+	if err != nil {
+		t.Fatalf("through /proc/%d/root: %v", pid, err)
+	}
+	if !e.Added || e.Name != inside {
+		t.Errorf("entry %+v: want added under %s", e, inside)
+	}
+	got, err := os.ReadFile(filepath.Join(e.Dir, "elf"))
+	want, _ := os.ReadFile(bin)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("cached elf differs from the jail's binary (%v)", err)
+	}
+	if l, _ := c.List(); len(l) != 1 || l[0].Name != inside || !l[0].BuildID.Matches(id.BuildID) {
+		t.Errorf("list: %+v", l)
+	}
+	// Cached: a second fill finds it there.
+	if e, err := c.AddRecorded(r, inside, []int{pid}, id.BuildID); err != nil || e.Added {
+		t.Errorf("second fill: %+v, %v; want the existing entry", e, err)
+	}
+
+	// Once the process is gone, its root is too.
+	stdin.Close()
+	cmd.Wait()
+	exited = true
+	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
+	if _, err := c2.AddRecorded(r, inside, []int{pid}, id.BuildID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after exit: %v, want ErrNotFound", err)
+	}
+}
+
+// TestAddRecordedPath: a binary at its recorded path is cached under its
+// real path (as perf resolves it), as cache fill did before AddRecorded;
+// no file at all is ErrNotFound, a changed file ErrMismatch.
+func TestAddRecordedPath(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	id, err := ReadFileIdentity(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "via-link")
+	if err := os.Symlink(prog, link); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
+	defer r.Close()
+	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
+	e, err := c.AddRecorded(r, link, []int{os.Getpid()}, id.BuildID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(prog)
+	if e.Name != real {
+		t.Errorf("cached under %s, want the real path %s", e.Name, real)
+	}
+	if _, err := c.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no file: %v, want ErrNotFound", err)
+	}
+	other := buildC(t, dir, "other", "-Wl,--build-id", "-DTAG=\"x\"")
+	oid, _ := ReadFileIdentity(other)
+	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
+	if _, err := c2.AddRecorded(r, prog, nil, oid.BuildID); !errors.Is(err, ErrMismatch) {
+		t.Errorf("changed file: %v, want ErrMismatch", err)
+	}
+	if _, err := c2.AddRecorded(r, prog, nil, nil); !errors.Is(err, ErrNoBuildID) {
+		t.Errorf("no build-id: %v, want ErrNoBuildID", err)
+	}
+}
