@@ -51,7 +51,9 @@
 // Everything in a perf.data file is untrusted, file names included. The
 // package only reads: the recording, the files at the recorded paths (under
 // Options.SymFS when set, cleaned so that ".." cannot climb out of it),
-// perf's build-id cache, /proc/kallsyms and /tmp/perf-PID.map files. The
+// perf's build-id cache, /proc/kallsyms, /proc/modules and
+// /sys/module/NAME (NAME checked to be a plain module name, so a recorded
+// path cannot lead elsewhere) and /tmp/perf-PID.map files. The
 // only file it writes is a private temporary copy of the running vdso
 // (mode 0600, removed before Finish returns) when a recorded vdso is
 // verified against it; it never modifies, renames or deletes anything
@@ -61,5 +63,6 @@
 // error in the report; it never aborts the check or panics. Unwind tables
 // (.eh_frame, at most 64 MB) are parsed by a bounds-checked reader; a walk
 // is at most 127 frames, reads only inside the sample's stack copy, and
-// stops at the first rule it cannot follow.
+// stops at the first rule it cannot follow. A compressed .ko is
+// decompressed in memory up to 512 MB, never to disk.
 package check

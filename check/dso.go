@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -68,6 +69,8 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
+	modNames    string           // how a module is named: "kallsyms", "ko" or "" (not)
+	modLimit    uint64           // a module's recorded length
 	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
 	cfiFound    *Located         // its answer
 	cfiErr      error            // or the error
@@ -329,17 +332,27 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 				d.needReloc = true
 			}
 			if d.Kind == KindModule {
-				// A .ko is relocatable: naming its code needs the
-				// module's load layout, which the recording does not
-				// keep. Verified, left as offsets.
-				d.symPath = ""
-				d.Reason += "; module frames are shown as offsets (naming them is not supported yet)"
+				s.planModuleNames(d, found)
 			}
 			s.replacedDuringRecording(d, states)
 			return
 		}
 		if !errors.Is(err, ErrNotFound) {
 			d.Reason = "lookup failed: " + err.Error() + "; "
+		}
+		if d.Kind == KindModule && o.SymFS == "" {
+			// No .ko with the build-id anywhere; the module loaded now
+			// may be it (its build-id note is in /sys/module).
+			name := moduleName(d.Path)
+			if id, err := runningModuleBuildID(name); err == nil && sameBuildID(id, d.BuildID) {
+				d.Verdict = Verified
+				d.Source = "running-module"
+				d.FoundPath = filepath.Join(sysRoot, "module", name)
+				d.FoundBuildID = id
+				d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
+				s.planModuleNames(d, nil)
+				return
+			}
 		}
 		switch d.Kind {
 		case KindKernel:
@@ -477,6 +490,76 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	if d.Verdict == Replaced && o.TrustPaths {
 		d.symPath = disk
 	}
+	if d.Kind == KindModule && d.symPath != "" {
+		// A module without a build-id, trusted by its path: named from
+		// the .ko there when its layout allows it.
+		d.modNames = "ko"
+		_, d.modLimit, _ = s.moduleRange(d)
+	}
+}
+
+// planModuleNames decides how a verified module's frames are named (see
+// kernel.go): from this boot's /proc/kallsyms when the module loaded now
+// has the recorded build-id and the recorded address, else from the .ko
+// that proved the identity when its .text starts the module's text, else
+// not at all, with the reason. found is nil when only the loaded module
+// proved the identity. The symbols themselves are read when symbolizing.
+func (s *Session) planModuleNames(d *DSO, found *Located) {
+	d.symPath = ""
+	d.modNames = ""
+	name := moduleName(d.Path)
+	var why []string
+	start, limit, ok := s.moduleRange(d)
+	if s.opts.SymFS != "" {
+		why = append(why, "under --symfs this machine's loaded modules are not the recording's")
+	} else if !ok {
+		why = append(why, "the recording maps it at more than one address")
+	} else if id, err := runningModuleBuildID(name); err != nil {
+		why = append(why, "it is not loaded now ("+err.Error()+")")
+	} else if !sameBuildID(id, d.BuildID) {
+		why = append(why, "the module loaded now has build-id "+id.String())
+	} else if base, err := runningModuleBase(name); err != nil {
+		why = append(why, err.Error())
+	} else if base != start {
+		why = append(why, fmt.Sprintf("it is loaded now at %#x, not at %#x as recorded", base, start))
+	} else {
+		d.modNames = "kallsyms"
+		d.symPath = filepath.Join(procRoot, "kallsyms")
+		d.modLimit = limit
+		d.Reason += "; named from /proc/kallsyms: the module is loaded now with this build-id at the recorded address"
+		return
+	}
+	if found != nil {
+		p := found.Path
+		if _, err := koTextSyms(p, limit); err != nil {
+			why = append(why, err.Error())
+		} else {
+			d.modNames = "ko"
+			d.symPath = p
+			d.modLimit = limit
+			d.Reason += "; named from the .text symbols of " + p
+			return
+		}
+	}
+	d.Reason += "; module frames are shown as offsets: " + strings.Join(why, "; ")
+}
+
+// moduleRange returns where the recording mapped module d: the start and
+// length of its kernel map; ok is false when it was mapped at several
+// addresses (reloaded during the recording).
+func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
+	n := 0
+	for _, m := range s.tracker.kernel.maps {
+		if m.DSO != d {
+			continue
+		}
+		if n > 0 && m.Start != start {
+			return 0, 0, false
+		}
+		start, limit = m.Start, m.Limit-m.Start
+		n++
+	}
+	return start, limit, n > 0
 }
 
 // replacedDuringRecording catches a trap of the header's table: perf reads

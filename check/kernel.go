@@ -3,11 +3,21 @@ package check
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -90,4 +100,309 @@ func runningVDSOFile(id perfdata.BuildID) (string, func(), error) {
 		return "", nil, err
 	}
 	return name, cleanup, nil
+}
+
+// Kernel modules are named in one of two ways, each only when it is proven
+// to describe the module as it ran (docs/verdicts.md, "Kernel modules").
+// A module's offsets are from its load address (perf synthesizes a module's
+// MMAP from /proc/modules with pgoff 0: perf_event__synthesize_modules).
+//
+//   - From this boot's /proc/kallsyms ("ADDR t name\t[module]" lines), whose
+//     addresses are absolute: valid for the recording only when the module
+//     loaded now has the recorded build-id (/sys/module/NAME/notes/
+//     .note.gnu.build-id) and is loaded at the address the recording
+//     mapped it at (/proc/modules, else /sys/module/NAME/sections/.text).
+//   - From the .ko found by build-id: a relocatable object whose symbols
+//     are offsets in their section. The kernel lays a module's core out
+//     executable sections first, in section-header order, init sections
+//     apart (layout_sections in kernel/module/main.c), and /proc/modules
+//     gives the start of that text. So an offset is an offset in .text
+//     exactly when .text is the first allocated executable section that is
+//     not an init one; otherwise the .ko is not used.
+
+// sysRoot and procRoot are where /sys and /proc are read; tests point them
+// at a copy laid out as the kernel does (this project's VM has no module
+// support to record with).
+var (
+	sysRoot  = "/sys"
+	procRoot = "/proc"
+)
+
+// moduleName is the kernel's name of a module DSO: "[nf_tables]" or
+// /lib/modules/…/nf-tables.ko(.xz) give "nf_tables" (the kernel turns '-'
+// into '_' in module names).
+func moduleName(path string) string {
+	if strings.HasPrefix(path, "[") && strings.HasSuffix(path, "]") {
+		return strings.ReplaceAll(path[1:len(path)-1], "-", "_")
+	}
+	n := moduleTableNames(path)[1]
+	return n[1 : len(n)-1]
+}
+
+// validModuleName guards the paths built from a recorded name.
+func validModuleName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, c := range n {
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// runningModuleBuildID reads the build-id of module name as loaded now, from
+// its GNU build-id note in /sys/module/NAME/notes.
+func runningModuleBuildID(name string) (perfdata.BuildID, error) {
+	if !validModuleName(name) {
+		return nil, fmt.Errorf("%q is not a module name", name)
+	}
+	p := filepath.Join(sysRoot, "module", name, "notes", ".note.gnu.build-id")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	// Elf_Nhdr (namesz, descsz, type), "GNU\0", the build-id.
+	for len(b) >= 12 {
+		namesz, descsz, typ := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])
+		nameEnd := 12 + (uint64(namesz)+3)&^3
+		end := nameEnd + (uint64(descsz)+3)&^3
+		if end > uint64(len(b)) || nameEnd+uint64(descsz) > uint64(len(b)) {
+			break
+		}
+		if typ == 3 && namesz == 4 && string(b[12:16]) == "GNU\x00" && descsz > 0 {
+			return perfdata.BuildID(append([]byte(nil), b[nameEnd:nameEnd+uint64(descsz)]...)), nil
+		}
+		b = b[end:]
+	}
+	return nil, fmt.Errorf("%s: no GNU build-id note", p)
+}
+
+// runningModuleBase returns where module name's text is loaded now: the
+// address /proc/modules shows (what perf's module MMAP records), else
+// /sys/module/NAME/sections/.text. Zero addresses (kptr_restrict) are not
+// an answer.
+func runningModuleBase(name string) (uint64, error) {
+	if f, err := os.Open(filepath.Join(procRoot, "modules")); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// "nf_tables 245760 0 - Live 0xffffffffc0a1b000"
+			fs := strings.Fields(sc.Text())
+			if len(fs) < 6 || fs[0] != name {
+				continue
+			}
+			a, err := strconv.ParseUint(strings.TrimPrefix(fs[5], "0x"), 16, 64)
+			if err != nil || a == 0 {
+				return 0, fmt.Errorf("/proc/modules hides %s's address (kptr_restrict)", name)
+			}
+			return a, nil
+		}
+	}
+	p := filepath.Join(sysRoot, "module", name, "sections", ".text")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not loaded now: %w", name, err)
+	}
+	a, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 64)
+	if err != nil || a == 0 {
+		return 0, fmt.Errorf("%s hides the address (kptr_restrict)", p)
+	}
+	return a, nil
+}
+
+// modSym is a module function as an offset range from its load address;
+// one without a name (a data symbol) only ends the one before it.
+type modSym struct {
+	start, end uint64
+	name       string
+}
+
+// moduleLookup names module offsets from a sorted symbol list.
+type moduleLookup struct {
+	syms []modSym // sorted by start, non-overlapping ends
+}
+
+func (l *moduleLookup) Lookup(off uint64) ([]Frame, error) {
+	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].start > off }) - 1
+	if i < 0 || off >= l.syms[i].end || l.syms[i].name == "" {
+		return nil, fmt.Errorf("module offset %#x: %w", off, errNoModuleSymbol)
+	}
+	return []Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
+}
+
+func (l *moduleLookup) Close() error { return nil }
+
+// errNoModuleSymbol means no function of the module covers an offset.
+var errNoModuleSymbol = errors.New("no module function here")
+
+// finishSyms sorts syms and gives each without a size the room up to the
+// next one (at most limit, the module's recorded length), as perf's
+// symbols__fixup_end does for kallsyms.
+func finishSyms(syms []modSym, limit uint64) *moduleLookup {
+	sort.SliceStable(syms, func(i, j int) bool { return syms[i].start < syms[j].start })
+	out := syms[:0]
+	for i, s := range syms {
+		if i+1 < len(syms) && syms[i+1].start == s.start && (syms[i+1].name != "" || s.name == "") {
+			continue // an alias: keep the last named one
+		}
+		out = append(out, s)
+	}
+	for i := range out {
+		next := limit
+		if i+1 < len(out) {
+			next = out[i+1].start
+		}
+		if out[i].end <= out[i].start || out[i].end > next {
+			out[i].end = next
+		}
+	}
+	return &moduleLookup{syms: out}
+}
+
+// runningModuleSyms returns module name's functions from this boot's
+// /proc/kallsyms as offsets from base, its load address; limit bounds the
+// last one (the recorded length).
+func runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
+	f, err := os.Open(filepath.Join(procRoot, "kallsyms"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	suffix := "[" + name + "]"
+	var syms []modSym
+	funcs := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasSuffix(line, suffix) {
+			continue
+		}
+		// "ffffffffc0a1b010 t nft_do_chain\t[nf_tables]"
+		fs := strings.Fields(line)
+		if len(fs) != 4 || fs[3] != suffix || len(fs[1]) != 1 {
+			continue
+		}
+		a, err := strconv.ParseUint(fs[0], 16, 64)
+		if err != nil || a < base || a-base >= limit {
+			continue
+		}
+		// Data symbols are kept, unnamed, to end the function before
+		// them: kallsyms has no sizes.
+		sym := modSym{start: a - base}
+		if strings.ContainsAny(fs[1], "tTwW") {
+			sym.name = fs[2]
+			funcs++
+		}
+		syms = append(syms, sym)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if funcs == 0 {
+		return nil, fmt.Errorf("/proc/kallsyms lists no function of [%s] in its recorded range", name)
+	}
+	return finishSyms(syms, limit), nil
+}
+
+// maxModule bounds a decompressed .ko (the largest modules, GPU drivers,
+// are tens of megabytes).
+const maxModule = 512 << 20
+
+// openModuleELF returns the bytes of a .ko, decompressed when it is a .ko.xz,
+// .ko.zst or .ko.gz as the kernel's module tools install them.
+func openModuleELF(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	switch {
+	case strings.HasSuffix(path, ".xz"):
+		xr, err := xz.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = xr
+	case strings.HasSuffix(path, ".zst"):
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	case strings.HasSuffix(path, ".gz"):
+		gr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = gr
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxModule+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxModule {
+		return nil, fmt.Errorf("%s: larger than %d MB decompressed", path, maxModule>>20)
+	}
+	return b, nil
+}
+
+// koTextSyms returns the functions of a .ko's .text as offsets from the
+// module's load address, or why they cannot be: the file is not a
+// relocatable ELF, has no .text, or another executable section comes first
+// in the core layout (then .text does not start at the load address).
+// debug/elf may panic on malformed input; that becomes an error.
+func koTextSyms(path string, limit uint64) (l *moduleLookup, err error) {
+	b, err := openModuleELF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			l, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
+		}
+	}()
+	ef, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ef.Type != elf.ET_REL {
+		return nil, fmt.Errorf("%s: not a relocatable module (%v)", path, ef.Type)
+	}
+	text := -1
+	for i, s := range ef.Sections {
+		if s.Flags&(elf.SHF_ALLOC|elf.SHF_EXECINSTR) != elf.SHF_ALLOC|elf.SHF_EXECINSTR || s.Size == 0 {
+			continue
+		}
+		if strings.HasPrefix(s.Name, ".init") {
+			continue // the init layout, freed after loading
+		}
+		if s.Name != ".text" {
+			return nil, fmt.Errorf("%s: %s precedes .text in the module's text, so offsets from its load address are not .text offsets", path, s.Name)
+		}
+		text = i
+		break
+	}
+	if text < 0 {
+		return nil, fmt.Errorf("%s: no .text section with code", path)
+	}
+	size := ef.Sections[text].Size
+	syms, err := ef.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []modSym
+	for _, s := range syms {
+		if int(s.Section) != text || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" || s.Value >= size {
+			continue
+		}
+		out = append(out, modSym{start: s.Value, end: s.Value + s.Size, name: s.Name})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no function symbol in .text", path)
+	}
+	return finishSyms(out, min(size, max(limit, 1))), nil
 }

@@ -362,6 +362,12 @@ func (s *Session) perfMapNotes(res *Result) {
 	}
 }
 
+// moduleStart is where the recording mapped module d.
+func (s *Session) moduleStart(d *DSO) uint64 {
+	start, _, _ := s.moduleRange(d)
+	return start
+}
+
 // locator is Options.Locator, or the default PathLocator.
 func (s *Session) locator() Locator {
 	if s.opts.Locator != nil {
@@ -405,7 +411,16 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 	g.SetLimit(workers)
 	for d := range byDSO {
 		g.Go(func() error {
-			lk, err := openDSO(opener, d, &s.opts)
+			var lk SymbolLookup
+			var err error
+			switch d.modNames {
+			case "kallsyms":
+				lk, err = runningModuleSyms(moduleName(d.Path), s.moduleStart(d), d.modLimit)
+			case "ko":
+				lk, err = koTextSyms(d.symPath, d.modLimit)
+			default:
+				lk, err = openDSO(opener, d, &s.opts)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
