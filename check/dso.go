@@ -67,10 +67,12 @@ type DSO struct {
 	pid       int32
 	symPath   string // file to symbolize with, "" = do not symbolize
 
+	modNames  string        // how a module is named: "kallsyms", "ko" or "" (not)
+	modLimit  uint64        // a module's recorded length
+	modLookup *moduleLookup // the .ko's symbols, when judge read them
+
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	modNames    string           // how a module is named: "kallsyms", "ko" or "" (not)
-	modLimit    uint64           // a module's recorded length
 	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
 	cfiFound    *Located         // its answer
 	cfiErr      error            // or the error
@@ -531,12 +533,13 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	}
 	if found != nil {
 		p := found.Path
-		if _, err := koTextSyms(p, limit); err != nil {
+		if lk, err := koTextSyms(p, limit); err != nil {
 			why = append(why, err.Error())
 		} else {
 			d.modNames = "ko"
 			d.symPath = p
 			d.modLimit = limit
+			d.modLookup = lk // read once: symbolize uses it
 			d.Reason += "; named from the .text symbols of " + p
 			return
 		}

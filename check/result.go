@@ -417,7 +417,11 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 			case "kallsyms":
 				lk, err = runningModuleSyms(moduleName(d.Path), s.moduleStart(d), d.modLimit)
 			case "ko":
-				lk, err = koTextSyms(d.symPath, d.modLimit)
+				if d.modLookup != nil {
+					lk = d.modLookup
+				} else {
+					lk, err = koTextSyms(d.symPath, d.modLimit)
+				}
 			default:
 				lk, err = openDSO(opener, d, &s.opts)
 			}
