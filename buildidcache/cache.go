@@ -62,6 +62,10 @@ type Entry struct {
 	LastUsed time.Time `json:"last_used"`
 	// Added is false when Add found the entry already present.
 	Added bool `json:"added,omitempty"`
+	// Unshared is set when Add found the entry present but its files
+	// hard-linked to files outside it (perf's way), and replaced them by
+	// private copies (see Cache.HardLink).
+	Unshared bool `json:"unshared,omitempty"`
 }
 
 // tmpMarker is in the name of every temporary file this package writes;
@@ -199,7 +203,7 @@ func (c *Cache) AddFile(src, name string, want BuildID) (*Entry, error) {
 	defer root.Close()
 	bid := id.BuildID
 	if e, ok := c.existing(root, bid); ok {
-		return e, nil
+		return c.keepPrivate(root, e)
 	}
 	dir := path.Join(rel, bid.String())
 	if err := c.place(root, dir, role, src, bid); err != nil {
@@ -331,6 +335,84 @@ func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
 		return nil, false
 	}
 	return e, true
+}
+
+// keepPrivate makes an existing entry's binary and debug file private
+// copies when they are hard links to files elsewhere, unless the Cache
+// hard-links by choice. perf hard-links what it caches (perf record,
+// perf buildid-cache -a, perf inject --jit); a file later rewritten in
+// place changes the cached one with it, and the cache loses exactly the
+// binary it was filled to keep. perf inject --jit does that to its own
+// entries: a second injection of a recording opens every
+// jitted-PID-N.so with O_TRUNC and writes code with a new random
+// build-id into the inode the cache links (docs/symbolize.md).
+func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
+	if c.HardLink || e.OldStyle {
+		return e, nil
+	}
+	rel, err := filepath.Rel(c.Dir, e.Dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return e, nil
+	}
+	rel = filepath.ToSlash(rel)
+	for _, role := range []string{"elf", "debug"} {
+		done, err := c.unshare(root, rel, role, e.BuildID)
+		if err != nil {
+			return nil, c.escapeErr(root, err, rel)
+		}
+		e.Unshared = e.Unshared || done
+	}
+	return e, nil
+}
+
+// unshare replaces dir/role by a verified copy of itself when its inode
+// has other names; it reports whether it did.
+func (c *Cache) unshare(root *os.Root, dir, role string, bid BuildID) (bool, error) {
+	final := path.Join(dir, role)
+	st, err := root.Lstat(final)
+	if err != nil || !st.Mode().IsRegular() {
+		return false, nil
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Nlink <= 1 {
+		return false, nil
+	}
+	in, err := root.Open(final)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	tmp, out, err := createTemp(root, dir, role)
+	if err != nil {
+		return false, err
+	}
+	out.Chmod(st.Mode().Perm())
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// The other name may be rewritten while we copy: only a copy
+		// that still has the entry's build-id replaces the link.
+		var f *os.File
+		if f, err = root.Open(tmp); err == nil {
+			if !verifyOpen(f, bid) {
+				err = fmt.Errorf("%w: %s changed while it was being copied", ErrMismatch, final)
+			}
+			f.Close()
+		}
+	}
+	if err == nil {
+		err = root.Rename(tmp, final)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return false, err
+	}
+	return true, nil
 }
 
 func mainFiles(files []string) []string {

@@ -22,12 +22,25 @@ import (
 // resolved from here). A pid since reused by another process is harmless:
 // every candidate's build-id is checked before it is cached.
 //
-// When no file exists at all the error wraps ErrNotFound; when files
-// exist but none has the build-id, ErrMismatch (the binary changed since
-// the recording).
+// An entry already cached for want is returned as it is (Added false),
+// except that files perf hard-linked into it become private copies
+// (Entry.Unshared; not with Cache.HardLink). When no file exists at all
+// the error wraps ErrNotFound; when files exist but none has the
+// build-id, ErrMismatch (the binary changed since the recording).
 func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
 	if want.IsZero() {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoBuildID)
+	}
+	// Already cached: nothing to look for, but a hard link perf made is
+	// turned into a private copy (keepPrivate) before the file it shares
+	// is replaced in place.
+	if e, ok := c.Has(want); ok {
+		root, err := c.openRoot()
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
+		return c.keepPrivate(root, e)
 	}
 	var paths []string
 	seen := map[string]bool{}

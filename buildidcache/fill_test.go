@@ -130,7 +130,8 @@ func TestAddRecordedProcRoot(t *testing.T) {
 
 // TestAddRecordedPath: a binary at its recorded path is cached under its
 // real path (as perf resolves it), as cache fill did before AddRecorded;
-// no file at all is ErrNotFound, a changed file ErrMismatch.
+// a cached build-id answers without a file; no file at all is
+// ErrNotFound, a changed file ErrMismatch.
 func TestAddRecordedPath(t *testing.T) {
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
@@ -153,12 +154,16 @@ func TestAddRecordedPath(t *testing.T) {
 	if e.Name != real {
 		t.Errorf("cached under %s, want the real path %s", e.Name, real)
 	}
-	if _, err := c.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); !errors.Is(err, ErrNotFound) {
+	// Once cached, the entry answers even when the file is gone.
+	if e, err := c.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); err != nil || e.Added {
+		t.Errorf("cached, file gone: %+v, %v; want the entry", e, err)
+	}
+	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
+	if _, err := c2.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no file: %v, want ErrNotFound", err)
 	}
 	other := buildC(t, dir, "other", "-Wl,--build-id", "-DTAG=\"x\"")
 	oid, _ := ReadFileIdentity(other)
-	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
 	if _, err := c2.AddRecorded(r, prog, nil, oid.BuildID); !errors.Is(err, ErrMismatch) {
 		t.Errorf("changed file: %v, want ErrMismatch", err)
 	}

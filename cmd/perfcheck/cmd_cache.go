@@ -138,6 +138,10 @@ func (r *cacheAddReportJSON) exitCode() int {
 	return exitOK
 }
 
+// unsharedReason explains a "cached" entry whose hard links were replaced
+// by copies (buildidcache.Entry.Unshared).
+const unsharedReason = "was a hard link, as perf makes them; now a private copy that rewriting the original in place cannot change"
+
 func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 	const name = "cache add"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -168,6 +172,9 @@ func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 			a.Status, a.BuildID = "cached", e.BuildID.String()
 			if e.Added {
 				a.Status = "added"
+			}
+			if e.Unshared {
+				a.Reason = unsharedReason
 			}
 			ej := entryJSON(e)
 			a.Entry = &ej
@@ -462,12 +469,18 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids
 		if e.Added {
 			a.Status = "added"
 		}
+		if e.Unshared {
+			a.Reason = unsharedReason
+		}
 		ej := entryJSON(e)
 		a.Entry = &ej
 		return a, true
 	}
-	if e, ok := c.Has(bid); ok {
-		return done(e, nil)
+	switch d.Kind {
+	case check.KindKernel, check.KindVDSO:
+		if e, ok := c.Has(bid); ok {
+			return done(e, nil)
+		}
 	}
 	switch d.Kind {
 	case check.KindKernel:
