@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -311,7 +312,8 @@ func TestRealJitdump(t *testing.T) {
 // the same recording twice replaces the first output's binaries in both
 // places: the first injected file must then be a mismatch, never named,
 // and perf report must agree that its names are gone. With a deterministic
-// build-id the rewrite changes nothing and both stay verified.
+// build-id the rewrite changes nothing and both stay verified. Filling the
+// cache after an injection (private copies) protects it from the next.
 func testReinjected(t *testing.T, j *jitWorld) {
 	first := j.inject("first.data")
 	firstIDs := append([]perfdata.BuildID(nil), j.bids...)
@@ -348,6 +350,39 @@ func testReinjected(t *testing.T, j *jitWorld) {
 	for _, n := range jitNames {
 		if perfLeaves[n] != 0 {
 			t.Errorf("perf script names %s in the first injection (%d samples) from a file with another build-id", n, perfLeaves[n])
+		}
+	}
+
+	// The remedy: `perfcheck cache fill` (Cache.AddRecorded, copying by
+	// default) on the second injection turns perf's hard-linked entries
+	// into private copies; a third injection rewrites the files beside
+	// the dump again, and the second injection stays verified, named by
+	// perfcheck and by perf report from the cache.
+	secondIDs := append([]perfdata.BuildID(nil), j.bids...)
+	r := buildidcache.New(buildidcache.Options{BuildIDDir: j.cache(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
+	defer r.Close()
+	c := &buildidcache.Cache{Dir: j.cache(), DebugDirs: []string{}}
+	for i, so := range j.sos {
+		e, err := c.AddRecorded(r, so, []int{j.pid}, buildidcache.BuildID(secondIDs[i]))
+		if err != nil {
+			t.Fatalf("fill %s: %v", so, err)
+		}
+		if !e.Unshared {
+			t.Errorf("%s: perf inject's cache entry was not a hard link, or was not copied: %+v", so, e)
+		}
+	}
+	j.inject("third.data")
+	res2 = analyzeT(t, second, Options{BuildIDDir: j.cache()})
+	for _, so := range j.sos {
+		if d := mustDSO(t, res2, so, Verified); d.Source != "perf-cache" {
+			t.Errorf("%s: source %q, want perf-cache", so, d.Source)
+		}
+	}
+	perfLeaves = j.perfLeafCounts(second)
+	for _, n := range jitNames {
+		assertName(t, res2, n)
+		if perfLeaves[n] == 0 {
+			t.Errorf("perf script does not name %s in the second injection from the filled cache", n)
 		}
 	}
 }
