@@ -52,13 +52,16 @@ func TestSteadyStateAllocs(t *testing.T) {
 			if n < 50 {
 				t.Fatalf("only %d kernel records: too few to see a per-record allocation", n)
 			}
-			for _, ordered := range []bool{false, true} {
-				m1, r1 := passMallocs(t, single, ordered)
-				m2, r2 := passMallocs(t, double, ordered)
+			// SkipSampleArrays (perfcheck stats) takes the in-place path
+			// for samples: it must not allocate either.
+			for _, opts := range []RecordsOptions{{}, {Ordered: true}, {SkipSampleArrays: true}} {
+				ordered := opts.Ordered
+				m1, r1 := passMallocs(t, single, opts)
+				m2, r2 := passMallocs(t, double, opts)
 				if r2-r1 != n {
-					t.Fatalf("ordered=%v: %d and %d records read, want %d more", ordered, r1, r2, n)
+					t.Fatalf("%+v: %d and %d records read, want %d more", opts, r1, r2, n)
 				}
-				t.Logf("ordered=%v: %d records: %d allocations; %d records: %d", ordered, r1, m1, r2, m2)
+				t.Logf("%+v: %d records: %d allocations; %d records: %d", opts, r1, m1, r2, m2)
 				// In file order nothing grows. In time order the
 				// queue holds rounds twice as long, and its items and
 				// arena grow a few more times (a file without
@@ -69,7 +72,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 					slack = 16
 				}
 				if m2 > m1+slack {
-					t.Errorf("ordered=%v: %d more records cost %d more allocations", ordered, n, int64(m2)-int64(m1))
+					t.Errorf("%+v: %d more records cost %d more allocations", opts, n, int64(m2)-int64(m1))
 				}
 			}
 		})
@@ -78,19 +81,19 @@ func TestSteadyStateAllocs(t *testing.T) {
 
 // passMallocs opens a recording held in memory and reads every record,
 // returning the allocations made and the number of records.
-func passMallocs(t *testing.T, b []byte, ordered bool) (mallocs uint64, records int) {
+func passMallocs(t *testing.T, b []byte, opts RecordsOptions) (mallocs uint64, records int) {
 	t.Helper()
 	// The least of three passes: the runtime and the testing package
 	// allocate now and then on their own.
 	mallocs = ^uint64(0)
 	for range 3 {
-		m, n := passMallocsOnce(t, b, ordered)
+		m, n := passMallocsOnce(t, b, opts)
 		mallocs, records = min(mallocs, m), n
 	}
 	return mallocs, records
 }
 
-func passMallocsOnce(t *testing.T, b []byte, ordered bool) (mallocs uint64, records int) {
+func passMallocsOnce(t *testing.T, b []byte, opts RecordsOptions) (mallocs uint64, records int) {
 	pipe := binary.LittleEndian.Uint64(b[8:]) == pipeHeaderSize || binary.BigEndian.Uint64(b[8:]) == pipeHeaderSize
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -101,13 +104,13 @@ func passMallocsOnce(t *testing.T, b []byte, ordered bool) (mallocs uint64, reco
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs = r.Records(RecordsOptions{Ordered: ordered})
+		rs = r.Records(opts)
 	} else {
 		f, err := NewFile(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs = f.Records(RecordsOptions{Ordered: ordered})
+		rs = f.Records(opts)
 	}
 	for rs.Next() {
 		// COMPRESSED records are not counted: recompressing cuts the

@@ -48,7 +48,8 @@ func BenchmarkRecords(b *testing.B) {
 	for _, mode := range []struct {
 		name    string
 		ordered bool
-	}{{"file-order", false}, {"time-order", true}} {
+		skip    bool // SkipSampleArrays, as perfcheck stats reads
+	}{{"file-order", false, false}, {"time-order", true, false}, {"file-order-skip-arrays", false, true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			f, err := Open(path)
 			if err != nil {
@@ -62,18 +63,21 @@ func BenchmarkRecords(b *testing.B) {
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			for b.Loop() {
-				rs := f.Records(RecordsOptions{Ordered: mode.ordered})
+				rs := f.Records(RecordsOptions{Ordered: mode.ordered, SkipSampleArrays: mode.skip})
 				n := 0
 				for rs.Next() {
 					if s, ok := rs.Record().(*Sample); ok {
 						n += len(s.Callchain)
+						if mode.skip {
+							n += int(s.Period)
+						}
 					}
 				}
 				if rs.Err() != nil {
 					b.Fatal(rs.Err())
 				}
 				if n == 0 {
-					b.Fatal("no callchains")
+					b.Fatal("no callchains (no periods when skipping arrays)")
 				}
 			}
 			b.ReportMetric(float64(st.Size())*float64(b.N)/1e6/(cpuTime()-cpu0).Seconds(), "MB/cpu-s")

@@ -16,6 +16,8 @@ type parser struct {
 	// pipe-mode metadata (HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID,
 	// EVENT_UPDATE) as it streams past.
 	onUserRecord func(rec *rawRecord, r Record)
+	// skipSampleArrays is RecordsOptions.SkipSampleArrays.
+	skipSampleArrays bool
 
 	intern    map[string]string
 	whatCache [2][128]string
@@ -454,7 +456,7 @@ func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Reco
 		s.RecordHeader = h
 		d := newDecoder(data, rec.off, p.order, what)
 		d.skip(8)
-		decodeSample(&d, a, s)
+		decodeSample(&d, a, s, p.skipSampleArrays)
 		if d.err != nil {
 			return nil, d.err
 		}

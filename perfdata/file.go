@@ -477,6 +477,14 @@ type RecordsOptions struct {
 	// records are delivered as they are read. Memory is bounded by what
 	// one round holds.
 	Ordered bool
+
+	// SkipSampleArrays leaves the u64 arrays of SAMPLE records empty:
+	// Callchain, Branches, BranchCounters, RegsUser and RegsIntr. They
+	// are still checked to fit their record, with the errors full
+	// decoding gives; every other field is decoded. Counting readers
+	// (perfcheck stats and info) then do not copy the callchains, which
+	// are most of a recording's bytes.
+	SkipSampleArrays bool
 }
 
 // Records returns an iterator over the records, from the beginning. Each

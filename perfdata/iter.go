@@ -45,6 +45,7 @@ func newRecords(streams []*stream, es *eventSet, order binary.ByteOrder, name st
 	rs.p.order = order
 	rs.p.name = name
 	rs.p.events = es
+	rs.p.skipSampleArrays = opts.SkipSampleArrays
 	return rs
 }
 
@@ -139,6 +140,11 @@ func (rs *Records) nextRaw() (rawRecord, error) {
 }
 
 func (rs *Records) nextUnordered() (Record, error) {
+	if rs.p.skipSampleArrays {
+		if r := rs.nextSampleInPlace(); r != nil {
+			return r, nil
+		}
+	}
 	raw, err := rs.nextRaw()
 	if err != nil {
 		return nil, err
@@ -150,4 +156,52 @@ func (rs *Records) nextUnordered() (Record, error) {
 func (rs *Records) decode(raw rawRecord) (Record, error) {
 	rs.raw = raw
 	return rs.p.decode(&rs.raw)
+}
+
+// nextSampleInPlace decodes the next record where it lies when it is a
+// SAMPLE of little-endian input held whole in the current stream's buffer,
+// outside compressed data, and it decodes without error: most records of
+// a recording read with SkipSampleArrays. It skips the general path's
+// copies of the raw record and its header, which cost more than the
+// sample's decoding once the arrays are skipped. Anything else, a sample
+// that fails to decode included, returns nil having consumed nothing, and
+// the general path reads it (and gives its error).
+func (rs *Records) nextSampleInPlace() Record {
+	if rs.cur >= len(rs.streams) {
+		return nil
+	}
+	st := rs.streams[rs.cur]
+	p := &rs.p
+	if st.err != nil || st.z != nil || p.events == nil || st.order != binary.LittleEndian {
+		return nil
+	}
+	b := st.buf[st.start:st.end]
+	if len(b) < 8 || RecordType(binary.LittleEndian.Uint32(b)) != RecordSample {
+		return nil
+	}
+	size := int(binary.LittleEndian.Uint16(b[6:]))
+	if size < 8 || size > len(b) {
+		return nil
+	}
+	b = b[:size:size]
+	es := p.events
+	i := es.lookup(RecordSample, b, binary.LittleEndian)
+	if i < 0 {
+		return nil
+	}
+	a := &es.events[i].Attr
+	if a.SampleType >= sampleTypeMax {
+		return nil
+	}
+	s := &p.sample
+	s.RecordHeader = RecordHeader{RecType: RecordSample, Misc: binary.LittleEndian.Uint16(b[4:]), Size: uint16(size),
+		Offset: st.pos, Part: st.part, EventIndex: i}
+	d := decoder{b: b, off: 8, base: st.pos, order: binary.LittleEndian, little: true}
+	decodeSample(&d, a, s, true)
+	if d.err != nil {
+		return nil
+	}
+	st.start += size
+	st.pos += int64(size)
+	return s
 }

@@ -76,6 +76,7 @@ func (r *Reader) Records(opts RecordsOptions) *Records {
 	if !r.used {
 		r.used = true
 		r.rs.ordered = opts.Ordered
+		r.rs.p.skipSampleArrays = opts.SkipSampleArrays
 	}
 	return r.rs
 }

@@ -280,10 +280,26 @@ func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 	return dst
 }
 
+// skipU64s steps over n u64 values with the checks and the error of u64s.
+func (d *decoder) skipU64s(n uint64, what string) {
+	if d.err != nil {
+		return
+	}
+	if n > uint64(d.remaining())/8 {
+		d.fail(errCount, "%s of %d entries cannot fit in %d bytes", what, n, d.remaining())
+		return
+	}
+	d.off += int(n) * 8
+}
+
 // decodeSample decodes a SAMPLE payload (the bytes after the header) in
 // the order of evsel__parse_sample (tools/perf/util/evsel.c, FORMAT §3.2).
-// s.RecordHeader must be set already; its SampleID is filled here.
-func decodeSample(d *decoder, a *Attr, s *Sample) {
+// s.RecordHeader must be set already; its SampleID is filled here. With
+// skipArrays the u64 arrays (callchain, branch stack, branch counters,
+// registers) are checked exactly as they would be decoded, with the same
+// errors at the same offsets, but stepped over instead of copied
+// (RecordsOptions.SkipSampleArrays).
+func decodeSample(d *decoder, a *Attr, s *Sample, skipArrays bool) {
 	st := a.SampleType
 	// Keep the slices' storage for reuse.
 	cc, br, bc, ru, ri, rv := s.Callchain[:0], s.Branches[:0], s.BranchCounters[:0], s.RegsUser[:0], s.RegsIntr[:0], s.Read.Values[:0]
@@ -335,7 +351,11 @@ variable:
 	}
 	if st&SampleCallchain != 0 {
 		nr := d.u64()
-		s.Callchain = d.u64s(s.Callchain, nr, "callchain")
+		if skipArrays {
+			d.skipU64s(nr, "callchain")
+		} else {
+			s.Callchain = d.u64s(s.Callchain, nr, "callchain")
+		}
 	}
 	if st&SampleRaw != 0 {
 		n := d.u32()
@@ -356,7 +376,10 @@ variable:
 		if d.err == nil && nr > uint64(d.remaining())/per {
 			d.fail(errCount, "branch stack of %d entries cannot fit in %d bytes", nr, d.remaining())
 		}
-		if d.err == nil {
+		if d.err == nil && skipArrays {
+			// The check above bounds nr: the entries and counters fit.
+			d.skip(int(nr) * int(per))
+		} else if d.err == nil {
 			be := d.order == binary.BigEndian
 			for i := uint64(0); i < nr; i++ {
 				e := BranchEntry{From: d.u64(), To: d.u64(), Flags: d.u64()}
@@ -373,7 +396,11 @@ variable:
 	if st&SampleRegsUser != 0 {
 		s.RegsUserABI = d.u64()
 		if s.RegsUserABI != 0 {
-			s.RegsUser = d.u64s(s.RegsUser, uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
+			if skipArrays {
+				d.skipU64s(uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
+			} else {
+				s.RegsUser = d.u64s(s.RegsUser, uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
+			}
 		}
 	}
 	if st&SampleStackUser != 0 {
@@ -398,7 +425,11 @@ variable:
 	if st&SampleRegsIntr != 0 {
 		s.RegsIntrABI = d.u64()
 		if s.RegsIntrABI != 0 {
-			s.RegsIntr = d.u64s(s.RegsIntr, uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
+			if skipArrays {
+				d.skipU64s(uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
+			} else {
+				s.RegsIntr = d.u64s(s.RegsIntr, uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
+			}
 		}
 	}
 	if st&SamplePhysAddr != 0 {

@@ -1,0 +1,217 @@
+package perfdata
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// skipDump reads every record of rs and describes each one: with
+// SkipSampleArrays a sample must have its arrays empty and every other
+// field as full decoding gives it, so a full decoding's arrays are left out
+// of the description.
+func skipDump(t *testing.T, rs *Records, skipping bool) (dump []string, err error) {
+	t.Helper()
+	for rs.Next() {
+		r := rs.Record()
+		if s, ok := r.(*Sample); ok {
+			c := *s
+			if skipping && len(c.Callchain)+len(c.Branches)+len(c.BranchCounters)+len(c.RegsUser)+len(c.RegsIntr) != 0 {
+				t.Fatalf("SkipSampleArrays: sample at %d has arrays: %d ips, %d branches, %d counters, %d+%d registers",
+					s.Offset, len(c.Callchain), len(c.Branches), len(c.BranchCounters), len(c.RegsUser), len(c.RegsIntr))
+			}
+			c.Callchain, c.Branches, c.BranchCounters, c.RegsUser, c.RegsIntr = nil, nil, nil, nil, nil
+			// The byte fields by checksum: printing dwarf stacks
+			// would make the test slow.
+			sums := fmt.Sprintf("raw %d/%08x stack %d/%08x aux %d/%08x", len(c.Raw), crc32.ChecksumIEEE(c.Raw),
+				len(c.StackUser), crc32.ChecksumIEEE(c.StackUser), len(c.Aux), crc32.ChecksumIEEE(c.Aux))
+			c.Raw, c.StackUser, c.Aux = nil, nil, nil
+			dump = append(dump, fmt.Sprintf("%+v %s", c, sums))
+			continue
+		}
+		dump = append(dump, fmt.Sprintf("%T %+v", r, r))
+	}
+	return dump, rs.Err()
+}
+
+// chunkyReader returns at most a few hundred bytes per Read, so that
+// records straddle the stream's reads and the in-place sample path must
+// hand over to the general one.
+type chunkyReader struct {
+	r   io.Reader
+	rng *rand.Rand
+}
+
+func (c *chunkyReader) Read(p []byte) (int, error) {
+	n := 1 + c.rng.Intn(700)
+	return c.r.Read(p[:min(len(p), n)])
+}
+
+// compareSkip reads b with and without SkipSampleArrays, as a File and as
+// a stream cut into small reads, and fails unless both readings give the
+// same records (arrays aside) and the same error, message and offset
+// included.
+func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, err error) {
+	t.Helper()
+	type reading struct {
+		dump []string
+		err  error
+	}
+	read := func(skip, stream bool) (reading, bool) {
+		opts := RecordsOptions{SkipSampleArrays: skip}
+		var rs *Records
+		if stream {
+			r, err := NewReader(&chunkyReader{bytes.NewReader(b), rand.New(rand.NewSource(seed))})
+			if err != nil {
+				return reading{}, false
+			}
+			rs = r.Records(opts)
+		} else {
+			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				return reading{}, false
+			}
+			rs = f.Records(opts)
+		}
+		d, err := skipDump(t, rs, skip)
+		return reading{d, err}, true
+	}
+	for _, stream := range []bool{false, true} {
+		full, ok := read(false, stream)
+		if !ok {
+			continue
+		}
+		skip, _ := read(true, stream)
+		if fmt.Sprint(full.err) != fmt.Sprint(skip.err) {
+			t.Fatalf("%s (stream %v): error %v, with SkipSampleArrays %v", name, stream, full.err, skip.err)
+		}
+		if len(full.dump) != len(skip.dump) {
+			t.Fatalf("%s (stream %v): %d records, with SkipSampleArrays %d", name, stream, len(full.dump), len(skip.dump))
+		}
+		for i := range full.dump {
+			if full.dump[i] != skip.dump[i] {
+				t.Fatalf("%s (stream %v): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, stream, i, full.dump[i], skip.dump[i])
+			}
+		}
+		if !stream {
+			records, err = len(full.dump), full.err
+		}
+	}
+	return records, err
+}
+
+// TestSkipSampleArraysSame: reading with SkipSampleArrays gives the same
+// records, arrays aside, and the same errors as full decoding, on every
+// fixture and corpus recording (both byte orders: the corpus has
+// big-endian files) and on damaged copies of the fixtures made here: cut at many
+// places, record sizes and sample counts overwritten, bytes flipped at
+// random (seeded) in the data section.
+func TestSkipSampleArraysSame(t *testing.T) {
+	paths := rdGlob(t, rdFixtures+"/*.data")
+	if _, err := os.Stat(rdCorpus); err == nil {
+		paths = append(paths, corpusDataFiles(t)...)
+	} else {
+		t.Logf("corpus %s absent: reading the fixtures only", rdCorpus)
+	}
+	samples := 0
+	for _, path := range paths {
+		st, err := os.Stat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // the directory form: its files are fixtures of their own
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixture := filepath.Dir(path) == filepath.Clean(rdFixtures)
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			compareSkip(t, "whole", b, 1)
+			if !fixture {
+				// The corpus files are read whole only; damaging
+				// the small fixtures recorded here covers every
+				// path (pipe, zstd, two events, dwarf stacks) in
+				// seconds.
+				return
+			}
+			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				return
+			}
+			rng := rand.New(rand.NewSource(int64(len(b))))
+			off, size := f.DataRange()
+			end := min(off+size, int64(len(b)))
+			// Sample records and where their variable part starts.
+			var at []int64
+			rs := f.Records(RecordsOptions{})
+			for rs.Next() {
+				if h := rs.Record().Header(); h.RecType == RecordSample && !h.Compressed {
+					at = append(at, h.Offset)
+				}
+			}
+			samples += len(at)
+			trials := 60
+			if testing.Short() {
+				trials = 15
+			}
+			for i := range trials {
+				c := bytes.Clone(b)
+				what := ""
+				switch k := i % 4; {
+				case k == 0 && end > off:
+					cut := off + rng.Int63n(end-off)
+					c = c[:cut]
+					what = fmt.Sprintf("cut at %d", cut)
+				case k == 1 && len(at) > 0:
+					// A sample's size, or a u64 in its variable part
+					// (a callchain or branch count, a register ABI).
+					s := at[rng.Intn(len(at))]
+					sz := int64(f.ByteOrder().Uint16(c[s+6:]))
+					if rng.Intn(2) == 0 {
+						v := uint16(rng.Intn(int(sz) + 64))
+						f.ByteOrder().PutUint16(c[s+6:], v)
+						what = fmt.Sprintf("sample at %d: size %d", s, v)
+					} else if sz >= 16 {
+						p := s + 8 + 8*rng.Int63n((sz-8)/8)
+						v := []uint64{0, 1, 3, 200, 1 << 20, 1 << 62}[rng.Intn(6)]
+						f.ByteOrder().PutUint64(c[p:], v)
+						what = fmt.Sprintf("u64 at %d = %d", p, v)
+					}
+				case end > off:
+					for range 1 + rng.Intn(4) {
+						p := off + rng.Int63n(end-off)
+						c[p] ^= byte(1 + rng.Intn(255))
+					}
+					what = "bytes flipped"
+				}
+				compareSkip(t, what, c, int64(i))
+			}
+		})
+	}
+	if samples == 0 {
+		t.Fatal("no uncompressed samples were damaged: the test checked nothing of the sample path")
+	}
+}
+
+// TestSkipSampleArraysBoundary: a recording whose records straddle the
+// stream's reads (as they do every 256 KiB in a large file) reads the same
+// with SkipSampleArrays, including a sample cut at the very end.
+func TestSkipSampleArraysBoundary(t *testing.T) {
+	b := readFixture(t, "cshared-fp.data")
+	for seed := range int64(20) {
+		compareSkip(t, fmt.Sprintf("seed %d", seed), b, seed)
+	}
+	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, size := f.DataRange()
+	_, err = compareSkip(t, "cut in the last record", b[:off+size-3], 7)
+	if err == nil {
+		t.Fatal("no error for a file cut 3 bytes before the end of its data")
+	}
+}
