@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -49,9 +48,9 @@ type statsEventJSON struct {
 // recordStats holds what perf report --stats counts.
 type recordStats struct {
 	total      uint64
-	byType     map[perfdata.RecordType]uint64
-	samples    []uint64 // per event index
-	lostPerEvt []uint64 // LOST_SAMPLES per event index
+	byType     [perfMaxRecordType]uint64 // only types below it are counted, as perf does
+	samples    []uint64                  // per event index
+	lostPerEvt []uint64                  // LOST_SAMPLES per event index
 
 	// For perfcheck info: every SAMPLE record, the times of the first
 	// and last sample that has a time, and whether compressed records
@@ -83,7 +82,7 @@ const perfMaxRecordType = perfdata.RecordSchedstatDomain + 1
 //
 // It returns what was counted before an error together with the error.
 func countRecords(f *recording) (*recordStats, error) {
-	st := &recordStats{byType: map[perfdata.RecordType]uint64{}}
+	st := &recordStats{}
 	grow := func(n int) {
 		for len(st.samples) < n {
 			st.samples = append(st.samples, 0)
@@ -92,7 +91,7 @@ func countRecords(f *recording) (*recordStats, error) {
 	}
 	grow(len(f.Events()))
 	ef := &eventFinder{f: f}
-	rs := f.Records(perfdata.RecordsOptions{})
+	rs := f.Records(perfdata.RecordsOptions{SkipSampleArrays: true})
 	for rs.Next() {
 		r := rs.Record()
 		h := r.Header()
@@ -229,11 +228,10 @@ func runStats(args []string, stdout, stderr io.Writer) int {
 func sortedTypes(st *recordStats) []perfdata.RecordType {
 	var ts []perfdata.RecordType
 	for t, n := range st.byType {
-		if n > 0 && hasPerfName(t) {
-			ts = append(ts, t)
+		if n > 0 && hasPerfName(perfdata.RecordType(t)) {
+			ts = append(ts, perfdata.RecordType(t))
 		}
 	}
-	slices.Sort(ts)
 	return ts
 }
 
