@@ -39,7 +39,12 @@
 // its own build-id (so that Prune cannot be steered), and
 // does every write through an [os.Root] opened on the cache directory, so
 // neither a crafted name nor a symlink planted inside the cache can make a
-// write land outside it. Writes go to a temporary name and are renamed into
+// write land outside it. Prune's search for orphaned entry directories
+// walks that root without following symbolic links and removes only
+// directories shaped and filled as perf's entries, unchanged for an hour.
+// [Cache.AddRecorded] may read a binary through /proc/PID/root of a
+// recorded process, another process's view of the file system; what it
+// finds there is cached only when its build-id is the recorded one. Writes go to a temporary name and are renamed into
 // place; a lookup never trusts a file it did not verify by build-id.
 //
 // Network access happens only when a debuginfod URL is configured, and every
