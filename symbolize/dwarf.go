@@ -35,6 +35,10 @@ type dwarfIndex struct {
 	exec    [][2]uint64 // executable sections of the running binary
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
+
+	// secs holds the sections d reads, outside the Go heap (see
+	// region): unmapped when every unit is decoded, or at Close.
+	secs regionSet
 }
 
 type cuRange struct {
@@ -135,7 +139,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
 	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
 	err := safely(name, func() error {
-		d, err := loadDWARFSections(ef, ra)
+		d, err := loadDWARFSections(ef, ra, &x.secs)
 		if err != nil {
 			return err
 		}
@@ -168,6 +172,7 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 		return nil
 	})
 	if err != nil {
+		x.secs.unmapAll()
 		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
 	}
 	x.units = append([]unitSlot(nil), x.units...) // exact size
@@ -189,11 +194,11 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 // Each is decompressed in full when loaded, so skipping them saves both
 // time to first answer and memory. Relocatable files (kernel modules) need
 // relocations applied and go through elf.File.DWARF.
-func loadDWARFSections(ef *elf.File, ra io.ReaderAt) (*dwarf.Data, error) {
+func loadDWARFSections(ef *elf.File, ra io.ReaderAt, rs *regionSet) (*dwarf.Data, error) {
 	if ef.Type == elf.ET_REL {
 		return ef.DWARF()
 	}
-	sec, err := loadSections(ef, ra, []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"})
+	sec, err := loadSections(ef, ra, []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"}, rs)
 	if err != nil {
 		return nil, err
 	}
@@ -282,8 +287,11 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	if x.pending == 0 {
 		// Every unit is decoded: the raw sections (and the name
 		// cache) are no longer needed, and are as large as the
-		// decoded index.
+		// decoded index. Nothing decoded points into them
+		// (debug/dwarf copies strings), and no one else reads
+		// them: decoding holds x.mu.
 		x.d, x.names = nil, nil
+		x.secs.unmapAll()
 	}
 	if err != nil {
 		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, err)

@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -40,6 +42,14 @@ type goInline struct {
 	// size (maxGoTableCache), beyond which tables are scanned each time.
 	tables []atomic.Pointer[[]pcRun]
 	cached atomic.Int64
+
+	// mapped is set when the tables are a mapping of the file (see
+	// region): names handed out must then be copies, made once per
+	// distinct string and kept in strs (keyed by the string's first
+	// byte in the mapping).
+	mapped bool
+	strMu  sync.RWMutex
+	strs   map[*byte]string
 }
 
 // pcRun is one run of a decoded pc-value table: val holds for pc offsets
@@ -67,7 +77,10 @@ const (
 
 // newGoInline parses the pcHeader of a Go 1.20+ pclntab (magic 0xfffffff1)
 // and locates go:func.*; it returns nil when either is not possible.
-func newGoInline(ef *elf.File, pcln []byte) *goInline {
+//
+// sectionData reads a section (the one holding go:func.*); mapped says
+// whether pcln and what sectionData returns are file mappings.
+func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]byte, error), mapped bool) *goInline {
 	if len(pcln) < 8 {
 		return nil
 	}
@@ -75,7 +88,7 @@ func newGoInline(ef *elf.File, pcln []byte) *goInline {
 	if bo.Uint32(pcln) != 0xfffffff1 || pcln[4] != 0 || pcln[5] != 0 {
 		return nil
 	}
-	g := &goInline{pcln: pcln, order: bo, minLC: uint64(pcln[6]), ptr: int(pcln[7])}
+	g := &goInline{pcln: pcln, order: bo, minLC: uint64(pcln[6]), ptr: int(pcln[7]), mapped: mapped}
 	if g.ptr != 4 && g.ptr != 8 || g.minLC == 0 {
 		return nil
 	}
@@ -133,8 +146,8 @@ func newGoInline(ef *elf.File, pcln []byte) *goInline {
 			!(s.Addr <= g.gofunc && g.gofunc < s.Addr+s.Size) {
 			continue
 		}
-		d, err := s.Data()
-		if err != nil {
+		d, err := sectionData(s)
+		if err != nil || g.gofunc-s.Addr > uint64(len(d)) {
 			return nil
 		}
 		g.gofuncData = d[g.gofunc-s.Addr:]
@@ -375,18 +388,40 @@ func uvarint(p []byte) (uint64, int) {
 	return binary.Uvarint(p)
 }
 
-// cstring returns the NUL-terminated string at off in b as a view of b,
-// without copying: section data is never modified once read, and a lookup
-// must not allocate.
+// cstring returns the NUL-terminated string at off in b. On the heap it is
+// a view of b, without copying: section data is never modified once read,
+// and a lookup must not allocate. From a mapping it is an interned copy,
+// as the mapping goes away at Close while callers keep the string.
 func (g *goInline) cstring(b []byte, off int32) string {
 	if off < 0 || int(off) >= len(b) {
 		return ""
 	}
 	s := b[off:]
-	if i := bytes.IndexByte(s, 0); i > 0 {
-		return unsafe.String(&s[0], i)
+	i := bytes.IndexByte(s, 0)
+	if i <= 0 {
+		return ""
 	}
-	return ""
+	v := unsafe.String(&s[0], i)
+	if !g.mapped {
+		return v
+	}
+	g.strMu.RLock()
+	c, ok := g.strs[&s[0]]
+	g.strMu.RUnlock()
+	if ok {
+		return c
+	}
+	g.strMu.Lock()
+	defer g.strMu.Unlock()
+	if c, ok := g.strs[&s[0]]; ok {
+		return c
+	}
+	if g.strs == nil {
+		g.strs = map[*byte]string{}
+	}
+	c = strings.Clone(v)
+	g.strs[&s[0]] = c
+	return c
 }
 
 // position returns the file and line of pc in the function at fn.

@@ -39,9 +39,12 @@ func (b *Binary) loadGo() *goTable {
 			return
 		}
 		err := safely(b.path, func() error {
-			data, err := s.Data()
-			if err != nil {
-				return err
+			data, mapped := mapSection(&b.regions, b.f, s)
+			if !mapped {
+				var err error
+				if data, err = s.Data(); err != nil {
+					return err
+				}
 			}
 			// The magic of every pclntab version debug/gosym reads
 			// (Go 1.2, 1.16, 1.18, 1.20: src/debug/gosym/pclntab.go);
@@ -59,7 +62,11 @@ func (b *Binary) loadGo() *goTable {
 			if t := b.ef.Section(".text"); t != nil {
 				g.textStart = t.Addr
 			}
-			g.inline = newGoInline(b.ef, data)
+			secData := func(s *elf.Section) ([]byte, error) { return s.Data() }
+			if mapped {
+				secData = b.sectionData
+			}
+			g.inline = newGoInline(b.ef, data, secData, mapped)
 			b.gotab = g
 			return nil
 		})

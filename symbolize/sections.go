@@ -16,14 +16,26 @@ import (
 // allocate what the input does not justify.
 const maxInflate = 1100
 
+// maxAnonSection is the largest decompressed section put outside the Go
+// heap; larger ones (none seen) go through the growing buffer below.
+const maxAnonSection = 4 << 30
+
 // sectionBytes returns the contents of s (read through ra, the file ef was
 // parsed from: debug/elf gives compressed sections no raw reader),
 // decompressing SHF_COMPRESSED
 // sections itself (zlib with klauspost/compress, which is about twice as
 // fast as compress/flate, and zstd) instead of through debug/elf; other
-// sections come from Section.Data.
-func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) {
+// sections come from Section.Data. With rs non-nil, the bytes are kept
+// outside the Go heap (see region) where possible: an uncompressed section
+// as a mapping of the file, a compressed one decompressed into anonymous
+// memory; their regions are added to rs.
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) ([]byte, error) {
 	if s.Flags&elf.SHF_COMPRESSED == 0 {
+		if rs != nil {
+			if d, ok := mapSection(rs, osFile(ra), s); ok {
+				return d, nil
+			}
+		}
 		return s.Data()
 	}
 	var hdr [24]byte
@@ -69,6 +81,23 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) 
 	default:
 		return s.Data() // let debug/elf decide (and report) what it is
 	}
+	if rs != nil && size <= maxAnonSection {
+		if r, err := mapAnon(int64(size)); err == nil {
+			// Untouched pages of the mapping cost nothing, so a
+			// header that lies costs no more than the real stream.
+			n, err := io.ReadFull(zr, r.data[:size])
+			if err == io.ErrUnexpectedEOF || err == io.EOF {
+				r.unmap()
+				return nil, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, n, size)
+			}
+			if err != nil {
+				r.unmap()
+				return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			}
+			rs.add(r)
+			return r.data[:size:size], nil
+		}
+	}
 	// Trust the declared size only as far as the data backs it: start
 	// from what a typical ratio gives and grow as bytes actually arrive,
 	// so a header that lies costs no more than the real stream.
@@ -95,8 +124,8 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) 
 // loadSections reads the named DWARF sections (".debug_NAME", or the old
 // ".zdebug_NAME") of ef concurrently: decompression dominates the time to
 // first answer and the sections are independent. Missing sections map to
-// nil.
-func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]byte, error) {
+// nil. rs is as for sectionBytes.
+func loadSections(ef *elf.File, ra io.ReaderAt, names []string, rs *regionSet) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(names))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -115,7 +144,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 			var b []byte
 			err := safely(s.Name, func() error {
 				var err error
-				b, err = sectionBytes(ef, ra, s)
+				b, err = sectionBytes(ef, ra, s, rs)
 				return err
 			})
 			mu.Lock()

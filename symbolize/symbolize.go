@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 )
@@ -141,7 +142,14 @@ type Binary struct {
 	warnMu sync.Mutex
 	warns  []string // problems that degraded answers without failing them
 
-	closeMu sync.Mutex
+	// regions are sections kept outside the Go heap (see region). The
+	// DWARF index keeps its own, in dw.secs.
+	regions regionSet
+
+	// closeMu is held for reading by every call that reads section
+	// bytes (Frames, Warnings, DebugFile), for writing by Close, which
+	// unmaps them.
+	closeMu sync.RWMutex
 	closed  bool
 }
 
@@ -269,7 +277,11 @@ func (b *Binary) BuildID() []byte { return b.buildID }
 // DebugFile returns the separate debug file whose DWARF the binary uses, ""
 // when it uses its own or none. It forces the DWARF index to load.
 func (b *Binary) DebugFile() string {
-	b.loadDWARF()
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if !b.closed {
+		b.loadDWARF()
+	}
 	return b.dbgPath
 }
 
@@ -283,11 +295,13 @@ func (b *Binary) DebugFile() string {
 // Callers should show them: a profile whose binary lost its DWARF to a
 // corrupt section otherwise looks merely less detailed.
 func (b *Binary) Warnings() []string {
-	if b.kind == KindELF && !b.isClosed() {
+	b.closeMu.RLock()
+	if b.kind == KindELF && !b.closed {
 		b.loadDWARF()
 		b.loadSyms()
 		b.loadGo()
 	}
+	b.closeMu.RUnlock()
 	b.warnMu.Lock()
 	defer b.warnMu.Unlock()
 	return append([]string(nil), b.warns...)
@@ -309,6 +323,12 @@ func (b *Binary) Close() error {
 		return nil
 	}
 	b.closed = true
+	// No lookup is in flight (they hold closeMu for reading), and none
+	// will start: the mappings can go.
+	b.regions.unmapAll()
+	if b.dw != nil {
+		b.dw.secs.unmapAll()
+	}
 	var err error
 	if b.f != nil {
 		err = b.f.Close()
@@ -319,21 +339,33 @@ func (b *Binary) Close() error {
 	return err
 }
 
-func (b *Binary) isClosed() bool {
-	b.closeMu.Lock()
-	defer b.closeMu.Unlock()
-	return b.closed
-}
-
 // Frames implements [Symbolizer]. The backends are tried in order: DWARF
 // (which gives inlined frames), the Go pclntab, then the symbol tables; the
 // first that knows addr answers. When DWARF knows the line but not the
 // function (assembly units), the symbol table names the function.
-func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
+func (b *Binary) Frames(addr uint64, buf []Frame) (_ []Frame, err error) {
 	buf = buf[:0]
-	if b.isClosed() {
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed {
 		return buf, ErrClosed
 	}
+	// A fault on a mapped section (the file was truncated under us)
+	// fails this lookup rather than the process; see region.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			re, ok := r.(interface{ Addr() uintptr })
+			if !ok {
+				panic(r)
+			}
+			buf, err = buf[:0], fmt.Errorf("%w: %s: memory fault reading the file (changed or truncated while open?): %v", ErrMalformed, b.path, re)
+		}
+	}()
+	return b.frames(addr, buf)
+}
+
+func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 	if b.kind == KindELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)

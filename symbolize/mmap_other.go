@@ -1,0 +1,14 @@
+//go:build !unix
+
+package symbolize
+
+import "os"
+
+// Without mmap every section lives on the Go heap (the callers fall back
+// to reading or decompressing into a slice).
+
+func mapFile(f *os.File, off, size int64) (*region, error) { return nil, errNoMap }
+
+func mapAnon(size int64) (*region, error) { return nil, errNoMap }
+
+func (r *region) release() {}

@@ -1,0 +1,46 @@
+//go:build unix
+
+package symbolize
+
+import (
+	"os"
+	"syscall"
+)
+
+// mapFile maps size bytes of f from offset off read-only. The pages are
+// the page cache's: they cost resident memory only once touched, are
+// shared with every other reader of the file and are not scanned by the
+// garbage collector, which sizes the heap from what it scans (a section
+// held on the heap lets the heap grow by its size again before the next
+// collection).
+func mapFile(f *os.File, off, size int64) (*region, error) {
+	page := int64(os.Getpagesize())
+	start := off &^ (page - 1)
+	n := off - start + size
+	if size <= 0 || n != int64(int(n)) {
+		return nil, errNoMap
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), start, int(n), syscall.PROT_READ, syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	return &region{mem: mem, data: mem[off-start:]}, nil
+}
+
+// mapAnon maps size bytes of zeroed anonymous memory, outside the Go heap:
+// decompressed sections go there so that they count once in the
+// process's memory instead of twice (their own size and the garbage
+// collector's headroom on it). Pages never written cost nothing, so a
+// size taken from a header costs only what the data fills.
+func mapAnon(size int64) (*region, error) {
+	if size <= 0 || size != int64(int(size)) {
+		return nil, errNoMap
+	}
+	mem, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	return &region{mem: mem, data: mem}, nil
+}
+
+func (r *region) release() { syscall.Munmap(r.mem) }

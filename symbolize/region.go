@@ -1,0 +1,88 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"errors"
+	"io"
+	"os"
+	"sync"
+)
+
+// region is memory outside the Go heap holding one section's bytes: a
+// read-only mapping of the file for a section stored uncompressed, or
+// anonymous memory a compressed section was decompressed into. A Binary
+// keeps its regions in a regionSet and unmaps them at Close, after every
+// lookup in flight has finished (Binary.closeMu); the DWARF index unmaps
+// its sections earlier, once every unit is decoded.
+//
+// Nothing may keep a pointer into a region past its release: strings
+// handed to callers are copies (debug/dwarf and debug/gosym copy; the Go
+// inline decoder interns its names when its table is mapped), and lookups
+// run with debug.SetPanicOnFault so that a file truncated under its
+// mapping (a binary rewritten in place by cp) fails the lookup with
+// ErrMalformed instead of killing the process with SIGBUS.
+type region struct {
+	mem  []byte // the whole mapping
+	data []byte // the section's bytes in it
+
+	once sync.Once
+}
+
+var errNoMap = errors.New("not mappable")
+
+func (r *region) unmap() { r.once.Do(r.release) }
+
+// regionSet is the regions a Binary owns.
+type regionSet struct {
+	mu   sync.Mutex
+	list []*region
+}
+
+func (s *regionSet) add(r *region) {
+	s.mu.Lock()
+	s.list = append(s.list, r)
+	s.mu.Unlock()
+}
+
+func (s *regionSet) unmapAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.list {
+		r.unmap()
+	}
+	s.list = nil
+}
+
+// mapSection returns the bytes of an uncompressed, file-backed section of
+// ef (read from f) as a read-only mapping registered in rs; ok is false
+// when the section cannot be mapped (compressed, no file bytes, not inside
+// the file, mmap unavailable), and the caller reads it onto the heap.
+func mapSection(rs *regionSet, f *os.File, s *elf.Section) (data []byte, ok bool) {
+	if f == nil || s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_COMPRESSED != 0 || s.FileSize == 0 || s.FileSize != s.Size {
+		return nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || s.Offset > uint64(st.Size()) || s.FileSize > uint64(st.Size())-s.Offset {
+		return nil, false // debug/elf's own read reports the truncation
+	}
+	r, err := mapFile(f, int64(s.Offset), int64(s.FileSize))
+	if err != nil {
+		return nil, false
+	}
+	rs.add(r)
+	return r.data[:s.FileSize:s.FileSize], true
+}
+
+// sectionData is Section.Data through a mapping where possible.
+func (b *Binary) sectionData(s *elf.Section) ([]byte, error) {
+	if d, ok := mapSection(&b.regions, b.f, s); ok {
+		return d, nil
+	}
+	return s.Data()
+}
+
+// osFile returns ra as an *os.File when it is one.
+func osFile(ra io.ReaderAt) *os.File {
+	f, _ := ra.(*os.File)
+	return f
+}
