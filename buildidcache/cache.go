@@ -62,9 +62,9 @@ type Entry struct {
 	LastUsed time.Time `json:"last_used"`
 	// Added is false when Add found the entry already present.
 	Added bool `json:"added,omitempty"`
-	// Unshared is set when Add found the entry present but its files
-	// hard-linked to files outside it (perf's way), and replaced them by
-	// private copies (see Cache.HardLink).
+	// Unshared is set when Add found the entry present but its binary
+	// hard-linked to a file outside it (perf's way), and replaced it by a
+	// private copy (see Cache.HardLink).
 	Unshared bool `json:"unshared,omitempty"`
 }
 
@@ -337,15 +337,17 @@ func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
 	return e, true
 }
 
-// keepPrivate makes an existing entry's binary and debug file private
-// copies when they are hard links to files elsewhere, unless the Cache
-// hard-links by choice. perf hard-links what it caches (perf record,
+// keepPrivate makes an existing entry's binary a private copy when it is
+// a hard link to a file elsewhere, unless the Cache hard-links by choice. perf hard-links what it caches (perf record,
 // perf buildid-cache -a, perf inject --jit); a file later rewritten in
 // place changes the cached one with it, and the cache loses exactly the
 // binary it was filled to keep. perf inject --jit does that to its own
 // entries: a second injection of a recording opens every
 // jitted-PID-N.so with O_TRUNC and writes code with a new random
-// build-id into the inode the cache links (docs/symbolize.md).
+// build-id into the inode the cache links (docs/symbolize.md). A debug
+// file stays linked: it comes from a debug directory's .build-id tree,
+// whose files package managers replace by renaming, never in place, and
+// it is the larger file (libc's: 4 MB against 1.9 MB).
 func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
 	if c.HardLink || e.OldStyle {
 		return e, nil
@@ -355,13 +357,11 @@ func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
 		return e, nil
 	}
 	rel = filepath.ToSlash(rel)
-	for _, role := range []string{"elf", "debug"} {
-		done, err := c.unshare(root, rel, role, e.BuildID)
-		if err != nil {
-			return nil, c.escapeErr(root, err, rel)
-		}
-		e.Unshared = e.Unshared || done
+	done, err := c.unshare(root, rel, "elf", e.BuildID)
+	if err != nil {
+		return nil, c.escapeErr(root, err, rel)
 	}
+	e.Unshared = done
 	return e, nil
 }
 
