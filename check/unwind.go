@@ -128,8 +128,10 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 // cfiFor returns the CFI to unwind through d, or nil (d.cfiWhy then says
 // why). Only the CFI of a binary proven to be the one that ran is used,
 // wherever it was found: unwinding with another build's tables would
-// invent callers (perf itself reads them from whatever file is at the path,
-// unwind-libunwind-local.c: read_unwind_spec_eh_frame, and walks on).
+// invent callers. (perf reads them through dso__data_fd: its build-id
+// cache when it holds the DSO, else whatever file is at the path, its
+// build-id unchecked — try_to_open_dso in tools/perf/util/dso.c — and
+// walks on.)
 //
 // The proof is the one the verdict uses (judge), so that unwinding and
 // naming never disagree about which file ran:
