@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // userFrames returns, per sample (thread and time), its user frames as
@@ -163,4 +164,66 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 		t.Errorf("the report's row for the library does not carry its notes: %+v", rep)
 	}
 	assertNoName(t, res, "lib_new_work", "lib_new_pad")
+}
+
+// Which file may give a DSO's unwind tables, decided while reading (before
+// the verdicts), on a real binary: the table's one build-id proves the
+// file at the path for the inode there now; once the recording has mapped
+// the path as another inode, the table's build-id (read when the recording
+// ended) may describe either, so only the inode at the path now is
+// unwound through; several build-ids for the path prove nothing; without
+// a build-id, device and inode must match.
+func TestCFIFilesIdentity(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	buildC(t, bin, "int main(void) { return 0; }\n")
+	st := statFile(bin)
+	if st.BuildID == nil {
+		t.Fatal("gcc gave no build-id")
+	}
+	mmap := func(s *Session, pid int32, ino uint64) *DSO {
+		s.Mmap(&MapEvent{PID: pid, TID: pid, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true,
+			HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: ino})
+		return s.tracker.Lookup(pid, perfdata.CPUModeUser, 0x400000).DSO
+	}
+	table := []perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: st.BuildID}}
+
+	s := NewSession(Options{BuildIDDir: t.TempDir()})
+	s.AddBuildIDs(table)
+	now := mmap(s, 10, st.Ino)
+	if paths, why := s.cfiFiles(now); why != "" || len(paths) == 0 || paths[0] != bin {
+		t.Errorf("the inode at the path, with the table's build-id: %v, %q", paths, why)
+	}
+	old := mmap(s, 11, st.Ino+1)
+	if old == now {
+		t.Fatal("two inodes gave one DSO")
+	}
+	if _, why := s.cfiFiles(old); !strings.Contains(why, "changed during the recording") {
+		t.Errorf("another inode of the path: %q", why)
+	}
+	if _, why := s.cfiFiles(now); why != "" {
+		t.Errorf("the inode at the path now, after another was mapped: %q", why)
+	}
+
+	s = NewSession(Options{BuildIDDir: t.TempDir()})
+	other := append(perfdata.BuildID(nil), st.BuildID...)
+	other[0] ^= 0xff
+	s.AddBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
+	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "2 build-ids") {
+		t.Errorf("two build-ids for the path: %q", why)
+	}
+
+	s = NewSession(Options{BuildIDDir: t.TempDir()})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}})
+	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "no binary with its build-id "+other.String()) {
+		t.Errorf("the table names another build than the file at the path: %q", why)
+	}
+
+	s = NewSession(Options{BuildIDDir: t.TempDir()})
+	if paths, why := s.cfiFiles(mmap(s, 10, st.Ino)); why != "" || len(paths) != 1 || paths[0] != bin {
+		t.Errorf("no build-id, same device and inode: %v, %q", paths, why)
+	}
+	if _, why := s.cfiFiles(mmap(s, 11, st.Ino+1)); !strings.Contains(why, "not the device and inode that ran") {
+		t.Errorf("no build-id, another inode: %q", why)
+	}
 }
