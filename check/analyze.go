@@ -78,6 +78,19 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 			opts.KernelRelease = rel
 		}
 	}
+	var pre *preopener
+	if !opts.NoSymbols {
+		// The kernel's symbols are opened while the records are read
+		// (prefetch.go); the locator remembers its answers so that the
+		// verdicts reuse the lookup this makes.
+		if opts.Locator == nil {
+			opts.Locator = &PathLocator{BuildIDDir: opts.BuildIDDir, SymFS: opts.SymFS}
+		}
+		opts.Locator = newMemoLocator(opts.Locator)
+		pre = newPreopener(opts.Symbolizer)
+		opts.Symbolizer = pre
+		defer pre.close()
+	}
 	s := NewSession(opts)
 	fm := firstMaps{}
 	fm.watch(s)
@@ -90,6 +103,13 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		if ids, err := f.Features().BuildIDs(); err == nil {
 			s.AddBuildIDs(ids)
 			early = len(ids)
+			if pre != nil {
+				pre.wg.Add(1)
+				go func() {
+					defer pre.wg.Done()
+					prefetchKernel(ctx, ids, opts.Locator, pre)
+				}()
+			}
 		}
 	}
 	// A read error (a truncated or corrupt recording) ends the reading but

@@ -66,42 +66,66 @@ func (t *TopTable) Percent(v uint64) float64 {
 func Top(r *Result, byTotal bool, n int) []TopTable {
 	type acc struct {
 		self, total, selfN, totalN uint64
+		seen                       int // 1 + the aggregate that last counted it in total
 	}
+	aggs := r.Aggregates()
 	nev := len(r.Events)
-	for _, ag := range r.Aggregates() {
+	for _, ag := range aggs {
 		if ag.Event >= nev {
 			nev = ag.Event + 1
 		}
 	}
-	per := make([]map[topKey]*acc, nev)
+	// Entries get dense indexes, and each location the index of its
+	// entry, once: the loop over every frame of every aggregate (millions
+	// on a large recording) then only indexes slices.
+	var keys []topKey
+	keyIdx := map[topKey]int32{}
+	entryOf := func(l *Location) int32 {
+		k := topKeyOf(l)
+		i, ok := keyIdx[k]
+		if !ok {
+			i = int32(len(keys))
+			keys = append(keys, k)
+			keyIdx[k] = i
+		}
+		return i
+	}
+	locEntry := make([]int32, len(r.Locations))
+	for i, l := range r.Locations {
+		locEntry[i] = entryOf(l)
+	}
+	entry := func(l *Location) int32 {
+		if i := l.ID - 1; i >= 0 && i < len(r.Locations) && r.Locations[i] == l {
+			return locEntry[i]
+		}
+		return entryOf(l) // a Location not in r.Locations (not made by Finish)
+	}
+	per := make([][]acc, nev)
 	samples := make([]uint64, nev)
 	period := make([]uint64, nev)
-	seen := map[topKey]bool{}
-	for _, ag := range r.Aggregates() {
-		m := per[ag.Event]
-		if m == nil {
-			m = map[topKey]*acc{}
-			per[ag.Event] = m
-		}
+	for ai, ag := range aggs {
 		samples[ag.Event] += ag.Samples
 		period[ag.Event] += ag.Period
-		clear(seen)
+		m := per[ag.Event]
 		for i, l := range ag.Stack.Locations {
-			k := topKeyOf(l)
-			e := m[k]
-			if e == nil {
-				e = &acc{}
-				m[k] = e
+			k := entry(l)
+			if int(k) >= len(m) {
+				m = append(m, make([]acc, len(keys)-len(m))...)
+				per[ag.Event] = m
 			}
+			e := &m[k]
 			if i == 0 {
 				e.self += ag.Period
 				e.selfN += ag.Samples
 			}
-			if !seen[k] {
-				seen[k] = true
+			if e.seen != ai+1 {
+				e.seen = ai + 1
 				e.total += ag.Period
 				e.totalN += ag.Samples
 			}
+		}
+		if per[ag.Event] == nil {
+			per[ag.Event] = []acc{} // the event has samples
 		}
 	}
 	var out []TopTable
@@ -110,14 +134,15 @@ func Top(r *Result, byTotal bool, n int) []TopTable {
 			continue
 		}
 		t := TopTable{Event: ev, Samples: samples[ev], Period: period[ev]}
-		for k, v := range m {
-			if !byTotal && v.self == 0 {
+		for k := range m {
+			v := &m[k]
+			if v.seen == 0 || !byTotal && v.self == 0 {
 				continue
 			}
-			t.Entries = append(t.Entries, TopEntry{Name: k.name, DSO: k.dso, Self: v.self, Total: v.total,
+			t.Entries = append(t.Entries, TopEntry{Name: keys[k].name, DSO: keys[k].dso, Self: v.self, Total: v.total,
 				SelfSamples: v.selfN, TotalSamples: v.totalN})
 		}
-		sort.Slice(t.Entries, func(i, j int) bool {
+		sort.SliceStable(t.Entries, func(i, j int) bool {
 			x, y := &t.Entries[i], &t.Entries[j]
 			if byTotal && x.Total != y.Total {
 				return x.Total > y.Total
