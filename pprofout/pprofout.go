@@ -4,8 +4,8 @@
 // given a name.
 //
 // Convert builds the profile; Write converts and writes it gzipped, after
-// Profile.CheckValid. docs/pprof.md maps each perf concept to its pprof
-// counterpart. In short:
+// Profile.CheckValid; WriteProfile writes a converted one. docs/pprof.md
+// maps each perf concept to its pprof counterpart. In short:
 //
 //   - two sample types per event: its sample count ("samples"/"count", or
 //     "EVENT_samples" when the recording has several events) and its period
@@ -36,6 +36,7 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -353,7 +354,21 @@ func Write(w io.Writer, res *check.Result, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return p.Write(w)
+	return WriteProfile(w, p)
+}
+
+// WriteProfile writes p to w as Profile.Write does (a gzipped protobuf),
+// compressing with klauspost/compress's gzip, which at the same default
+// level is several times faster than compress/gzip for a few percent more
+// bytes: on the 128 MB bench recording's profile (3.7 MB of protobuf),
+// Profile.Write spent more time compressing than Convert building it.
+func WriteProfile(w io.Writer, p *profile.Profile) error {
+	zw := gzip.NewWriter(w)
+	if err := p.WriteUncompressed(zw); err != nil {
+		zw.Close()
+		return err
+	}
+	return zw.Close()
 }
 
 // realRange reports whether the recorded mapping mr can carry the sampled

@@ -338,3 +338,38 @@ func BenchmarkConvert(b *testing.B) {
 		}
 	}
 }
+
+// WriteProfile's output (gzip by klauspost/compress) is a gzipped profile
+// that profile.Parse reads back to exactly the profile written: the same
+// protobuf bytes once re-encoded.
+func TestWriteProfileRoundTrip(t *testing.T) {
+	res := analyze(t, "cshared-fp.data", symfs(t))
+	p, err := Convert(res, Options{Comments: []string{"round trip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	if err := WriteProfile(&gz, p); err != nil {
+		t.Fatal(err)
+	}
+	if b := gz.Bytes(); len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("output does not start with the gzip magic: % x", b[:min(len(b), 2)])
+	}
+	back, err := profile.Parse(&gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := p.WriteUncompressed(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.WriteUncompressed(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want.Bytes(), got.Bytes()) {
+		t.Errorf("profile read back differs: %d protobuf bytes written, %d after reading back", want.Len(), got.Len())
+	}
+	if len(back.Sample) != len(p.Sample) || len(back.Location) != len(p.Location) || len(back.Sample) == 0 {
+		t.Errorf("read back %d samples, %d locations; wrote %d, %d", len(back.Sample), len(back.Location), len(p.Sample), len(p.Location))
+	}
+}

@@ -84,7 +84,7 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 		}
 		w = f
 	}
-	if err := p.Write(w); err != nil {
+	if err := pprofout.WriteProfile(w, p); err != nil {
 		if f != nil {
 			f.Close()
 		}
