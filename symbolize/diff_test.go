@@ -276,6 +276,16 @@ var knownDifferences = []knownDifference{
 		},
 	},
 	{
+		name: "clone-name",
+		reason: "a GCC clone (foo.isra.0, foo.constprop.0, foo.part.0) whose DWARF has only DW_AT_name foo: " +
+			"we name it after the symbol at the function's entry, as addr2line does when the symbol is in the " +
+			"file it reads and as perf report does; in a stripped library that symbol is only in the separate " +
+			"debug file's .symtab, which addr2line does not consult for names and llvm-symbolizer never uses",
+		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
+			return outermost && ref.fn != "" && c.bin.cloneOf(ours.RawName, ref.fn, c.addr)
+		},
+	},
+	{
 		name: "rust-v0-raw",
 		reason: "a Rust v0 name where ianlancetaylor/demangle may read an empty identifier and the next " +
 			"number as one (\"00\"), shifting closure numbers or dropping generic arguments: we print the raw " +
@@ -443,6 +453,25 @@ func (tb *testBinary) aliases(a, b string) bool {
 	}
 	for v := range va {
 		if vb[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// gccClone matches the suffixes GCC appends to a function's name for its
+// clones and split parts.
+var gccClone = regexp.MustCompile(`^(\.(isra|constprop|part|cold|lto_priv|localalias)(\.[0-9]+)?)+$`)
+
+// cloneOf reports whether raw is a GCC clone name of the tool's name fn
+// (fn followed by clone suffixes) and a symbol of that name in the binary
+// or its debug file covers addr.
+func (tb *testBinary) cloneOf(raw, fn string, addr uint64) bool {
+	if !strings.HasPrefix(raw, fn) || !gccClone.MatchString(raw[len(fn):]) {
+		return false
+	}
+	for _, s := range tb.syms {
+		if s.Name == raw && s.Value <= addr && addr < s.Value+max(s.Size, 1) {
 			return true
 		}
 	}

@@ -140,7 +140,7 @@ func buildSymTable(raw []rawSym) *symTable {
 
 // readELFSymbols indexes .symtab, .dynsym, the MiniDebugInfo .symtab and the
 // PLT of the binary, plus the .symtab of a separate debug file when the
-// binary itself was stripped.
+// binary itself has none (stripped, with or without .dynsym).
 func (b *Binary) readELFSymbols() (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
@@ -162,8 +162,11 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(raw) == 0 {
-		// A stripped binary: the separate debug file keeps the .symtab.
+	if b.ef.Section(".symtab") == nil {
+		// A stripped binary: the separate debug file keeps the .symtab,
+		// with the local functions and labels .dynsym lacks (ld.so's
+		// _start and _dl_start_user). perf reads it too: dso__load
+		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(b.dbgPath, func() error {
 				raw = appendELFSyms(raw, dw.ef, dw.ef.Symbols)
@@ -209,12 +212,21 @@ func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)
 		}
 		sec := ef.Sections[s.Section]
 		exec := sec.Flags&elf.SHF_EXECINSTR != 0
+		if isMappingSymbol(s.Name) {
+			continue
+		}
 		switch typ {
 		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
 		case elf.STT_NOTYPE:
-			// Assembly entry points without .type: keep global labels in
-			// code, never ARM/AArch64 mapping symbols ($x, $a, $d).
-			if !exec || bind == elf.STB_LOCAL || strings.HasPrefix(s.Name, "$") {
+			// Labels: assembly entry points without .type, local or
+			// global, such as _start and _dl_start_user in ld.so.
+			// perf keeps an untyped, named, defined symbol that is
+			// not hidden or internal when its section is code
+			// (elf_sym__is_label and its use in dso__load_sym,
+			// tools/perf/util/symbol-elf.c); the section test is
+			// below.
+			switch elf.ST_VISIBILITY(s.Other) {
+			case elf.STV_HIDDEN, elf.STV_INTERNAL:
 				continue
 			}
 		default:
@@ -245,6 +257,16 @@ func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)
 		})
 	}
 	return raw
+}
+
+// isMappingSymbol reports whether name is an ARM, AArch64 or RISC-V
+// mapping symbol ($a, $d, $t, $x, optionally followed by "." and more),
+// which marks where code or data starts and names no function. perf drops
+// them on ARM and AArch64 (dso__load_sym); RISC-V's psABI defines the same
+// $x and $d, so they are dropped on every architecture.
+func isMappingSymbol(name string) bool {
+	return len(name) >= 2 && name[0] == '$' && strings.IndexByte("adtx", name[1]) >= 0 &&
+		(len(name) == 2 || name[2] == '.')
 }
 
 func fileIfLocal(file string, bind elf.SymBind) string {

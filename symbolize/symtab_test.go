@@ -6,6 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -112,4 +116,163 @@ int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
 	if out, err := exec.Command("gcc", "--version").Output(); err == nil {
 		t.Logf("%s", out[:min(len(out), 40)])
 	}
+}
+
+// TestPerfLabels checks untyped labels against perf's rule on the real
+// dynamic loader: perf keeps an STT_NOTYPE symbol that has a name, is
+// defined (not SHN_UNDEF or SHN_ABS), is not hidden or internal and lies in
+// a code section, local or global (elf_sym__is_label and its use in
+// dso__load_sym, tools/perf/util/symbol-elf.c). The expected labels come
+// from readelf's listing of the file that holds ld.so's .symtab (its
+// Debian debug file, libc6-dbg, when ld.so is stripped) with that rule
+// applied; each must be what Symbol names at its address, or an alias
+// there. ld.so has local labels (_start, _dl_start_user), which a rule
+// keeping only global labels dropped, so the test requires one.
+func TestPerfLabels(t *testing.T) {
+	readelf := needTool(t, "readelf")
+	var ldso string
+	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"} {
+		if _, err := os.Stat(p); err == nil {
+			ldso = p
+			break
+		}
+	}
+	if ldso == "" {
+		t.Skip("no ld.so at a known path")
+	}
+	b, err := Open(ldso, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	src := ldso
+	if !hasSymtab(t, ldso) {
+		src = b.DebugFile()
+		if src == "" || !hasSymtab(t, src) {
+			t.Skipf("%s is stripped and its debug file (Debian: libc6-dbg) is not installed", ldso)
+		}
+	}
+	code := readelfCodeSections(t, readelf, src)
+	syms := readelfSymtab(t, readelf, src)
+	names := map[uint64][]string{}
+	for _, s := range syms {
+		names[s.value] = append(names[s.value], s.name)
+	}
+	labels, locals := 0, 0
+	for _, s := range syms {
+		sec, inCode := code[s.ndx]
+		if s.typ != "NOTYPE" || s.name == "" || s.ndx == "UND" || s.ndx == "ABS" ||
+			s.vis == "HIDDEN" || s.vis == "INTERNAL" || !inCode || isMappingSymbol(s.name) {
+			continue
+		}
+		if s.value == sec[0]+sec[1] {
+			continue // a label at the end of its section (_etext) covers no byte
+		}
+		name, start, _, ok := b.Symbol(s.value)
+		labels++
+		if s.bind == "LOCAL" {
+			locals++
+		}
+		if !ok || start != s.value {
+			t.Errorf("label %s (%s) at %#x: Symbol gives %q at %#x, ok=%v", s.name, s.bind, s.value, name, start, ok)
+			continue
+		}
+		if name != s.name && !slices.Contains(names[s.value], name) {
+			t.Errorf("label %s at %#x: Symbol gives %q, which is no symbol at that address", s.name, s.value, name)
+		}
+	}
+	if locals == 0 {
+		t.Fatalf("%s: no local label in code: the test would not tell perf's rule from keeping global labels only", src)
+	}
+	// The one perf users meet: ld.so's entry code after _start.
+	if sym := elfSymbolIn(syms, "_dl_start_user"); sym != nil {
+		fr, err := b.Frames(sym.value+1, nil)
+		if err != nil || len(fr) == 0 || fr[len(fr)-1].RawName != "_dl_start_user" {
+			t.Errorf("Frames(_dl_start_user+1) = %+v, %v; want the function _dl_start_user, as perf names it", fr, err)
+		}
+	}
+	t.Logf("%s: %d labels in code (%d local) named as perf names them", src, labels, locals)
+}
+
+type readelfSym struct {
+	value                     uint64
+	typ, bind, vis, ndx, name string
+}
+
+// readelfSymtab parses the .symtab part of readelf -sW.
+func readelfSymtab(t *testing.T, readelf, p string) []readelfSym {
+	out := run(t, nil, readelf, "-sW", p)
+	var syms []readelfSym
+	in := false
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Symbol table ") {
+			in = strings.Contains(line, "'.symtab'")
+			continue
+		}
+		f := strings.Fields(line)
+		if !in || len(f) < 7 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 16, 64)
+		if err != nil {
+			continue
+		}
+		// Visibility may be followed by bracketed flags
+		// ([VARIANT_PCS] on AArch64) before the section index.
+		i := 6
+		for i < len(f) && strings.HasPrefix(f[i], "[") {
+			i++
+		}
+		if i >= len(f) {
+			continue
+		}
+		s := readelfSym{value: v, typ: f[3], bind: f[4], vis: f[5], ndx: f[i]}
+		if i+1 < len(f) {
+			s.name = f[i+1]
+		}
+		syms = append(syms, s)
+	}
+	if len(syms) == 0 {
+		t.Fatalf("readelf -sW %s: no .symtab entries parsed", p)
+	}
+	return syms
+}
+
+// readelfCodeSections maps the index (as readelf prints it in symbol
+// listings) of each section with the X flag to its address and size.
+func readelfCodeSections(t *testing.T, readelf, p string) map[string][2]uint64 {
+	out := run(t, nil, readelf, "-SW", p)
+	re := regexp.MustCompile(`^\s*\[\s*(\d+)\]\s+\S+\s+\S+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+([A-Za-z]*)\s`)
+	m := map[string][2]uint64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		g := re.FindStringSubmatch(line)
+		if g == nil || !strings.Contains(g[4], "X") {
+			continue
+		}
+		addr, _ := strconv.ParseUint(g[2], 16, 64)
+		size, _ := strconv.ParseUint(g[3], 16, 64)
+		m[g[1]] = [2]uint64{addr, size}
+	}
+	if len(m) == 0 {
+		t.Fatalf("readelf -SW %s: no code section parsed", p)
+	}
+	return m
+}
+
+func elfSymbolIn(syms []readelfSym, name string) *readelfSym {
+	for i := range syms {
+		if syms[i].name == name {
+			return &syms[i]
+		}
+	}
+	return nil
+}
+
+func hasSymtab(t *testing.T, p string) bool {
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	return ef.Section(".symtab") != nil
 }
