@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -214,4 +215,84 @@ func TestSkipSampleArraysBoundary(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a file cut 3 bytes before the end of its data")
 	}
+}
+
+// TestResetSampleEveryField: resetSample, which clears a reused Sample
+// field by field, clears every field after the header, so that no value
+// of the previous sample shows through in the next (a field added to
+// Sample and forgotten there fails this test).
+func TestResetSampleEveryField(t *testing.T) {
+	var s Sample
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Name != "RecordHeader" {
+			setNonZero(v.Field(i))
+		}
+	}
+	s.RecordHeader = RecordHeader{RecType: RecordSample, Offset: 99, EventIndex: 1}
+	hdr := s.RecordHeader
+	resetSample(&s, SampleIP|SampleCallchain)
+	if s.RecordHeader != hdr {
+		t.Errorf("header changed: %+v", s.RecordHeader)
+	}
+	if s.Fields != SampleIP|SampleCallchain || s.BranchHWIndex != -1 {
+		t.Errorf("Fields %v, BranchHWIndex %d", s.Fields, s.BranchHWIndex)
+	}
+	for i := range v.NumField() {
+		switch name := v.Type().Field(i).Name; name {
+		case "RecordHeader", "Fields", "BranchHWIndex":
+		default:
+			if !zeroish(v.Field(i)) {
+				t.Errorf("%s not cleared: %v", name, v.Field(i))
+			}
+		}
+	}
+	if cap(s.Callchain) == 0 || cap(s.Read.Values) == 0 {
+		t.Error("the slices' storage was not kept for reuse")
+	}
+}
+
+// setNonZero gives v and everything in it a non-zero value.
+func setNonZero(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(7)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		setNonZero(v.Index(0))
+	case reflect.Array:
+		for i := range v.Len() {
+			setNonZero(v.Index(i))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			setNonZero(v.Field(i))
+		}
+	default:
+		panic("setNonZero: kind " + v.Kind().String())
+	}
+}
+
+// zeroish reports whether v is zero, slices counting as zero when empty.
+func zeroish(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice:
+		return v.Len() == 0
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !zeroish(v.Field(i)) {
+				return false
+			}
+		}
+		return true
+	}
+	return v.IsZero()
 }
