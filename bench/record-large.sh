@@ -10,7 +10,9 @@
 #       pipe: large-pipe.data, `perf record -o - > FILE` (pipe mode)
 #       zstd: large-zstd.data, `perf record -z` (file mode, zstd records)
 #
-# Environment: SIZE (perf --max-size of large.data, default 120M),
+# Environment: SIZE (perf --max-size of large.data, default 120M), NAME
+# (the file variant's name in bench/out, default large.data: e.g.
+# SIZE=1G NAME=large-1g.data for the memory check of docs/perfdata.md),
 # PIPE_MS / ZSTD_MS (workload run time of the pipe and zstd variants, default
 # 8000 and 20000 ms), RATE (sampling frequency per thread, default 20000 Hz;
 # the kernel caps it at kernel.perf_event_max_sample_rate), PERF.
@@ -29,6 +31,8 @@ SIZE=${SIZE:-120M}
 PIPE_MS=${PIPE_MS:-8000}
 ZSTD_MS=${ZSTD_MS:-20000}
 RATE=${RATE:-20000}
+NAME=${NAME:-large.data}
+case $NAME in */* | "") echo "record-large.sh: NAME is a file name in $out, not a path" >&2; exit 2 ;; esac
 
 command -v "$PERF" >/dev/null || { echo "record-large.sh: perf not found (Debian: apt-get install linux-perf)" >&2; exit 1; }
 mkdir -p "$out"
@@ -62,14 +66,14 @@ for v in "${variants[@]}"; do
 		# perf then SIGTERMs the workload and, having written the
 		# file, re-raises the workload's signal on itself (record__sig_exit
 		# in tools/perf/builtin-record.c): exit status 143 is success here.
-		rm -f large.data large.data.old
+		rm -f "$NAME" "$NAME.old"
 		rc=0
-		"$PERF" record "${common[@]}" --max-size="$SIZE" -o large.data -- "$work" 600000 2 || rc=$?
+		"$PERF" record "${common[@]}" --max-size="$SIZE" -o "$NAME" -- "$work" 600000 2 || rc=$?
 		if [ "$rc" -ne 0 ] && [ "$rc" -ne 143 ]; then
 			echo "record-large.sh: perf record failed (exit $rc)" >&2
 			exit 1
 		fi
-		f=large.data
+		f=$NAME
 		;;
 	pipe)
 		rm -f large-pipe.data
