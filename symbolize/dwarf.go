@@ -353,11 +353,17 @@ func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) 
 		if k == 0 && s.name&nameLinkage == 0 && !ui.goUnit {
 			// The DWARF has only a source name (C functions, C++
 			// functions in an anonymous namespace). When a symbol
-			// starts exactly where the function does, it is the real
-			// linkage name (foo.constprop.0, _ZN12_GLOBAL__N_1...): use
-			// it, as binutils does in _bfd_dwarf2_find_nearest_line
-			// (bfd/dwarf2.c).
-			if sym, ok := b.lookupSym(addr); ok && sym.start == s.lo {
+			// starts exactly where the function's range holding
+			// addr does, it is the real linkage name of that part
+			// (foo.constprop.0, _ZN12_GLOBAL__N_1..., and for the
+			// cold part of a hot/cold split, foo.cold): use it.
+			// binutils does this for the first range only, and
+			// caches the answer per function, so that addr2line
+			// names a cold part foo or foo.cold depending on which
+			// address it was asked first (_bfd_dwarf2_find_nearest_line,
+			// bfd/dwarf2.c); llvm-symbolizer names every part after
+			// its symbol, and perf report names code by symbol only.
+			if sym, ok := b.lookupSym(addr); ok && sym.start == ui.rangeStart(s, addr) {
 				name = sym.name
 			}
 		}
@@ -414,6 +420,16 @@ func (ui *unitInfo) indexKids() {
 		}
 		p.kids, p.nKids = int32(start), int32(len(run))
 	}
+}
+
+// rangeStart returns the start of the range of s that holds addr.
+func (ui *unitInfo) rangeStart(s *scope, addr uint64) uint64 {
+	for _, r := range ui.extra[s.extra : s.extra+s.nExtra] {
+		if r[0] <= addr && addr < r[1] {
+			return r[0]
+		}
+	}
+	return s.lo
 }
 
 func (ui *unitInfo) contains(s *scope, addr uint64) bool {

@@ -276,3 +276,88 @@ func hasSymtab(t *testing.T, p string) bool {
 	defer ef.Close()
 	return ef.Section(".symtab") != nil
 }
+
+// TestColdParts names the cold parts of GCC's hot/cold splits (foo.cold,
+// in .text.unlikely): with DWARF, whose subprogram covers both parts with
+// DW_AT_ranges, the function and line must be llvm-symbolizer's, which
+// names each part after its symbol as perf report does (addr2line's name
+// for a cold part depends on which address of the function it was asked
+// first); from the symbol table alone the name is the .cold symbol's. The
+// C++ program has the hard case: a clone in an anonymous namespace, whose
+// DWARF name is only "work".
+func TestColdParts(t *testing.T) {
+	nm := needTool(t, "nm")
+	dir := t.TempDir()
+	cases := []struct {
+		name, compiler, src string
+		flags               []string
+		must                string // a cold symbol that must be present
+	}{
+		{"c-O2-g", "gcc", "prog.c", []string{"-O2", "-g"}, "scale.cold"},
+		{"c-O2", "gcc", "prog.c", []string{"-O2"}, "scale.cold"},
+		{"cc-O2-g", "g++", "prog.cc", []string{"-O2", "-g"}, "_ZN12_GLOBAL__N_14workEii.constprop.0.cold"},
+		{"cc-O2", "g++", "prog.cc", []string{"-O2"}, "_ZN12_GLOBAL__N_14workEii.constprop.0.cold"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := compile(t, dir, c.name, c.compiler, testdataPath(t, c.src), c.flags...)
+			dwarf := slices.Contains(c.flags, "-g")
+			// nm -S: "ADDR SIZE TYPE NAME" for sized symbols.
+			type sym struct {
+				name        string
+				start, size uint64
+			}
+			var colds []sym
+			for _, line := range strings.Split(string(run(t, nil, nm, "-S", p)), "\n") {
+				f := strings.Fields(line)
+				if len(f) != 4 || !strings.HasSuffix(f[3], ".cold") || (f[2] != "t" && f[2] != "T") {
+					continue
+				}
+				a, err1 := strconv.ParseUint(f[0], 16, 64)
+				n, err2 := strconv.ParseUint(f[1], 16, 64)
+				if err1 == nil && err2 == nil && n > 0 {
+					colds = append(colds, sym{f[3], a, n})
+				}
+			}
+			if !slices.ContainsFunc(colds, func(s sym) bool { return s.name == c.must }) {
+				t.Fatalf("%s: no cold part %s (nm: %v); the test would not cover it", c.name, c.must, colds)
+			}
+			b, err := Open(p, Options{NoDebugFile: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			var addrs []uint64
+			for _, s := range colds {
+				addrs = append(addrs, s.start, s.start+s.size/2, s.start+s.size-1)
+			}
+			var ref [][]refFrame
+			if dwarf {
+				ref = llvmFrames(t, p, addrs)
+			}
+			for i, a := range addrs {
+				s := colds[i/3]
+				fr, err := b.Frames(a, nil)
+				if err != nil || len(fr) == 0 {
+					t.Errorf("%s+%#x: %v", s.name, a-s.start, err)
+					continue
+				}
+				outer := fr[len(fr)-1]
+				if !dwarf {
+					if outer.RawName != s.name || outer.Function != Demangle(s.name) {
+						t.Errorf("%s+%#x from the symbol table: %q (%q), want the cold symbol", s.name, a-s.start, outer.Function, outer.RawName)
+					}
+					continue
+				}
+				r := ref[i]
+				if len(r) == 0 || normFn(outer.Function) != normFn(r[len(r)-1].fn) || fr[0].Line != r[0].line {
+					t.Errorf("%s+%#x: ours %s, llvm-symbolizer %s", s.name, a-s.start, fmtOurs(fr), fmtRef(r))
+				}
+				if outer.RawName != s.name {
+					t.Errorf("%s+%#x: raw name %q, want the cold part's symbol", s.name, a-s.start, outer.RawName)
+				}
+			}
+			t.Logf("%s: %d cold parts, %d addresses", c.name, len(colds), len(addrs))
+		})
+	}
+}

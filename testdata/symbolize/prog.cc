@@ -3,6 +3,7 @@
 // demangled names with parameters and template arguments are compared.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,6 +51,25 @@ int count_words(const std::string &s)
 	}
 	return n;
 }
+__attribute__((cold, noinline)) void fail(const char *why, int n)
+{
+	std::fprintf(stderr, "%s %d\n", why, n);
+	std::exit(3);
+}
+
+// GCC clones this for the constant k (work(int, int) [clone .constprop.0])
+// and moves the unlikely branch to a cold part,
+// _ZN12_GLOBAL__N_14workEii.constprop.0.cold, whose DWARF has only the
+// source name "work": the case TestColdParts names after its symbol.
+__attribute__((noinline)) int work(int n, int k)
+{
+	if (n < 0)
+		fail("negative", n);
+	int s = 0;
+	for (int i = 0; i < n; i++)
+		s += i * k;
+	return s;
+}
 } // namespace
 
 int main(int argc, char **argv)
@@ -63,6 +83,6 @@ int main(int argc, char **argv)
 	std::sort(areas.begin(), areas.end(), [](double a, double b) { return a > b; });
 	std::map<std::string, int> words;
 	words[argv[0]] = count_words(argv[0]);
-	std::printf("%f %zu\n", shapes::accumulate_areas(areas), words.size());
+	std::printf("%f %zu %d\n", shapes::accumulate_areas(areas), words.size(), work(argc * 1000, 3) + work(argc, 3));
 	return 0;
 }
