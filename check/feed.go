@@ -20,7 +20,7 @@ import (
 //
 // A few batches circulate between the two goroutines (feedBatches), so
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
-// feedBatchOps × 100) bytes, ~1.5 MB) whatever the size of the recording.
+// feedBatchOps × 56) bytes, ~1.2 MB) whatever the size of the recording.
 const (
 	feedBatches    = 4
 	feedBatchOps   = 512
@@ -38,40 +38,72 @@ const (
 	feedExit
 )
 
-// feedOp is one record as the session takes it.
+// feedOp is one record as the session takes it, kept small (56 bytes):
+// every sample has one, and they cross from one core to the other. What
+// samples rarely have (a user stack copy) and the other records are in
+// the batch's side slices.
 type feedOp struct {
-	kind feedKind
-	exec bool // feedComm: PERF_RECORD_MISC_COMM_EXEC
-	// feedSample: the event with Callchain and User unset; they are
-	// chain and the user* ranges of the batch's arenas.
-	se                   SampleEvent
-	chainLo, chainHi     int32
-	userRegsLo, userRegs int32 // in words; userRegs < 0: no user stack
-	userStackLo, userLen int32 // in bytes
-	userMask             uint64
+	time, period, ip uint64
+	event, pid, tid  int32
+	cpu              uint32
+	chainLo, chainHi int32 // the callchain in words; chainLo < 0: none (nil)
+	// aux indexes users for a sample (-1: no user stack to unwind) and
+	// others for the other records.
+	aux       int32
+	kind      feedKind
+	mode      perfdata.CPUMode
+	stackUser bool // the sample has a user stack copy (SampleEvent.StackUser)
+}
+
+// feedUser is a sample's user stack copy (--call-graph dwarf): its
+// registers in the batch's words, the copy in its bytes.
+type feedUser struct {
+	mask                uint64
+	regsLo, regs        int32
+	stackLo, stackBytes int32
+}
+
+// feedOther is a record other than a sample.
+type feedOther struct {
 	m                    *MapEvent // feedMmap
 	pid, tid, ppid, ptid int32     // feedComm, feedFork, feedExit
 	comm                 string
+	exec                 bool // feedComm: PERF_RECORD_MISC_COMM_EXEC
 }
 
 // feedBatch is a run of consecutive records.
 type feedBatch struct {
-	ops   []feedOp
-	words []uint64
-	bytes []byte
+	ops    []feedOp
+	users  []feedUser
+	others []feedOther
+	words  []uint64
+	bytes  []byte
+}
+
+func newFeedBatch() *feedBatch {
+	return &feedBatch{ops: make([]feedOp, 0, feedBatchOps), words: make([]uint64, 0, feedBatchWords)}
 }
 
 func (b *feedBatch) reset() {
 	b.ops = b.ops[:0]
+	b.users = b.users[:0]
+	clear(b.others) // drop the MapEvents and strings
+	b.others = b.others[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
 
-// full reports whether the batch should be handed over before a sample
+// full reports whether the batch should be handed over before a record
 // needing nw words and nb bytes is added.
 func (b *feedBatch) full(nw, nb int) bool {
 	return len(b.ops) >= feedBatchOps ||
 		len(b.ops) > 0 && (len(b.words)+nw > feedBatchWords || len(b.bytes)+nb > feedBatchBytes)
+}
+
+// other appends a record other than a sample.
+func (b *feedBatch) other(k feedKind, o feedOther) {
+	b.ops = append(b.ops, feedOp{kind: k, aux: int32(len(b.others))})
+	b.others = append(b.others, o)
 }
 
 // feed reads every record of f in time order (perf's ordered delivery) and
@@ -79,8 +111,7 @@ func (b *feedBatch) full(nw, nb int) bool {
 // nil.
 func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
-		var b feedBatch
-		return s.read(ctx, f, &b, func(full *feedBatch) *feedBatch {
+		return s.read(ctx, f, newFeedBatch(), func(full *feedBatch) *feedBatch {
 			s.apply(full, ips)
 			full.reset()
 			return full
@@ -89,7 +120,7 @@ func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 	work := make(chan *feedBatch, feedBatches)
 	free := make(chan *feedBatch, feedBatches)
 	for range feedBatches {
-		free <- new(feedBatch)
+		free <- newFeedBatch()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -142,48 +173,45 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 			if b.full(len(r.Callchain)+len(regs), len(stack)) {
 				b = handoff(b)
 			}
-			op := feedOp{kind: feedSample, userRegs: -1}
-			op.se = SampleEvent{
-				Event:     r.EventIndex,
-				PID:       int32(r.PID()),
-				TID:       int32(r.TID()),
-				CPU:       r.CPU(),
-				Time:      r.Time(),
-				Period:    r.Period,
-				Mode:      r.CPUMode(),
-				IP:        r.IP,
-				StackUser: len(r.StackUser) > 0,
+			op := feedOp{
+				kind:      feedSample,
+				event:     int32(max(r.EventIndex, 0)),
+				pid:       int32(r.PID()),
+				tid:       int32(r.TID()),
+				cpu:       r.CPU(),
+				time:      r.Time(),
+				period:    r.Period,
+				mode:      r.CPUMode(),
+				ip:        r.IP,
+				stackUser: len(r.StackUser) > 0,
+				chainLo:   -1,
+				chainHi:   -1,
+				aux:       -1,
 			}
 			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
 				// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.
-				op.se.Period = events[r.EventIndex].Attr.SamplePeriod
-			}
-			if op.se.Event < 0 {
-				op.se.Event = 0
+				op.period = events[r.EventIndex].Attr.SamplePeriod
 			}
 			if r.Callchain != nil {
 				op.chainLo = int32(len(b.words))
 				b.words = append(b.words, r.Callchain...)
 				op.chainHi = int32(len(b.words))
-			} else {
-				op.chainLo, op.chainHi = -1, -1
 			}
 			if userOK {
-				op.userMask = events[r.EventIndex].Attr.SampleRegsUser
-				op.userRegsLo = int32(len(b.words))
+				u := feedUser{mask: events[r.EventIndex].Attr.SampleRegsUser,
+					regsLo: int32(len(b.words)), regs: int32(len(regs)),
+					stackLo: int32(len(b.bytes)), stackBytes: int32(len(stack))}
 				b.words = append(b.words, regs...)
-				op.userRegs = int32(len(regs))
-				op.userStackLo = int32(len(b.bytes))
 				b.bytes = append(b.bytes, stack...)
-				op.userLen = int32(len(stack))
+				op.aux = int32(len(b.users))
+				b.users = append(b.users, u)
 			}
 			b.ops = append(b.ops, op)
-			continue
 		case *perfdata.Mmap:
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.ops = append(b.ops, feedOp{kind: feedMmap, m: &MapEvent{
+			b.other(feedMmap, feedOther{m: &MapEvent{
 				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
 				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
 				Time: r.SampleID.Time, Exec: !r.IsData(),
@@ -203,22 +231,22 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.ops = append(b.ops, feedOp{kind: feedMmap, m: e})
+			b.other(feedMmap, feedOther{m: e})
 		case *perfdata.Comm:
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.ops = append(b.ops, feedOp{kind: feedComm, pid: int32(r.PID), tid: int32(r.TID), comm: r.Comm, exec: r.Exec()})
+			b.other(feedComm, feedOther{pid: int32(r.PID), tid: int32(r.TID), comm: r.Comm, exec: r.Exec()})
 		case *perfdata.Fork:
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.ops = append(b.ops, feedOp{kind: feedFork, pid: int32(r.PID), ppid: int32(r.PPID), tid: int32(r.TID), ptid: int32(r.PTID)})
+			b.other(feedFork, feedOther{pid: int32(r.PID), ppid: int32(r.PPID), tid: int32(r.TID), ptid: int32(r.PTID)})
 		case *perfdata.Exit:
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.ops = append(b.ops, feedOp{kind: feedExit, pid: int32(r.PID), tid: int32(r.TID)})
+			b.other(feedExit, feedOther{pid: int32(r.PID), tid: int32(r.TID)})
 		}
 	}
 	if len(b.ops) > 0 {
@@ -229,33 +257,39 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 
 // apply feeds a batch's records to the session, in order.
 func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
+	var se SampleEvent
 	var us UserStack
 	for i := range b.ops {
 		op := &b.ops[i]
-		switch op.kind {
-		case feedSample:
-			se := &op.se
-			if op.chainLo >= 0 {
-				se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
+		if op.kind != feedSample {
+			o := &b.others[op.aux]
+			switch op.kind {
+			case feedMmap:
+				s.Mmap(o.m)
+			case feedComm:
+				s.Comm(o.pid, o.tid, o.comm, o.exec)
+			case feedFork:
+				s.Fork(o.pid, o.ppid, o.tid, o.ptid)
+			case feedExit:
+				s.Exit(o.pid, o.tid)
 			}
-			if op.userRegs >= 0 {
-				us = UserStack{Mask: op.userMask,
-					Regs:  b.words[op.userRegsLo : op.userRegsLo+op.userRegs : op.userRegsLo+op.userRegs],
-					Stack: b.bytes[op.userStackLo : op.userStackLo+op.userLen : op.userStackLo+op.userLen]}
-				se.User = &us
-			}
-			s.Sample(se)
-			if ips != nil {
-				ips.add(s, se)
-			}
-		case feedMmap:
-			s.Mmap(op.m)
-		case feedComm:
-			s.Comm(op.pid, op.tid, op.comm, op.exec)
-		case feedFork:
-			s.Fork(op.pid, op.ppid, op.tid, op.ptid)
-		case feedExit:
-			s.Exit(op.pid, op.tid)
+			continue
+		}
+		se = SampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
+			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser}
+		if op.chainLo >= 0 {
+			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
+		}
+		if op.aux >= 0 {
+			u := &b.users[op.aux]
+			us = UserStack{Mask: u.mask,
+				Regs:  b.words[u.regsLo : u.regsLo+u.regs : u.regsLo+u.regs],
+				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
+			se.User = &us
+		}
+		s.Sample(&se)
+		if ips != nil {
+			ips.add(s, &se)
 		}
 	}
 }
