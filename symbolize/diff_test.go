@@ -399,6 +399,8 @@ type testBinary struct {
 	ef   *elf.File
 	syms []elf.Symbol
 	plt  map[string]uint64 // from objdump -d, lazily
+
+	objdump string // the objdump for its architecture; "" is the host's
 }
 
 func openTestBinary(t *testing.T, path string) *testBinary {
@@ -517,7 +519,11 @@ func (tb *testBinary) objdumpPLT(name string, addr uint64) bool {
 func (tb *testBinary) pltStubs() map[string]uint64 {
 	if tb.plt == nil {
 		tb.plt = map[string]uint64{}
-		out := run(tb.t, nil, "objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got", tb.path)
+		objdump := tb.objdump
+		if objdump == "" {
+			objdump = "objdump"
+		}
+		out := run(tb.t, nil, objdump, "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got", tb.path)
 		sc := bufio.NewScanner(bytes.NewReader(out))
 		for sc.Scan() {
 			if m := objdumpSym.FindStringSubmatch(sc.Text()); m != nil {
@@ -536,15 +542,21 @@ func (tb *testBinary) pltStubs() map[string]uint64 {
 // named symbol.
 func checkPLT(t *testing.T, tb *testBinary, b *Binary) {
 	t.Helper()
-	if tb.ef.Machine != elf.EM_X86_64 || (tb.ef.Section(".plt") == nil && tb.ef.Section(".plt.sec") == nil) {
+	switch tb.ef.Machine {
+	case elf.EM_X86_64, elf.EM_386, elf.EM_AARCH64:
+	default:
+		return
+	}
+	if tb.ef.Section(".plt") == nil && tb.ef.Section(".plt.sec") == nil {
 		return
 	}
 	stubs := tb.pltStubs()
 	// A stub ends at the next label or the end of its section (16-byte
-	// .plt and .plt.sec entries, 8-byte .plt.got ones).
+	// .plt and .plt.sec entries, 8-byte .plt.got ones; on AArch64 16, or
+	// 24 with BTI and PAC).
 	ends := map[uint64]uint64{}
 	for _, addr := range stubs {
-		end := addr + 16
+		end := addr + 24
 		for _, sn := range []string{".plt", ".plt.sec", ".plt.got"} {
 			if sec := tb.ef.Section(sn); sec != nil && sec.Addr <= addr && addr < sec.Addr+sec.Size {
 				end = min(end, sec.Addr+sec.Size)
