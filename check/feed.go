@@ -23,10 +23,13 @@ import (
 // feedBatchOps × 56) bytes, ~1.2 MB) whatever the size of the recording.
 const (
 	feedBatches    = 4
-	feedBatchOps   = 512
 	feedBatchWords = 32 << 10 // callchain entries and user registers
 	feedBatchBytes = 1 << 20  // user stack copies (--call-graph dwarf)
 )
+
+// feedBatchOps is the most records a batch holds; a variable so that
+// tests can make every fixture span many batches.
+var feedBatchOps = 512
 
 type feedKind uint8
 

@@ -1,0 +1,189 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// fingerprint renders everything a Result says that reading order could
+// change: each DSO's identity, verdict and hits; every stack's locations;
+// every aggregate; every kept sample with its addresses; the totals.
+func fingerprint(t *testing.T, res *Result) string {
+	t.Helper()
+	var b strings.Builder
+	rep, err := json.Marshal(res.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(rep)
+	b.WriteByte('\n')
+	for _, st := range res.Stacks {
+		fmt.Fprintf(&b, "stack %d:", st.ID)
+		for _, l := range st.Locations {
+			fmt.Fprintf(&b, " %s", l.Raw())
+		}
+		b.WriteByte('\n')
+	}
+	for _, ag := range res.Aggregates() {
+		fmt.Fprintf(&b, "agg %d %d %d %d %q %d %d\n", ag.Stack.ID, ag.Event, ag.PID, ag.TID, ag.Comm, ag.Samples, ag.Period)
+	}
+	if err := res.EachSample(func(s *Sample) error {
+		fmt.Fprintf(&b, "sample %d %d %d %d %d %d %q %d %x\n", s.Event, s.PID, s.TID, s.CPU, s.Time, s.Period, s.Comm, s.Stack.ID, s.IPs)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "samples %d trusted %d leaf %d any %d stackuser %d unproven %d\n", res.Samples, res.TrustedSamples,
+		res.UntrustedLeafSamples, res.UntrustedAnySamples, res.StackUserSamples, res.UnprovenUnwinds)
+	return b.String()
+}
+
+// Reading on one goroutine and checking on another (Session.feed) gives
+// exactly the result of doing both on one, on every fixture: with batches
+// of a few records, so that each recording crosses between the goroutines
+// hundreds of times, user stack copies (cshared-dwarf) and process events
+// (forkexec) included. The serial path is the one GOMAXPROCS 1 and
+// Options.Workers 1 take.
+func TestFeedPipelineSameAsSerial(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one CPU: feed never pipelines")
+	}
+	old := feedBatchOps
+	feedBatchOps = 3
+	defer func() { feedBatchOps = old }()
+	files, err := filepath.Glob("../testdata/perf/*.data")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
+	}
+	cache := fixtureCache(t)
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			run := func(workers int) string {
+				res, err := Analyze(context.Background(), name, Options{BuildIDDir: cache, KeepSamples: true, NoSymbols: true, Workers: workers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Samples == 0 {
+					t.Fatal("no samples")
+				}
+				return fingerprint(t, res)
+			}
+			serial, piped := run(1), run(0)
+			if serial != piped {
+				t.Errorf("pipelined reading differs from serial:\n%s", firstDiff(serial, piped))
+			}
+		})
+	}
+}
+
+// firstDiff shows the first line where a and b differ.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n  serial:    %s\n  pipelined: %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines against %d", len(al), len(bl))
+}
+
+// feedDirect is the session's feeding written plainly, record by record
+// with no batches: the reference the batched reading is held to.
+func feedDirect(t *testing.T, s *Session, f Recording) {
+	t.Helper()
+	events := f.Events()
+	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
+	for rs.Next() {
+		switch r := rs.Record().(type) {
+		case *perfdata.Sample:
+			e := SampleEvent{Event: max(r.EventIndex, 0), PID: int32(r.PID()), TID: int32(r.TID()), CPU: r.CPU(),
+				Time: r.Time(), Period: r.Period, Mode: r.CPUMode(), IP: r.IP, Callchain: r.Callchain,
+				StackUser: len(r.StackUser) > 0}
+			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+				e.Period = events[r.EventIndex].Attr.SamplePeriod
+			}
+			if r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+				n := min(r.StackUserDynSize, uint64(len(r.StackUser)))
+				e.User = &UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
+			}
+			s.Sample(&e)
+		case *perfdata.Mmap:
+			s.Mmap(&MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
+				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData()})
+		case *perfdata.Mmap2:
+			e := &MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
+				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags}
+			if r.HasBuildID() {
+				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+			} else {
+				e.HasDevIno = true
+				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
+			}
+			s.Mmap(e)
+		case *perfdata.Comm:
+			s.Comm(int32(r.PID), int32(r.TID), r.Comm, r.Exec())
+		case *perfdata.Fork:
+			s.Fork(int32(r.PID), int32(r.PPID), int32(r.TID), int32(r.PTID))
+		case *perfdata.Exit:
+			s.Exit(int32(r.PID), int32(r.TID))
+		}
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Session.Feed's batches, pipelined or not, deliver exactly what feeding
+// the records one by one does: the same stacks, aggregates and kept
+// samples, on every fixture (each spanning many batches).
+func TestFeedSameAsDirect(t *testing.T) {
+	old := feedBatchOps
+	feedBatchOps = 3
+	defer func() { feedBatchOps = old }()
+	files, err := filepath.Glob("../testdata/perf/*.data")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
+	}
+	cache := fixtureCache(t)
+	for _, name := range files {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			f, err := perfdata.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			var prints []string
+			for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
+				opts := Options{BuildIDDir: cache, KeepSamples: true, NoSymbols: true, Workers: workers}
+				s := NewSession(opts)
+				if workers < 0 {
+					s.opts.Workers = 0
+					feedDirect(t, s, f)
+				} else if err := s.Feed(context.Background(), f); err != nil {
+					t.Fatal(err)
+				}
+				res, err := s.Finish(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Samples == 0 {
+					t.Fatal("no samples")
+				}
+				prints = append(prints, fingerprint(t, res))
+			}
+			if prints[1] != prints[0] {
+				t.Errorf("batched reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[1]))
+			}
+			if prints[2] != prints[0] {
+				t.Errorf("pipelined reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[2]))
+			}
+		})
+	}
+}
