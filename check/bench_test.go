@@ -61,22 +61,16 @@ func BenchmarkSampleNewStacks(b *testing.B) {
 // bench/out/large.data (made by bench/record-large.sh), else a recording
 // of the fork+exec fixture is used so the benchmark always runs.
 func BenchmarkAnalyze(b *testing.B) {
-	name := os.Getenv("PERFCHECK_BENCH_DATA")
-	if name == "" {
-		name = filepath.Join("..", "bench", "out", "large.data")
-		if _, err := os.Stat(name); err != nil {
-			name = filepath.Join("..", "testdata", "perf", "forkexec.data")
-		}
-	}
+	name := benchRecording(b)
 	st, err := os.Stat(name)
 	if err != nil {
-		b.Skipf("no recording to benchmark: %v", err)
+		b.Fatal(err)
 	}
-	for _, sym := range []bool{false, true} {
-		label := "check"
-		if sym {
-			label = "check+symbols"
-		}
+	// check is what `perfcheck check` does, check+symbols what top,
+	// script and pprof do before printing, top the whole of `perfcheck
+	// top` but the printing.
+	for _, label := range []string{"check", "check+symbols", "top"} {
+		sym := label != "check"
 		b.Run(label, func(b *testing.B) {
 			b.SetBytes(st.Size())
 			b.ReportAllocs()
@@ -85,9 +79,45 @@ func BenchmarkAnalyze(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				if label == "top" && len(Top(res, false, 20)) == 0 {
+					b.Fatal("no top table")
+				}
 				b.ReportMetric(float64(len(res.Stacks)), "stacks")
 				b.ReportMetric(float64(res.Samples), "samples")
 			}
 		})
 	}
+}
+
+// BenchmarkTop ranks the functions of a symbolized large recording (as
+// BenchmarkAnalyze finds it): Top alone, over the aggregates.
+func BenchmarkTop(b *testing.B) {
+	name := benchRecording(b)
+	res, err := Analyze(context.Background(), name, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, byTotal := range []bool{false, true} {
+			if len(Top(res, byTotal, 20)) == 0 {
+				b.Fatal("no top table")
+			}
+		}
+	}
+}
+
+// benchRecording is the recording BenchmarkAnalyze uses.
+func benchRecording(b *testing.B) string {
+	name := os.Getenv("PERFCHECK_BENCH_DATA")
+	if name == "" {
+		name = filepath.Join("..", "bench", "out", "large.data")
+		if _, err := os.Stat(name); err != nil {
+			name = filepath.Join("..", "testdata", "perf", "forkexec.data")
+		}
+	}
+	if _, err := os.Stat(name); err != nil {
+		b.Skipf("no recording to benchmark: %v", err)
+	}
+	return name
 }

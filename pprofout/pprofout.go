@@ -334,7 +334,13 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 				s.Label["comm"] = []string{ag.Comm}
 			}
 			for i, l := range ag.Stack.Locations {
-				s.Location[i] = locs[l]
+				// By the check's dense ID, not a map lookup per frame
+				// (millions on a large recording).
+				if id := l.ID - 1; id >= 0 && id < len(res.Locations) && res.Locations[id] == l {
+					s.Location[i] = p.Location[id]
+				} else {
+					s.Location[i] = locs[l]
+				}
 			}
 			samples[k] = s
 			p.Sample = append(p.Sample, s)

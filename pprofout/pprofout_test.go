@@ -3,6 +3,7 @@ package pprofout
 import (
 	"bytes"
 	"context"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -371,5 +372,33 @@ func TestWriteProfileRoundTrip(t *testing.T) {
 	}
 	if len(back.Sample) != len(p.Sample) || len(back.Location) != len(p.Location) || len(back.Sample) == 0 {
 		t.Errorf("read back %d samples, %d locations; wrote %d, %d", len(back.Sample), len(back.Location), len(p.Sample), len(p.Location))
+	}
+}
+
+// BenchmarkWriteLarge converts and writes (gzipped, to nowhere) the profile
+// of bench/out/large.data (bench/record-large.sh; $PERFCHECK_BENCH_DATA
+// names another recording): what `perfcheck pprof` does after the check.
+func BenchmarkWriteLarge(b *testing.B) {
+	name := os.Getenv("PERFCHECK_BENCH_DATA")
+	if name == "" {
+		name = filepath.Join("..", "bench", "out", "large.data")
+	}
+	if _, err := os.Stat(name); err != nil {
+		b.Skipf("no large recording (make it with bench/record-large.sh): %v", err)
+	}
+	res, err := check.Analyze(context.Background(), name, check.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := Convert(res, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteProfile(io.Discard, p); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(p.Sample)), "pprof-samples")
 	}
 }
