@@ -495,7 +495,9 @@ func (f *File) Records(opts RecordsOptions) *Records {
 	if f.pipe {
 		es = &eventSet{}
 		sr := io.NewSectionReader(f.r, pipeHeaderSize, f.size-pipeHeaderSize)
-		streams = append(streams, newStream(sr, pipeHeaderSize, f.size, f.order, f.name, 0, true, f.warn))
+		st := newStream(sr, pipeHeaderSize, f.size, f.order, f.name, 0, true, f.warn)
+		st.expectSize(f.size)
+		streams = append(streams, st)
 	} else {
 		es = &f.events
 		end := f.size
@@ -506,11 +508,15 @@ func (f *File) Records(opts RecordsOptions) *Records {
 		st := newStream(sr, f.dataOff, f.size, f.order, f.name, 0, false, f.warn)
 		if f.dataShort() {
 			st.shortBy = f.dataSize - (f.size - f.dataOff)
+		} else if !f.truncated {
+			st.expectSize(end)
 		}
 		st.tolerateTail = f.truncated
 		streams = append(streams, st)
 		for i, p := range f.parts {
-			streams = append(streams, newStream(io.NewSectionReader(p.r, 0, p.size), 0, p.size, f.order, p.name, i+1, false, f.warn))
+			pst := newStream(io.NewSectionReader(p.r, 0, p.size), 0, p.size, f.order, p.name, i+1, false, f.warn)
+			pst.expectSize(p.size)
+			streams = append(streams, pst)
 		}
 	}
 	rs := newRecords(streams, es, f.order, f.name, opts)

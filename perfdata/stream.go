@@ -70,6 +70,9 @@ type stream struct {
 	// shortBy is how many bytes of the declared data section the file
 	// lacks: reaching the end is then truncation, not a clean end.
 	shortBy int64
+	// sized says that expectEnd is the end of a file as its size was
+	// when opened (File), not what a header says (file-format stream).
+	sized bool
 	// expectEnd, when > 0, is the offset at which the input must end (the
 	// end of the data section of a file-format stream).
 	expectEnd int64
@@ -171,6 +174,13 @@ func (s *stream) unref(ci int32, n int) {
 
 func newStream(r io.Reader, base int64, limit int64, order binary.ByteOrder, name string, part int, pipe bool, warn func(string)) *stream {
 	return &stream{r: r, pos: base, limit: limit, order: order, name: name, part: part, pipe: pipe, warn: warn}
+}
+
+// expectSize makes an end of the input before end an error: a file that
+// shrinks while it is read (a recording rewritten, a log rotated) would
+// otherwise end early, and cleanly when the cut falls between records.
+func (s *stream) expectSize(end int64) {
+	s.expectEnd, s.sized = end, true
 }
 
 func (s *stream) formatErr(off int64, cause error, format string, args ...any) error {
@@ -320,6 +330,9 @@ func (s *stream) nextOuter() (rawRecord, error) {
 				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the file ends %d bytes before the header says", s.shortBy)
 			}
 			if s.expectEnd > 0 && off < s.expectEnd {
+				if s.sized {
+					return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data cut short: the file ends %d bytes before offset %d, where it ended when opened (it shrank while being read)", s.expectEnd-off, s.expectEnd)
+				}
 				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the stream ends %d bytes before the header says", s.expectEnd-off)
 			}
 			if s.onEnd != nil {
