@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // dwarfIndex answers lookups from DWARF. The unit table (address ranges of
@@ -36,6 +37,15 @@ type dwarfIndex struct {
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 
+	// Decoded units are bounded by budget bytes (negative: no bound).
+	// used is their total (under mu); epoch counts decodes (written
+	// under mu, read by lookups, which stamp a unit's lastUse with it);
+	// evictions counts units dropped to stay within the budget.
+	budget    int64
+	used      int64
+	epoch     atomic.Uint64
+	evictions int
+
 	// secs holds the sections d reads, outside the Go heap (see
 	// region): unmapped when every unit is decoded, or at Close.
 	secs regionSet
@@ -47,9 +57,10 @@ type cuRange struct {
 }
 
 type unitSlot struct {
-	entry *dwarf.Entry
-	info  atomic.Pointer[unitInfo]
-	err   error // decoding error, kept so it is reported once per lookup
+	entry   *dwarf.Entry
+	info    atomic.Pointer[unitInfo]
+	lastUse atomic.Uint64 // dwarfIndex.epoch at its last lookup
+	err     error         // decoding error, kept so it is reported once per lookup
 }
 
 // scope is a function (subprogram) or an inlined call in a unit. Children
@@ -71,7 +82,8 @@ type scope struct {
 const nameLinkage = 1 << 31
 
 type unitInfo struct {
-	goUnit bool // DW_LANG_Go: DW_AT_name is already the symbol name
+	size   int64 // approximate bytes, for dwarfIndex.budget
+	goUnit bool  // DW_LANG_Go: DW_AT_name is already the symbol name
 	lines  lineTable
 	extra  [][2]uint64
 	kids   []rootRange // child ranges of scopes with many children, sorted by lo per scope
@@ -123,6 +135,12 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			ef, name, ra = def, p, f
 		}
 		dw, err := newDWARFIndex(ef, ra, name, b.execRange)
+		if dw != nil {
+			dw.budget = b.opts.MaxDecodedDWARF
+			if dw.budget == 0 {
+				dw.budget = DefaultMaxDecodedDWARF
+			}
+		}
 		if err != nil {
 			b.dwErr = err
 			b.warn("%v (answers fall back to symbol names, without file:line)", err)
@@ -267,6 +285,11 @@ func (x *dwarfIndex) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, o
 func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	s := &x.units[u]
 	if ui := s.info.Load(); ui != nil {
+		// Stamp the unit for the budget's LRU; stores only when the
+		// epoch moved, so that steady lookups only read shared lines.
+		if e := x.epoch.Load(); s.lastUse.Load() != e {
+			s.lastUse.Store(e)
+		}
 		return ui, nil
 	}
 	x.mu.Lock()
@@ -284,6 +307,11 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		return err
 	})
 	x.pending--
+	if err == nil {
+		s.lastUse.Store(x.epoch.Add(1))
+		x.used += ui.size
+		x.evict(u)
+	}
 	if x.pending == 0 {
 		// Every unit is decoded: the raw sections (and the name
 		// cache) are no longer needed, and are as large as the
@@ -299,6 +327,34 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	}
 	s.info.Store(ui)
 	return ui, nil
+}
+
+// evict drops the least recently used decoded units other than keep until
+// the decoded units fit the budget. Called with x.mu held. A lookup that
+// already holds a dropped unit's *unitInfo goes on using it (the pointer
+// keeps it alive); later ones decode it again. Sections stay loaded while
+// a unit is not decoded (pending > 0), so eviction is always reversible.
+func (x *dwarfIndex) evict(keep int32) {
+	for x.budget >= 0 && x.used > x.budget {
+		victim := int32(-1)
+		var oldest uint64
+		for i := range x.units {
+			if int32(i) == keep || x.units[i].info.Load() == nil {
+				continue
+			}
+			if t := x.units[i].lastUse.Load(); victim < 0 || t < oldest {
+				victim, oldest = int32(i), t
+			}
+		}
+		if victim < 0 {
+			return // only keep is decoded: it stays, however large
+		}
+		v := &x.units[victim]
+		x.used -= v.info.Load().size
+		v.info.Store(nil)
+		x.pending++
+		x.evictions++
+	}
 }
 
 func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
@@ -420,6 +476,19 @@ func (ui *unitInfo) indexKids() {
 		}
 		p.kids, p.nKids = int32(start), int32(len(run))
 	}
+}
+
+// bytes approximates the unit's memory: its slices and strings.
+func (ui *unitInfo) bytes() int64 {
+	n := int64(unsafe.Sizeof(*ui)) + int64(ui.lines.size())
+	n += int64(len(ui.extra))*16 + int64(len(ui.kids)+len(ui.roots))*24 + int64(len(ui.kidsHi)+len(ui.rootHi))*8
+	n += int64(len(ui.scopes)) * int64(unsafe.Sizeof(scope{}))
+	for _, l := range [][]string{ui.files, ui.names} {
+		for _, s := range l {
+			n += 16 + int64(len(s))
+		}
+	}
+	return n
 }
 
 // rangeStart returns the start of the range of s that holds addr.
@@ -609,6 +678,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		m = max(m, r.hi)
 		ui.rootHi[i] = m
 	}
+	ui.size = ui.bytes()
 	return ui, nil
 }
 

@@ -84,7 +84,20 @@ type Options struct {
 	DebugFile func(q DebugQuery) (string, error)
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
+	// MaxDecodedDWARF bounds the bytes of decoded DWARF (line tables,
+	// function and inline trees) a Binary keeps; beyond it the least
+	// recently used compilation units are dropped and decoded again
+	// when next needed. 0 means DefaultMaxDecodedDWARF; negative means
+	// no bound.
+	MaxDecodedDWARF int64
 }
+
+// DefaultMaxDecodedDWARF is the default of [Options.MaxDecodedDWARF]: far
+// above what a profile's binaries need (the Go compiler, every unit
+// decoded, takes about 16 MiB), it bounds the memory of very large
+// binaries (browsers, databases) whose decoded index would otherwise grow
+// with every unit an address falls in.
+const DefaultMaxDecodedDWARF = 256 << 20
 
 // Kind says what a Binary was opened from.
 type Kind int
