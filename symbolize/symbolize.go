@@ -415,8 +415,16 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 }
 
 // Symbol returns the name, start address and size of the symbol-table entry
-// covering addr, ignoring debug info; ok is false when none covers it.
+// covering addr, ignoring debug info; ok is false when none covers it, or
+// the binary is closed.
 func (b *Binary) Symbol(addr uint64) (name string, start, size uint64, ok bool) {
+	// Loading the symbol table of a stripped binary opens its debug
+	// file's DWARF sections (see region): hold off Close meanwhile.
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed {
+		return "", 0, 0, false
+	}
 	s, ok := b.lookupSym(addr)
 	if !ok {
 		return "", 0, 0, false
