@@ -410,6 +410,13 @@ func openTestBinary(t *testing.T, path string) *testBinary {
 	}
 	t.Cleanup(func() { ef.Close() })
 	tb := &testBinary{t: t, path: path, ef: ef}
+	if ef.Machine == elf.EM_AARCH64 {
+		// The host's objdump reads AArch64 ELF but cannot
+		// disassemble it; the cross binutils' can.
+		if p, err := exec.LookPath("aarch64-linux-gnu-objdump"); err == nil {
+			tb.objdump = p
+		}
+	}
 	s1, _ := ef.Symbols()
 	s2, _ := ef.DynamicSymbols()
 	tb.syms = append(s1, s2...)

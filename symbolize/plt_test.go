@@ -19,7 +19,9 @@ import (
 // called through the PLT of a non-PIE binary (an IRELATIVE slot, labelled
 // *ABS*+0xV@plt by objdump, *ABS*@plt on i386 whose REL relocations keep
 // the resolver's address in the slot) must be named after the IFUNC, as
-// perf's get_ifunc_name does.
+// perf's get_ifunc_name does. A -O2 -g build of prog.c also goes through
+// the whole differential test against addr2line and llvm-symbolizer
+// (32-bit DWARF and symbols on i386, AArch64 code).
 func TestPLTCross(t *testing.T) {
 	ifuncSrc := filepath.Join(t.TempDir(), "ifunc.c")
 	os.WriteFile(ifuncSrc, []byte(`#include <stdio.h>
@@ -65,8 +67,9 @@ int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
 				{"nopie", testdataPath(t, "prog.c"), []string{"-O2", "-no-pie"}},
 				{"hardened", testdataPath(t, "prog.c"), append([]string{"-O2"}, a.hard...)},
 				{"ifunc-nopie", ifuncSrc, []string{"-O1", "-no-pie"}},
+				{"diff-O2-g", testdataPath(t, "prog.c"), []string{"-O2", "-g"}},
 			}
-			for _, c := range cases {
+			for i, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					p := compile(t, dir, c.name, gcc, c.src, c.flags...)
 					tb := openTestBinary(t, p)
@@ -76,6 +79,13 @@ int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
 					}
 					if c.name == "hardened" {
 						checkHardenedPLT(t, tb, a.section)
+					}
+					if c.name == "diff-O2-g" {
+						// The whole differential test (DWARF,
+						// inlines, symbols, PLT) on the other
+						// architecture.
+						diffTest(t, p, Options{}, int64(700+i))
+						return
 					}
 					b, err := Open(p, Options{NoDebugFile: true})
 					if err != nil {
