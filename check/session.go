@@ -365,26 +365,30 @@ func (s *Session) commID(c string) int32 {
 	return i
 }
 
-// rawCacheEntries bounds the raw-stack cache (about 30 bytes an entry);
-// past it the cache starts over (it is only a shortcut).
+// rawCacheEntries bounds the raw-stack cache (about 50 bytes an entry,
+// with the map's slack); past it the cache starts over (it is only a
+// shortcut).
 const rawCacheEntries = 1 << 19
 
-// rawKey identifies a raw stack: the process, its maps' generations, the
-// mode and IP exactly; the callchain (and unwound user frames) by their
-// lengths and two 64-bit hashes under seeds chosen at random per
-// session. Keeping the 128-bit digest instead of the addresses (hundreds
-// of bytes per deep stack) makes the cache a fraction of the size and a
-// hit one pass over them instead of a copy and a comparison. Two
-// different callchains share a digest with probability about n²/2¹²⁹ for
-// n distinct ones (below 10⁻²⁶ for a million), and input cannot aim at
-// it without the seeds. Fields are ordered so the struct has no padding
-// and hashes as one block of memory.
-type rawKey struct {
-	pg, kg, ip    uint64
-	h             [2]uint64
-	pid           int32
-	mode          uint32
-	nchain, nuser uint32
+// rawKey identifies a raw stack by a 128-bit digest of what makes it
+// resolve as it does: the process, its maps' generations, the mode and
+// IP, the callchain (and unwound user frames) with their lengths. Each
+// half hashes the callchain under one of two seeds chosen at random per
+// session, then that hash with the other fields (rawFields). Keeping the
+// digest instead of the addresses (hundreds of bytes per deep stack) makes
+// the cache a fraction of the size and a hit one pass over them instead
+// of a copy and a comparison; folding the other fields in keeps an entry
+// at 16 bytes of key. Two different raw stacks share a digest with
+// probability about n²/2¹²⁹ for n distinct ones (below 10⁻²⁶ for a
+// million), and input cannot aim at it without the seeds.
+type rawKey [2]uint64
+
+// rawFields is what is hashed into each half of a rawKey. Fields are
+// ordered so the struct has no padding and hashes as one block of memory.
+type rawFields struct {
+	h, pg, kg, ip       uint64
+	pid                 int32
+	mode, nchain, nuser uint32
 }
 
 // rawEntry is what the raw-stack cache knows of a raw stack: its resolved
@@ -416,14 +420,16 @@ func (s *Session) stackOf(e *SampleEvent) *rawEntry {
 			s.unprovenUnwinds++
 		}
 	}
-	key := rawKey{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
+	f := rawFields{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
 		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
-	for i := range key.h {
-		key.h[i] = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
+	var key rawKey
+	for i := range key {
+		f.h = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
 		if len(user) > 0 {
 			// Rare (--call-graph dwarf): fold the unwound frames in.
-			key.h[i] = maphash.Comparable(s.rawSeeds[i], [2]uint64{key.h[i], maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
+			f.h = maphash.Comparable(s.rawSeeds[i], [2]uint64{f.h, maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
 		}
+		key[i] = maphash.Comparable(s.rawSeeds[i], f)
 	}
 	if i, ok := s.rawIdx[key]; ok {
 		return &s.raws[i]
