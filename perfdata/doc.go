@@ -30,8 +30,11 @@
 // -z) are expanded in place. Both byte orders and every perf_event_attr
 // size are read. With RecordsOptions.Ordered, kernel records are delivered
 // in timestamp order the way perf report orders them (FINISHED_ROUND
-// rounds). Records and their slices are reused by the next call to Next;
-// decoding allocates nothing per record once its buffers have grown.
+// rounds); with RecordsOptions.SkipSampleArrays, samples are checked but
+// their callchains, branch stacks and registers are not copied, which is
+// what a reader that only counts needs. Records and their slices are
+// reused by the next call to Next; decoding allocates nothing per record
+// once its buffers have grown.
 //
 // docs/perfdata.md describes the decisions taken where perf's format leaves
 // room, and what is tolerated.
