@@ -533,6 +533,12 @@ func FuzzOpen(f *testing.F) {
 			d, _ := os.ReadFile(bin)
 			f.Add(d)
 		}
+		// Compressed DWARF goes through the anonymous-memory
+		// decompression path rather than a file mapping.
+		if exec.Command("gcc", "-O1", "-g", "-gz=zlib", "-o", bin+"z", src).Run() == nil {
+			d, _ := os.ReadFile(bin + "z")
+			f.Add(d)
+		}
 	}
 	f.Add([]byte("ffffffff81000000 T _text\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
