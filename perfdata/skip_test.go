@@ -53,20 +53,20 @@ func (c *chunkyReader) Read(p []byte) (int, error) {
 	return c.r.Read(p[:min(len(p), n)])
 }
 
-// compareSkip reads b with and without SkipSampleArrays, as a File and as
-// a stream cut into small reads, and fails unless both readings give the
-// same records (arrays aside) and the same error, message and offset
-// included.
+// compareSkip reads b with and without SkipSampleArrays, as a File in
+// file and in time order and as a stream cut into small reads, and fails
+// unless both readings give the same records (arrays aside) and the same
+// error, message and offset included.
 func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, err error) {
 	t.Helper()
 	type reading struct {
 		dump []string
 		err  error
 	}
-	read := func(skip, stream bool) (reading, bool) {
-		opts := RecordsOptions{SkipSampleArrays: skip}
+	read := func(skip bool, mode string) (reading, bool) {
+		opts := RecordsOptions{SkipSampleArrays: skip, Ordered: mode == "time order"}
 		var rs *Records
-		if stream {
+		if mode == "stream" {
 			r, err := NewReader(&chunkyReader{bytes.NewReader(b), rand.New(rand.NewSource(seed))})
 			if err != nil {
 				return reading{}, false
@@ -82,24 +82,27 @@ func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, 
 		d, err := skipDump(t, rs, skip)
 		return reading{d, err}, true
 	}
-	for _, stream := range []bool{false, true} {
-		full, ok := read(false, stream)
+	// File order from a File and from a stream cut into small reads
+	// (the in-place path and its hand-over), and time order (the
+	// general path, through the queue).
+	for _, mode := range []string{"file", "stream", "time order"} {
+		full, ok := read(false, mode)
 		if !ok {
 			continue
 		}
-		skip, _ := read(true, stream)
+		skip, _ := read(true, mode)
 		if fmt.Sprint(full.err) != fmt.Sprint(skip.err) {
-			t.Fatalf("%s (stream %v): error %v, with SkipSampleArrays %v", name, stream, full.err, skip.err)
+			t.Fatalf("%s (%s): error %v, with SkipSampleArrays %v", name, mode, full.err, skip.err)
 		}
 		if len(full.dump) != len(skip.dump) {
-			t.Fatalf("%s (stream %v): %d records, with SkipSampleArrays %d", name, stream, len(full.dump), len(skip.dump))
+			t.Fatalf("%s (%s): %d records, with SkipSampleArrays %d", name, mode, len(full.dump), len(skip.dump))
 		}
 		for i := range full.dump {
 			if full.dump[i] != skip.dump[i] {
-				t.Fatalf("%s (stream %v): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, stream, i, full.dump[i], skip.dump[i])
+				t.Fatalf("%s (%s): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, mode, i, full.dump[i], skip.dump[i])
 			}
 		}
-		if !stream {
+		if mode == "file" {
 			records, err = len(full.dump), full.err
 		}
 	}
