@@ -521,13 +521,31 @@ func (s *Session) loc(r frameRef) int32 {
 // stack returns stack id's location ids, leaf first.
 func (s *Session) stack(id int) []int32 { return s.stacks[id] }
 
-// stackChunk is the size of the chunks stacks are stored in (1 MB).
-const stackChunk = 1 << 18
+// Stacks are stored in chunks that grow from stackChunkMin location ids
+// (256 KB) to stackChunkMax (8 MB), four times larger each time: a small
+// recording allocates little, a large one few chunks, and chunks from
+// hugeChunk up are laid on huge pages where the kernel allows (hugeInt32s):
+// on the bench recording's 1.5 million frames that is most of them, and
+// first touching 4 KB pages costs more than the stores.
+const (
+	stackChunkMin = 1 << 16
+	stackChunkMax = 1 << 21
+	hugeChunk     = 1 << 20
+)
 
 // addStack stores a new stack's location ids.
 func (s *Session) addStack(refs []int32) {
 	if cap(s.chunk)-len(s.chunk) < len(refs) {
-		s.chunk = make([]int32, 0, max(stackChunk, len(refs)))
+		n := stackChunkMin
+		if c := cap(s.chunk); c > 0 {
+			n = min(4*c, stackChunkMax)
+		}
+		n = max(n, len(refs))
+		if n >= hugeChunk {
+			s.chunk = hugeInt32s(n)
+		} else {
+			s.chunk = make([]int32, 0, n)
+		}
 	}
 	start := len(s.chunk)
 	s.chunk = append(s.chunk, refs...)
