@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -36,6 +37,9 @@ type dwarfIndex struct {
 	exec    [][2]uint64 // executable sections of the running binary
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
+	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
+
+	scratch decodeScratch // buffers decodeUnit grows tables in (under mu)
 
 	// Decoded units are bounded by budget bytes (negative: no bound).
 	// used is their total (under mu); epoch counts decodes (written
@@ -49,6 +53,16 @@ type dwarfIndex struct {
 	// secs holds the sections d reads, outside the Go heap (see
 	// region): unmapped when every unit is decoded, or at Close.
 	secs regionSet
+}
+
+// decodeScratch holds the buffers a unit's tables are built in before
+// being copied out at their exact size.
+type decodeScratch struct {
+	scopes []scope
+	extra  [][2]uint64
+	roots  []rootRange
+	kids   []rootRange
+	kidsHi []uint64
 }
 
 type cuRange struct {
@@ -319,6 +333,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		// (debug/dwarf copies strings), and no one else reads
 		// them: decoding holds x.mu.
 		x.d, x.names = nil, nil
+		x.scratch = decodeScratch{}
 		x.secs.unmapAll()
 	}
 	if err != nil {
@@ -358,6 +373,14 @@ func (x *dwarfIndex) evict(keep int32) {
 }
 
 func (ui *unitInfo) frames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
+	out, ok := ui.lookupFrames(b, addr, buf)
+	// The tables may be off the heap, released when ui is collected
+	// (moveOffHeap): ui must outlive every read of them.
+	runtime.KeepAlive(ui)
+	return out, ok
+}
+
+func (ui *unitInfo) lookupFrames(b *Binary, addr uint64, buf []Frame) ([]Frame, bool) {
 	row, ok := ui.lines.lookup(addr)
 	if !ok || row.end() {
 		return buf, false
@@ -516,7 +539,11 @@ func (ui *unitInfo) contains(s *scope, addr uint64) bool {
 // decodeUnit reads one unit's line table and its subprogram/inlined
 // subroutine tree. Called with x.mu held.
 func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
-	ui := &unitInfo{}
+	// Grow the tables in the buffers of earlier decodes: the result is
+	// copied out exactly sized below, and growing a large unit's
+	// slices from nothing made more garbage than all the rows.
+	sc := &x.scratch
+	ui := &unitInfo{scopes: sc.scopes[:0], extra: sc.extra[:0], roots: sc.roots[:0], kids: sc.kids[:0], kidsHi: sc.kidsHi[:0]}
 	if lang, ok := cu.Val(dwarf.AttrLanguage).(int64); ok && lang == dwLangGo {
 		ui.goUnit = true
 	}
@@ -661,22 +688,27 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		}
 	}
 	ui.indexKids()
-	// Trim what append over-allocated: a decoded unit stays for the
-	// life of the Binary, and growth by doubling leaves up to half of
-	// each slice unused.
-	ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
-	ui.extra = slices.Clip(append([][2]uint64(nil), ui.extra...))
-	ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
-	ui.kids = slices.Clip(append([]rootRange(nil), ui.kids...))
-	ui.kidsHi = slices.Clip(append([]uint64(nil), ui.kidsHi...))
-	ui.files = slices.Clip(append([]string(nil), ui.files...))
-	ui.names = slices.Clip(append([]string(nil), ui.names...))
 	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
 	ui.rootHi = make([]uint64, len(ui.roots))
 	var m uint64
 	for i, r := range ui.roots {
 		m = max(m, r.hi)
 		ui.rootHi[i] = m
+	}
+	ui.files = slices.Clip(append([]string(nil), ui.files...))
+	ui.names = slices.Clip(append([]string(nil), ui.names...))
+	*sc = decodeScratch{ui.scopes[:0], ui.extra[:0], ui.roots[:0], ui.kids[:0], ui.kidsHi[:0]}
+	if x.onHeap || !ui.moveOffHeap() {
+		// Trim what append over-allocated: a decoded unit stays
+		// for the life of the Binary, and growth by doubling leaves
+		// up to half of each slice unused. (moveOffHeap copies
+		// exactly the lengths.)
+		ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
+		ui.extra = slices.Clip(append([][2]uint64(nil), ui.extra...))
+		ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
+		ui.kids = slices.Clip(append([]rootRange(nil), ui.kids...))
+		ui.kidsHi = slices.Clip(append([]uint64(nil), ui.kidsHi...))
+		ui.lines = ui.lines.clip()
 	}
 	ui.size = ui.bytes()
 	return ui, nil
@@ -687,6 +719,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 type lineSeq struct {
 	pos    dwarf.LineReaderPos
 	lo, hi uint64
+	rows   int
 }
 
 // decodeLines reads a unit's line program into a packed lineTable. Rows
@@ -703,6 +736,7 @@ type lineSeq struct {
 func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFile) uint32) (lineTable, error) {
 	var seqs []lineSeq
 	var e dwarf.LineEntry
+	nrows := 0
 	start := true
 	var cur lineSeq
 	for {
@@ -716,10 +750,12 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 		if start {
 			cur, start = lineSeq{pos: pos, lo: e.Address}, false
 		}
+		cur.rows++
 		if e.EndSequence {
 			cur.hi = e.Address
 			if x.inExec(cur.lo) {
 				seqs = append(seqs, cur)
+				nrows += cur.rows
 			}
 			start = true
 		}
@@ -768,16 +804,16 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 		return nil
 	}
 	if ordered && !x.sortLines {
-		var enc lineEncoder
+		enc := newLineEncoder(nrows)
 		err := each(enc.add)
 		if err == nil {
-			return enc.finish(), nil
+			return enc.t, nil
 		}
 		if !errors.Is(err, errLineOrder) {
 			return lineTable{}, err
 		}
 	}
-	var rows []lineRow
+	rows := make([]lineRow, 0, nrows)
 	if err := each(func(r lineRow) error { rows = append(rows, r); return nil }); err != nil {
 		return lineTable{}, err
 	}
@@ -788,13 +824,13 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 	// (DWARF 5 section 6.2.5.3: the end_sequence row's address is one
 	// past the last byte), so it must not win over the end row.
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].addr < rows[j].addr })
-	var enc lineEncoder
+	enc := newLineEncoder(len(rows))
 	for _, r := range rows {
 		if err := enc.add(r); err != nil {
 			return lineTable{}, err
 		}
 	}
-	return enc.finish(), nil
+	return enc.t, nil
 }
 
 // underCompDir places a DWARF 5 file name that is still relative after

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sort"
 )
 
@@ -95,12 +96,21 @@ func (e *lineEncoder) add(r lineRow) error {
 	return nil
 }
 
-// finish returns the table with its slices trimmed to their length.
-func (e *lineEncoder) finish() lineTable {
-	t := e.t
-	t.blockAddr = append([]uint64(nil), t.blockAddr...)
-	t.blockOff = append([]uint32(nil), t.blockOff...)
-	t.data = append([]byte(nil), t.data...)
+// newLineEncoder returns an encoder sized for about n rows (three bytes a
+// row is typical), so that a large unit's table is not grown step by step.
+func newLineEncoder(n int) *lineEncoder {
+	e := &lineEncoder{}
+	e.t.blockAddr = make([]uint64, 0, n/lineBlock+1)
+	e.t.blockOff = make([]uint32, 0, n/lineBlock+1)
+	e.t.data = make([]byte, 0, 3*n)
+	return e
+}
+
+// clip returns the table with its slices trimmed to their length.
+func (t lineTable) clip() lineTable {
+	t.blockAddr = slices.Clip(append([]uint64(nil), t.blockAddr...))
+	t.blockOff = slices.Clip(append([]uint32(nil), t.blockOff...))
+	t.data = slices.Clip(append([]byte(nil), t.data...))
 	return t
 }
 
