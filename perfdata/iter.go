@@ -159,8 +159,8 @@ func (rs *Records) decode(raw rawRecord) (Record, error) {
 }
 
 // nextSampleInPlace decodes the next record where it lies when it is a
-// SAMPLE of little-endian input held whole in the current stream's buffer,
-// outside compressed data, and it decodes without error: most records of
+// SAMPLE of little-endian input held whole in the current stream's buffer
+// or decompressed output, and it decodes without error: most records of
 // a recording read with SkipSampleArrays. It skips the general path's
 // copies of the raw record and its header, which cost more than the
 // sample's decoding once the arrays are skipped. Anything else, a sample
@@ -172,10 +172,25 @@ func (rs *Records) nextSampleInPlace() Record {
 	}
 	st := rs.streams[rs.cur]
 	p := &rs.p
-	if st.err != nil || st.z != nil || p.events == nil || st.order != binary.LittleEndian {
+	if st.err != nil || p.events == nil || st.order != binary.LittleEndian {
 		return nil
 	}
-	b := st.buf[st.start:st.end]
+	// The record's bytes: in the input's buffer, or, inside compressed
+	// data, in the decompressed output (once the records the decompressor
+	// read past, the stash, are delivered: they come first).
+	buf, start, end := st.buf, &st.start, st.end
+	off, compressed := st.pos, false
+	if z := st.z; z != nil {
+		if z.stashPos < len(z.stash) {
+			return nil
+		}
+		buf, start, end = z.out, &z.start, z.end
+		off, compressed = z.recOff, true
+		if *start == end {
+			return nil // the general path reads on, and may leave the compressed data
+		}
+	}
+	b := buf[*start:end]
 	if len(b) < 8 || RecordType(binary.LittleEndian.Uint32(b)) != RecordSample {
 		return nil
 	}
@@ -195,13 +210,15 @@ func (rs *Records) nextSampleInPlace() Record {
 	}
 	s := &p.sample
 	s.RecordHeader = RecordHeader{RecType: RecordSample, Misc: binary.LittleEndian.Uint16(b[4:]), Size: uint16(size),
-		Offset: st.pos, Part: st.part, EventIndex: i}
-	d := decoder{b: b, off: 8, base: st.pos, order: binary.LittleEndian, little: true}
+		Offset: off, Compressed: compressed, Part: st.part, EventIndex: i}
+	d := decoder{b: b, off: 8, base: off, order: binary.LittleEndian, little: true}
 	decodeSample(&d, a, s, true)
 	if d.err != nil {
 		return nil
 	}
-	st.start += size
-	st.pos += int64(size)
+	*start += size
+	if !compressed {
+		st.pos += int64(size)
+	}
 	return s
 }
