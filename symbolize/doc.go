@@ -16,7 +16,8 @@
 //
 // Indexes are built lazily: opening reads only the ELF headers; the symbol
 // table is sorted on the first lookup, and DWARF is indexed one compilation
-// unit at a time, when an address first falls in it. After that a lookup
+// unit at a time, when an address first falls in it (least recently used
+// units are dropped beyond [Options.MaxDecodedDWARF]). After that a lookup
 // allocates nothing when the caller passes back the buffer of the previous
 // call.
 //
@@ -26,8 +27,14 @@
 // debug/gosym, which may panic on malformed input, goes through one wrapper
 // that turns a panic into an error naming the file ([ErrMalformed]); a
 // malformed binary yields an error, never a crash. Decompressed sections
-// (MiniDebugInfo) are read with a size bound derived from the input. The
-// package only reads files: it never writes, renames or deletes anything,
+// (MiniDebugInfo) are read with a size bound derived from the input.
+// Large sections are read-only mappings of the file or anonymous memory
+// (see docs/symbolize.md, "Memory"); a file truncated or rewritten in place
+// while mapped makes lookups fail with [ErrMalformed] (they run with
+// runtime/debug.SetPanicOnFault), not the process with SIGBUS, and a
+// rewritten file's bytes are decoded with the same bounds checks as any
+// input. Decoded DWARF is bounded per binary by [Options.MaxDecodedDWARF].
+// The package only reads files: it never writes, renames or deletes anything,
 // and it opens only the paths it is given plus the separate debug file the
 // [Options.DebugFile] locator returns.
 package symbolize
