@@ -9,6 +9,6 @@ import "os"
 
 func mapFile(f *os.File, off, size int64) (*region, error) { return nil, errNoMap }
 
-func mapAnon(size int64) (*region, error) { return nil, errNoMap }
+func mapAnon(size int64, populate bool) (*region, error) { return nil, errNoMap }
 
 func (r *region) release() {}

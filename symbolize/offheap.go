@@ -40,7 +40,7 @@ func (ui *unitInfo) moveOffHeap() bool {
 	if size < offHeapMin {
 		return false
 	}
-	r, err := mapAnon(int64(size))
+	r, err := mapAnon(int64(size), true)
 	if err != nil {
 		return false
 	}

@@ -82,7 +82,10 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 		return s.Data() // let debug/elf decide (and report) what it is
 	}
 	if rs != nil && size <= maxAnonSection {
-		if r, err := mapAnon(int64(size)); err == nil {
+		// Populate the mapping when the declared size is plausible
+		// (DWARF compresses 3 to 5 times); a larger claim may be a
+		// lie, whose untouched pages must then cost nothing.
+		if r, err := mapAnon(int64(size), size <= comp*32); err == nil {
 			// Untouched pages of the mapping cost nothing, so a
 			// header that lies costs no more than the real stream.
 			n, err := io.ReadFull(zr, r.data[:size])
