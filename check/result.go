@@ -250,7 +250,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 	res.Stacks = make([]*Stack, nstacks)
 	stackBlock := make([]Stack, nstacks)
-	ptrs := make([]*Location, s.frames) // every stack's locations, one allocation
+	ptrs := s.locationPtrs() // every stack's locations, one allocation
 	next := 0
 	for id := range nstacks {
 		refs := s.stack(id)
