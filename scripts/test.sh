@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project on a fresh Debian machine: installs what the
 # tests drive for real (perf, the elfutils debuginfod server, addr2line,
-# llvm-symbolizer) when it is missing, then runs the Go tests, with the race
+# llvm-symbolizer, gcc and its i386/AArch64 cross compilers, libc's debug
+# files) when it is missing, then runs the Go tests, with the race
 # detector on the packages that use goroutines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,13 @@ command -v llvm-symbolizer >/dev/null 2>&1 || need+=(llvm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+# ld.so's and libc's separate debug files: the label and debug-file tests.
+[ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
+# Cross compilers: PLT naming and the differential test on i386 and AArch64.
+if [ "$(uname -m)" = x86_64 ]; then
+	command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+	command -v i686-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-i686-linux-gnu libc6-dev-i386-cross)
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	echo "test.sh: installing ${need[*]}" >&2
 	sudo=""
