@@ -451,12 +451,9 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 	}
 	if d.Verdict == 0 {
-		if t, ok := o.wallTime(d.firstTime); ok && st.MTime.After(t) {
+		if why := o.modifiedAfterMapped(d, st); why != "" {
 			d.Verdict = Replaced
-			d.Reason = "no build-id recorded; the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after it was mapped (" + t.UTC().Format(time.RFC3339) + ")"
-		} else if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
-			d.Verdict = Replaced
-			d.Reason = "no build-id recorded; the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + o.RecordingEnd.UTC().Format(time.RFC3339) + ")"
+			d.Reason = "no build-id recorded; " + why
 		}
 	}
 	if d.Verdict == 0 {
@@ -498,6 +495,25 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		d.modNames = "ko"
 		_, d.modLimit, _ = s.moduleRange(d)
 	}
+}
+
+// modifiedAfterMapped says why the file at the path, whose state is st,
+// may not hold the code d ran, as far as its modification time shows, or
+// "" when it shows nothing: written after d was first mapped (when
+// CLOCK_DATA gives that time in wall time), else after the recording
+// ended. A file rewritten in place keeps its device and inode, so for a
+// binary without a build-id this is the only sign. judge's verdict and
+// cfiFiles' choice of unwind tables both ask it, so that unwinding never
+// walks through the new build's tables beneath a frame the verdict calls
+// replaced.
+func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
+	if t, ok := o.wallTime(d.firstTime); ok && st.MTime.After(t) {
+		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after it was mapped (" + t.UTC().Format(time.RFC3339) + ")"
+	}
+	if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
+		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + o.RecordingEnd.UTC().Format(time.RFC3339) + ")"
+	}
+	return ""
 }
 
 // planModuleNames decides how a verified module's frames are named (see

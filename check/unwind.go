@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -142,7 +141,8 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 //     returned. The file at the path is never taken on its word: after a
 //     deploy it is another build, and the cached copy is the one that ran.
 //   - no build-id: the file at the path, when it is the same device and
-//     inode as MMAP2 recorded and was not modified after the recording.
+//     inode as MMAP2 recorded and was not modified after it was mapped
+//     (modifiedAfterMapped, judge's rule for Replaced).
 //
 // Unwinding runs while the records are read, before the verdicts, so it
 // asks the Locator itself and keeps the answer on d for judge to reuse (one
@@ -221,14 +221,16 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 	}
 	p := o.diskPath(d.Path)
 	st := statFile(p)
+	modified := o.modifiedAfterMapped(d, st)
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
 	case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min || d.Dev.Ino != st.Ino:
 		return nil, fmt.Sprintf("no build-id recorded for it, and the file at the path is not the device and inode that ran (%d:%d %d recorded, %d:%d %d now)",
 			d.Dev.Maj, d.Dev.Min, d.Dev.Ino, st.Maj, st.Min, st.Ino)
-	case !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd):
-		return nil, "no build-id recorded for it, and the file at the path was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended"
+	case modified != "":
+		// The rule judge applies for the verdict (Replaced).
+		return nil, "no build-id recorded for it, and " + modified
 	}
 	return []string{p}, ""
 }
