@@ -30,7 +30,9 @@
 // compressed kernel module (.ko.xz, .ko.zst, .ko.gz), which must be
 // decompressed to be read; it is decompressed in memory only as far as
 // needed and never past 64 times its compressed size plus 16 MiB (256 MiB
-// at most). No code here panics on malformed input; errors carry the file
+// at most). [ReadModule], which returns a whole module for symbolizing,
+// decompresses under the same bound and recognises the compression by
+// magic bytes, never by file name. No code here panics on malformed input; errors carry the file
 // name and byte offset ([FormatError]).
 //
 // File names that come from a perf.data file are untrusted. [Cache] cleans

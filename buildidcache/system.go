@@ -89,23 +89,11 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 		return nil, err
 	}
 	limit := decompressLimit(st.Size())
-	var r io.Reader
-	switch kind {
-	case "xz":
-		r, err = xz.NewReader(bufio.NewReader(f))
-	case "zstd":
-		var d *zstd.Decoder
-		d, err = zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
-		if d != nil {
-			defer d.Close()
-		}
-		r = d
-	case "gzip":
-		r, err = gzip.NewReader(f)
-	}
+	r, done, err := decompressor(f, kind, limit)
 	if err != nil {
 		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
 	}
+	defer done()
 	lz := &lazyReaderAt{r: r, limit: limit, kind: kind, compressed: st.Size()}
 	// The first page tells whether the whole stream is short; if so its
 	// size is known and the ELF reader gets it exactly.
@@ -122,6 +110,107 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 	}
 	id.Compression = kind
 	return id, nil
+}
+
+// decompressor returns a reader of f's decompressed kind stream, read from
+// the start of f, and the function that releases it. limit bounds the
+// memory a zstd decoder may claim for a window.
+func decompressor(f *os.File, kind string, limit int64) (io.Reader, func(), error) {
+	sr := io.NewSectionReader(f, 0, 1<<62)
+	switch kind {
+	case "xz":
+		r, err := xz.NewReader(bufio.NewReader(sr))
+		return r, func() {}, err
+	case "zstd":
+		d, err := zstd.NewReader(sr, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	case "gzip":
+		r, err := gzip.NewReader(bufio.NewReader(sr))
+		return r, func() {}, err
+	}
+	return nil, nil, fmt.Errorf("unknown compression %q", kind)
+}
+
+// ErrTooLarge reports a compressed file that decompresses to more than its
+// size justifies (see [ReadModule]).
+var ErrTooLarge = errors.New("decompresses to more than its size justifies")
+
+// ReadModule returns the ELF bytes of a kernel module file, decompressed
+// when the file is compressed, and the compression found ("xz", "zstd",
+// "gzip", or "" for a plain file).
+//
+// The compression is recognised by the file's first bytes, never by its
+// name: perf's build-id cache keeps a .ko.xz as <build-id>/elf, with no
+// suffix, and a renamed file keeps its content. Like perf
+// (dso__decompress_kmodule in tools/perf/util/dso.c) it decompresses the
+// whole module, but in memory rather than to a temporary file, and never
+// past 64 times the compressed size plus 16 MiB (256 MiB at most), the
+// same bound [ReadFileIdentity] uses: a stream that goes on fails with an
+// error wrapping [ErrTooLarge] after at most that much memory. A plain file
+// is returned as read, whatever its first bytes. Only regular files are
+// opened (a FIFO cannot block the caller). The bytes are not checked to be
+// ELF; errors name the file.
+func ReadModule(name string) (data []byte, kind string, err error) {
+	f, err := openRegular(name)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	var magic [6]byte
+	n, err := f.ReadAt(magic[:], 0)
+	if err != nil && err != io.EOF {
+		return nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	kind = compression(magic[:n])
+	if kind == "" {
+		b := make([]byte, st.Size())
+		if _, err := io.ReadFull(io.NewSectionReader(f, 0, st.Size()), b); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", name, err)
+		}
+		return b, "", nil
+	}
+	limit := decompressLimit(st.Size())
+	r, done, err := decompressor(f, kind, limit)
+	if err != nil {
+		return nil, kind, &FormatError{File: name, Msg: kind + " stream", Err: err}
+	}
+	defer done()
+	b, err := readAtMost(r, limit+1, 4*st.Size()+64<<10)
+	if err != nil {
+		return nil, kind, fmt.Errorf("%s: decompressing %s after %d bytes out: %w", name, kind, len(b), err)
+	}
+	if int64(len(b)) > limit {
+		return nil, kind, fmt.Errorf("%s: %s stream of %d bytes goes on past %d decompressed bytes: %w", name, kind, st.Size(), limit, ErrTooLarge)
+	}
+	return b, kind, nil
+}
+
+// readAtMost reads r to its end or to max bytes, whichever comes first,
+// into a buffer that starts at guess bytes and doubles, so that what passes
+// through the allocator stays within about twice what was read.
+func readAtMost(r io.Reader, max, guess int64) ([]byte, error) {
+	b := make([]byte, 0, min(max, guess))
+	for int64(len(b)) < max {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(max-int64(len(b)), int64(cap(b)))))
+		}
+		n, err := r.Read(b[len(b):int(min(int64(cap(b)), max))])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // lazyReaderAt serves ReadAt from a decompressing stream, decompressing
