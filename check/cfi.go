@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"syscall"
 )
 
 // This file reads the call-frame information of an x86-64 ELF file
@@ -56,7 +57,7 @@ const maxEHFrame = 64 << 20
 // readCFI reads the .eh_frame of the ELF file at path. debug/elf may panic
 // on malformed input; that becomes an error.
 func readCFI(path string) (t *cfiTable, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +92,29 @@ func readCFI(path string) (t *cfiTable, err error) {
 		return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
 	}
 	return t, nil
+}
+
+// openRegular opens path for reading only when it is a regular file. A
+// hostile recording names any path: a FIFO there would block a plain open
+// (and a read) forever, a device would be read without end. O_NONBLOCK
+// makes the open itself return at once whatever the file is, and the type
+// is checked on the open file, so a swap after a stat cannot slip one in
+// (as buildidcache's openRegular does).
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
+	}
+	return f, nil
 }
 
 // reader is a bounds-checked little-endian cursor with a sticky error.

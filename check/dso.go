@@ -388,7 +388,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
 			d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
 		}
-		if d.Verdict == Mismatch && o.TrustPaths {
+		if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
 			d.symPath = disk
 		}
 		return
@@ -459,7 +459,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	if d.Verdict == 0 {
 		d.Verdict = Unverified
 		d.Source = "path"
-		d.symPath = disk
+		if st.IsELF {
+			// Only a regular ELF file (statFile read its identity through
+			// an open that cannot block): a FIFO or device named by a
+			// hostile recording would hang the symbolizer's open.
+			d.symPath = disk
+		}
 		switch {
 		case sameInode:
 			d.Reason = "no build-id recorded; same device and inode as recorded"
@@ -486,8 +491,14 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
 		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	}
-	if d.Verdict == Replaced && o.TrustPaths {
+	if d.Verdict == Replaced && o.TrustPaths && st.IsELF {
 		d.symPath = disk
+	}
+	if !st.IsELF {
+		d.Reason += "; not symbolized: the file at the path is not a regular ELF file"
+		if st.IdentErr != nil {
+			d.Reason += " (" + st.IdentErr.Error() + ")"
+		}
 	}
 	if d.Kind == KindModule && d.symPath != "" {
 		// A module without a build-id, trusted by its path: named from

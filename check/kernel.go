@@ -313,7 +313,7 @@ const maxModule = 512 << 20
 // openModuleELF returns the bytes of a .ko, decompressed when it is a .ko.xz,
 // .ko.zst or .ko.gz as the kernel's module tools install them.
 func openModuleELF(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/symbolize"
@@ -107,7 +106,7 @@ func (l *symLookup) Close() error { return l.bin.Close() }
 // readLoads returns the executable PT_LOAD segments of an ELF file.
 // debug/elf may panic on malformed input; that becomes an error.
 func readLoads(path string) (loads []load, err error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // never block on a FIFO (cfi.go)
 	if err != nil {
 		return nil, err
 	}

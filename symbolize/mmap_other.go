@@ -12,3 +12,6 @@ func mapFile(f *os.File, off, size int64) (*region, error) { return nil, errNoMa
 func mapAnon(size int64, populate bool) (*region, error) { return nil, errNoMap }
 
 func (r *region) release() {}
+
+// openNonblock: no FIFO blocks an open here.
+const openNonblock = 0

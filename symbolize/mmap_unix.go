@@ -51,3 +51,7 @@ func mapAnon(size int64, populate bool) (*region, error) {
 }
 
 func (r *region) release() { syscall.Munmap(r.mem) }
+
+// openNonblock makes Open's open(2) return at once on a FIFO (which it
+// then refuses) instead of waiting for a writer.
+const openNonblock = syscall.O_NONBLOCK

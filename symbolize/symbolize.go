@@ -171,9 +171,19 @@ type Binary struct {
 // file is read as a perf JIT map when its name is perf-*.map and as kallsyms
 // otherwise.
 func Open(path string, opts Options) (*Binary, error) {
-	f, err := os.Open(path)
+	// A recording names any path, and a FIFO there would block a plain
+	// open until a writer comes: O_NONBLOCK returns at once, and only a
+	// regular file, checked on the open descriptor, is read.
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := f.Stat(); err != nil {
+		f.Close()
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
 	}
 	b := &Binary{path: path, opts: opts, f: f}
 	var magic [4]byte
