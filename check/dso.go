@@ -124,6 +124,10 @@ type Options struct {
 	Progress func(offset int64)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
+
+	// ctx is the context of the Feed or Analyze reading the records, for
+	// the lookups unwinding makes meanwhile (cfiFor); nil outside one.
+	ctx context.Context
 }
 
 func (o *Options) jitMapPath(pid int32) string {
@@ -313,7 +317,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 		var found *Located
 		var err error
-		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) {
+		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) && !isContextErr(d.cfiErr) {
 			// The unwinder asked already, for the same identity.
 			found, err = d.cfiFound, d.cfiErr
 		} else {

@@ -116,6 +116,7 @@ func (b *feedBatch) other(k feedKind, o feedOther) {
 // feeds the session, keeping each sample's addresses in ips when it is not
 // nil.
 func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
+	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(), func(full *feedBatch) *feedBatch {
 			s.apply(full, ips)

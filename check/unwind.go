@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -192,9 +193,15 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
-		// No context reaches the record loop; a Locator bounds its own
-		// network waits (buildidcache's debuginfod client has timeouts).
-		found, err := s.locator().Locate(context.Background(), q)
+		// The context of the Feed or Analyze reading the records, so that
+		// cancelling it cuts a debuginfod download short; Sample called
+		// directly has none, and a Locator bounds its own network waits
+		// (buildidcache's debuginfod client has timeouts).
+		ctx := o.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		found, err := s.locator().Locate(ctx, q)
 		d.cfiQuery, d.cfiFound, d.cfiErr = id, found, err
 		if err != nil {
 			return nil, "no binary with its build-id " + id.String() + " was found, so its unwind tables are not the ones that ran (" + err.Error() + ")"
@@ -299,4 +306,18 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""
+}
+
+// unwindContext makes ctx the one cfiFor's lookups run under until the
+// returned function is called (feed: defer s.unwindContext(ctx)()).
+func (s *Session) unwindContext(ctx context.Context) func() {
+	s.opts.ctx = ctx
+	return func() { s.opts.ctx = nil }
+}
+
+// isContextErr reports whether err is a cancellation or deadline rather
+// than an answer: such a lookup made while unwinding is not reused by
+// judge, whose own context may still allow it.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

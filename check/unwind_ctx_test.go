@@ -1,0 +1,58 @@
+package check
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// ctxLocator records whether each lookup ran under the analysis' context.
+type ctxLocator struct {
+	Locator
+	mu             sync.Mutex
+	calls, foreign int
+}
+
+type ctxKey struct{}
+
+func (l *ctxLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+	l.mu.Lock()
+	l.calls++
+	if ctx.Value(ctxKey{}) == nil {
+		l.foreign++
+	}
+	l.mu.Unlock()
+	return l.Locator.Locate(ctx, q)
+}
+
+// The lookups --call-graph dwarf unwinding makes while the records are
+// read (cfiFor) run under Analyze's context, as judge's do, so cancelling
+// an analysis cuts a debuginfod download short; a cancelled lookup is not
+// reused as judge's answer.
+func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
+	w := newWorld(t)
+	bin := w.path("busy")
+	w.gcc(bin, busyV1, "-fomit-frame-pointer")
+	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin, "20000000")
+	loc := &ctxLocator{Locator: &PathLocator{BuildIDDir: w.cache()}}
+	ctx := context.WithValue(context.Background(), ctxKey{}, true)
+	res, err := Analyze(ctx, data, Options{Locator: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustDSO(t, res, bin, Verified)
+	if d.cfiQuery == nil {
+		t.Fatalf("unwinding made no lookup for %s: nothing tested", bin)
+	}
+	if loc.foreign > 0 {
+		t.Errorf("%d of %d lookups ran without Analyze's context", loc.foreign, loc.calls)
+	}
+
+	// A lookup cancelled while unwinding is asked again by judge.
+	s := NewSession(Options{Locator: loc})
+	d = &DSO{Path: bin, Kind: KindFile, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
+	s.judge(ctx, d, loc, &stateCache{})
+	if d.Verdict != Verified {
+		t.Errorf("judge reused a cancelled lookup: %v (%s)", d.Verdict, d.Reason)
+	}
+}
