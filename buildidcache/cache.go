@@ -66,6 +66,17 @@ type Entry struct {
 	// hard-linked to a file outside it (perf's way), and replaced it by a
 	// private copy (see Cache.HardLink).
 	Unshared bool `json:"unshared,omitempty"`
+
+	// checked are the files of an orphan as Prune examined them: only
+	// these are removed, each only while it is still the same inode.
+	checked []checkedFile
+}
+
+// checkedFile is a file of an orphan entry directory, by name and inode
+// (zero key when the platform gives none).
+type checkedFile struct {
+	name string
+	key  fileKey
 }
 
 // tmpMarker is in the name of every temporary file this package writes;
@@ -749,6 +760,11 @@ type PruneReport struct {
 	// size is in OrphanSize, not in SizeBefore or SizeAfter.
 	Orphans    []Entry `json:"orphans"`
 	OrphanSize int64   `json:"orphan_size"`
+	// Warnings say what Prune did not do and why: orphans not looked for
+	// because a .build-id directory or link could not be read (an entry
+	// behind it would look orphaned), or an orphan left in place because
+	// it changed since it was examined.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Prune removes entries last used before now-olderThan (when olderThan >
@@ -799,48 +815,103 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 	// Orphans are looked for after the removals: an entry removed above
 	// went with its directory, and one only reported (dryRun) still has
 	// its link.
-	rep.Orphans, err = c.orphans(root, now)
-	if err != nil {
-		return rep, err
-	}
-	for _, o := range rep.Orphans {
-		rep.OrphanSize += o.Size
-		if !dryRun {
-			if err := c.removeOrphan(root, o); err != nil {
-				return rep, err
-			}
-		}
-	}
+	c.pruneOrphans(root, now, dryRun, rep)
 	if !dryRun {
 		rep.StaleTemps = c.removeStaleTemps(root, now)
 	}
 	return rep, nil
 }
 
-// entryFiles are the names perf and Add put in an entry directory
-// (build_id_cache__add in tools/perf/util/build-id.c; probes is perf's SDT
-// cache, tools/perf/util/probe-file.c).
-var entryFiles = map[string]bool{"elf": true, "debug": true, "kallsyms": true, "vdso": true, "probes": true}
+// pruneOrphans finds the orphans (see orphans) and, unless dryRun,
+// removes them, recording them and anything it did not do in rep. It does
+// nothing but warn when the .build-id links cannot all be read: an entry
+// behind an unreadable fan-out directory or link would look orphaned. It
+// does nothing at all when there is no .build-id directory: then no
+// entry is linked, and a directory that is not perf's cache (a mistyped
+// --buildid-dir) must not be searched for directories to remove.
+func (c *Cache) pruneOrphans(root *os.Root, now time.Time, dryRun bool, rep *PruneReport) {
+	linked, err := linkedDirs(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("orphaned entries not looked for: %v", err))
+		return
+	}
+	orphans, err := c.orphans(root, linked, now)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("orphaned entries not looked for: %v", err))
+		return
+	}
+	for _, o := range orphans {
+		if !dryRun {
+			if err := c.removeOrphan(root, o); err != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("orphan %s left in place: %v", o.Dir, err))
+				if errors.Is(err, errLinkScan) {
+					return // the next would fail the same way
+				}
+				continue
+			}
+		}
+		rep.OrphanSize += o.Size
+		rep.Orphans = append(rep.Orphans, o)
+	}
+}
+
+// entryFiles are the names perf and Add put in an entry directory that
+// may be removed with it (build_id_cache__add in
+// tools/perf/util/build-id.c). probes, perf's SDT cache
+// (tools/perf/util/probe-file.c), is not among them: perf probe opens it
+// by the entry's named path (probe_cache__open via
+// build_id_cache__cachedir), with no link, so a directory holding it is
+// never an orphan.
+var entryFiles = map[string]bool{"elf": true, "debug": true, "kallsyms": true, "vdso": true}
+
+// buildIDHexLens are the lengths, in hex digits, of the build-ids whose
+// entry directories Prune may take for orphans: 20 bytes (sha1, the
+// default of GNU ld, gold, lld and Go's -B gobuildid), 16 (md5, uuid) and
+// 8 (lld's fast, xxhash). Older perf padded every build-id to 20 bytes,
+// which is 40 digits too. An entry named by a build-id of another length
+// is never taken for an orphan: the cost is space, while a short hex name
+// ("2024") is as likely to be a directory of the user's.
+var buildIDHexLens = map[int]bool{40: true, 32: true, 16: true}
+
+// errLinkScan reports that the .build-id links could not all be read.
+var errLinkScan = errors.New("cannot read every .build-id link")
 
 // linkedDirs returns every directory a .build-id link leads to, relative
 // to the cache root and cleaned, whatever its shape, and the parent of
 // each target too (a link to <dir>/elf protects <dir>). Targets are read,
-// never followed.
-func linkedDirs(root *os.Root) map[string]bool {
+// never followed. Any directory or link it cannot read is an error
+// wrapping errLinkScan, since an entry behind it would look unlinked;
+// an absent .build-id is an error wrapping fs.ErrNotExist.
+func linkedDirs(root *os.Root) (map[string]bool, error) {
 	linked := map[string]bool{}
-	tops, _ := fs.ReadDir(root.FS(), ".build-id")
+	tops, err := fs.ReadDir(root.FS(), ".build-id")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+	}
 	for _, t := range tops {
 		if !t.IsDir() {
 			continue
 		}
 		fan := path.Join(".build-id", t.Name())
-		links, _ := fs.ReadDir(root.FS(), fan)
+		links, err := fs.ReadDir(root.FS(), fan)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+		}
 		for _, l := range links {
 			if l.Type()&fs.ModeSymlink == 0 {
 				continue
 			}
 			target, err := root.Readlink(path.Join(fan, l.Name()))
-			if err != nil || path.IsAbs(target) {
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+			}
+			if path.IsAbs(target) {
 				continue
 			}
 			d := path.Clean(path.Join(fan, target))
@@ -848,7 +919,7 @@ func linkedDirs(root *os.Root) map[string]bool {
 			linked[path.Dir(d)] = true
 		}
 	}
-	return linked
+	return linked, nil
 }
 
 // orphans finds entry directories no .build-id link leads to: perf leaves
@@ -858,21 +929,22 @@ func linkedDirs(root *os.Root) map[string]bool {
 // this holds, so that nothing but a dead entry is ever taken:
 //
 //   - it is <name>/<build-id>, its base the lowercase hex build-id perf
-//     writes, outside .build-id and outside the bracketed names:
+//     writes, of a real build-id length (buildIDHexLens), outside
+//     .build-id and outside the bracketed names:
 //     [kernel.kallsyms]/<build-id>/kallsyms is read by its path, with no
 //     link (build_id_cache__kallsyms_path), so it is never an orphan;
 //   - it holds only regular files perf or Add write there (elf, debug,
-//     kallsyms, vdso, probes) or this package's temporary files: a
-//     directory with anything else, subdirectories included, is part of
-//     a cached path that merely looks like a build-id, and is walked into;
+//     kallsyms, vdso) or this package's temporary files: a directory with
+//     anything else, subdirectories included, is part of a cached path
+//     that merely looks like a build-id, and is walked into; one with
+//     perf probe's probes file is read by its path (see entryFiles);
 //   - nothing in it changed for staleTemp (an hour), by mtime or ctime
 //     (a hard link made just now keeps its source's mtime): an add in
 //     progress creates the directory and its files before the link.
 //
 // The walk is fs.WalkDir over the os.Root, which reports symbolic links
 // without following them, and the root refuses any path out of the cache.
-func (c *Cache) orphans(root *os.Root, now time.Time) ([]Entry, error) {
-	linked := linkedDirs(root)
+func (c *Cache) orphans(root *os.Root, linked map[string]bool, now time.Time) ([]Entry, error) {
 	var out []Entry
 	seen := map[fileKey]bool{}
 	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
@@ -890,7 +962,7 @@ func (c *Cache) orphans(root *os.Root, now time.Time) ([]Entry, error) {
 		}
 		base := path.Base(p)
 		bid, perr := ParseBuildID(base)
-		if perr != nil || bid.String() != base || bid.IsZero() || path.Dir(p) == "." || linked[p] {
+		if perr != nil || bid.String() != base || !buildIDHexLens[len(base)] || bid.IsZero() || path.Dir(p) == "." || linked[p] {
 			return nil
 		}
 		e, ok := c.orphanEntry(root, p, bid, now, seen)
@@ -942,9 +1014,12 @@ func (c *Cache) orphanEntry(root *os.Root, dir string, bid BuildID, now time.Tim
 				return nil, false
 			}
 			e.LastUsed = latest(e.LastUsed, time.Unix(sys.Atim.Sec, sys.Atim.Nsec))
-			sizes = append(sizes, sized{fileKey{uint64(sys.Dev), sys.Ino}, sys.Blocks * 512})
+			k := fileKey{uint64(sys.Dev), sys.Ino}
+			sizes = append(sizes, sized{k, sys.Blocks * 512})
+			e.checked = append(e.checked, checkedFile{name, k})
 		} else {
 			sizes = append(sizes, sized{n: st.Size()})
+			e.checked = append(e.checked, checkedFile{name: name})
 		}
 		if !strings.Contains(name, tmpMarker) {
 			e.Files = append(e.Files, name)
@@ -962,6 +1037,9 @@ func (c *Cache) orphanEntry(root *os.Root, dir string, bid BuildID, now time.Tim
 // removeOrphan removes an orphan entry directory and the parents it
 // leaves empty, after checking again that no link leads to it (an add may
 // have linked it since the walk) and that it has the shape of an entry.
+// It removes only the files orphanEntry examined, each only while it is
+// the same inode, then the directory, which fails when anything else is
+// in it: never RemoveAll, which would take whatever appeared since.
 func (c *Cache) removeOrphan(root *os.Root, o Entry) error {
 	rel, err := filepath.Rel(c.Dir, o.Dir)
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
@@ -971,16 +1049,39 @@ func (c *Cache) removeOrphan(root *os.Root, o Entry) error {
 	if err := checkEntryDir(rel, o.BuildID); err != nil {
 		return fmt.Errorf("%s: not removed: %w", o.Dir, err)
 	}
-	if linkedDirs(root)[rel] {
-		return nil
+	linked, err := linkedDirs(root)
+	if err != nil {
+		return err
 	}
-	if err := root.RemoveAll(rel); err != nil {
+	if linked[rel] {
+		return errors.New("linked since it was examined")
+	}
+	for _, f := range o.checked {
+		p := path.Join(rel, f.name)
+		st, err := root.Lstat(p)
+		if err != nil {
+			return err
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !st.Mode().IsRegular() || (ok && f.key != (fileKey{uint64(sys.Dev), sys.Ino})) {
+			return fmt.Errorf("%s changed since it was examined", f.name)
+		}
+		if err := root.Remove(p); err != nil {
+			return err
+		}
+	}
+	if err := root.Remove(rel); err != nil {
 		return err
 	}
 	removeEmptyParents(root, path.Dir(rel))
 	return nil
 }
 
+// remove removes a linked entry: its link first, so that a concurrent
+// lookup sees the whole entry or none, then the files entry listed and
+// the directory, which is left in place when anything else is in it (a
+// write in progress, a subdirectory of another cached path): never
+// RemoveAll.
 func (c *Cache) remove(root *os.Root, e Entry) error {
 	lr := linkRel(e.BuildID.String())
 	if err := root.Remove(lr); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -995,15 +1096,20 @@ func (c *Cache) remove(root *os.Root, e Entry) error {
 		return fmt.Errorf("%s: not inside %s: %w", e.Dir, c.Dir, ErrUnsafePath)
 	}
 	rel = filepath.ToSlash(rel)
-	// entry checked this already; checked again here because RemoveAll
-	// is the one call that can destroy more than the entry.
+	// entry checked this already; checked again here because it decides
+	// which directory's files go.
 	if err := checkEntryDir(rel, e.BuildID); err != nil {
 		return fmt.Errorf("%s: not removed: %w", e.Dir, err)
 	}
-	if err := root.RemoveAll(rel); err != nil {
-		return err
+	for _, f := range e.Files {
+		p := path.Join(rel, f)
+		if st, err := root.Lstat(p); err == nil && !st.IsDir() {
+			if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
-	removeEmptyParents(root, path.Dir(rel))
+	removeEmptyParents(root, rel)
 	return nil
 }
 

@@ -43,7 +43,11 @@
 // neither a crafted name nor a symlink planted inside the cache can make a
 // write land outside it. Prune's search for orphaned entry directories
 // walks that root without following symbolic links and removes only
-// directories shaped and filled as perf's entries, unchanged for an hour.
+// directories shaped and filled as perf's entries (named by a build-id of
+// a real length, never holding perf probe's probes file), unchanged for an
+// hour, and only when every .build-id link could be read; it removes the
+// files it examined, each only while it is the same inode, and never
+// removes recursively.
 // [Cache.AddRecorded] may read a binary through /proc/PID/root of a
 // recorded process, another process's view of the file system; what it
 // finds there is cached only when its build-id is the recorded one. Writes go to a temporary name and are renamed into

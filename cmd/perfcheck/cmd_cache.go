@@ -282,9 +282,10 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 			StaleTemps int              `json:"stale_temps"`
 			Orphans    []cacheEntryJSON `json:"orphans"`
 			OrphanSize int64            `json:"orphan_size"`
+			Warnings   []string         `json:"warnings"`
 		}{CacheDir: c.Dir, DryRun: *dry, Removed: []cacheEntryJSON{}, Kept: rep.Kept,
 			SizeBefore: rep.SizeBefore, SizeAfter: rep.SizeAfter, StaleTemps: rep.StaleTemps,
-			Orphans: []cacheEntryJSON{}, OrphanSize: rep.OrphanSize}
+			Orphans: []cacheEntryJSON{}, OrphanSize: rep.OrphanSize, Warnings: append([]string{}, rep.Warnings...)}
 		for i := range rep.Removed {
 			out.Removed = append(out.Removed, entryJSON(&rep.Removed[i]))
 		}
@@ -294,7 +295,7 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 		if err := writeJSON(stdout, out); err != nil {
 			return errorf(stderr, name, "%v", err)
 		}
-		return exitOK
+		return pruneExit(rep)
 	}
 	verb := "removed"
 	if *dry {
@@ -309,6 +310,19 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(rep.Orphans) > 0 {
 		fmt.Fprintf(stdout, "%d orphaned entry directories %s, %s\n", len(rep.Orphans), verb, humanSize(rep.OrphanSize))
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, w)
+	}
+	return pruneExit(rep)
+}
+
+// pruneExit is exitProblems when prune left something undone (its
+// warnings: orphans not looked for because a .build-id link could not be
+// read, or one left because it changed), so that a script notices.
+func pruneExit(rep *buildidcache.PruneReport) int {
+	if len(rep.Warnings) > 0 {
+		return exitProblems
 	}
 	return exitOK
 }
