@@ -2,10 +2,13 @@ package symbolize
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,9 +23,53 @@ const maxListLine = 64 << 10
 // symbols__fixup_end rounds it.
 const kallsymsLastSize = 4096
 
+// nextField splits off the first field of b separated by spaces or tabs,
+// as strings.Fields would see it, and returns it and the rest.
+func nextField(b []byte) (field, rest []byte) {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	j := i
+	for j < len(b) && b[j] != ' ' && b[j] != '\t' {
+		j++
+	}
+	return b[i:j], b[j:]
+}
+
+// parseHex parses a non-empty hexadecimal number of at most 64 bits.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}
+
 // readLines calls fn with each line of r (without the newline) and its
 // byte offset, stopping at the first error.
 func readLines(r *bufio.Reader, name string, fn func(line string, off int64) error) error {
+	return readLineBytes(r, name, func(line []byte, off int64) error {
+		return fn(string(line), off)
+	})
+}
+
+// readLineBytes is readLines without a string per line: line (without
+// "\r\n") is valid only during the call.
+func readLineBytes(r *bufio.Reader, name string, fn func(line []byte, off int64) error) error {
 	var off int64
 	for {
 		line, err := r.ReadSlice('\n')
@@ -39,8 +86,7 @@ func readLines(r *bufio.Reader, name string, fn func(line string, off int64) err
 			line = buf
 		}
 		if len(line) > 0 {
-			s := strings.TrimRight(string(line), "\r\n")
-			if ferr := fn(s, off); ferr != nil {
+			if ferr := fn(bytes.TrimRight(line, "\r\n"), off); ferr != nil {
 				return ferr
 			}
 			off += int64(len(line))
@@ -60,40 +106,62 @@ func readLines(r *bufio.Reader, name string, fn func(line string, off int64) err
 // are all zero (kptr_restrict hid them) make the listing useless and are an
 // error.
 func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
-	var raw []rawSym
-	nonZero := false
-	lines := 0
-	err := readLines(r, name, func(line string, off int64) error {
-		if line == "" {
+	// A boot's kallsyms has 100,000+ lines: the names go into one arena
+	// and the entries into a small struct, converted once at the end, so
+	// that parsing costs a few allocations rather than several per line.
+	type ksym struct {
+		addr     uint64
+		off, end uint32 // the name in arena
+		bind     elf.SymBind
+	}
+	var (
+		ents    []ksym
+		arena   []byte
+		nonZero bool
+		lines   int
+	)
+	err := readLineBytes(r, name, func(line []byte, off int64) error {
+		if len(line) == 0 {
 			return nil
 		}
 		lines++
-		f := strings.Fields(line)
-		if len(f) < 3 || len(f[1]) != 1 {
+		a, rest := nextField(line)
+		typ, rest := nextField(rest)
+		sym, _ := nextField(rest)
+		if len(sym) == 0 || len(typ) != 1 {
 			return fmt.Errorf("%w: %s: offset %d: not a kallsyms line: %.60q", ErrMalformed, name, off, line)
 		}
-		addr, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			return fmt.Errorf("%w: %s: offset %d: bad address %.20q", ErrMalformed, name, off, f[0])
+		addr, ok := parseHex(a)
+		if !ok {
+			return fmt.Errorf("%w: %s: offset %d: bad address %.20q", ErrMalformed, name, off, a)
 		}
 		if addr != 0 {
 			nonZero = true
 		}
-		switch f[1][0] {
-		case 't', 'T', 'w', 'W':
-		default:
-			return nil
-		}
 		bind := elf.STB_GLOBAL
-		switch f[1][0] {
+		switch typ[0] {
+		case 'T':
 		case 'w', 'W':
 			bind = elf.STB_WEAK
 		case 't':
 			bind = elf.STB_LOCAL
+		default:
+			return nil
 		}
-		// kallsyms has no sizes: rank every symbol as sized so that
-		// only binding and name decide between aliases.
-		raw = append(raw, rawSym{value: addr, name: f[2], rank: aliasRank(bind, elf.STT_FUNC, 1), limit: ^uint64(0)})
+		if len(arena)+len(sym) > math.MaxUint32 {
+			return fmt.Errorf("%w: %s: offset %d: too many symbol names", ErrMalformed, name, off)
+		}
+		// Grow by doubling: append grows large slices by a quarter, which
+		// copies (and page-faults) each byte about five times.
+		if len(arena)+len(sym) > cap(arena) {
+			arena = slices.Grow(arena, max(len(arena), 1<<20)+len(sym))
+		}
+		if len(ents) == cap(ents) {
+			ents = slices.Grow(ents, max(len(ents), 1<<14))
+		}
+		o := uint32(len(arena))
+		arena = append(arena, sym...)
+		ents = append(ents, ksym{addr: addr, off: o, end: uint32(len(arena)), bind: bind})
 		return nil
 	})
 	if err != nil {
@@ -104,6 +172,13 @@ func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
 	}
 	if lines == 0 {
 		return nil, fmt.Errorf("%w: %s: empty kallsyms", ErrMalformed, name)
+	}
+	names := string(arena)
+	raw := make([]rawSym, len(ents))
+	for i, e := range ents {
+		// kallsyms has no sizes: rank every symbol as sized so that
+		// only binding and name decide between aliases.
+		raw[i] = rawSym{value: e.addr, name: names[e.off:e.end], rank: aliasRank(e.bind, elf.STT_FUNC, 1), limit: ^uint64(0)}
 	}
 	t := buildSymTable(raw)
 	if n := len(t.syms); n > 0 && t.syms[n-1].end == ^uint64(0) {

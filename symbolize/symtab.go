@@ -1,7 +1,9 @@
 package symbolize
 
 import (
+	"cmp"
 	"debug/elf"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -94,13 +96,18 @@ func leadingUnderscores(s string) int {
 // of their section), as perf's symbols__fixup_end does, resolves aliases
 // with lessAlias and sorts by address.
 func buildSymTable(raw []rawSym) *symTable {
-	sort.Slice(raw, func(i, j int) bool {
-		if raw[i].value != raw[j].value {
-			return raw[i].value < raw[j].value
+	slices.SortFunc(raw, func(a, b rawSym) int {
+		switch {
+		case a.value != b.value:
+			return cmp.Compare(a.value, b.value)
+		case lessAlias(&a, &b):
+			return -1
+		case lessAlias(&b, &a):
+			return 1
 		}
-		return lessAlias(&raw[i], &raw[j])
+		return 0
 	})
-	t := &symTable{}
+	t := &symTable{syms: make([]symbol, 0, len(raw))}
 	for i := 0; i < len(raw); {
 		j := i + 1
 		// The best alias is raw[i]; the group's extent is its largest size.
