@@ -564,7 +564,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	}
 	if found != nil {
 		p := found.Path
-		if lk, err := koTextSyms(p, limit); err != nil {
+		if lk, err := koTextSymsOf(p, limit, d.BuildID); err != nil {
 			why = append(why, err.Error())
 		} else {
 			d.modNames = "ko"

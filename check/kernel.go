@@ -3,7 +3,6 @@ package check
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -15,9 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -306,48 +302,35 @@ func runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
 	return finishSyms(syms, limit), nil
 }
 
-// maxModule bounds a decompressed .ko (the largest modules, GPU drivers,
-// are tens of megabytes).
-const maxModule = 512 << 20
-
-// openModuleELF returns the bytes of a .ko, decompressed when it is a .ko.xz,
-// .ko.zst or .ko.gz as the kernel's module tools install them.
-func openModuleELF(path string) ([]byte, error) {
+// openModuleELF opens a .ko for reading as ELF: a plain one through the
+// open file, a compressed one (.ko.xz, .ko.zst, .ko.gz as the kernel's
+// module tools install them, or perf's cached copy of one, <build-id>/elf
+// with no suffix) decompressed by buildidcache.ReadModule, which knows the
+// format by its magic bytes and bounds the output by the input's size. Only
+// a regular file is opened, without blocking (openRegular).
+func openModuleELF(path string) (r io.ReaderAt, size int64, done func(), err error) {
 	f, err := openRegular(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, nil, err
 	}
-	defer f.Close()
-	var r io.Reader = f
-	switch {
-	case strings.HasSuffix(path, ".xz"):
-		xr, err := xz.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		r = xr
-	case strings.HasSuffix(path, ".zst"):
-		zr, err := zstd.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	case strings.HasSuffix(path, ".gz"):
-		gr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		r = gr
-	}
-	b, err := io.ReadAll(io.LimitReader(r, maxModule+1))
+	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		f.Close()
+		return nil, 0, nil, err
 	}
-	if len(b) > maxModule {
-		return nil, fmt.Errorf("%s: larger than %d MB decompressed", path, maxModule>>20)
+	var magic [4]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == len(magic) && string(magic[:]) == elf.ELFMAG {
+		return f, st.Size(), func() { f.Close() }, nil
 	}
-	return b, nil
+	f.Close()
+	b, kind, err := buildidcache.ReadModule(path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if kind == "" {
+		return nil, 0, nil, fmt.Errorf("%s: neither ELF nor a compressed module", path)
+	}
+	return bytes.NewReader(b), int64(len(b)), func() {}, nil
 }
 
 // koTextSyms returns the functions of a .ko's .text as offsets from the
@@ -355,17 +338,38 @@ func openModuleELF(path string) ([]byte, error) {
 // relocatable ELF, has no .text, or another executable section comes first
 // in the core layout (then .text does not start at the load address).
 // debug/elf may panic on malformed input; that becomes an error.
-func koTextSyms(path string, limit uint64) (l *moduleLookup, err error) {
-	b, err := openModuleELF(path)
+func koTextSyms(path string, limit uint64) (*moduleLookup, error) {
+	return koTextSymsOf(path, limit, nil)
+}
+
+// koTextSymsOf is koTextSyms of the module with build-id want (nil: any).
+// The locator verified a file at path, but the file there can change
+// before it is opened again here: the build-id is checked on the very
+// bytes whose symbols are read.
+func koTextSymsOf(path string, limit uint64, want perfdata.BuildID) (l *moduleLookup, err error) {
+	r, size, done, err := openModuleELF(path)
 	if err != nil {
 		return nil, err
+	}
+	defer done()
+	if len(want) > 0 {
+		ident, err := buildidcache.ReadIdentity(r, size)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(ident.BuildID) == 0 {
+			return nil, fmt.Errorf("%s: no build-id, not %s: the file changed since it was found", path, want)
+		}
+		if !sameBuildID(ident.BuildID, want) {
+			return nil, fmt.Errorf("%s: build-id %s, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID), want)
+		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			l, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
 		}
 	}()
-	ef, err := elf.NewFile(bytes.NewReader(b))
+	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -389,14 +393,14 @@ func koTextSyms(path string, limit uint64) (l *moduleLookup, err error) {
 	if text < 0 {
 		return nil, fmt.Errorf("%s: no .text section with code", path)
 	}
-	size := ef.Sections[text].Size
+	textSize := ef.Sections[text].Size
 	syms, err := ef.Symbols()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var out []modSym
 	for _, s := range syms {
-		if int(s.Section) != text || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" || s.Value >= size {
+		if int(s.Section) != text || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" || s.Value >= textSize {
 			continue
 		}
 		out = append(out, modSym{start: s.Value, end: s.Value + s.Size, name: s.Name})
@@ -404,5 +408,5 @@ func koTextSyms(path string, limit uint64) (l *moduleLookup, err error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no function symbol in .text", path)
 	}
-	return finishSyms(out, min(size, max(limit, 1))), nil
+	return finishSyms(out, min(textSize, max(limit, 1))), nil
 }

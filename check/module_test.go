@@ -1,17 +1,22 @@
 package check
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -374,5 +379,128 @@ func TestRunningModuleFormats(t *testing.T) {
 	}
 	if n := moduleName("[nf-tables]"); n != "nf_tables" {
 		t.Errorf("moduleName: %q", n)
+	}
+}
+
+// cacheModule files the module compressed (as its distribution ships it,
+// .ko.xz) the way perf's build-id cache keeps it: <cache>/<path>/<bid>/elf,
+// with no suffix left to tell it is compressed, and the .build-id link.
+func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
+	t.Helper()
+	if _, err := exec.LookPath("xz"); err != nil {
+		t.Skip("xz not installed: cannot compress a module")
+	}
+	if b, err := exec.Command("xz", "-k", "-f", ko).CombinedOutput(); err != nil {
+		t.Fatalf("xz: %v\n%s", err, b)
+	}
+	hex := id.String()
+	entry := filepath.Join(cache, filepath.Clean("/"+ko+".xz"), hex)
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	elfPath := filepath.Join(entry, "elf")
+	if err := os.Rename(ko+".xz", elfPath); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(cache, ".build-id", hex[:2], hex[2:])
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(entry, link); err != nil {
+		t.Fatal(err)
+	}
+	return elfPath
+}
+
+// perf caches a compressed module as it found it, under <bid>/elf: the
+// locator verifies it by its content (buildidcache recognises xz by its
+// magic bytes), so naming its frames must decompress it by content too,
+// not by a file name that has no .xz to go by.
+func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
+	dir := t.TempDir()
+	ko := filepath.Join(dir, "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
+	id := buildKO(t, ko, modSrc, "")
+	funcs := readelfTextFuncs(t, ko)
+	cache := t.TempDir()
+	elfPath := cacheModule(t, cache, ko, id)
+	// The module at the path is rebuilt: only the cache holds the one
+	// that ran.
+	buildKO(t, ko, modSrcV2, "")
+	sysRoot, procRoot = t.TempDir(), t.TempDir()
+	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
+
+	var offs []uint64
+	want := map[uint64]string{}
+	for fn, vs := range funcs {
+		off := vs[0] + vs[1]/2
+		offs = append(offs, off)
+		want[off] = fn
+	}
+	res := moduleSession(t, Options{BuildIDDir: cache}, ko, id, offs)
+	d := mustDSO(t, res, ko, Verified)
+	if d.Source != "perf-cache" || !d.Symbolized() {
+		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized(), d.Reason)
+	}
+	if !strings.Contains(d.Reason, "named from the .text symbols of ") {
+		t.Errorf("the cached module %s is not named from: %s", elfPath, d.Reason)
+	}
+	got := moduleNames(res, d)
+	for off, fn := range want {
+		if got[off] != fn {
+			t.Errorf("offset %#x: named %q, readelf says %q", off, got[off], fn)
+		}
+	}
+}
+
+// A small gzip stream that inflates far beyond what a module of its size
+// can be (concatenated members of zeros, which gzip readers go on through,
+// RFC 1952 section 2.2): refused with buildidcache.ErrTooLarge once past
+// the bound its compressed size gives, having allocated a small multiple
+// of that bound, not of the stream's 300 MiB.
+func TestModuleDecompressionBomb(t *testing.T) {
+	var member bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&member, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(make([]byte, 1<<20))
+	zw.Close()
+	bomb := bytes.Repeat(member.Bytes(), 300)
+	p := filepath.Join(t.TempDir(), "bomb.ko.gz")
+	if err := os.WriteFile(p, bomb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// buildidcache's bound: 64 times the input plus 16 MiB.
+	bound := uint64(64*len(bomb) + 16<<20)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	_, err = koTextSyms(p, 0x1000)
+	runtime.ReadMemStats(&m1)
+	if !errors.Is(err, buildidcache.ErrTooLarge) || !strings.Contains(err.Error(), p) {
+		t.Errorf("koTextSyms of a %d-byte gzip bomb: %v; want ErrTooLarge naming the file", len(bomb), err)
+	}
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > 4*bound {
+		t.Errorf("allocated %d MiB for a %d KiB file (bound %d MiB)", got>>20, len(bomb)>>10, bound>>20)
+	}
+}
+
+// The locator verified the .ko by build-id, then the file at that path
+// changed before its symbols were read: the build-id is checked again on
+// the bytes parsed, and another build is refused rather than named.
+func TestModuleSymbolsCheckBuildIDOfBytesRead(t *testing.T) {
+	dir := t.TempDir()
+	ko := filepath.Join(dir, "m.ko")
+	id := buildKO(t, ko, modSrc, "")
+	if _, err := koTextSymsOf(ko, 0x4000, id); err != nil {
+		t.Fatalf("the module with the build-id asked for: %v", err)
+	}
+	elfPath := cacheModule(t, t.TempDir(), ko, id)
+	if _, err := koTextSymsOf(elfPath, 0x4000, id); err != nil {
+		t.Fatalf("its compressed copy: %v", err)
+	}
+	other := buildKO(t, ko, modSrcV2, "")
+	if _, err := koTextSymsOf(ko, 0x4000, id); err == nil || !strings.Contains(err.Error(), other.String()) {
+		t.Errorf("another build at the path: %v; want an error naming its build-id %s", err, other)
 	}
 }
