@@ -9,6 +9,9 @@ import (
 	"os"
 	"sort"
 	"syscall"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // This file reads the call-frame information of an x86-64 ELF file
@@ -54,14 +57,30 @@ type cfiTable struct {
 // maxEHFrame bounds the .eh_frame read into memory.
 const maxEHFrame = 64 << 20
 
-// readCFI reads the .eh_frame of the ELF file at path. debug/elf may panic
-// on malformed input; that becomes an error.
-func readCFI(path string) (t *cfiTable, err error) {
+// readCFI reads the .eh_frame of the ELF file at path, which must carry
+// build-id want when want is not nil: the locator verified a file at that
+// path, but the file there can change before it is opened again here, so
+// the build-id is checked on the open file whose tables are read. debug/elf
+// may panic on malformed input; that becomes an error.
+func readCFI(path string, want perfdata.BuildID) (t *cfiTable, err error) {
 	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if len(want) > 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		ident, err := buildidcache.ReadIdentity(f, st.Size())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if !sameBuildID(ident.BuildID, want) {
+			return nil, fmt.Errorf("%s: build-id %q, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID).String(), want)
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			t, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)

@@ -112,7 +112,7 @@ func TestFinishFilePathIsFIFO(t *testing.T) {
 func TestOpenersRefuseFIFO(t *testing.T) {
 	dir := t.TempDir()
 	for name, open := range map[string]func(p string) error{
-		"readCFI": func(p string) error { _, err := readCFI(p); return err },
+		"readCFI": func(p string) error { _, err := readCFI(p, nil); return err },
 		"koTextSyms": func(p string) error {
 			_, err := koTextSyms(p, 0x1000)
 			return err

@@ -160,7 +160,7 @@ func (s *Session) cfiFor(d *DSO) *cfiTable {
 	}
 	var errs []string
 	for _, p := range paths {
-		t, err := readCFI(p)
+		t, err := readCFI(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
 			s.cfi[d] = t
 			return t
