@@ -48,9 +48,14 @@
 // hour, and only when every .build-id link could be read; it removes the
 // files it examined, each only while it is the same inode, and never
 // removes recursively.
-// [Cache.AddRecorded] may read a binary through /proc/PID/root of a
-// recorded process, another process's view of the file system; what it
-// finds there is cached only when its build-id is the recorded one. Writes go to a temporary name and are renamed into
+// [Cache.AddRecordedMapping] may read a binary through /proc/PID/root of
+// a recorded process, another process's view of the file system, whose
+// owner may have written any build-id note into it; it looks there only
+// when the host's own file (or SymFS's) does not verify, caches what it
+// finds only when it also is the inode the recording mapped (or, with none
+// recorded, one that process maps now) and has the recorded build-id, and
+// always copies it from the descriptor it checked, never hard-links it.
+// The Resolver, too, tries the host's file before /proc/PID/root. Writes go to a temporary name and are renamed into
 // place; a lookup never trusts a file it did not verify by build-id.
 //
 // Network access happens only when a debuginfod URL is configured, and every

@@ -1,33 +1,63 @@
 package buildidcache
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
-// AddRecorded caches the binary a recording names name (a recorded path,
-// untrusted) when a file with build-id want can be found for it on this
-// host: what `perfcheck cache fill` does for each DSO before binaries are
-// replaced. It looks where Resolver.LocalPaths does, for each of pids (the
-// processes that mapped it) in turn: under the Resolver's SymFS; else
-// under /proc/PID/root while that process runs, which sees its mount
-// namespace — the only way to reach the binaries of a process in a
-// container, whose recorded paths name files of its own root — then at
-// the path itself. The first file that has build-id want is cached under
-// name (a file found at the path itself under its real path, as perf's
-// build_id_cache__cachedir resolves it; one found through /proc/PID/root
-// under the recorded name, since the container's symbolic links cannot be
-// resolved from here). A pid since reused by another process is harmless:
-// every candidate's build-id is checked before it is cached.
+// FileID is a mapped file's device and inode as a recording gives them
+// (MMAP2 records without --buildid-mmap): the device's major and minor
+// numbers and the inode number.
+type FileID struct {
+	Maj, Min uint32
+	Ino      uint64
+}
+
+// AddRecorded is AddRecordedMapping without a recorded device and inode.
+func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
+	return c.AddRecordedMapping(r, name, pids, want, nil)
+}
+
+// AddRecordedMapping caches the binary a recording names name (a recorded
+// path, untrusted) when a file with build-id want can be found for it on
+// this host: what `perfcheck cache fill` does for each DSO before binaries
+// are replaced.
+//
+// It looks first where the host's own lookups do: under the Resolver's
+// SymFS, or else at the path itself; a file there is cached under its
+// real path, as perf's build_id_cache__cachedir resolves it. Only when
+// nothing there has build-id want, and without SymFS, does it look under
+// /proc/PID/root of each of pids (the processes that mapped it) while
+// that process runs: the only way to reach the binaries of a process in a
+// container, whose recorded paths name files of its own root. Such a
+// file is another process's, and a build-id note is only bytes its owner
+// wrote, so it is taken only when it is also the file that was mapped:
+// the inode mapped (when the recording gave one; on a device that stat
+// reports as anonymous, overlayfs or a btrfs subvolume, only the inode
+// number can be compared), else an inode that process maps now (its
+// /proc/PID/maps). It is always copied, never hard-linked (the container
+// owns that inode and may rewrite it), from the descriptor whose inode was
+// checked, and cached under the recorded name, since the container's
+// symbolic links cannot be resolved from here. A pid since reused by
+// another process is harmless: every candidate's build-id is checked.
 //
 // An entry already cached for want is returned as it is (Added false),
 // except that files perf hard-linked into it become private copies
 // (Entry.Unshared; not with Cache.HardLink). When no file exists at all
 // the error wraps ErrNotFound; when files exist but none has the
-// build-id, ErrMismatch (the binary changed since the recording).
-func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
+// build-id, or the identity, ErrMismatch (the binary changed since the
+// recording).
+func (c *Cache) AddRecordedMapping(r *Resolver, name string, pids []int, want BuildID, mapped *FileID) (*Entry, error) {
 	if want.IsZero() {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoBuildID)
 	}
@@ -42,29 +72,19 @@ func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) 
 		defer root.Close()
 		return c.keepPrivate(root, e)
 	}
-	var paths []string
-	seen := map[string]bool{}
-	for _, pid := range append(append([]int(nil), pids...), 0) {
-		for _, p := range r.LocalPaths(name, pid) {
-			if !seen[p] {
-				seen[p] = true
-				paths = append(paths, p)
-			}
+	var last error
+	keep := func(err error) {
+		// A mismatch is the likely answer; keep looking, but let any
+		// other error (an unsafe name, a full disk) be the one reported.
+		if last == nil || errors.Is(last, ErrMismatch) {
+			last = err
 		}
 	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("%s: no file at the recorded path: %w", name, ErrNotFound)
-	}
-	var last error
-	for _, p := range paths {
-		// perf files an entry under the real path of the recorded name
-		// when it exists on this host (build_id_cache__cachedir): on a
-		// merged-/usr system /lib/x/libc.so.6 goes under /usr/lib/x. A
-		// file found through the /proc/PID/root of a process that shares
-		// our view of the path is that same file, and named so too.
+	// The host's file (or SymFS's) first.
+	for _, p := range r.LocalPaths(name, 0) {
 		cacheName := name
-		if sameFile(p, filepath.Clean(name)) {
-			if real, err := filepath.EvalSymlinks(filepath.Clean(name)); err == nil {
+		if r.symfs == "" {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
 				cacheName = real
 			}
 		}
@@ -72,23 +92,123 @@ func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) 
 		if err == nil {
 			return e, nil
 		}
-		// A mismatch is the likely answer; keep looking, but let any
-		// other error (an unsafe name, a full disk) be the one reported.
-		if last == nil || errors.Is(last, ErrMismatch) {
-			last = err
+		keep(err)
+	}
+	if r.symfs == "" {
+		clean := filepath.Clean("/" + name)
+		seen := map[int]bool{}
+		for _, pid := range pids {
+			if pid <= 0 || seen[pid] {
+				continue
+			}
+			seen[pid] = true
+			e, err := c.addFromProcRoot(pid, clean, name, want, mapped)
+			if err == nil {
+				return e, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				keep(err)
+			}
 		}
+	}
+	if last == nil {
+		return nil, fmt.Errorf("%s: no file at the recorded path: %w", name, ErrNotFound)
 	}
 	return nil, last
 }
 
-func sameFile(a, b string) bool {
-	if a == b {
-		return true
-	}
-	sa, err := os.Stat(a)
+// addFromProcRoot caches <path> as process pid sees it, under name, when
+// it is the inode that was mapped (see AddRecordedMapping). The file is
+// opened once, its inode checked on the descriptor, and copied from that
+// descriptor (/proc/self/fd/N reopens the same inode), so that it cannot
+// be swapped between the check and the copy.
+func (c *Cache) addFromProcRoot(pid int, path, name string, want BuildID, mapped *FileID) (*Entry, error) {
+	p := "/proc/" + strconv.Itoa(pid) + "/root" + path
+	f, err := openRegular(p)
 	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no inode to compare: %w", p, ErrMismatch)
+	}
+	have := FileID{Maj: unix.Major(uint64(sys.Dev)), Min: unix.Minor(uint64(sys.Dev)), Ino: sys.Ino}
+	if mapped != nil {
+		if !have.sameAs(*mapped) {
+			return nil, fmt.Errorf("%w: %s is inode %d on %d:%d, the recording mapped inode %d on %d:%d",
+				ErrMismatch, p, have.Ino, have.Maj, have.Min, mapped.Ino, mapped.Maj, mapped.Min)
+		}
+	} else {
+		maps, err := mappedFiles("/proc/" + strconv.Itoa(pid) + "/maps")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if !slices.ContainsFunc(maps, have.sameAs) {
+			return nil, fmt.Errorf("%w: %s (inode %d on %d:%d) is not a file process %d maps; the recording gave no inode to compare",
+				ErrMismatch, p, have.Ino, have.Maj, have.Min, pid)
+		}
+	}
+	copying := *c
+	copying.HardLink = false
+	e, err := copying.AddFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), name, want)
+	if err != nil {
+		// Name the file as the user knows it, not our descriptor.
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return e, nil
+}
+
+// sameAs says whether a file stat reports as have is the mapped file m.
+// Both devices must match, except when stat reports an anonymous device
+// (major 0) and the mapping a real one: overlayfs, which containers run
+// on, and btrfs subvolumes report their own anonymous device for a file
+// whose mapping (file_inode in perf_event_mmap, kernel/events/core.c, and
+// in /proc/PID/maps) names the underlying file system's; the inode
+// numbers are the underlying ones in both.
+func (have FileID) sameAs(m FileID) bool {
+	if have.Ino != m.Ino {
 		return false
 	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
+	return have.Maj == m.Maj && have.Min == m.Min || have.Maj == 0 && m.Maj != 0
+}
+
+// maxMapsLines bounds the /proc/PID/maps lines read (a process has at
+// most vm.max_map_count mappings, 65530 by default).
+const maxMapsLines = 1 << 20
+
+// mappedFiles returns the device and inode of every file mapping in a
+// /proc/PID/maps file (fields: range, perms, offset, dev as hex maj:min,
+// inode; show_map_vma in fs/proc/task_mmu.c).
+func mappedFiles(maps string) ([]FileID, error) {
+	f, err := os.Open(maps)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []FileID
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 0; sc.Scan() && n < maxMapsLines; n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		majs, mins, ok := strings.Cut(fields[3], ":")
+		ino, err1 := strconv.ParseUint(fields[4], 10, 64)
+		maj, err2 := strconv.ParseUint(majs, 16, 32)
+		min, err3 := strconv.ParseUint(mins, 16, 32)
+		if !ok || err1 != nil || err2 != nil || err3 != nil || ino == 0 {
+			continue
+		}
+		out = append(out, FileID{Maj: uint32(maj), Min: uint32(min), Ino: ino})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", maps, err)
+	}
+	return out, nil
 }

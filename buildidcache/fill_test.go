@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -112,6 +113,11 @@ func TestAddRecordedProcRoot(t *testing.T) {
 	}
 	if l, _ := c.List(); len(l) != 1 || l[0].Name != inside || !l[0].BuildID.Matches(id.BuildID) {
 		t.Errorf("list: %+v", l)
+	}
+	// The Resolver finds it there too, for the same reason.
+	res, err := r.Resolve(context.Background(), Query{BuildID: id.BuildID, Path: inside, PID: pid, IdentityOnly: true})
+	if err != nil || res.Identity.Locator != "proc-root" {
+		t.Errorf("resolve through /proc/%d/root: %+v, %v", pid, res, err)
 	}
 	// Cached: a second fill finds it there.
 	if e, err := c.AddRecorded(r, inside, []int{pid}, id.BuildID); err != nil || e.Added {

@@ -177,9 +177,9 @@ func cleanRecorded(p string) string {
 	return filepath.Clean(p)
 }
 
-// lookPath checks the recorded file itself (under SymFS, or under
-// /proc/PID/root while that process lives), and for the kernel and vDSO the
-// running ones.
+// lookPath checks the recorded file itself (under SymFS; else on the
+// host, then under /proc/PID/root while that process lives), and for the
+// kernel and vDSO the running ones.
 func (r *Resolver) lookPath(_ context.Context, s *search) {
 	switch s.q.Kind {
 	case KindKernel:

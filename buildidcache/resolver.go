@@ -56,7 +56,8 @@ type Query struct {
 	Kind Kind
 	// PID, when positive and the process still lives, adds a lookup under
 	// /proc/PID/root, which sees the process's mount namespace
-	// (containers).
+	// (containers), after the recorded path on this host: a file there
+	// answers only when the host's does not verify.
 	PID int
 	// IdentityOnly stops at the first verified file and downloads no
 	// debuginfo: for callers that need to know which binary ran, not to
@@ -365,9 +366,11 @@ func (r *Resolver) Resolve(ctx context.Context, q Query) (*Result, error) {
 }
 
 // LocalPaths returns the existing files a recorded path may name on this
-// host, most specific first: under SymFS, or else under /proc/PID/root
-// while the process lives, then the path itself. It verifies nothing: it is
-// for mappings without a build-id, whose identity must come from other
+// host: under SymFS, or else the path itself, then (pid > 0) the path
+// under /proc/PID/root while the process lives. The host's file comes
+// first: a file under another process's root is that process's owner's
+// to write, build-id note included. It verifies nothing: it is for
+// mappings without a build-id, whose identity must come from other
 // evidence (device, inode, mtime).
 func (r *Resolver) LocalPaths(path string, pid int) []string {
 	var out []string
@@ -388,12 +391,16 @@ func (r *Resolver) pathCandidates(path string, pid int) []pathCand {
 	if r.symfs != "" {
 		return []pathCand{{"path", r.underSymFS(path)}}
 	}
-	var out []pathCand
+	// The host's file first, then the process's view (a container's
+	// root): what another process's root holds is only as trustworthy as
+	// that process's owner, so it answers only when the host has no file
+	// with the build-id.
+	out := []pathCand{{"path", filepath.Clean("/" + path)}}
 	if pid > 0 {
 		root := "/proc/" + strconv.Itoa(pid) + "/root"
 		if _, err := os.Stat(root); err == nil {
 			out = append(out, pathCand{"proc-root", root + filepath.Clean("/"+path)})
 		}
 	}
-	return append(out, pathCand{"path", filepath.Clean("/" + path)})
+	return out
 }

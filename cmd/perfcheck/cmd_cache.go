@@ -512,7 +512,13 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids
 		}
 		return done(c.AddVDSO())
 	}
-	e, err := c.AddRecorded(r, d.Path, pids, bid)
+	// The recorded device and inode, when MMAP2 gave them, are what a
+	// file under a process's /proc/PID/root must also be to be cached.
+	var mapped *buildidcache.FileID
+	if d.Dev != nil {
+		mapped = &buildidcache.FileID{Maj: d.Dev.Maj, Min: d.Dev.Min, Ino: d.Dev.Ino}
+	}
+	e, err := c.AddRecordedMapping(r, d.Path, pids, bid, mapped)
 	switch {
 	case errors.Is(err, buildidcache.ErrNotFound):
 		a.Status, a.Reason = "skipped", "no file at the recorded path"
