@@ -701,10 +701,12 @@ func (c *Cache) List() ([]Entry, error) {
 		return nil, err
 	}
 	defer root.Close()
-	return c.list(root)
+	return c.list(root, nil)
 }
 
-func (c *Cache) list(root *os.Root) ([]Entry, error) {
+// list lists the entries; a fan-out directory of .build-id it cannot read
+// is skipped, and said through warn when warn is not nil.
+func (c *Cache) list(root *os.Root, warn func(string)) ([]Entry, error) {
 	var out []Entry
 	seen := map[fileKey]bool{}
 	tops, err := fs.ReadDir(root.FS(), ".build-id")
@@ -720,6 +722,9 @@ func (c *Cache) list(root *os.Root) ([]Entry, error) {
 		}
 		links, err := fs.ReadDir(root.FS(), path.Join(".build-id", t.Name()))
 		if err != nil {
+			if warn != nil {
+				warn(fmt.Sprintf("entries linked from .build-id/%s not counted: %v", t.Name(), err))
+			}
 			continue
 		}
 		for _, l := range links {
@@ -760,10 +765,10 @@ type PruneReport struct {
 	// size is in OrphanSize, not in SizeBefore or SizeAfter.
 	Orphans    []Entry `json:"orphans"`
 	OrphanSize int64   `json:"orphan_size"`
-	// Warnings say what Prune did not do and why: orphans not looked for
-	// because a .build-id directory or link could not be read (an entry
-	// behind it would look orphaned), or an orphan left in place because
-	// it changed since it was examined.
+	// Warnings say what Prune did not do and why: entries not counted and
+	// orphans not looked for because a .build-id directory or link could
+	// not be read (an entry behind it would look orphaned), or an orphan
+	// left in place because it changed since it was examined.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -782,11 +787,11 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 		return nil, err
 	}
 	defer root.Close()
-	entries, err := c.list(root)
+	rep := &PruneReport{}
+	entries, err := c.list(root, func(w string) { rep.Warnings = append(rep.Warnings, w) })
 	if err != nil {
 		return nil, err
 	}
-	rep := &PruneReport{}
 	for _, e := range entries {
 		rep.SizeBefore += e.Size
 	}
