@@ -64,5 +64,10 @@
 // (.eh_frame, at most 64 MB) are parsed by a bounds-checked reader; a walk
 // is at most 127 frames, reads only inside the sample's stack copy, and
 // stops at the first rule it cannot follow. A compressed .ko is
-// decompressed in memory up to 512 MB, never to disk.
+// decompressed in memory, never to disk, up to a bound set by its
+// compressed size (buildidcache.ReadModule). Binaries, debug files and
+// modules are opened non-blocking and read only when the open descriptor
+// is a regular file, so a recorded path naming a FIFO or a device cannot
+// stall the check; the build-id of unwind tables and module symbols is
+// checked on the bytes actually parsed.
 package check
