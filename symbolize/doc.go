@@ -30,9 +30,12 @@
 // (MiniDebugInfo) are read with a size bound derived from the input.
 // Large sections are read-only mappings of the file or anonymous memory
 // (see docs/symbolize.md, "Memory"); a file truncated while mapped makes
-// lookups fail with [ErrMalformed] (they run with
-// runtime/debug.SetPanicOnFault), not the process with SIGBUS, and one
-// rewritten in place is decoded with the same bounds checks as any input. Decoded DWARF is bounded per binary by [Options.MaxDecodedDWARF].
+// lookups fail with [ErrMalformed] and loads (also those [Binary.Warnings],
+// [Binary.DebugFile] and [Binary.Symbol] trigger) report it in Warnings:
+// every read of a mapping runs with runtime/debug.SetPanicOnFault, so the
+// process does not die of SIGBUS. A file rewritten in place is decoded
+// with the same bounds checks as any input. Decoded DWARF is bounded per
+// binary by [Options.MaxDecodedDWARF].
 // The package only reads files: it never writes, renames or deletes anything,
 // and it opens only the paths it is given plus the separate debug file the
 // [Options.DebugFile] locator returns.

@@ -234,6 +234,9 @@ func loadDWARFSections(ef *elf.File, ra io.ReaderAt, rs *regionSet) (*dwarf.Data
 	if err != nil {
 		return nil, err
 	}
+	if f := osFile(ra); testHookMapped != nil && f != nil {
+		testHookMapped(f)
+	}
 	d, err := dwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
 	if err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ func (b *Binary) loadGo() *goTable {
 		}
 		err := safely(b.path, func() error {
 			data, mapped := mapSection(&b.regions, b.f, s)
+			if mapped && testHookMapped != nil {
+				testHookMapped(b.f)
+			}
 			if !mapped {
 				var err error
 				if data, err = s.Data(); err != nil {

@@ -17,10 +17,13 @@ import (
 //
 // Nothing may keep a pointer into a region past its release: strings
 // handed to callers are copies (debug/dwarf and debug/gosym copy; the Go
-// inline decoder interns its names when its table is mapped), and lookups
-// run with debug.SetPanicOnFault so that a file truncated under its
-// mapping (a binary rewritten in place by cp) fails the lookup with
-// ErrMalformed instead of killing the process with SIGBUS.
+// inline decoder interns its names when its table is mapped). Every read of a region's bytes runs with
+// debug.SetPanicOnFault, so that a file truncated under its mapping (a
+// binary rewritten in place by cp) fails the call with ErrMalformed
+// instead of killing the process with SIGBUS: the loaders and decoders
+// (reached from Frames, Warnings, DebugFile and Symbol) read them inside
+// safely, and Frames, whose Go inline decoder reads the mapped .gopclntab
+// outside safely, sets it for the whole lookup.
 type region struct {
 	mem  []byte // the whole mapping
 	data []byte // the section's bytes in it
@@ -72,6 +75,12 @@ func mapSection(rs *regionSet, f *os.File, s *elf.Section) (data []byte, ok bool
 	rs.add(r)
 	return r.data[:s.FileSize:s.FileSize], true
 }
+
+// testHookMapped, set only by tests, runs when a loader has mapped the
+// sections of f it needs and before it reads them: a test truncates f
+// there to reproduce, every time, a binary rewritten between the mapping
+// and the read.
+var testHookMapped func(f *os.File)
 
 // sectionData is Section.Data through a mapping where possible.
 func (b *Binary) sectionData(s *elf.Section) ([]byte, error) {
