@@ -117,3 +117,17 @@ func phaseCallback(bar *progress, noSymbols bool) check.PhaseFunc {
 		bar.setPhase(fmt.Sprintf("locating %d binaries, symbolizing %d locations", dsos, locations))
 	}
 }
+
+// notes are the limits the check met on this recording (Report.Notes) and
+// on each DSO samples touch (DSOReport.Notes: where dwarf unwinding stopped,
+// what a symbolizer skipped), each prefixed with its DSO's path, so that
+// top, script and pprof say what check says.
+func (a *analysis) notes(rep *check.Report) []string {
+	out := append([]string(nil), rep.Notes...)
+	for _, d := range rep.DSOs {
+		for _, n := range d.Notes {
+			out = append(out, d.Path+": "+n)
+		}
+	}
+	return out
+}

@@ -36,6 +36,8 @@ type pprofJSON struct {
 	// samples before it.
 	Partial bool   `json:"partial,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Notes are the check's notes, also written as the profile's comments.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func runPprof(args []string, stdout, stderr io.Writer) int {
@@ -65,7 +67,12 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	if a == nil {
 		return errorf(stderr, "pprof", "%v", readErr)
 	}
+	rep := a.res.Report()
+	notes := a.notes(rep)
 	opts := pprofout.Options{Events: a.events, Comments: recordingComments(pos[0])}
+	for _, n := range notes {
+		opts.Comments = append(opts.Comments, "note: "+n)
+	}
 	if readErr != nil {
 		// The profile of what was read is still written (and says it is
 		// partial, in its comments); the exit status is 2.
@@ -97,7 +104,7 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	}
 	if *jsonOut {
 		j := pprofJSON{File: a.res.File, Output: *out, Samples: len(p.Sample), Locations: len(p.Location),
-			Functions: len(p.Function), Mappings: len(p.Mapping), Unsymbolized: []string{}}
+			Functions: len(p.Function), Mappings: len(p.Mapping), Unsymbolized: []string{}, Notes: notes}
 		for _, st := range p.SampleType {
 			j.SampleTypes = append(j.SampleTypes, st.Type+"/"+st.Unit)
 		}
@@ -113,7 +120,6 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 			return errorf(stderr, "pprof", "%v", err)
 		}
 	}
-	rep := a.res.Report()
 	if rep.UntrustedAnySamples > 0 {
 		fmt.Fprintf(stderr, "perfcheck pprof: %s; frames of %d untrusted DSO%s are left unnamed (see `perfcheck check %s`)\n",
 			rep.Summary(), rep.Problems, plural(rep.Problems), pos[0])

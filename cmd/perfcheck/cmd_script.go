@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 
@@ -86,6 +87,11 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return errorf(stderr, "script", "%v", err)
+	}
+	// Notes go to stderr: stdout keeps perf script's one-sample-per-line
+	// shape (or one JSON object per line).
+	for _, n := range a.notes(a.res.Report()) {
+		fmt.Fprintln(stderr, "perfcheck script: note: "+n)
 	}
 	if readErr != nil {
 		// The samples before the error were printed, as perf script

@@ -27,6 +27,9 @@ type topJSON struct {
 	// records before it.
 	Partial bool   `json:"partial,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Notes are the check's notes on the recording and its DSOs, as
+	// `perfcheck check` prints them ("PATH: note" for a DSO's).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // topEvent is the table of one event: perf report shows each event apart,
@@ -83,7 +86,8 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	if a == nil {
 		return errorf(stderr, "top", "%v", readErr)
 	}
-	out := topJSON{File: a.res.File, Events: a.top(*sortBy == "total", *n)}
+	rep := a.res.Report()
+	out := topJSON{File: a.res.File, Events: a.top(*sortBy == "total", *n), Notes: a.notes(rep)}
 	if readErr != nil {
 		out.Partial, out.Error = true, readErr.Error()
 	}
@@ -97,7 +101,6 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	bw := bufio.NewWriter(stdout)
-	rep := a.res.Report()
 	if readErr != nil {
 		fmt.Fprintln(bw, partialNote(a.res))
 		fmt.Fprintln(bw)
@@ -120,6 +123,9 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	if rep.Problems > 0 {
 		fmt.Fprintf(bw, "%d DSO%s mismatched, missing or replaced: their frames are grouped, not named. See `perfcheck check %s`.\n",
 			rep.Problems, plural(rep.Problems), a.res.File)
+	}
+	for _, n := range out.Notes {
+		fmt.Fprintln(bw, "note: "+n)
 	}
 	if err := bw.Flush(); err != nil {
 		return errorf(stderr, "top", "%v", err)
