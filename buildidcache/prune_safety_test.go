@@ -1,68 +1,14 @@
 package buildidcache
 
 import (
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// asNobody runs the test named name as the user nobody when we are root,
-// in a copy of the test binary nobody can execute, and reports whether
-// the caller is that child (true: run the body) or the parent (false:
-// the child ran it; its result is ours). As a non-root user it returns
-// true: the body runs here. Permission tests need it, because root reads
-// a directory whatever its mode.
-func asNobody(t *testing.T, name string) bool {
-	t.Helper()
-	if os.Getenv("BUILDIDCACHE_TEST_NOBODY") == name || os.Getuid() != 0 {
-		return true
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755) // t.TempDir makes 0700 directories
-	}
-	bin := filepath.Join(dir, "test.bin")
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
-	cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
-	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "BUILDIDCACHE_TEST_NOBODY="+name, "TMPDIR=/tmp", "HOME=/nonexistent")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "=== RUN   "+name) {
-		// The copy never ran (a noexec /tmp, no user nobody): nothing
-		// was tested, which is a skip, not a pass.
-		t.Skipf("cannot run the test binary as nobody: %v\n%s", err, out)
-	}
-	if strings.Contains(string(out), "--- SKIP: "+name) {
-		t.Skipf("as nobody: %s", out)
-	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("%s as nobody: %v\n%s", name, err, out)
-	}
-	t.Logf("ran as nobody:\n%s", out)
-	return false
-}
+	"github.com/perfcheck/perfcheck/internal/fixtures"
+)
 
 // TestPruneUnreadableFanKeepsEntries: a .build-id fan-out directory that
 // cannot be listed hides the links in it, so the entries they lead to
@@ -70,7 +16,7 @@ func asNobody(t *testing.T, name string) bool {
 // not delete a linked, reachable entry. Run as nobody (as root, a mode
 // hides nothing).
 func TestPruneUnreadableFanKeepsEntries(t *testing.T) {
-	if !asNobody(t, "TestPruneUnreadableFanKeepsEntries") {
+	if !fixtures.AsNobody(t, "TestPruneUnreadableFanKeepsEntries") {
 		return
 	}
 	dir := t.TempDir()

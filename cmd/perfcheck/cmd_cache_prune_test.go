@@ -2,66 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-)
 
-// bicAsNobody runs the test named name as the user nobody when we are
-// root, in a copy of the test binary nobody can execute, and reports
-// whether the caller should run the test's body (true: it is that child,
-// or not root) or return (false: the child ran it and passed). Root reads
-// a directory whatever its mode, so permission tests need another user.
-func bicAsNobody(t *testing.T, name string) bool {
-	t.Helper()
-	if os.Getenv("PERFCHECK_TEST_NOBODY") == name || os.Getuid() != 0 {
-		return true
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755) // t.TempDir makes 0700 directories
-	}
-	bin := filepath.Join(dir, "test.bin")
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
-	cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
-	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "PERFCHECK_TEST_NOBODY="+name, "TMPDIR=/tmp", "HOME=/nonexistent")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "=== RUN   "+name) {
-		// The copy never ran (a noexec /tmp, no user nobody): nothing
-		// was tested, which is a skip, not a pass.
-		t.Skipf("cannot run the test binary as nobody: %v\n%s", err, out)
-	}
-	if strings.Contains(string(out), "--- SKIP: "+name) {
-		t.Skipf("as nobody: %s", out)
-	}
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("%s as nobody: %v\n%s", name, err, out)
-	}
-	t.Logf("ran as nobody:\n%s", out)
-	return false
-}
+	"github.com/perfcheck/perfcheck/internal/fixtures"
+)
 
 // TestCachePruneUnreadableLinks: when a .build-id fan-out directory
 // cannot be listed, the entries behind it cannot be counted and look
@@ -71,7 +18,7 @@ func bicAsNobody(t *testing.T, name string) bool {
 // deletion itself is shown by buildidcache's
 // TestPruneUnreadableFanKeepsEntries, with a clock two hours on.)
 func TestCachePruneUnreadableLinks(t *testing.T) {
-	if !bicAsNobody(t, "TestCachePruneUnreadableLinks") {
+	if !fixtures.AsNobody(t, "TestCachePruneUnreadableLinks") {
 		return
 	}
 	dir := t.TempDir()
