@@ -509,7 +509,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 		}
 		// EXDEV, EPERM (protected_hardlinks): copy instead, as perf does.
 	}
-	in, err := openRegular(src)
+	in, err := OpenRegular(src)
 	if err != nil {
 		return "", err
 	}

@@ -124,7 +124,7 @@ func (c *Cache) AddRecordedMapping(r *Resolver, name string, pids []int, want Bu
 // be swapped between the check and the copy.
 func (c *Cache) addFromProcRoot(pid int, path, name string, want BuildID, mapped *FileID) (*Entry, error) {
 	p := "/proc/" + strconv.Itoa(pid) + "/root" + path
-	f, err := openRegular(p)
+	f, err := OpenRegular(p)
 	if err != nil {
 		return nil, err
 	}

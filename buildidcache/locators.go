@@ -75,7 +75,7 @@ func (r *Resolver) checkCacheFile(s *search, path, role string) {
 }
 
 func isELF(path string) bool {
-	f, err := openRegular(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return false
 	}

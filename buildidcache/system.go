@@ -22,7 +22,7 @@ import (
 // file, reads its headers and notes (typically two or three small reads,
 // whatever the file's size) and closes it.
 func ReadFileIdentity(name string) (*Identity, error) {
-	f, err := openRegular(name)
+	f, err := OpenRegular(name)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ var ErrTooLarge = errors.New("decompresses to more than its size justifies")
 // opened (a FIFO cannot block the caller). The bytes are not checked to be
 // ELF; errors name the file.
 func ReadModule(name string) (data []byte, kind string, err error) {
-	f, err := openRegular(name)
+	f, err := OpenRegular(name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -262,11 +262,13 @@ func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// openRegular opens name for reading only if it is a regular file. The
+// OpenRegular opens name for reading only if it is a regular file. The
 // open is non-blocking, so that a FIFO planted where a binary is expected
 // (paths come from perf.data files) cannot hang the caller; O_NONBLOCK has
-// no effect on regular files.
-func openRegular(name string) (*os.File, error) {
+// no effect on regular files. The type is checked on the open file, so a
+// swap after a stat cannot slip a FIFO or a device in. Anything else is an
+// error wrapping ErrNotELF.
+func OpenRegular(name string) (*os.File, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"syscall"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -113,28 +112,10 @@ func readCFI(path string, want perfdata.BuildID) (t *cfiTable, err error) {
 	return t, nil
 }
 
-// openRegular opens path for reading only when it is a regular file. A
-// hostile recording names any path: a FIFO there would block a plain open
-// (and a read) forever, a device would be read without end. O_NONBLOCK
-// makes the open itself return at once whatever the file is, and the type
-// is checked on the open file, so a swap after a stat cannot slip one in
-// (as buildidcache's openRegular does).
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
-	}
-	return f, nil
-}
+// openRegular opens path for reading only when it is a regular file: a
+// hostile recording names any path, and a FIFO there would block a plain
+// open forever (buildidcache.OpenRegular).
+func openRegular(path string) (*os.File, error) { return buildidcache.OpenRegular(path) }
 
 // reader is a bounds-checked little-endian cursor with a sticky error.
 type reader struct {
