@@ -835,6 +835,10 @@ func TestDiffC(t *testing.T) {
 		{"O2-g-dwarf4", []string{"-O2", "-gdwarf-4"}},
 		{"O2-g-gz-zlib", []string{"-O2", "-g", "-gz=zlib"}},
 		{"O2-g-gz-zstd", []string{"-O2", "-g", "-gz=zstd"}},
+		// GNU's older .zdebug_* sections ("ZLIB", size, zlib stream),
+		// with DWARF 5 and 4.
+		{"O2-g-gz-zlib-gnu", []string{"-O2", "-g", "-gz=zlib-gnu"}},
+		{"O2-g-dwarf4-gz-zlib-gnu", []string{"-O2", "-gdwarf-4", "-gz=zlib-gnu"}},
 		{"O2-g-gc-sections", []string{"-O2", "-g", "-ffunction-sections", "-Wl,--gc-sections"}},
 		// gcc 12 lacks -gz=zstd; objcopy (binutils 2.40) can compress
 		// with zstd after the fact (ELFCOMPRESS_ZSTD, type 2).
@@ -857,9 +861,34 @@ func TestDiffC(t *testing.T) {
 					t.Fatal("objcopy left no zstd-compressed section")
 				}
 			}
+			if strings.HasSuffix(c.name, "zlib-gnu") && !hasZdebugSection(t, p) {
+				t.Fatal("gcc left no .zdebug_info section with the ZLIB header")
+			}
 			diffTest(t, p, Options{}, int64(i+1))
 		})
 	}
+}
+
+// hasZdebugSection reports whether p has a .zdebug_info section in GNU's
+// compressed format (it starts with "ZLIB").
+func hasZdebugSection(t *testing.T, p string) bool {
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	s := ef.Section(".zdebug_info")
+	if s == nil {
+		return false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = f.ReadAt(magic[:], int64(s.Offset))
+	return err == nil && string(magic[:]) == "ZLIB"
 }
 
 func TestDiffCPlusPlus(t *testing.T) {

@@ -2,8 +2,10 @@ package symbolize
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zlib"
@@ -22,15 +24,16 @@ const maxAnonSection = 4 << 30
 
 // sectionBytes returns the contents of s (read through ra, the file ef was
 // parsed from: debug/elf gives compressed sections no raw reader),
-// decompressing SHF_COMPRESSED
-// sections itself (zlib with klauspost/compress, which is about twice as
-// fast as compress/flate, and zstd) instead of through debug/elf; other
-// sections come from Section.Data. With rs non-nil, the bytes are kept
-// outside the Go heap (see region) where possible: an uncompressed section
-// as a mapping of the file, a compressed one decompressed into anonymous
-// memory; their regions are added to rs.
+// decompressing SHF_COMPRESSED sections (zlib with klauspost/compress,
+// which is about twice as fast as compress/flate, and zstd) and GNU's
+// older .zdebug_* sections itself, instead of through debug/elf, whose
+// Section.Data knows only the former; other sections come from
+// Section.Data. With rs non-nil, the bytes are kept outside the Go heap
+// (see region) where possible: an uncompressed section as a mapping of
+// the file, a compressed one decompressed into anonymous memory; their
+// regions are added to rs.
 func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) ([]byte, error) {
-	if s.Flags&elf.SHF_COMPRESSED == 0 {
+	plain := func() ([]byte, error) {
 		if rs != nil {
 			if d, ok := mapSection(rs, osFile(ra), s); ok {
 				return d, nil
@@ -38,25 +41,51 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 		}
 		return s.Data()
 	}
-	var hdr [24]byte
-	n := 24
-	if ef.Class == elf.ELFCLASS32 {
-		n = 12
-	}
-	if s.FileSize < uint64(n) {
-		return nil, fmt.Errorf("%w: section %s at offset %#x: compression header truncated", ErrMalformed, s.Name, s.Offset)
-	}
 	raw := io.NewSectionReader(ra, int64(s.Offset), int64(s.FileSize))
-	if _, err := raw.ReadAt(hdr[:n], 0); err != nil {
-		return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
-	}
-	bo := ef.ByteOrder
-	var typ uint32
-	var size uint64
-	if n == 24 {
-		typ, size = bo.Uint32(hdr[0:]), bo.Uint64(hdr[8:])
-	} else {
-		typ, size = bo.Uint32(hdr[0:]), uint64(bo.Uint32(hdr[4:]))
+	var hdr [24]byte
+	var (
+		n    int // header bytes before the compressed stream
+		typ  elf.CompressionType
+		size uint64 // declared decompressed size
+	)
+	switch {
+	case s.Flags&elf.SHF_COMPRESSED != 0:
+		n = 24
+		if ef.Class == elf.ELFCLASS32 {
+			n = 12
+		}
+		if s.FileSize < uint64(n) {
+			return nil, fmt.Errorf("%w: section %s at offset %#x: compression header truncated", ErrMalformed, s.Name, s.Offset)
+		}
+		if _, err := raw.ReadAt(hdr[:n], 0); err != nil {
+			return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+		}
+		bo := ef.ByteOrder
+		if n == 24 {
+			typ, size = elf.CompressionType(bo.Uint32(hdr[0:])), bo.Uint64(hdr[8:])
+		} else {
+			typ, size = elf.CompressionType(bo.Uint32(hdr[0:])), uint64(bo.Uint32(hdr[4:]))
+		}
+	case strings.HasPrefix(s.Name, ".zdebug_") && s.Type != elf.SHT_NOBITS:
+		// The GNU format that predates SHF_COMPRESSED (gcc
+		// -gz=zlib-gnu, objcopy --compress-debug-sections=zlib-gnu):
+		// "ZLIB", the decompressed size as 8 big-endian bytes, then a
+		// zlib stream, whatever the file's byte order. A .zdebug_
+		// section without the magic is stored as is, as binutils
+		// reads it (bfd_is_section_compressed_info, bfd/compress.c).
+		n = 12
+		if s.FileSize < uint64(n) {
+			return plain()
+		}
+		if _, err := raw.ReadAt(hdr[:n], 0); err != nil {
+			return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+		}
+		if string(hdr[:4]) != "ZLIB" {
+			return plain()
+		}
+		typ, size = elf.COMPRESS_ZLIB, binary.BigEndian.Uint64(hdr[4:])
+	default:
+		return plain()
 	}
 	comp := s.FileSize - uint64(n)
 	if size > comp*maxInflate+4096 || size > 1<<36 {
@@ -64,7 +93,7 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 	}
 	src := io.NewSectionReader(raw, int64(n), int64(comp))
 	var zr io.Reader
-	switch elf.CompressionType(typ) {
+	switch typ {
 	case elf.COMPRESS_ZLIB:
 		r, err := zlib.NewReader(src)
 		if err != nil {

@@ -539,6 +539,11 @@ func FuzzOpen(f *testing.F) {
 			d, _ := os.ReadFile(bin + "z")
 			f.Add(d)
 		}
+		// GNU's older .zdebug_* sections, decompressed by us too.
+		if exec.Command("gcc", "-O1", "-g", "-gz=zlib-gnu", "-o", bin+"zg", src).Run() == nil {
+			d, _ := os.ReadFile(bin + "zg")
+			f.Add(d)
+		}
 	}
 	f.Add([]byte("ffffffff81000000 T _text\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
