@@ -18,33 +18,7 @@ import (
 // evicted, and what stays decoded must fit the budget but for the unit
 // being decoded.
 func TestDecodedBudget(t *testing.T) {
-	gcc := needTool(t, "gcc")
-	// Twelve units, each with an inlined helper, so that lookups have
-	// inline chains and every unit decodes quickly.
-	dir := t.TempDir()
-	args := []string{"-O2", "-g", "-o", filepath.Join(dir, "multi")}
-	var mainSrc strings.Builder
-	mainSrc.WriteString("#include <stdio.h>\n")
-	for i := range 12 {
-		f := filepath.Join(dir, fmt.Sprintf("u%d.c", i))
-		os.WriteFile(f, []byte(fmt.Sprintf(`static inline int sq%[1]d(int v) { return v * v + %[1]d; }
-int f%[1]d(int n) { int s = 0; for (int k = 0; k < n; k++) s += sq%[1]d(k) ^ (s >> 3); return s; }
-`, i)), 0o644)
-		args = append(args, f)
-		fmt.Fprintf(&mainSrc, "int f%d(int);\n", i)
-	}
-	mainSrc.WriteString("int main(int argc, char **argv) { int s = 0;\n")
-	for i := range 12 {
-		fmt.Fprintf(&mainSrc, "s += f%d(argc * 100);\n", i)
-	}
-	mainSrc.WriteString("printf(\"%d\\n\", s); return 0; }\n")
-	mf := filepath.Join(dir, "main.c")
-	os.WriteFile(mf, []byte(mainSrc.String()), 0o644)
-	args = append(args, mf)
-	if o, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, o)
-	}
-	p := filepath.Join(dir, "multi")
+	p := buildMultiUnit(t)
 	addrs := textAddrs(t, p, 3000)
 	answers := func(b *Binary) [][]Frame {
 		out := make([][]Frame, len(addrs))
@@ -114,6 +88,40 @@ int f%[1]d(int n) { int s = 0; for (int k = 0; k < n; k++) s += sq%[1]d(k) ^ (s 
 		}
 		t.Logf("budget %d: %d evictions, %d bytes decoded at the end (unbounded %d)", budget, ev, used, rx.used)
 	}
+}
+
+// buildMultiUnit compiles a C program of thirteen compilation units, twelve
+// of them with an inlined helper each, and returns its path.
+func buildMultiUnit(t *testing.T) string {
+	t.Helper()
+	gcc := needTool(t, "gcc")
+	// Twelve units, each with an inlined helper, so that lookups have
+	// inline chains and every unit decodes quickly.
+	dir := t.TempDir()
+	args := []string{"-O2", "-g", "-o", filepath.Join(dir, "multi")}
+	var mainSrc strings.Builder
+	mainSrc.WriteString("#include <stdio.h>\n")
+	for i := range 12 {
+		f := filepath.Join(dir, fmt.Sprintf("u%d.c", i))
+		os.WriteFile(f, []byte(fmt.Sprintf(`static inline int sq%[1]d(int v) { return v * v + %[1]d; }
+int f%[1]d(int n) { int s = 0; for (int k = 0; k < n; k++) s += sq%[1]d(k) ^ (s >> 3); return s; }
+`, i)), 0o644)
+		args = append(args, f)
+		fmt.Fprintf(&mainSrc, "int f%d(int);\n", i)
+	}
+	mainSrc.WriteString("int main(int argc, char **argv) { int s = 0;\n")
+	for i := range 12 {
+		fmt.Fprintf(&mainSrc, "s += f%d(argc * 100);\n", i)
+	}
+	mainSrc.WriteString("printf(\"%d\\n\", s); return 0; }\n")
+	mf := filepath.Join(dir, "main.c")
+	os.WriteFile(mf, []byte(mainSrc.String()), 0o644)
+	args = append(args, mf)
+	if o, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, o)
+	}
+	p := filepath.Join(dir, "multi")
+	return p
 }
 
 func mustOpenOpts(t *testing.T, p string, o Options) *Binary {

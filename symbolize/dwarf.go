@@ -30,11 +30,16 @@ type dwarfIndex struct {
 	maxHi  []uint64  // prefix maximum of ranges[i].hi
 	units  []unitSlot
 
-	mu      sync.Mutex // serializes decoding (debug/dwarf readers share caches)
-	names   map[dwarf.Offset]dieName
-	pending int         // units neither decoded nor failed; at 0, d and names are dropped
-	hasData bool        // d was set at creation; immutable, unlike d
-	exec    [][2]uint64 // executable sections of the running binary
+	mu sync.Mutex // serializes decoding (debug/dwarf readers share caches)
+	// names caches the names of DIEs that abstract origins and
+	// specifications refer to, across units (LTO and partial units
+	// refer across); namesBytes approximates its memory, which counts
+	// against the budget like decoded units.
+	names      map[dwarf.Offset]dieName
+	namesBytes int64
+	pending    int         // units with code ranges neither decoded nor failed; at 0, d and names are dropped
+	hasData    bool        // d was set at creation; immutable, unlike d
+	exec       [][2]uint64 // executable sections of the running binary
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
@@ -208,8 +213,18 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
 	}
 	x.units = append([]unitSlot(nil), x.units...) // exact size
-	x.pending = len(x.units)
+	// Only units with code ranges are ever decoded (unitsFor finds
+	// units by range): units of data or types alone must not keep
+	// pending above 0, or the sections would never be released.
+	inRanges := make(map[int32]bool)
+	for _, r := range x.ranges {
+		inRanges[r.unit] = true
+	}
+	x.pending = len(inRanges)
 	x.hasData = x.d != nil
+	if x.pending == 0 {
+		x.release()
+	}
 	sort.Slice(x.ranges, func(i, j int) bool { return x.ranges[i].lo < x.ranges[j].lo })
 	x.maxHi = make([]uint64, len(x.ranges))
 	var m uint64
@@ -330,14 +345,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		x.evict(u)
 	}
 	if x.pending == 0 {
-		// Every unit is decoded: the raw sections (and the name
-		// cache) are no longer needed, and are as large as the
-		// decoded index. Nothing decoded points into them
-		// (debug/dwarf copies strings), and no one else reads
-		// them: decoding holds x.mu.
-		x.d, x.names = nil, nil
-		x.scratch = decodeScratch{}
-		x.secs.unmapAll()
+		x.release()
 	}
 	if err != nil {
 		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, err)
@@ -347,13 +355,30 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	return ui, nil
 }
 
+// release drops the raw sections, the name cache and the decode buffers
+// once every unit with code is decoded: they are no longer needed, and are
+// as large as the decoded index. Nothing decoded points into them
+// (debug/dwarf copies strings), and no one else reads them: decoding holds
+// x.mu, or the index is not yet published.
+func (x *dwarfIndex) release() {
+	x.d, x.names, x.namesBytes = nil, nil, 0
+	x.scratch = decodeScratch{}
+	x.secs.unmapAll()
+}
+
 // evict drops the least recently used decoded units other than keep until
 // the decoded units fit the budget. Called with x.mu held. A lookup that
 // already holds a dropped unit's *unitInfo goes on using it (the pointer
 // keeps it alive); later ones decode it again. Sections stay loaded while
 // a unit is not decoded (pending > 0), so eviction is always reversible.
+// The name cache counts against the budget too and goes first: it only
+// saves rereading DIEs, and keep's decode, just finished, has had its use.
 func (x *dwarfIndex) evict(keep int32) {
-	for x.budget >= 0 && x.used > x.budget {
+	for x.budget >= 0 && x.used+x.namesBytes > x.budget {
+		if x.namesBytes > 0 {
+			x.names, x.namesBytes = map[dwarf.Offset]dieName{}, 0
+			continue
+		}
 		victim := int32(-1)
 		var oldest uint64
 		for i := range x.units {
@@ -894,8 +919,14 @@ func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 		dn.name, dn.linkage = x.nameOf(e, depth)
 	}
 	x.names[off] = dn
+	x.namesBytes += nameEntryBytes + int64(len(dn.name))
 	return dn
 }
+
+// nameEntryBytes approximates the memory of one entry of the name cache
+// besides the name's bytes: key, string header and flag, and the map's
+// own overhead per entry.
+const nameEntryBytes = 64
 
 // attrMIPSLinkageName is DW_AT_MIPS_linkage_name, the pre-DWARF 4
 // spelling of DW_AT_linkage_name that GCC and Clang still emit sometimes.

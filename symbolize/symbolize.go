@@ -85,7 +85,8 @@ type Options struct {
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
 	// MaxDecodedDWARF bounds the bytes of decoded DWARF (line tables,
-	// function and inline trees) a Binary keeps; beyond it the least
+	// function and inline trees, the cache of names they refer to) a
+	// Binary keeps; beyond it the least
 	// recently used compilation units are dropped and decoded again
 	// when next needed. 0 means DefaultMaxDecodedDWARF; negative means
 	// no bound.
