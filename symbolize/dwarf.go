@@ -195,7 +195,7 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 				continue
 			}
 			u := int32(len(x.units))
-			x.units = append(x.units, unitSlot{entry: e})
+			x.units = append(x.units, unitSlot{entry: ownEntry(e)})
 			rs, err := d.Ranges(e)
 			if err == nil {
 				for _, rg := range rs {
@@ -264,6 +264,20 @@ func loadDWARFSections(ef *elf.File, ra io.ReaderAt, rs *regionSet) (*dwarf.Data
 		}
 	}
 	return d, nil
+}
+
+// ownEntry returns e with its byte-slice attribute values (blocks,
+// expressions, 16-byte constants) copied: debug/dwarf returns them as
+// views of .debug_info, which may be a mapping released when every unit
+// is decoded or at Close, while the unit entries stay for the life of the
+// index. Strings are copies already.
+func ownEntry(e *dwarf.Entry) *dwarf.Entry {
+	for i, f := range e.Field {
+		if v, ok := f.Val.([]byte); ok {
+			e.Field[i].Val = slices.Clone(v)
+		}
+	}
+	return e
 }
 
 // inExec reports whether addr lies in an executable section of the running

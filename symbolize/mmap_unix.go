@@ -50,7 +50,12 @@ func mapAnon(size int64, populate bool) (*region, error) {
 	return &region{mem: mem, data: mem}, nil
 }
 
-func (r *region) release() { syscall.Munmap(r.mem) }
+// release unmaps r and drops its slices, so that no Go pointer into the
+// unmapped range outlives it (see Binary.Close).
+func (r *region) release() {
+	syscall.Munmap(r.mem)
+	r.mem, r.data = nil, nil
+}
 
 // openNonblock makes Open's open(2) return at once on a FIFO (which it
 // then refuses) instead of waiting for a writer.

@@ -17,13 +17,20 @@ import (
 //
 // Nothing may keep a pointer into a region past its release: strings
 // handed to callers are copies (debug/dwarf and debug/gosym copy; the Go
-// inline decoder interns its names when its table is mapped). Every read of a region's bytes runs with
-// debug.SetPanicOnFault, so that a file truncated under its mapping (a
-// binary rewritten in place by cp) fails the call with ErrMalformed
-// instead of killing the process with SIGBUS: the loaders and decoders
-// (reached from Frames, Warnings, DebugFile and Symbol) read them inside
-// safely, and Frames, whose Go inline decoder reads the mapped .gopclntab
-// outside safely, sets it for the whole lookup.
+// inline decoder interns its names when its table is mapped, and the DWARF
+// unit entries kept for re-decoding own their byte-slice values), and the
+// release (Binary.Close, dwarfIndex.release) drops every slice into the
+// regions: the runtime may map its heap at the same addresses later, and
+// a stale pointer into a span it thinks free makes the garbage collector
+// throw (TestCloseDropsPointersIntoMappings).
+//
+// Every read of a region's bytes runs with debug.SetPanicOnFault, so
+// that a file truncated under its mapping (a binary rewritten in place
+// by cp) fails the call with ErrMalformed instead of killing the process
+// with SIGBUS: the loaders and decoders (reached from Frames, Warnings,
+// DebugFile and Symbol) read them inside safely, and Frames, whose Go
+// inline decoder reads the mapped .gopclntab outside safely, sets it for
+// the whole lookup.
 type region struct {
 	mem  []byte // the whole mapping
 	data []byte // the section's bytes in it

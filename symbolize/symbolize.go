@@ -86,10 +86,9 @@ type Options struct {
 	NoDebugFile bool
 	// MaxDecodedDWARF bounds the bytes of decoded DWARF (line tables,
 	// function and inline trees, the cache of names they refer to) a
-	// Binary keeps; beyond it the least
-	// recently used compilation units are dropped and decoded again
-	// when next needed. 0 means DefaultMaxDecodedDWARF; negative means
-	// no bound.
+	// Binary keeps; beyond it the least recently used compilation
+	// units are dropped and decoded again when next needed. 0 means
+	// DefaultMaxDecodedDWARF; negative means no bound.
 	MaxDecodedDWARF int64
 }
 
@@ -348,10 +347,19 @@ func (b *Binary) Close() error {
 	}
 	b.closed = true
 	// No lookup is in flight (they hold closeMu for reading), and none
-	// will start: the mappings can go.
+	// will start: the mappings can go, and so must every Go pointer
+	// into them. The runtime may later map its heap at the same
+	// addresses, and a stale pointer into a span it thinks free makes
+	// the garbage collector throw ("found bad pointer in Go heap"). The
+	// pclntab table and its decoder (their slices, the interned names'
+	// keys) point into the mapped .gopclntab; the DWARF reader into the
+	// mapped or decompressed sections.
 	b.regions.unmapAll()
+	b.gotab = nil
 	if b.dw != nil {
-		b.dw.secs.unmapAll()
+		b.dw.mu.Lock()
+		b.dw.release()
+		b.dw.mu.Unlock()
 	}
 	var err error
 	if b.f != nil {
