@@ -18,7 +18,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 	out := map[sampleKey][]string{}
 	err := res.EachSample(func(s *Sample) error {
 		var fr []string
-		for _, l := range s.Stack.Locations {
+		for _, l := range s.Stack.Locations() {
 			if l.DSO.Kind == KindFile {
 				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}

@@ -26,8 +26,9 @@
 //     (function, file:line, inlined ones leaf first) when its DSO may be
 //     symbolized; Location.Trusted and Location.String give the trust mark
 //     and the "function (dso)" / "dso+0xoffset [verdict]" label;
-//   - Result.Stacks: every distinct stack, leaf first, with Trusted and
-//     LeafTrusted;
+//   - Result.Stacks: every distinct stack, with Trusted and LeafTrusted;
+//     Stack.Locations gives its locations, leaf first (built on first
+//     use: the check alone needs none);
 //   - Result.Aggregates: samples and period per (stack, event, pid, tid,
 //     comm) — the unit of top and pprof;
 //   - Result.EachSample: every sample in time order, when

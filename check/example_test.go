@@ -25,7 +25,7 @@ func ExampleAnalyze() {
 
 	self := map[string]uint64{}
 	for _, a := range res.Aggregates() {
-		self[a.Stack.Locations[0].String()] += a.Samples
+		self[a.Stack.Locations()[0].String()] += a.Samples
 	}
 	for name, n := range self {
 		fmt.Println(n, name)

@@ -26,7 +26,7 @@ func fingerprint(t *testing.T, res *Result) string {
 	b.WriteByte('\n')
 	for _, st := range res.Stacks {
 		fmt.Fprintf(&b, "stack %d:", st.ID)
-		for _, l := range st.Locations {
+		for _, l := range st.Locations() {
 			fmt.Fprintf(&b, " %s", l.Raw())
 		}
 		b.WriteByte('\n')

@@ -59,7 +59,7 @@ func FuzzSession(f *testing.F) {
 		var sum uint64
 		for _, a := range res.Aggregates() {
 			sum += a.Samples
-			if len(a.Stack.Locations) == 0 {
+			if len(a.Stack.Locations()) == 0 {
 				t.Fatal("empty stack")
 			}
 		}

@@ -167,10 +167,10 @@ func TestSampleIPs(t *testing.T) {
 			}
 			frames, user := 0, 0
 			err = res.EachSample(func(s *Sample) error {
-				if len(s.IPs) != len(s.Stack.Locations) {
-					t.Fatalf("sample at %d: %d addresses for %d locations", s.Time, len(s.IPs), len(s.Stack.Locations))
+				if len(s.IPs) != len(s.Stack.Locations()) {
+					t.Fatalf("sample at %d: %d addresses for %d locations", s.Time, len(s.IPs), len(s.Stack.Locations()))
 				}
-				for i, l := range s.Stack.Locations {
+				for i, l := range s.Stack.Locations() {
 					frames++
 					ip := s.IPs[i]
 					switch l.DSO.Kind {

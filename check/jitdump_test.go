@@ -163,8 +163,8 @@ func scriptLeaves(t *testing.T, res *Result) map[string]int {
 	t.Helper()
 	m := map[string]int{}
 	if err := res.EachSample(func(s *Sample) error {
-		if len(s.Stack.Locations) > 0 {
-			m[s.Stack.Locations[0].String()]++
+		if len(s.Stack.Locations()) > 0 {
+			m[s.Stack.Locations()[0].String()]++
 		}
 		return nil
 	}); err != nil {

@@ -196,7 +196,7 @@ func mustDSO(t *testing.T, res *Result, path string, want Verdict) *DSO {
 func samplesIn(res *Result, path string, leafOnly bool) uint64 {
 	var n uint64
 	for _, a := range res.Aggregates() {
-		for i, l := range a.Stack.Locations {
+		for i, l := range a.Stack.Locations() {
 			if leafOnly && i > 0 {
 				break
 			}
@@ -282,7 +282,7 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 	var total uint64
 	for _, a := range res.Aggregates() {
 		total += a.Period
-		leaf := a.Stack.Locations[0]
+		leaf := a.Stack.Locations()[0]
 		name := leaf.Raw()
 		if len(leaf.Frames) > 0 {
 			// The outermost frame of the leaf location is the function
@@ -537,7 +537,7 @@ func TestRealForkExec(t *testing.T) {
 	// Every sample in child_spin belongs to the child's binary, and none of
 	// the child's samples resolves through the parent's (exec dropped it).
 	for _, a := range res.Aggregates() {
-		leaf := a.Stack.Locations[0]
+		leaf := a.Stack.Locations()[0]
 		for _, f := range leaf.Frames {
 			if f.Function == "child_spin" && leaf.DSO.Path != child {
 				t.Errorf("child_spin in %s", leaf.DSO.Path)
@@ -764,7 +764,7 @@ func TestRealJITPerfMap(t *testing.T) {
 			t.Errorf("sample at %d after one at %d", s.Time, last)
 		}
 		last = s.Time
-		if s.Stack == nil || len(s.Stack.Locations) == 0 {
+		if s.Stack == nil || len(s.Stack.Locations()) == 0 {
 			t.Error("sample without a stack")
 		}
 		return nil
@@ -994,7 +994,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 	res.EachSample(func(s *Sample) error {
 		var got []string
 		var locs []string
-		for _, l := range s.Stack.Locations {
+		for _, l := range s.Stack.Locations() {
 			locs = append(locs, l.String())
 			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
 				continue

@@ -553,13 +553,13 @@ func (s *Session) addStack(refs []int32) {
 	s.frames += len(refs)
 }
 
-// locationPtrs returns the array Finish fills with every distinct stack's
-// location pointers, one per frame (s.frames): at 8 bytes a frame, the
-// largest block a check allocates (11.7 MB on the bench recording), so its
-// whole 2 MB pages are advised as huge pages before it is first written
-// (hugepage_linux.go).
-func (s *Session) locationPtrs() []*Location {
-	ptrs := make([]*Location, s.frames)
+// locationPtrs returns the array Stack.Locations fills with every distinct
+// stack's location pointers, one per frame (Session.frames): at 8 bytes a
+// frame, the largest block a Result allocates (11.7 MB on the bench
+// recording), so its whole 2 MB pages are advised as huge pages before it
+// is first written (hugepage_linux.go).
+func locationPtrs(frames int) []*Location {
+	ptrs := make([]*Location, frames)
 	if len(ptrs) > 0 {
 		adviseHuge(unsafe.Pointer(unsafe.SliceData(ptrs)), uintptr(len(ptrs))*unsafe.Sizeof(ptrs[0]))
 	}

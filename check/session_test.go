@@ -173,8 +173,8 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("clean: old_only_hot not named:\n%s", n)
 	}
 	// The callchain repeats the IP: one location, not two.
-	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations) != 1 {
-		t.Fatalf("stack: %d stacks, first has %d locations", len(res.Stacks), len(res.Stacks[0].Locations))
+	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 1 {
+		t.Fatalf("stack: %d stacks, first has %d locations", len(res.Stacks), len(res.Stacks[0].Locations()))
 	}
 
 	// Keep a copy in a perf-style cache, then rebuild at the same path.
@@ -281,7 +281,7 @@ func TestCallchainOnlyDSOVisible(t *testing.T) {
 		Callchain: []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser, 0x1010, 0x8010, 0x8020}})
 	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
 	res := finish(t, s)
-	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations) != 5 {
+	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 5 {
 		t.Fatalf("stack: %+v", res.Stacks[0])
 	}
 	caller := dsoOf(t, res, "/nonexistent/caller")

@@ -107,7 +107,7 @@ func Top(r *Result, byTotal bool, n int) []TopTable {
 		samples[ag.Event] += ag.Samples
 		period[ag.Event] += ag.Period
 		m := per[ag.Event]
-		for i, l := range ag.Stack.Locations {
+		for i, l := range ag.Stack.Locations() {
 			k := entry(l)
 			if int(k) >= len(m) {
 				m = append(m, make([]acc, len(keys)-len(m))...)

@@ -326,14 +326,14 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		if s == nil {
 			s = &profile.Sample{
 				Value:    make([]int64, 2*nev),
-				Location: make([]*profile.Location, len(ag.Stack.Locations)),
+				Location: make([]*profile.Location, len(ag.Stack.Locations())),
 				Label:    map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
 				NumLabel: map[string][]int64{"pid": {int64(ag.PID)}, "tid": {int64(ag.TID)}},
 			}
 			if ag.Comm != "" {
 				s.Label["comm"] = []string{ag.Comm}
 			}
-			for i, l := range ag.Stack.Locations {
+			for i, l := range ag.Stack.Locations() {
 				// By the check's dense ID, not a map lookup per frame
 				// (millions on a large recording).
 				if id := l.ID - 1; id >= 0 && id < len(res.Locations) && res.Locations[id] == l {

@@ -438,7 +438,7 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 	sets := map[*check.DSO]map[int]bool{}
 	for _, a := range res.Aggregates() {
-		for _, l := range a.Stack.Locations {
+		for _, l := range a.Stack.Locations() {
 			if sets[l.DSO] == nil {
 				sets[l.DSO] = map[int]bool{}
 			}
