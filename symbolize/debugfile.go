@@ -103,7 +103,9 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 		}
 		return nil, nil, "", err
 	}
-	f, err := os.Open(p)
+	// The locator's stat came before this open: open non-blocking and
+	// check the descriptor, so a FIFO swapped in since cannot block.
+	f, err := openRegular(p)
 	if err != nil {
 		return nil, nil, "", err
 	}

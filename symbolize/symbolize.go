@@ -166,14 +166,11 @@ type Binary struct {
 	closed  bool
 }
 
-// Open opens the binary at path. An ELF file (executable, shared library,
-// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
-// file is read as a perf JIT map when its name is perf-*.map and as kallsyms
-// otherwise.
-func Open(path string, opts Options) (*Binary, error) {
-	// A recording names any path, and a FIFO there would block a plain
-	// open until a writer comes: O_NONBLOCK returns at once, and only a
-	// regular file, checked on the open descriptor, is read.
+// openRegular opens path for reading when it is a regular file. The open
+// is non-blocking, so a FIFO at a recorded path cannot block it, and the
+// type is checked on the open descriptor, so a swap after a stat cannot
+// slip one in.
+func openRegular(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, err
@@ -184,6 +181,21 @@ func Open(path string, opts Options) (*Binary, error) {
 	} else if !st.Mode().IsRegular() {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
+	}
+	return f, nil
+}
+
+// Open opens the binary at path. An ELF file (executable, shared library,
+// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
+// file is read as a perf JIT map when its name is perf-*.map and as kallsyms
+// otherwise.
+func Open(path string, opts Options) (*Binary, error) {
+	// A recording names any path, and a FIFO there would block a plain
+	// open until a writer comes: O_NONBLOCK returns at once, and only a
+	// regular file, checked on the open descriptor, is read.
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
 	}
 	b := &Binary{path: path, opts: opts, f: f}
 	var magic [4]byte
