@@ -175,9 +175,12 @@ type Result struct {
 	// (its CFI could invent callers): their outer callers are not seen.
 	UnprovenUnwinds uint64
 
-	aggs []Aggregate
-	kept []compactSample
-	ips  *sampleIPs // per kept sample, its addresses (Analyze* only)
+	aggOnce sync.Once
+	aggs    []Aggregate
+	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
+	stacks  *stackSet          // the stacks as Finish made them
+	kept    []compactSample
+	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
 	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
 	comms     []string
@@ -185,8 +188,43 @@ type Result struct {
 }
 
 // Aggregates returns the samples grouped by (stack, event, pid, tid, comm),
-// the unit the top and pprof commands build on.
-func (r *Result) Aggregates() []Aggregate { return r.aggs }
+// the unit the top and pprof commands build on, ordered by stack ID, event,
+// pid, tid and comm. The slice is shared by every caller: do not modify
+// it. It is safe for concurrent use; the first call builds it (the check
+// alone needs none).
+func (r *Result) Aggregates() []Aggregate {
+	r.aggOnce.Do(r.buildAggregates)
+	return r.aggs
+}
+
+// buildAggregates turns the session's aggregates into r.aggs, sorted.
+func (r *Result) buildAggregates() {
+	if r.aggSrc == nil {
+		return
+	}
+	r.aggs = make([]Aggregate, 0, len(r.aggSrc))
+	for k, v := range r.aggSrc {
+		r.aggs = append(r.aggs, Aggregate{Stack: &r.stacks.stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
+			Comm: r.comms[k.comm], Samples: v.samples, Period: v.period})
+	}
+	r.aggSrc = nil
+	sort.Slice(r.aggs, func(i, j int) bool {
+		a, b := &r.aggs[i], &r.aggs[j]
+		if a.Stack.ID != b.Stack.ID {
+			return a.Stack.ID < b.Stack.ID
+		}
+		if a.Event != b.Event {
+			return a.Event < b.Event
+		}
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		if a.TID != b.TID {
+			return a.TID < b.TID
+		}
+		return a.Comm < b.Comm
+	})
+}
 
 // EachSample calls fn for every sample in delivery order (perf's time
 // order). The *Sample is reused: it is valid only until fn returns. It
@@ -330,27 +368,8 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		s.perfMapNotes(res)
 	}
 
-	res.aggs = make([]Aggregate, 0, len(s.aggs))
-	for k, v := range s.aggs {
-		res.aggs = append(res.aggs, Aggregate{Stack: res.Stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
-			Comm: s.comms[k.comm], Samples: v.samples, Period: v.period})
-	}
-	sort.Slice(res.aggs, func(i, j int) bool {
-		a, b := &res.aggs[i], &res.aggs[j]
-		if a.Stack.ID != b.Stack.ID {
-			return a.Stack.ID < b.Stack.ID
-		}
-		if a.Event != b.Event {
-			return a.Event < b.Event
-		}
-		if a.PID != b.PID {
-			return a.PID < b.PID
-		}
-		if a.TID != b.TID {
-			return a.TID < b.TID
-		}
-		return a.Comm < b.Comm
-	})
+	// The aggregates are turned into Result.Aggregates by its first call.
+	res.aggSrc, res.stacks = s.aggs, set
 	return res, nil
 }
 

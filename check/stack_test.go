@@ -8,10 +8,11 @@ import (
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
-// Finish does not build the stacks' location pointers; the first
-// Stack.Locations call builds them for every stack, once, even when many
-// goroutines ask at the same time (go test -race), and they are what the
-// samples recorded, with the trust flags Finish counted without them.
+// Finish does not build the stacks' location pointers nor the aggregates;
+// the first Stack.Locations call builds the pointers for every stack, and
+// the first Aggregates call the aggregates, once, even when many goroutines
+// ask at the same time (go test -race), and they are what the samples
+// recorded, with the trust flags Finish counted without them.
 func TestStackLocationsLazy(t *testing.T) {
 	s := NewSession(Options{NoSymbols: true})
 	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/missing", Exec: true})
@@ -63,10 +64,17 @@ func TestStackLocationsLazy(t *testing.T) {
 			t.Fatalf("stack %d: Finish built its location pointers", st.ID)
 		}
 	}
+	if res.aggs != nil {
+		t.Fatal("Finish built the aggregates")
+	}
+	aggs := make([][]Aggregate, 8)
 	got := make([][]*Location, len(res.Stacks))
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
+			if g%2 == 1 {
+				aggs[g] = res.Aggregates()
+			}
 			// Each goroutine walks the stacks from another start, so
 			// that the first calls race on different stacks.
 			for j := range res.Stacks {
@@ -75,6 +83,9 @@ func TestStackLocationsLazy(t *testing.T) {
 				if g == 0 {
 					got[id] = l
 				}
+			}
+			if g%2 == 0 {
+				aggs[g] = res.Aggregates()
 			}
 		})
 	}
@@ -114,7 +125,18 @@ func TestStackLocationsLazy(t *testing.T) {
 	if res.TrustedSamples != trusted || res.UntrustedAnySamples != any || res.UntrustedLeafSamples != leaf || trusted == 0 || any == 0 || leaf == 0 {
 		t.Errorf("counts %d/%d/%d, the stacks say %d/%d/%d", res.TrustedSamples, res.UntrustedAnySamples, res.UntrustedLeafSamples, trusted, any, leaf)
 	}
-	if (&Stack{}).Locations() != nil {
-		t.Error("a zero Stack has locations")
+	// One aggregate per stack here (one thread, one event), in stack order.
+	for g := range aggs {
+		if len(aggs[g]) != len(wants) || &aggs[g][0] != &aggs[0][0] {
+			t.Fatalf("goroutine %d: %d aggregates, want the same %d as the others", g, len(aggs[g]), len(wants))
+		}
+	}
+	for i, a := range aggs[0] {
+		if a.Stack != res.Stacks[i] || a.Samples != wants[i].n || a.Period != wants[i].n || a.PID != 5 || a.TID != 5 || a.Event != 0 {
+			t.Errorf("aggregate %d: %+v, want stack %d with %d samples", i, a, i+1, wants[i].n)
+		}
+	}
+	if (&Stack{}).Locations() != nil || (&Result{}).Aggregates() != nil {
+		t.Error("a zero Stack has locations, or a zero Result aggregates")
 	}
 }
