@@ -323,29 +323,42 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
-	locTrusted := make([]bool, len(s.locs))
 	for i, r := range s.locs {
 		l := &locBlock[i]
 		*l = Location{ID: i + 1, DSO: s.dsos[r.dso], Offset: r.off}
 		res.Locations[i] = l
-		locTrusted[i] = l.Trusted()
 	}
 	// The stacks keep their location indexes; the pointers are built by
 	// the first Stack.Locations call (stackSet.expand). Trust is counted
-	// from the indexes.
+	// from the indexes, and only when some DSO a sample touches is
+	// untrusted: otherwise every stack with samples is trusted (its DSOs
+	// are all touched), and the frames need not be read again.
+	allTrusted := true
+	for _, d := range touched {
+		allTrusted = allTrusted && d.Trusted()
+	}
+	var locTrusted []bool // by location index, made on first need
 	res.Stacks = make([]*Stack, nstacks)
 	set := &stackSet{stacks: make([]Stack, nstacks), locs: locBlock, frames: s.frames}
 	for id := range nstacks {
 		refs := s.stack(id)
 		st := &set.stacks[id]
 		*st = Stack{ID: id + 1, refs: refs, set: set, Trusted: true, LeafTrusted: true}
-		for i, r := range refs {
-			if !locTrusted[r] {
-				st.Trusted = false
-				if i == 0 {
-					st.LeafTrusted = false
+		if !allTrusted || stackSamples[id] == 0 {
+			if locTrusted == nil {
+				locTrusted = make([]bool, len(locBlock))
+				for i := range locBlock {
+					locTrusted[i] = locBlock[i].Trusted()
 				}
-				break
+			}
+			for i, r := range refs {
+				if !locTrusted[r] {
+					st.Trusted = false
+					if i == 0 {
+						st.LeafTrusted = false
+					}
+					break
+				}
 			}
 		}
 		res.Stacks[id] = st
