@@ -68,9 +68,9 @@ type Stack struct {
 	Trusted     bool // every location is trusted
 	LeafTrusted bool
 
-	refs []int32     // the locations' indexes in Result.Locations, until expanded
-	locs []*Location // set by set.expand
-	set  *stackSet   // nil for a Stack not made by Finish
+	// The stack's locations are set.ptrs[first:first+n], once built.
+	first, n int32
+	set      *stackSet // nil for a Stack not made by Finish
 }
 
 // Locations returns the stack's locations, leaf first. The slice is shared
@@ -80,36 +80,36 @@ type Stack struct {
 // pointers, one per frame (1.46 million, 11.7 MB on the bench recording):
 // `perfcheck check` never asks for them, so it does not pay for them.
 func (s *Stack) Locations() []*Location {
-	if s.set != nil {
-		s.set.once.Do(s.set.expand)
+	if s.set == nil {
+		return nil
 	}
-	return s.locs
+	s.set.once.Do(s.set.expand)
+	end := s.first + s.n
+	return s.set.ptrs[s.first:end:end]
 }
 
 // stackSet is what a Result's stacks need to build their location
 // pointers on first use.
 type stackSet struct {
 	once   sync.Once
-	stacks []Stack    // the Result's stacks, in one block
-	locs   []Location // the Result's locations, in one block: Locations[i] is &locs[i]
-	frames int        // total frames of the stacks
+	refs   [][]int32   // each stack's location indexes (the session's), until expanded
+	locs   []Location  // the Result's locations, in one block: Locations[i] is &locs[i]
+	frames int         // total frames of the stacks
+	ptrs   []*Location // every stack's location pointers, in stack order
 }
 
-// expand gives every stack its location pointers, cut from one array, and
-// drops the stacks' location indexes (the session's chunks are then
-// garbage).
+// expand builds every stack's location pointers, in one array, and drops
+// the location indexes (the session's chunks are then garbage).
 func (a *stackSet) expand() {
 	ptrs := locationPtrs(a.frames)
 	next := 0
-	for i := range a.stacks {
-		st := &a.stacks[i]
-		p := ptrs[next : next+len(st.refs) : next+len(st.refs)]
-		next += len(st.refs)
-		for j, r := range st.refs {
-			p[j] = &a.locs[r]
+	for _, refs := range a.refs {
+		for _, r := range refs {
+			ptrs[next] = &a.locs[r]
+			next++
 		}
-		st.locs, st.refs = p, nil
 	}
+	a.ptrs, a.refs = ptrs, nil
 }
 
 // Aggregate is the samples one thread took with one stack for one event.
@@ -178,7 +178,7 @@ type Result struct {
 	aggOnce sync.Once
 	aggs    []Aggregate
 	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
-	stacks  *stackSet          // the stacks as Finish made them
+	stacks  []Stack            // the stacks as Finish made them
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
@@ -204,7 +204,7 @@ func (r *Result) buildAggregates() {
 	}
 	r.aggs = make([]Aggregate, 0, len(r.aggSrc))
 	for k, v := range r.aggSrc {
-		r.aggs = append(r.aggs, Aggregate{Stack: &r.stacks.stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
+		r.aggs = append(r.aggs, Aggregate{Stack: &r.stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
 			Comm: r.comms[k.comm], Samples: v.samples, Period: v.period})
 	}
 	r.aggSrc = nil
@@ -339,11 +339,18 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 	var locTrusted []bool // by location index, made on first need
 	res.Stacks = make([]*Stack, nstacks)
-	set := &stackSet{stacks: make([]Stack, nstacks), locs: locBlock, frames: s.frames}
+	set := &stackSet{refs: s.stacks[:nstacks], locs: locBlock, frames: s.frames}
+	stackBlock := make([]Stack, nstacks)
+	first := 0
 	for id := range nstacks {
 		refs := s.stack(id)
-		st := &set.stacks[id]
-		*st = Stack{ID: id + 1, refs: refs, set: set, Trusted: true, LeafTrusted: true}
+		// Field by field: a whole-struct store of a type with pointers
+		// is a bulk-barrier copy (runtime.wbMove) while the collector
+		// runs, which it often does here.
+		st := &stackBlock[id]
+		st.ID, st.Trusted, st.LeafTrusted = id+1, true, true
+		st.first, st.n, st.set = int32(first), int32(len(refs)), set
+		first += len(refs)
 		if !allTrusted || stackSamples[id] == 0 {
 			if locTrusted == nil {
 				locTrusted = make([]bool, len(locBlock))
@@ -382,7 +389,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 
 	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc, res.stacks = s.aggs, set
+	res.aggSrc, res.stacks = s.aggs, stackBlock
 	return res, nil
 }
 

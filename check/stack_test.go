@@ -60,7 +60,7 @@ func TestStackLocationsLazy(t *testing.T) {
 		t.Fatalf("%d stacks, want %d", len(res.Stacks), len(wants))
 	}
 	for _, st := range res.Stacks {
-		if st.locs != nil {
+		if st.set == nil || st.set.ptrs != nil {
 			t.Fatalf("stack %d: Finish built its location pointers", st.ID)
 		}
 	}
