@@ -69,8 +69,9 @@ type Stack struct {
 	LeafTrusted bool
 
 	// The stack's locations are set.ptrs[first:first+n], once built.
-	first, n int32
-	set      *stackSet // nil for a Stack not made by Finish
+	n     int32
+	first int
+	set   *stackSet // nil for a Stack not made by Finish
 }
 
 // Locations returns the stack's locations, leaf first. The slice is shared
@@ -84,7 +85,7 @@ func (s *Stack) Locations() []*Location {
 		return nil
 	}
 	s.set.once.Do(s.set.expand)
-	end := s.first + s.n
+	end := s.first + int(s.n)
 	return s.set.ptrs[s.first:end:end]
 }
 
@@ -349,7 +350,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		// runs, which it often does here.
 		st := &stackBlock[id]
 		st.ID, st.Trusted, st.LeafTrusted = id+1, true, true
-		st.first, st.n, st.set = int32(first), int32(len(refs)), set
+		st.first, st.n, st.set = first, int32(len(refs)), set
 		first += len(refs)
 		if !allTrusted || stackSamples[id] == 0 {
 			if locTrusted == nil {
