@@ -4,8 +4,6 @@ package symbolize
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -22,13 +20,7 @@ import (
 // pointer into a span it thinks free makes the garbage collector throw.
 func TestCloseDropsPointersIntoMappings(t *testing.T) {
 	gobin := needTool(t, "go")
-	dir := t.TempDir()
-	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	dir := goProgDir(t)
 	// DWARF compressed (decompressed into anonymous memory) and not
 	// (mapped from the file).
 	for _, ld := range []string{"", "-compressdwarf=false"} {
@@ -38,10 +30,7 @@ func TestCloseDropsPointersIntoMappings(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name)
-			cmd := exec.Command(gobin, "build", "-o", p, "-ldflags="+ld, ".")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-			if o, err := cmd.CombinedOutput(); err != nil {
+			if o, err := goBuild(gobin, dir, p, "-ldflags="+ld); err != nil {
 				t.Fatalf("go build: %v\n%s", err, o)
 			}
 			checkClosePointers(t, p)

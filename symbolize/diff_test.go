@@ -974,13 +974,7 @@ func TestDiffRust(t *testing.T) {
 
 func TestDiffGo(t *testing.T) {
 	gobin := needTool(t, "go")
-	dir := t.TempDir()
-	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	dir := goProgDir(t)
 	// The default build first: the stripped one is checked against it.
 	for i, ld := range []string{"", "-s -w"} {
 		name := "go-default"
@@ -989,10 +983,7 @@ func TestDiffGo(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(dir, name)
-			cmd := exec.Command(gobin, "build", "-o", out, "-ldflags="+ld, ".")
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-			if o, err := cmd.CombinedOutput(); err != nil {
+			if o, err := goBuild(gobin, dir, out, "-ldflags="+ld); err != nil {
 				t.Fatalf("go build: %v\n%s", err, o)
 			}
 			twin := ""
@@ -1058,18 +1049,9 @@ func TestGoStrippedPIE(t *testing.T) {
 		t.Skip("builds the standard library in PIE mode (a minute when not cached)")
 	}
 	gobin := needTool(t, "go")
-	dir := t.TempDir()
-	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	dir := goProgDir(t)
 	for _, v := range []struct{ out, ld string }{{"pie", ""}, {"pie-stripped", "-s -w"}} {
-		cmd := exec.Command(gobin, "build", "-buildmode=pie", "-o", v.out, "-ldflags="+v.ld, ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-		if o, err := cmd.CombinedOutput(); err != nil {
+		if o, err := goBuild(gobin, dir, v.out, "-buildmode=pie", "-ldflags="+v.ld); err != nil {
 			t.Skipf("go build -buildmode=pie: %v\n%s", err, o)
 		}
 	}
@@ -1092,4 +1074,31 @@ func TestDiffSystemLibs(t *testing.T) {
 			diffTest(t, p, Options{}, int64(400+i))
 		})
 	}
+}
+
+// goProgDir writes testdata/goprog (main.go and a go.mod) into a new
+// directory and returns it; goBuild builds it there.
+func goProgDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// goBuild runs `go build -o out ARGS... .` in dir (pure Go, this
+// toolchain) and returns the output and the error.
+func goBuild(gobin, dir, out string, args ...string) ([]byte, error) {
+	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, args...), ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	return cmd.CombinedOutput()
 }

@@ -3,8 +3,6 @@
 package symbolize
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -17,18 +15,9 @@ import (
 // mappings are released once the binary is closed and collected.
 func TestOffHeapTables(t *testing.T) {
 	gobin := needTool(t, "go")
-	dir := t.TempDir()
-	src, err := os.ReadFile(testdataPath(t, "goprog/main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644)
-	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module goprog\n\ngo 1.26\n"), 0o644)
+	dir := goProgDir(t)
 	p := filepath.Join(dir, "goprog")
-	cmd := exec.Command(gobin, "build", "-o", p, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
-	if o, err := cmd.CombinedOutput(); err != nil {
+	if o, err := goBuild(gobin, dir, p); err != nil {
 		t.Fatalf("go build: %v\n%s", err, o)
 	}
 	addrs := textAddrs(t, p, 2000)
