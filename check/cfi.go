@@ -131,44 +131,44 @@ func (r *reader) fail() {
 	r.off = len(r.b)
 }
 
-func (r *reader) u8() byte {
-	if r.off+1 > len(r.b) {
+// take returns the next n bytes, or nil past the end (the sticky error
+// set): the one bounds check behind every fixed-width read.
+func (r *reader) take(n int) []byte {
+	if r.off+n > len(r.b) {
 		r.fail()
-		return 0
+		return nil
 	}
-	v := r.b[r.off]
-	r.off++
-	return v
+	b := r.b[r.off : r.off+n]
+	r.off += n
+	return b
+}
+
+func (r *reader) u8() byte {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
 }
 
 func (r *reader) u16() uint16 {
-	if r.off+2 > len(r.b) {
-		r.fail()
-		return 0
+	if b := r.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
 	}
-	v := binary.LittleEndian.Uint16(r.b[r.off:])
-	r.off += 2
-	return v
+	return 0
 }
 
 func (r *reader) u32() uint32 {
-	if r.off+4 > len(r.b) {
-		r.fail()
-		return 0
+	if b := r.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	v := binary.LittleEndian.Uint32(r.b[r.off:])
-	r.off += 4
-	return v
+	return 0
 }
 
 func (r *reader) u64() uint64 {
-	if r.off+8 > len(r.b) {
-		r.fail()
-		return 0
+	if b := r.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
 	}
-	v := binary.LittleEndian.Uint64(r.b[r.off:])
-	r.off += 8
-	return v
+	return 0
 }
 
 func (r *reader) uleb() uint64 {
@@ -561,23 +561,4 @@ func run(c *cie, insns []byte, rw *row, initial *row, loc, a uint64) (row, error
 		}
 	}
 	return *rw, r.err
-}
-
-// readEHFrame returns the raw .eh_frame of an ELF file (fuzz seeds).
-func readEHFrame(path string) (b []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
-	ef, err := elf.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer ef.Close()
-	sec := ef.Section(".eh_frame")
-	if sec == nil || sec.Size > maxEHFrame {
-		return nil, errCFI
-	}
-	return sec.Data()
 }
