@@ -55,13 +55,7 @@ func TestFeedPipelineSameAsSerial(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one CPU: feed never pipelines")
 	}
-	old := feedBatchOps
-	feedBatchOps = 3
-	defer func() { feedBatchOps = old }()
-	files, err := filepath.Glob("../testdata/perf/*.data")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
-	}
+	files := smallBatchFixtures(t)
 	cache := fixtureCache(t)
 	for _, name := range files {
 		t.Run(filepath.Base(name), func(t *testing.T) {
@@ -144,13 +138,7 @@ func feedDirect(t *testing.T, s *Session, f Recording) {
 // the records one by one does: the same stacks, aggregates and kept
 // samples, on every fixture (each spanning many batches).
 func TestFeedSameAsDirect(t *testing.T) {
-	old := feedBatchOps
-	feedBatchOps = 3
-	defer func() { feedBatchOps = old }()
-	files, err := filepath.Glob("../testdata/perf/*.data")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
-	}
+	files := smallBatchFixtures(t)
 	cache := fixtureCache(t)
 	for _, name := range files {
 		t.Run(filepath.Base(name), func(t *testing.T) {
@@ -186,4 +174,17 @@ func TestFeedSameAsDirect(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smallBatchFixtures makes Session.Feed's batches three records long for
+// the test, so each fixture spans many batches, and lists the fixtures.
+func smallBatchFixtures(t *testing.T) []string {
+	old := feedBatchOps
+	feedBatchOps = 3
+	t.Cleanup(func() { feedBatchOps = old })
+	files, err := filepath.Glob("../testdata/perf/*.data")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
+	}
+	return files
 }
