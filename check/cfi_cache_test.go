@@ -41,11 +41,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 // library's frame, and its notes say why.
 func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	w := newWorld(t)
-	lib := w.path("libwork.so")
-	bin := w.path("app")
-	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
-	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
-	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin)
+	lib, bin, data := w.dwarfApp()
 	served := w.path("served")
 	if err := os.MkdirAll(served, 0o755); err != nil {
 		t.Fatal(err)

@@ -123,6 +123,15 @@ func (w *world) record(name string, extra []string, argv ...string) string {
 	return out
 }
 
+// dwarfApp builds a program and its library without frame pointers, so
+// only their CFI unwinds them, and records it with --call-graph dwarf.
+func (w *world) dwarfApp() (lib, bin, data string) {
+	lib, bin = w.path("libwork.so"), w.path("app")
+	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
+	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
+	return lib, bin, w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin)
+}
+
 func (w *world) analyze(data string, opts Options) *Result {
 	w.t.Helper()
 	res, err := Analyze(context.Background(), data, opts)
@@ -962,11 +971,7 @@ func perfScriptStacks(t *testing.T, w *world, data string) []scriptSample {
 // with the binaries' CFI, frame for frame as perf script shows them.
 func TestRealDwarfUnwind(t *testing.T) {
 	w := newWorld(t)
-	lib := w.path("libwork.so")
-	bin := w.path("app")
-	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
-	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
-	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin)
+	lib, bin, data := w.dwarfApp()
 	res := w.analyze(data, Options{KeepSamples: true})
 	d := mustDSO(t, res, bin, Verified)
 	// The program calls the library: its main is a caller in the
