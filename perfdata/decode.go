@@ -435,6 +435,20 @@ func decodeCPUMapData(d *decoder, cpus []uint32) ([]uint32, bool) {
 // otherwise list millions of CPUs (perf's own limit is 4096, MAX_NR_CPUS).
 const maxCPUs = 1 << 16
 
+// decodeSampleRecord decodes data, the whole SAMPLE record at off of the
+// event with attr a, into p.sample, whose RecordHeader the caller has set
+// (Records.nextSampleInPlace sets it where the record lies, decodeKernel
+// from the raw record).
+func (p *parser) decodeSampleRecord(data []byte, off int64, a *Attr, what string) error {
+	if a.SampleType >= sampleTypeMax {
+		return &FormatError{File: p.name, Offset: off, Msg: what + ": unknown sample_type bits", Err: ErrMalformed}
+	}
+	d := newDecoder(data, off, p.order, what)
+	d.skip(8)
+	decodeSample(&d, a, &p.sample, p.skipSampleArrays)
+	return d.err
+}
+
 // decodeKernel decodes a kernel record (type < 64).
 func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Record, error) {
 	data := rec.data
@@ -449,18 +463,11 @@ func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Reco
 		if a == nil {
 			return nil, &FormatError{File: p.name, Offset: rec.off, Msg: what + ": a sample before any event (attr) was described"}
 		}
-		if a.SampleType >= sampleTypeMax {
-			return nil, &FormatError{File: p.name, Offset: rec.off, Msg: what + ": unknown sample_type bits", Err: ErrMalformed}
+		p.sample.RecordHeader = h
+		if err := p.decodeSampleRecord(data, rec.off, a, what); err != nil {
+			return nil, err
 		}
-		s := &p.sample
-		s.RecordHeader = h
-		d := newDecoder(data, rec.off, p.order, what)
-		d.skip(8)
-		decodeSample(&d, a, s, p.skipSampleArrays)
-		if d.err != nil {
-			return nil, d.err
-		}
-		return s, nil
+		return &p.sample, nil
 	}
 	// The sample_id trailer is the last id_hdr_size bytes
 	// (perf_evsel__parse_id_sample walks back from the end).

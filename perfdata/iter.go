@@ -204,16 +204,10 @@ func (rs *Records) nextSampleInPlace() Record {
 	if i < 0 {
 		return nil
 	}
-	a := &es.events[i].Attr
-	if a.SampleType >= sampleTypeMax {
-		return nil
-	}
 	s := &p.sample
 	s.RecordHeader = RecordHeader{RecType: RecordSample, Misc: binary.LittleEndian.Uint16(b[4:]), Size: uint16(size),
 		Offset: off, Compressed: compressed, Part: st.part, EventIndex: i}
-	d := decoder{b: b, off: 8, base: off, order: binary.LittleEndian, little: true}
-	decodeSample(&d, a, s, true)
-	if d.err != nil {
+	if p.decodeSampleRecord(b, off, &es.events[i].Attr, p.what(RecordSample, compressed)) != nil {
 		return nil
 	}
 	*start += size
