@@ -61,36 +61,29 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 	oldSys, oldProc := sysRoot, procRoot
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
-	var res *Result
-	var err error
-	mustReturn(t, ko, "Finish", func() {
-		s := NewSession(Options{BuildIDDir: t.TempDir()})
-		s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true})
-		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
-		res, err = s.Finish(context.Background())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res == nil {
-		return
-	}
-	for _, d := range res.DSOs {
-		if d.Path == ko && d.Symbolized() {
-			t.Errorf("%s: a FIFO is to be symbolized (%v: %s)", d.Path, d.Verdict, d.Reason)
-		}
-	}
+	finishNotSymbolized(t, ko,
+		&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true},
+		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
 }
 
 // A user DSO recorded without a build-id whose path is a FIFO.
 func TestFinishFilePathIsFIFO(t *testing.T) {
 	p := mkfifo(t, t.TempDir(), "evil.so")
+	finishNotSymbolized(t, p,
+		&MapEvent{PID: 7, TID: 7, Start: 0x400000, Len: 0x4000, Path: p, Exec: true},
+		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
+}
+
+// finishNotSymbolized feeds one mapping of the FIFO at fifo and one sample
+// in it to a session: Finish must return, and not symbolize the FIFO.
+func finishNotSymbolized(t *testing.T, fifo string, m *MapEvent, smp *SampleEvent) {
+	t.Helper()
 	var res *Result
 	var err error
-	mustReturn(t, p, "Finish", func() {
+	mustReturn(t, fifo, "Finish", func() {
 		s := NewSession(Options{BuildIDDir: t.TempDir()})
-		s.Mmap(&MapEvent{PID: 7, TID: 7, Start: 0x400000, Len: 0x4000, Path: p, Exec: true})
-		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
+		s.Mmap(m)
+		s.Sample(smp)
 		res, err = s.Finish(context.Background())
 	})
 	if err != nil {
@@ -100,7 +93,7 @@ func TestFinishFilePathIsFIFO(t *testing.T) {
 		return
 	}
 	for _, d := range res.DSOs {
-		if d.Path == p && d.Symbolized() {
+		if d.Path == fifo && d.Symbolized() {
 			t.Errorf("%s: a FIFO is to be symbolized (%v: %s)", d.Path, d.Verdict, d.Reason)
 		}
 	}
