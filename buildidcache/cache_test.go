@@ -13,20 +13,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // perfCmd runs real perf with HOME=home, so that its cache is home/.debug.
-func perfCmd(t *testing.T, home string, args ...string) string {
-	t.Helper()
-	needTool(t, "perf")
-	c := exec.Command("perf", args...)
-	c.Env = append(slicesDeleteEnv(os.Environ(), "PERF_BUILDID_DIR"), "HOME="+home)
-	b, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("perf %v: %v\n%s", args, err, b)
-	}
-	return string(b)
-}
+var perfCmd = fixtures.PerfHome
 
 // tree lists every path under dir with its link target, for comparing
 // layouts; perf's "probes" (SDT cache) files are left out.

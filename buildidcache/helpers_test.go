@@ -7,48 +7,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// needTool skips the test when a real tool it drives is not installed.
-// scripts/test.sh installs all of them, so a skip means a partial setup.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Skipf("%s is not installed (scripts/test.sh installs it): %v", name, err)
-	}
-	return p
-}
-
-// cProg is a small C program with a function worth symbolizing.
-const cProg = `
-#include <stdio.h>
-#ifndef TAG
-#define TAG ""
-#endif
-__attribute__((noinline)) unsigned long spin(unsigned long n) {
-	volatile unsigned long x = 0;
-	for (unsigned long i = 0; i < n; i++) x += i;
-	return x;
-}
-int main(int argc, char **argv) { printf(TAG "%lu\n", spin(argc > 1 ? 200000000UL : 10)); return 0; }
-`
-
-// buildC compiles cProg with gcc and extra flags into dir/name.
-func buildC(t testing.TB, dir, name string, flags ...string) string {
-	t.Helper()
-	needTool(t, "gcc")
-	src := filepath.Join(dir, name+".c")
-	if err := os.WriteFile(src, []byte(cProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, name)
-	args := append([]string{"-O1", "-o", out, src}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
-	}
-	return out
-}
+// The real tools and the C program these tests drive are shared with
+// cmd/perfcheck's tests (internal/fixtures).
+var (
+	needTool = fixtures.NeedTool
+	buildC   = fixtures.BuildC
+)
 
 const goProg = "package main\n\nfunc main() { println(\"hello\") }\n"
 

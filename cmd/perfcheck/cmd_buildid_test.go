@@ -8,45 +8,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// bicNeed skips when a real tool the test drives is missing
-// (scripts/test.sh installs them).
-func bicNeed(t *testing.T, tool string) {
-	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		t.Skipf("%s not installed (scripts/test.sh installs it)", tool)
-	}
-}
-
-const bicCProg = `
-#include <stdio.h>
-#ifndef TAG
-#define TAG ""
-#endif
-__attribute__((noinline)) unsigned long spin(unsigned long n) {
-	volatile unsigned long x = 0;
-	for (unsigned long i = 0; i < n; i++) x += i;
-	return x;
-}
-int main(int argc, char **argv) { printf(TAG "%lu\n", spin(argc > 1 ? 200000000UL : 10)); return 0; }
-`
-
-// bicBuildC compiles a small C program with gcc and the given flags.
-func bicBuildC(t *testing.T, dir, name string, flags ...string) string {
-	t.Helper()
-	bicNeed(t, "gcc")
-	src := filepath.Join(dir, name+".c")
-	if err := os.WriteFile(src, []byte(bicCProg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, name)
-	args := append([]string{"-O1", "-o", out, src}, flags...)
-	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, b)
-	}
-	return out
-}
+// The real tools and the C program these tests drive are shared with
+// buildidcache's tests (internal/fixtures).
+var (
+	bicNeed   = fixtures.NeedTool
+	bicBuildC = fixtures.BuildC
+)
 
 // bicBuildGo builds a tiny Go program with go build and the given flags.
 func bicBuildGo(t *testing.T, dir, name string, flags ...string) string {

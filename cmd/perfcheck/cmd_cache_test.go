@@ -11,26 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // bicPerf runs real perf with HOME=home (so its cache is home/.debug).
-func bicPerf(t *testing.T, home string, args ...string) string {
-	t.Helper()
-	bicNeed(t, "perf")
-	c := exec.Command("perf", args...)
-	env := []string{"HOME=" + home}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "PERF_BUILDID_DIR=") && !strings.HasPrefix(e, "HOME=") {
-			env = append(env, e)
-		}
-	}
-	c.Env = env
-	b, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("perf %v: %v\n%s", args, err, b)
-	}
-	return string(b)
-}
+var bicPerf = fixtures.PerfHome
 
 func TestCacheAddListPrune(t *testing.T) {
 	dir := t.TempDir()
