@@ -257,11 +257,7 @@ func decodeReadValues(d *decoder, rf ReadFormat, rv *ReadValues) {
 // u64s decodes n u64 values into dst (reused), bounding n by what remains.
 func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 	dst = dst[:0]
-	if d.err != nil {
-		return dst
-	}
-	if n > uint64(d.remaining())/8 {
-		d.fail(errCount, "%s of %d entries cannot fit in %d bytes", what, n, d.remaining())
+	if !d.fitsU64s(n, what) {
 		return dst
 	}
 	b := d.bytes(int(n) * 8)
@@ -304,14 +300,23 @@ func resetSample(s *Sample, st SampleType) {
 
 // skipU64s steps over n u64 values with the checks and the error of u64s.
 func (d *decoder) skipU64s(n uint64, what string) {
+	if d.fitsU64s(n, what) {
+		d.off += int(n) * 8
+	}
+}
+
+// fitsU64s reports whether n u64 values fit in what remains, failing with
+// errCount when they do not: the one bound of u64s and skipU64s, so that
+// SkipSampleArrays gives the same error at the same offset.
+func (d *decoder) fitsU64s(n uint64, what string) bool {
 	if d.err != nil {
-		return
+		return false
 	}
 	if n > uint64(d.remaining())/8 {
 		d.fail(errCount, "%s of %d entries cannot fit in %d bytes", what, n, d.remaining())
-		return
+		return false
 	}
-	d.off += int(n) * 8
+	return true
 }
 
 // decodeSample decodes a SAMPLE payload (the bytes after the header) in
