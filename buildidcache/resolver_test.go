@@ -250,13 +250,8 @@ func TestResolveDebugDirs(t *testing.T) {
 	// Identity from the first verified file (the stripped binary that
 	// real perf buildid-cache -a filed), symbols from the richest one.
 	t.Run("identity-vs-best", func(t *testing.T) {
-		needTool(t, "perf")
 		home := t.TempDir()
-		c := exec.Command("perf", "buildid-cache", "-a", bin)
-		c.Env = append(slicesDeleteEnv(os.Environ(), "PERF_BUILDID_DIR"), "HOME="+home)
-		if b, err := c.CombinedOutput(); err != nil {
-			t.Fatalf("perf buildid-cache -a: %v\n%s", err, b)
-		}
+		perfCmd(t, home, "buildid-cache", "-a", bin)
 		d := t.TempDir()
 		place(t, filepath.Join(d, ".build-id", hexID[:2], hexID[2:]+".debug"))
 		opts := noNet(t)
