@@ -433,20 +433,6 @@ func toBigEndian(t *testing.T, orig []byte) []byte {
 		}
 		p := off
 		switch id {
-		case FeatureHostname, FeatureOSRelease, FeatureVersion, FeatureArch, FeatureCPUDesc, FeatureCPUID:
-			s.swapString(p)
-		case FeatureNrCPUs:
-			s.u32(p)
-			s.u32(p + 4)
-		case FeatureTotalMem, FeatureSampleTime:
-			s.u64s(p, int64(len(b))/8)
-		case FeatureCmdLine:
-			nr := int64(le.Uint32(orig[p:]))
-			s.u32(p)
-			p += 4
-			for i := int64(0); i < nr; i++ {
-				p = s.swapString(p)
-			}
 		case FeatureEventDesc:
 			nr := int64(le.Uint32(orig[p:]))
 			sz := int64(le.Uint32(orig[p+4:]))
@@ -472,7 +458,10 @@ func toBigEndian(t *testing.T, orig []byte) []byte {
 				q += n
 			}
 		default:
-			continue
+			// The features a pipe stream also carries (HEADER_FEATURE).
+			if !s.swapFeaturePayload(id, p, int64(len(b))) {
+				continue
+			}
 		}
 		keep = append(keep, sec{id, off, int64(len(b))})
 	}
