@@ -272,7 +272,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		p.Mapping = append(p.Mapping, m)
 	}
 
-	locs := make(map[*check.Location]*profile.Location, len(res.Locations))
+	// p.Location[i] is the profile location of res.Locations[i].
 	for _, l := range res.Locations {
 		m := maps[l.DSO]
 		pl := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m}
@@ -299,7 +299,6 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 				}
 			}
 		}
-		locs[l] = pl
 		p.Location = append(p.Location, pl)
 	}
 	// A trusted DSO that was found elsewhere than at its path (perf's
@@ -320,6 +319,11 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		pid, tid int32
 	}
 	samples := map[sampleKey]*profile.Sample{}
+	// byPtr finds the profile location of a Location whose ID is not its
+	// index in res.Locations (a Result not made by check's Finish); it is
+	// built only then, not for every Convert (a map of millions of entries
+	// on a large recording, where every lookup goes by ID).
+	var byPtr map[*check.Location]*profile.Location
 	for _, ag := range res.Aggregates() {
 		k := sampleKey{ag.Stack.ID, ag.Comm, ag.PID, ag.TID}
 		s := samples[k]
@@ -339,7 +343,13 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 				if id := l.ID - 1; id >= 0 && id < len(res.Locations) && res.Locations[id] == l {
 					s.Location[i] = p.Location[id]
 				} else {
-					s.Location[i] = locs[l]
+					if byPtr == nil {
+						byPtr = make(map[*check.Location]*profile.Location, len(res.Locations))
+						for j, rl := range res.Locations {
+							byPtr[rl] = p.Location[j]
+						}
+					}
+					s.Location[i] = byPtr[l]
 				}
 			}
 			samples[k] = s
