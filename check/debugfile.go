@@ -1,10 +1,6 @@
 package check
 
-import (
-	"bytes"
-
-	"github.com/perfcheck/perfcheck/buildidcache"
-)
+import "github.com/perfcheck/perfcheck/buildidcache"
 
 // openDSO opens d's symbol file with opener. File offsets become ELF
 // addresses through the program headers, and a separate debug file (perf's
@@ -54,10 +50,8 @@ func codeFileCandidates(d *DSO, opts *Options) []string {
 	if d.Kind == KindFile && len(d.BuildID) > 0 {
 		disk := opts.diskPath(d.Path)
 		if disk != d.symPath && disk != d.FoundPath {
-			// perf pads short build-ids with zeros to 20 bytes.
-			rec := bytes.TrimRight(d.BuildID, "\x00")
-			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && len(rec) > 0 &&
-				bytes.HasPrefix(id.BuildID, rec) {
+			// sameBuildID allows for perf's zero padding to 20 bytes.
+			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && sameBuildID(id.BuildID, d.BuildID) {
 				out = append(out, disk)
 			}
 		}
