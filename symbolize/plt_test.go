@@ -24,14 +24,7 @@ import (
 // (32-bit DWARF and symbols on i386, AArch64 code).
 func TestPLTCross(t *testing.T) {
 	ifuncSrc := filepath.Join(t.TempDir(), "ifunc.c")
-	os.WriteFile(ifuncSrc, []byte(`#include <stdio.h>
-#include <stdlib.h>
-static int add_slow(int a, int b) { int r = 0; for (int i = 0; i < b; i++) r++; return a + r; }
-static int add_fast(int a, int b) { return a + b; }
-static int (*resolve_add(void))(int, int) { return getenv("SLOW") ? add_slow : add_fast; }
-int add(int a, int b) __attribute__((ifunc("resolve_add")));
-int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
-`), 0o644)
+	os.WriteFile(ifuncSrc, []byte(ifuncC), 0o644)
 	arches := []struct {
 		triplet string
 		machine elf.Machine

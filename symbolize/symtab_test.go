@@ -68,6 +68,17 @@ func TestAliasChoice(t *testing.T) {
 	}
 }
 
+// ifuncC calls add, an IFUNC whose resolver picks one of two bodies
+// (TestIFUNC, TestPLTCross).
+const ifuncC = `#include <stdio.h>
+#include <stdlib.h>
+static int add_slow(int a, int b) { int r = 0; for (int i = 0; i < b; i++) r++; return a + r; }
+static int add_fast(int a, int b) { return a + b; }
+static int (*resolve_add(void))(int, int) { return getenv("SLOW") ? add_slow : add_fast; }
+int add(int a, int b) __attribute__((ifunc("resolve_add")));
+int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
+`
+
 // TestIFUNC builds a program with a GNU indirect function
 // (__attribute__((ifunc))) and checks its names: the IFUNC symbol shares
 // its resolver's address and wins as a global; the implementations keep
@@ -78,14 +89,7 @@ func TestIFUNC(t *testing.T) {
 	needTool(t, "objdump")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "ifunc.c")
-	os.WriteFile(src, []byte(`#include <stdio.h>
-#include <stdlib.h>
-static int add_slow(int a, int b) { int r = 0; for (int i = 0; i < b; i++) r++; return a + r; }
-static int add_fast(int a, int b) { return a + b; }
-static int (*resolve_add(void))(int, int) { return getenv("SLOW") ? add_slow : add_fast; }
-int add(int a, int b) __attribute__((ifunc("resolve_add")));
-int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
-`), 0o644)
+	os.WriteFile(src, []byte(ifuncC), 0o644)
 	for _, flags := range [][]string{{"-O1"}, {"-O1", "-no-pie"}} {
 		p := compile(t, dir, fmt.Sprint("ifunc", len(flags)), "gcc", src, flags...)
 		add := elfSymbol(t, p, "add")
