@@ -329,10 +329,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.FoundPath = found.Path
 			d.FoundBuildID = found.BuildID
 			d.Rejected = found.Rejected
-			d.symPath = found.SymPath
-			if d.symPath == "" && found.Source != "running-vdso" {
-				d.symPath = found.Path
-			}
+			d.symPath = found.symbolFile()
 			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
 			if found.Source == "running-kernel" {
 				d.needReloc = true

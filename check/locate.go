@@ -27,6 +27,15 @@ type Located struct {
 	Rejected []string         // candidates refused on the way, with reasons
 }
 
+// symbolFile is the file to symbolize with: SymPath, else Path, except for
+// the running vdso, whose image judge writes out itself ("" then).
+func (l *Located) symbolFile() string {
+	if l.SymPath != "" || l.Source == "running-vdso" {
+		return l.SymPath
+	}
+	return l.Path
+}
+
 // A Locator finds a binary by build-id. Each answer must have been verified
 // (the file's build-id equals id) before it is returned; an error wrapping
 // ErrNotFound means no locator has it. The buildidcache package's Resolver

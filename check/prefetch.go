@@ -142,7 +142,7 @@ func (p *preopener) close() {
 
 // prefetchKernel asks loc for the kernel the build-id table names and
 // starts opening the file the check will symbolize it with (the same
-// choice judge makes: the locator's SymPath, else its Path). It does
+// choice judge makes: Located.symbolFile). It does
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
 func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locator, pre *preopener) {
@@ -163,11 +163,7 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locato
 	if err != nil {
 		return
 	}
-	p := found.SymPath
-	if p == "" {
-		p = found.Path
-	}
-	if p != "" {
+	if p := found.symbolFile(); p != "" {
 		pre.start(p, KindKernel)
 	}
 }
