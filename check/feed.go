@@ -167,6 +167,8 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				s.opts.Progress(rs.Record().Header().Offset)
 			}
 		}
+		// A record other than a sample sets k and o, added below.
+		k, o := feedSample, feedOther{}
 		switch r := rs.Record().(type) {
 		case *perfdata.Sample:
 			var stack []byte
@@ -215,14 +217,11 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 			}
 			b.ops = append(b.ops, op)
 		case *perfdata.Mmap:
-			if b.full(0, 0) {
-				b = handoff(b)
-			}
-			b.other(feedMmap, feedOther{m: &MapEvent{
+			k, o = feedMmap, feedOther{m: &MapEvent{
 				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
 				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
 				Time: r.SampleID.Time, Exec: !r.IsData(),
-			}})
+			}}
 		case *perfdata.Mmap2:
 			e := &MapEvent{
 				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
@@ -235,25 +234,21 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				e.HasDevIno = true
 				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
 			}
-			if b.full(0, 0) {
-				b = handoff(b)
-			}
-			b.other(feedMmap, feedOther{m: e})
+			k, o = feedMmap, feedOther{m: e}
 		case *perfdata.Comm:
-			if b.full(0, 0) {
-				b = handoff(b)
-			}
-			b.other(feedComm, feedOther{pid: int32(r.PID), tid: int32(r.TID), comm: r.Comm, exec: r.Exec()})
+			k, o = feedComm, feedOther{pid: int32(r.PID), tid: int32(r.TID), comm: r.Comm, exec: r.Exec()}
 		case *perfdata.Fork:
-			if b.full(0, 0) {
-				b = handoff(b)
-			}
-			b.other(feedFork, feedOther{pid: int32(r.PID), ppid: int32(r.PPID), tid: int32(r.TID), ptid: int32(r.PTID)})
+			k, o = feedFork, feedOther{pid: int32(r.PID), ppid: int32(r.PPID), tid: int32(r.TID), ptid: int32(r.PTID)}
 		case *perfdata.Exit:
+			k, o = feedExit, feedOther{pid: int32(r.PID), tid: int32(r.TID)}
+		default:
+			continue
+		}
+		if k != feedSample {
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.other(feedExit, feedOther{pid: int32(r.PID), tid: int32(r.TID)})
+			b.other(k, o)
 		}
 	}
 	if len(b.ops) > 0 {
