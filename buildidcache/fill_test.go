@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // blockProg waits until its standard input closes: a process to keep
@@ -53,7 +55,7 @@ func TestAddRecordedProcRoot(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(jail, inside)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, bin, filepath.Join(jail, inside))
+	fixtures.CopyFile(t, bin, filepath.Join(jail, inside))
 	cmd := exec.Command(chroot, jail, inside)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

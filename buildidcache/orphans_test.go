@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // TestPruneOrphans: entry directories that no .build-id link leads to are
@@ -46,7 +48,7 @@ func TestPruneOrphans(t *testing.T) {
 	if _, err := exec.LookPath("perf"); err == nil {
 		second := filepath.Join(dir, "second", "a")
 		os.MkdirAll(filepath.Dir(second), 0o755)
-		copyFile(t, progA, second)
+		fixtures.CopyFile(t, progA, second)
 		perfCmd(t, t.TempDir(), "--buildid-dir", c.Dir, "buildid-cache", "-a", second)
 		real, _ := filepath.EvalSymlinks(second)
 		perfOrphan := filepath.Join(c.Dir, real, linked.BuildID.String())
@@ -65,7 +67,7 @@ func TestPruneOrphans(t *testing.T) {
 	// the entry below it is linked.
 	hexPath := filepath.Join(dir, "srv", strings.Repeat("cd", 20), "app")
 	os.MkdirAll(filepath.Dir(hexPath), 0o755)
-	copyFile(t, progC, hexPath)
+	fixtures.CopyFile(t, progC, hexPath)
 	deep, err := c.AddFile(hexPath, hexPath, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -204,17 +206,6 @@ func writeFile(t *testing.T, p, content string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

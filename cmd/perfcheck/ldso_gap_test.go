@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // ld.so's frames in cshared-fp.data are named when its binary is found
@@ -34,8 +36,8 @@ func TestLdsoNamedThroughDebugFile(t *testing.T) {
 	if err := os.MkdirAll(entry, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyFile(t, ldso, filepath.Join(entry, "elf"))
-	copyFile(t, dbg, filepath.Join(entry, "debug"))
+	fixtures.CopyFile(t, ldso, filepath.Join(entry, "elf"))
+	fixtures.CopyFile(t, dbg, filepath.Join(entry, "debug"))
 	link := filepath.Join(cache, ".build-id", id[:2], id[2:])
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 		t.Fatal(err)
@@ -82,16 +84,5 @@ func TestLdsoNamedThroughDebugFile(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
