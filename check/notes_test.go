@@ -15,18 +15,12 @@ import (
 // symbolizes or not (perfcheck check does not).
 func TestRealPerfMapWarningNote(t *testing.T) {
 	w := newWorld(t)
-	bin := w.path("jitbad")
 	src := strings.Replace(jitSrc, `fprintf(f, "%lx %zx jit_hot_fn\n"`,
 		`fprintf(f, "zz12 nothex half_written\n"); fprintf(f, "%lx %zx jit_hot_fn\n"`, 1)
 	if src == jitSrc {
 		t.Fatal("jitSrc changed: the malformed line was not added")
 	}
-	w.gcc(bin, src)
-	data := w.path("jit.data")
-	out := w.run(nil, "perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", data, "--", bin, "400000000")
-	pid := strings.TrimSpace(string(out))
-	mapFile := "/tmp/perf-" + pid + ".map"
-	t.Cleanup(func() { os.Remove(mapFile) })
+	data, mapFile, _ := w.recordJIT("jitbad", src)
 	for _, noSymbols := range []bool{false, true} {
 		res := w.analyze(data, Options{NoSymbols: noSymbols})
 		d := mustDSO(t, res, mapFile, Unverified)

@@ -745,15 +745,23 @@ int main(int argc, char **argv) {
 }
 `
 
+// recordJIT builds src (jitSrc or a variant: it prints its pid and writes
+// /tmp/perf-PID.map) as name, records it, and returns the recording, the
+// map file (removed when the test ends) and the program's output.
+func (w *world) recordJIT(name, src string) (data, mapFile string, out []byte) {
+	w.t.Helper()
+	bin := w.path(name)
+	w.gcc(bin, src)
+	data = w.path("jit.data")
+	out = w.run(nil, "perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", data, "--", bin, "400000000")
+	mapFile = "/tmp/perf-" + strings.TrimSpace(string(out)) + ".map"
+	w.t.Cleanup(func() { os.Remove(mapFile) })
+	return data, mapFile, out
+}
+
 func TestRealJITPerfMap(t *testing.T) {
 	w := newWorld(t)
-	bin := w.path("jit")
-	w.gcc(bin, jitSrc)
-	data := w.path("jit.data")
-	out := w.run(nil, "perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", data, "--", bin, "400000000")
-	pid := strings.TrimSpace(string(out))
-	mapFile := "/tmp/perf-" + pid + ".map"
-	t.Cleanup(func() { os.Remove(mapFile) })
+	data, mapFile, out := w.recordJIT("jit", jitSrc)
 	if _, err := os.Stat(mapFile); err != nil {
 		t.Fatalf("the workload wrote no perf map: %v (output %q)", err, out)
 	}
