@@ -349,13 +349,14 @@ func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
 }
 
 // keepPrivate makes an existing entry's binary a private copy when it is
-// a hard link to a file elsewhere, unless the Cache hard-links by choice. perf hard-links what it caches (perf record,
-// perf buildid-cache -a, perf inject --jit); a file later rewritten in
-// place changes the cached one with it, and the cache loses exactly the
-// binary it was filled to keep. perf inject --jit does that to its own
-// entries: a second injection of a recording opens every
-// jitted-PID-N.so with O_TRUNC and writes code with a new random
-// build-id into the inode the cache links (docs/symbolize.md). A debug
+// a hard link to a file elsewhere, unless the Cache hard-links by choice.
+// perf hard-links what it caches (perf record, perf buildid-cache -a,
+// perf inject --jit); a file later rewritten in place changes the cached
+// one with it, and the cache loses exactly the binary it was filled to
+// keep. perf inject --jit does that to its own entries: a second injection
+// of a recording opens every jitted-PID-N.so with O_TRUNC and writes code
+// with a new random build-id into the inode the cache links
+// (docs/symbolize.md). A debug
 // file stays linked: it comes from a debug directory's .build-id tree,
 // whose files package managers replace by renaming, never in place, and
 // it is the larger file (libc's: 4 MB against 1.9 MB).
