@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,16 +15,17 @@ import (
 // TestStatsCutRecording: perfcheck stats on a real recording cut inside a
 // sample prints the counts of every record before the cut, then fails
 // (exit 2) naming the file and the offset of the cut record, the same
-// offset as a full decoding of every record gives: stats reads with
-// SkipSampleArrays, which must not move or hide the error. A cut inside
-// a sample's callchain is the case where skipping the array could have
-// gone wrong.
+// offset as a full decoding of every record gives. The cut is met by the
+// stream (the record's size runs past the end) before the sample is
+// decoded, so this covers the command's partial output and exit status;
+// that SkipSampleArrays reports a damaged sample's arrays with the same
+// error and offset as full decoding is perfdata's TestSkipSampleArraysSame.
 func TestStatsCutRecording(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(fixturesDir, "cshared-fp.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := perfdata.NewFile(strings.NewReader(string(data)), int64(len(data)))
+	f, err := perfdata.NewFile(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
