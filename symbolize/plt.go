@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // pltSymbols synthesizes "foo@plt" for each PLT stub, as objdump -d and
@@ -13,7 +14,8 @@ import (
 // variants, each with its own entry size), it decodes the instructions
 // that load the stub's GOT slot and names the stub after the dynamic
 // relocation that fills that slot. Other architectures get no PLT names.
-func pltSymbols(ef *elf.File) ([]rawSym, error) {
+// syms and dyn are ef's .symtab and .dynsym (nil when unreadable).
+func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 	switch {
 	case ef.Machine == elf.EM_X86_64 && ef.Class == elf.ELFCLASS64,
 		ef.Machine == elf.EM_386 && ef.Class == elf.ELFCLASS32,
@@ -21,7 +23,7 @@ func pltSymbols(ef *elf.File) ([]rawSym, error) {
 	default:
 		return nil, nil
 	}
-	slots, err := gotSlotNames(ef)
+	slots, err := gotSlotNames(ef, syms, dyn)
 	if err != nil || len(slots) == 0 {
 		return nil, err
 	}
@@ -181,9 +183,8 @@ const (
 // address is the addend (RELA) or the slot's initial content (REL, i386).
 // perf names the stub after the IFUNC symbol at that address (get_ifunc_name
 // in tools/perf/util/symbol-elf.c), else as objdump does, "*ABS*+0xADDR".
-func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
-	dyn, err := ef.DynamicSymbols()
-	if err != nil {
+func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, error) {
+	if dyn == nil {
 		return nil, nil // no .dynsym (or none readable): nothing to name
 	}
 	var globDat, jmpSlot, irelative uint32
@@ -236,7 +237,7 @@ func gotSlotNames(ef *elf.File) (map[uint64]string, error) {
 					addend = v
 				}
 				if ifuncs == nil {
-					ifuncs = ifuncNames(ef, dyn)
+					ifuncs = ifuncNames(syms, dyn)
 				}
 				if n, ok := ifuncs[addend]; ok {
 					m[off] = n
@@ -276,12 +277,11 @@ func readWord(ef *elf.File, addr uint64, size int) (uint64, bool) {
 	return 0, false
 }
 
-// ifuncNames maps the value of every STT_GNU_IFUNC symbol of ef's .symtab
+// ifuncNames maps the value of every STT_GNU_IFUNC symbol of .symtab
 // and .dynsym to its name; of several at one value the alias rule picks.
-func ifuncNames(ef *elf.File, dyn []elf.Symbol) map[uint64]string {
-	syms, _ := ef.Symbols()
+func ifuncNames(syms, dyn []elf.Symbol) map[uint64]string {
 	best := map[uint64]rawSym{}
-	for _, s := range append(syms, dyn...) {
+	for _, s := range slices.Concat(syms, dyn) {
 		if elf.ST_TYPE(s.Info) != elf.STT_GNU_IFUNC || s.Value == 0 || s.Name == "" {
 			continue
 		}

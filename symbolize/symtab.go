@@ -150,14 +150,18 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
 	err := safely(b.path, func() error {
-		raw = appendELFSyms(raw, b.ef, b.ef.Symbols)
-		raw = appendELFSyms(raw, b.ef, b.ef.DynamicSymbols)
+		// Each table is parsed once: the PLT reads them too.
+		syms, _ := b.ef.Symbols()
+		dyn, _ := b.ef.DynamicSymbols()
+		raw = appendELFSyms(raw, b.ef, syms)
+		raw = appendELFSyms(raw, b.ef, dyn)
 		if mini, err := b.miniDebugInfo(); err != nil {
 			firstErr = err
 		} else if mini != nil {
-			raw = appendELFSyms(raw, mini, mini.Symbols)
+			ms, _ := mini.Symbols()
+			raw = appendELFSyms(raw, mini, ms)
 		}
-		plt, err := pltSymbols(b.ef)
+		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -174,7 +178,8 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(b.dbgPath, func() error {
-				raw = appendELFSyms(raw, dw.ef, dw.ef.Symbols)
+				ds, _ := dw.ef.Symbols()
+				raw = appendELFSyms(raw, dw.ef, ds)
 				return nil
 			})
 		}
@@ -191,12 +196,8 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 // appendELFSyms appends the code symbols of one ELF symbol table of ef,
 // whose section headers say which sections hold code (a MiniDebugInfo or
 // separate debug file keeps the headers of the binary as NOBITS, with the
-// same addresses and flags). A missing table is not an error.
-func appendELFSyms(raw []rawSym, ef *elf.File, read func() ([]elf.Symbol, error)) []rawSym {
-	syms, err := read()
-	if err != nil {
-		return raw
-	}
+// same addresses and flags). A missing table (nil syms) is not an error.
+func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
 	rel := ef.Type == elf.ET_REL
 	file := ""
 	for _, s := range syms {
