@@ -57,59 +57,78 @@ type cfiTable struct {
 const maxEHFrame = 64 << 20
 
 // readCFI reads the .eh_frame of the ELF file at path, which must carry
-// build-id want when want is not nil: the locator verified a file at that
-// path, but the file there can change before it is opened again here, so
-// the build-id is checked on the open file whose tables are read. debug/elf
-// may panic on malformed input; that becomes an error.
+// build-id want when want is not nil (readELF).
 func readCFI(path string, want perfdata.BuildID) (t *cfiTable, err error) {
-	f, err := openRegular(path)
+	err = readELF(path, want, func(ef *elf.File) error {
+		if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 {
+			return fmt.Errorf("%s: %w: only x86-64 is unwound", path, errCFI)
+		}
+		sec := ef.Section(".eh_frame")
+		if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size == 0 || sec.Size > maxEHFrame {
+			return fmt.Errorf("%s: %w: no .eh_frame", path, errCFI)
+		}
+		data, err := sec.Data()
+		if err != nil {
+			return fmt.Errorf("%s: .eh_frame: %w", path, err)
+		}
+		t = &cfiTable{loads: elfLoads(ef, true)}
+		if err := t.parse(data, sec.Addr); err != nil {
+			return fmt.Errorf("%s: .eh_frame: %w", path, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return t, nil
+}
+
+// readELF opens the regular file at path, checks that it carries build-id
+// want when want is not nil, reads its ELF headers and calls fn. The
+// build-id is checked on the open file whose tables fn reads: the file at
+// a path the locator verified can change before it is opened again.
+// debug/elf may panic on malformed input; that becomes an error naming the
+// file.
+func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (err error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	if len(want) > 0 {
 		st, err := f.Stat()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ident, err := buildidcache.ReadIdentity(f, st.Size())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		if !sameBuildID(ident.BuildID, want) {
-			return nil, fmt.Errorf("%s: build-id %q, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID).String(), want)
+			return fmt.Errorf("%s: build-id %q, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID).String(), want)
 		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
+			err = fmt.Errorf("%s: malformed ELF: %v", path, r)
 		}
 	}()
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 {
-		return nil, fmt.Errorf("%s: %w: only x86-64 is unwound", path, errCFI)
-	}
-	sec := ef.Section(".eh_frame")
-	if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size == 0 || sec.Size > maxEHFrame {
-		return nil, fmt.Errorf("%s: %w: no .eh_frame", path, errCFI)
-	}
-	data, err := sec.Data()
-	if err != nil {
-		return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
-	}
-	t = &cfiTable{}
+	return fn(ef)
+}
+
+// elfLoads lists ef's PT_LOAD segments whose executable flag is exec.
+func elfLoads(ef *elf.File, exec bool) []load {
+	var loads []load
 	for _, p := range ef.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
-			t.loads = append(t.loads, load{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
+		if p.Type == elf.PT_LOAD && (p.Flags&elf.PF_X != 0) == exec {
+			loads = append(loads, load{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
 		}
 	}
-	if err := t.parse(data, sec.Addr); err != nil {
-		return nil, fmt.Errorf("%s: .eh_frame: %w", path, err)
-	}
-	return t, nil
+	return loads
 }
 
 // openRegular opens path for reading only when it is a regular file: a

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/symbolize"
@@ -103,31 +102,16 @@ func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
 
 func (l *symLookup) Close() error { return l.bin.Close() }
 
-// readLoads returns the executable PT_LOAD segments of an ELF file.
-// debug/elf may panic on malformed input; that becomes an error.
+// readLoads returns the PT_LOAD segments of an ELF file, executable ones
+// first: an offset in two segments (they may share a page) belongs to the
+// code.
 func readLoads(path string) (loads []load, err error) {
-	f, err := openRegular(path) // never block on a FIFO (cfi.go)
+	err = readELF(path, nil, func(ef *elf.File) error {
+		loads = append(elfLoads(ef, true), elfLoads(ef, false)...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	defer func() {
-		if r := recover(); r != nil {
-			loads, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
-	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	// Executable segments first: an offset in two segments (they may
-	// share a page) belongs to the code.
-	for _, exec := range []bool{true, false} {
-		for _, p := range ef.Progs {
-			if p.Type == elf.PT_LOAD && (p.Flags&elf.PF_X != 0) == exec {
-				loads = append(loads, load{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
-			}
-		}
 	}
 	if len(loads) == 0 {
 		return nil, fmt.Errorf("%s: no PT_LOAD segment", path)
