@@ -534,13 +534,21 @@ func (ui *unitInfo) indexKids() {
 		}
 		run := ui.kids[start:]
 		sort.Slice(run, func(a, b int) bool { return run[a].lo < run[b].lo })
-		var m uint64
-		for _, k := range run {
-			m = max(m, k.hi)
-			ui.kidsHi = append(ui.kidsHi, m)
-		}
+		ui.kidsHi = appendMaxHi(ui.kidsHi, run)
 		p.kids, p.nKids = int32(start), int32(len(run))
 	}
+}
+
+// appendMaxHi appends to out the running maximum of rs[i].hi, which lets
+// a search by lo stop at the first range that cannot reach an address
+// (as symTable.maxEnd does for symbols).
+func appendMaxHi(out []uint64, rs []rootRange) []uint64 {
+	var m uint64
+	for _, r := range rs {
+		m = max(m, r.hi)
+		out = append(out, m)
+	}
+	return out
 }
 
 // bytes approximates the unit's memory: its slices and strings.
@@ -731,12 +739,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 	}
 	ui.indexKids()
 	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
-	ui.rootHi = make([]uint64, len(ui.roots))
-	var m uint64
-	for i, r := range ui.roots {
-		m = max(m, r.hi)
-		ui.rootHi[i] = m
-	}
+	ui.rootHi = appendMaxHi(make([]uint64, 0, len(ui.roots)), ui.roots)
 	ui.files = slices.Clip(append([]string(nil), ui.files...))
 	ui.names = slices.Clip(append([]string(nil), ui.names...))
 	*sc = decodeScratch{ui.scopes[:0], ui.extra[:0], ui.roots[:0], ui.kids[:0], ui.kidsHi[:0]}

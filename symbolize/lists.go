@@ -241,11 +241,6 @@ func readPerfMap(r *bufio.Reader, name string, warn func(string, ...any)) (*symT
 		}
 		t.syms = append(t.syms, entries[i])
 	}
-	t.maxEnd = make([]uint64, len(t.syms))
-	var m uint64
-	for i, s := range t.syms {
-		m = max(m, s.end)
-		t.maxEnd[i] = m
-	}
+	t.setMaxEnd()
 	return t, nil
 }

@@ -132,15 +132,18 @@ func buildSymTable(raw []rawSym) *symTable {
 		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file, rank: raw[i].rank})
 		i = j
 	}
+	t.setMaxEnd()
+	return t
+}
+
+// setMaxEnd computes maxEnd from syms (see symTable).
+func (t *symTable) setMaxEnd() {
 	t.maxEnd = make([]uint64, len(t.syms))
 	var m uint64
 	for i, s := range t.syms {
-		if s.end > m {
-			m = s.end
-		}
+		m = max(m, s.end)
 		t.maxEnd[i] = m
 	}
-	return t
 }
 
 // readELFSymbols indexes .symtab, .dynsym, the MiniDebugInfo .symtab and the
