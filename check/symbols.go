@@ -62,6 +62,19 @@ func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 
 type load struct{ off, filesz, vaddr uint64 }
 
+// elfAddr returns the ELF address of file offset off: the first segment of
+// loads that holds the offset gives vaddr - offset (as perf's
+// map__rip_2objdump and pprof's elfexec.GetBase do for the mapping's load
+// bias); false when none does.
+func elfAddr(loads []load, off uint64) (uint64, bool) {
+	for _, s := range loads {
+		if off >= s.off && off < s.off+s.filesz {
+			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
 type symLookup struct {
 	bin         *symbolize.Binary
 	loads       []load
@@ -74,18 +87,8 @@ var errNoSegment = errors.New("offset in no PT_LOAD segment")
 func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
 	addr := off
 	if l.fileOffsets {
-		// The ELF address of a file offset: the PT_LOAD segment that holds
-		// the offset gives vaddr - offset (as perf's map__rip_2objdump and
-		// pprof's elfexec.GetBase do for the mapping's load bias).
-		found := false
-		for _, s := range l.loads {
-			if off >= s.off && off < s.off+s.filesz {
-				addr = off - s.off + s.vaddr
-				found = true
-				break
-			}
-		}
-		if !found {
+		var ok bool
+		if addr, ok = elfAddr(l.loads, off); !ok {
 			return nil, errNoSegment
 		}
 	}

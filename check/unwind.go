@@ -80,16 +80,8 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 			m.DSO.unwindStops++
 			return out, true
 		}
-		off := m.Offset(look)
-		var va uint64
-		found := false
-		for _, l := range t.loads {
-			if off >= l.off && off < l.off+l.filesz {
-				va, found = off-l.off+l.vaddr, true
-				break
-			}
-		}
-		if !found {
+		va, ok := elfAddr(t.loads, m.Offset(look))
+		if !ok {
 			return out, false
 		}
 		f := t.find(va)
