@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +106,7 @@ func TestPruneOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := orphanDirs(rep); !equalStrings(got, sorted(wantOrphans)) {
+	if got := orphanDirs(rep); !slices.Equal(got, sorted(wantOrphans)) {
 		t.Errorf("dry run: orphans %v, want %v", got, sorted(wantOrphans))
 	}
 	for _, o := range rep.Orphans {
@@ -125,7 +125,7 @@ func TestPruneOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := orphanDirs(rep); !equalStrings(got, sorted(wantOrphans)) {
+	if got := orphanDirs(rep); !slices.Equal(got, sorted(wantOrphans)) {
 		t.Errorf("orphans %v, want %v", got, sorted(wantOrphans))
 	}
 	for _, o := range wantOrphans {
@@ -148,7 +148,7 @@ func TestPruneOrphans(t *testing.T) {
 			t.Errorf("%s removed: %v", keep, err)
 		}
 	}
-	if after, _ := c.List(); !equalStrings(entryNames(after), entryNames(before)) {
+	if after, _ := c.List(); !slices.Equal(entryNames(after), entryNames(before)) {
 		t.Errorf("linked entries changed: %v -> %v", entryNames(before), entryNames(after))
 	}
 	// perf still reads every linked entry.
@@ -183,21 +183,9 @@ func entryNames(es []Entry) []string {
 }
 
 func sorted(s []string) []string {
-	s = append([]string(nil), s...)
-	sort.Strings(s)
+	s = slices.Clone(s)
+	slices.Sort(s)
 	return s
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func writeFile(t *testing.T, p, content string) {

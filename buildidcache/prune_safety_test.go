@@ -3,6 +3,7 @@ package buildidcache
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestPruneKeepsProbesAndUserDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := orphanDirs(rep), sorted([]string{orphan, short}); !equalStrings(got, want) {
+	if got, want := orphanDirs(rep), sorted([]string{orphan, short}); !slices.Equal(got, want) {
 		t.Errorf("orphans %v, want %v", got, want)
 	}
 	for _, keep := range []string{filepath.Join(second, "probes"), filepath.Join(second, "elf"), filepath.Join(user, "debug"), filepath.Join(e.Dir, "elf")} {
