@@ -230,7 +230,7 @@ func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, erro
 			switch typ {
 			case irelative:
 				if !rela {
-					v, ok := readWord(ef, off, 4)
+					v, ok := readWord32(ef, off)
 					if !ok {
 						continue
 					}
@@ -258,21 +258,18 @@ func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, erro
 	return m, nil
 }
 
-// readWord reads the size-byte word at address addr from the file's
-// section holding it.
-func readWord(ef *elf.File, addr uint64, size int) (uint64, bool) {
+// readWord32 reads the 32-bit word at address addr from the file's
+// section holding it (an i386 GOT slot).
+func readWord32(ef *elf.File, addr uint64) (uint64, bool) {
 	for _, s := range ef.Sections {
-		if s.Type == elf.SHT_NOBITS || addr < s.Addr || addr+uint64(size) > s.Addr+s.Size || s.Flags&elf.SHF_ALLOC == 0 {
+		if s.Type == elf.SHT_NOBITS || addr < s.Addr || addr+4 > s.Addr+s.Size || s.Flags&elf.SHF_ALLOC == 0 {
 			continue
 		}
-		var b [8]byte
-		if _, err := s.ReadAt(b[:size], int64(addr-s.Addr)); err != nil {
+		var b [4]byte
+		if _, err := s.ReadAt(b[:], int64(addr-s.Addr)); err != nil {
 			return 0, false
 		}
-		if size == 4 {
-			return uint64(ef.ByteOrder.Uint32(b[:])), true
-		}
-		return ef.ByteOrder.Uint64(b[:]), true
+		return uint64(ef.ByteOrder.Uint32(b[:])), true
 	}
 	return 0, false
 }
