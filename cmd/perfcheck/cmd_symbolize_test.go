@@ -106,8 +106,10 @@ func TestSymbolizeJSON(t *testing.T) {
 	}
 }
 
-func TestSymbolizeBuildID(t *testing.T) {
-	bin, work := buildSymbolizeProg(t)
+// readelfBuildID is bin's build-id as readelf -n prints it; the test is
+// skipped without readelf or a build-id.
+func readelfBuildID(t *testing.T, bin string) string {
+	t.Helper()
 	out, err := exec.Command("readelf", "-n", bin).Output()
 	if err != nil {
 		t.Skip("readelf not installed")
@@ -121,6 +123,12 @@ func TestSymbolizeBuildID(t *testing.T) {
 	if id == "" {
 		t.Skip("gcc here adds no build-id")
 	}
+	return id
+}
+
+func TestSymbolizeBuildID(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	id := readelfBuildID(t, bin)
 	var o, errb bytes.Buffer
 	args := []string{"symbolize", "--build-id", id, "--path", bin, "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(), fmt.Sprintf("%x", work)}
 	if code := run(args, &o, &errb); code != exitOK {
@@ -159,16 +167,7 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	out, _ := exec.Command("readelf", "-n", bin).Output()
-	var id string
-	for _, l := range strings.Split(string(out), "\n") {
-		if i := strings.Index(l, "Build ID: "); i >= 0 {
-			id = strings.TrimSpace(l[i+len("Build ID: "):])
-		}
-	}
-	if id == "" {
-		t.Skip("gcc here adds no build-id")
-	}
+	id := readelfBuildID(t, bin)
 	symfs := t.TempDir()
 	exePath := filepath.Join(symfs, "usr", "bin", "prog")
 	os.MkdirAll(filepath.Dir(exePath), 0o755)
