@@ -15,7 +15,7 @@ import (
 // absent.
 func sharedCorpus(t *testing.T, name string) string {
 	t.Helper()
-	p := "../../../shared/corpus/" + name
+	p := filepath.Join(corpusDir, name)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("shared corpus absent (%v): this test needs %s", err, name)
 	}
