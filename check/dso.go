@@ -124,10 +124,6 @@ type Options struct {
 	Progress func(offset int64)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
-
-	// ctx is the context of the Feed or Analyze reading the records, for
-	// the lookups unwinding makes meanwhile (cfiFor); nil outside one.
-	ctx context.Context
 }
 
 func (o *Options) jitMapPath(pid int32) string {

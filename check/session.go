@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"hash/maphash"
 	"path/filepath"
 	"slices"
@@ -130,9 +131,14 @@ type Session struct {
 	// unprovenUnwinds counts samples whose unwinding stopped at a binary
 	// not proven to be the one that ran.
 	unprovenUnwinds uint64
-	firstTime       uint64
-	lastTime        uint64
-	jitPIDs         map[int32]bool
+	// unwindCtx is the context of the Feed or Analyze reading the
+	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
+	// outside one. It is the session's, not an option: Options are
+	// copied into the Result.
+	unwindCtx context.Context
+	firstTime uint64
+	lastTime  uint64
+	jitPIDs   map[int32]bool
 }
 
 // NewSession returns a session with opts.

@@ -189,7 +189,7 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 		// cancelling it cuts a debuginfod download short; Sample called
 		// directly has none, and a Locator bounds its own network waits
 		// (buildidcache's debuginfod client has timeouts).
-		ctx := o.ctx
+		ctx := s.unwindCtx
 		if ctx == nil {
 			ctx = context.Background()
 		}
@@ -303,8 +303,8 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 // unwindContext makes ctx the one cfiFor's lookups run under until the
 // returned function is called (feed: defer s.unwindContext(ctx)()).
 func (s *Session) unwindContext(ctx context.Context) func() {
-	s.opts.ctx = ctx
-	return func() { s.opts.ctx = nil }
+	s.unwindCtx = ctx
+	return func() { s.unwindCtx = nil }
 }
 
 // isContextErr reports whether err is a cancellation or deadline rather
