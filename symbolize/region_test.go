@@ -4,7 +4,6 @@ package symbolize
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,19 +21,7 @@ func TestMappedFileTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "bin")
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
-	out.Close()
+	copyTestFile(t, self, p)
 	// Without DWARF the Go pclntab answers, read through its mapping.
 	if o, err := exec.Command(objcopy, "--strip-debug", p).CombinedOutput(); err != nil {
 		t.Fatalf("objcopy --strip-debug: %v\n%s", err, o)
