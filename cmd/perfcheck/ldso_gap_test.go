@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,7 +17,8 @@ import (
 // is a separate debug file (objcopy --only-keep-debug: PT_LOAD segments
 // with no file bytes, so file offsets cannot be mapped through it): the
 // code file's program headers map the offset, the debug file names it.
-// perf report names the leaf `access`.
+// perf report (which finds the same debug file by build-id in
+// /usr/lib/debug) names the leaf `access`: the names are compared.
 func TestLdsoNamedThroughDebugFile(t *testing.T) {
 	const id = "7ebc65e52f2bbea498b4040fa92f7238377aaba9"
 	const ldso = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
@@ -73,6 +76,9 @@ func TestLdsoNamedThroughDebugFile(t *testing.T) {
 			if len(names) != 1 || (names[0] != "access" && names[0] != "__access") {
 				t.Errorf("ld.so entries %q; want its leaf named access", names)
 			}
+			if want := perfLdsoNames(t, data, symfs); !slices.Equal(names, want) {
+				t.Errorf("ld.so entries %q; perf report names %q", names, want)
+			}
 			chk, _, _ := ckRun(t, append(append([]string{"check", "--json", "--symfs", symfs, "--debuginfod", "none"}, c.flags...), data)...)
 			var rep ckReport
 			if err := json.Unmarshal([]byte(chk), &rep); err != nil {
@@ -85,4 +91,23 @@ func TestLdsoNamedThroughDebugFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// perfLdsoNames runs perf report --no-children --sort dso,sym on data and
+// returns the names of the entries of ld.so (the leaves perf shows in it).
+func perfLdsoNames(t *testing.T, data, symfs string) []string {
+	t.Helper()
+	needPerf(t)
+	out := perfOut(t, "report", "--no-children", "--stdio", "-g", "none", "--sort", "dso,sym", "--symfs", symfs, "-i", data)
+	line := regexp.MustCompile(`^\s+[0-9.]+%\s+(\S+)\s+\[.\]\s+(\S.*?)\s*$`)
+	var names []string
+	for _, l := range strings.Split(out, "\n") {
+		if m := line.FindStringSubmatch(l); m != nil && strings.HasPrefix(m[1], "ld-linux") {
+			names = append(names, m[2])
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("perf report shows no ld.so entry:\n%s", out)
+	}
+	return names
 }
