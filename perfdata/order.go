@@ -24,6 +24,8 @@ type orderQueue struct {
 	// is cheap for the nearly sorted per-CPU runs of a round; sorting each
 	// round's records once at its flush is the same work in Go.
 	items        []queued
+	scratch      []queued // sortItems' merge buffer
+	runs, runs2  []int    // sortItems' run boundaries
 	arena, spare []byte
 	bytes        int // bytes of the queued records
 	// streams are the iteration's streams: a record of a memory-mapped
@@ -87,11 +89,74 @@ func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
 	}
 }
 
-func cmpQueued(a, b queued) int { return cmp.Compare(a.ts, b.ts) }
+// sortItems sorts the queue by time, stably. A round's records are a few
+// runs already in time order (one per CPU ring buffer perf drained, and
+// what the previous flush left), so it merges those runs, as a natural
+// merge sort does: O(n log runs) moves instead of the O(n log² n) of an
+// in-place stable sort, which was a sixth of reading in time order.
+func (q *orderQueue) sortItems() {
+	src := q.items
+	// bounds[i] is where run i starts; the last entry is len(src).
+	bounds := q.runs[:0]
+	for i := range src {
+		if i == 0 || src[i].ts < src[i-1].ts {
+			bounds = append(bounds, i)
+		}
+	}
+	if len(bounds) <= 1 {
+		q.runs = bounds[:0]
+		return
+	}
+	bounds = append(bounds, len(src))
+	next := q.runs2[:0]
+	defer func() { q.runs, q.runs2 = bounds[:0], next[:0] }()
+	if cap(q.scratch) < len(src) {
+		q.scratch = make([]queued, len(src))
+	}
+	dst := q.scratch[:len(src)]
+	for len(bounds) > 2 {
+		nb := append(next[:0], 0)
+		for r := 0; r+1 < len(bounds); r += 2 {
+			lo, mid := bounds[r], bounds[r+1]
+			if r+2 >= len(bounds) {
+				// An odd run out: carried over as it is.
+				copy(dst[lo:mid], src[lo:mid])
+				nb = append(nb, mid)
+				continue
+			}
+			hi := bounds[r+2]
+			mergeQueued(dst[lo:hi], src[lo:mid], src[mid:hi])
+			nb = append(nb, hi)
+		}
+		bounds, next = nb, bounds
+		src, dst = dst, src
+	}
+	if &src[0] != &q.items[0] {
+		copy(q.items, src)
+	}
+}
+
+// mergeQueued merges the sorted runs a and b into dst, taking from a first
+// on equal times (so that equal times keep input order).
+func mergeQueued(dst, a, b []queued) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j].ts < a[i].ts {
+			dst[k] = b[j]
+			j++
+		} else {
+			dst[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(dst[k:], a[i:])
+	copy(dst[k:], b[j:])
+}
 
 // startFlush sorts the queue and finds the records the flush delivers.
 func (q *orderQueue) startFlush() {
-	slices.SortStableFunc(q.items, cmpQueued)
+	q.sortItems()
 	q.sorted = true
 	q.pos = 0
 	if q.final {
@@ -276,7 +341,7 @@ func (rs *Records) nextOrdered() (Record, error) {
 			// nor do the data.N files of perf record --threads): deliver
 			// the earlier half, as perf's OE_FLUSH__HALF does when its
 			// queue reaches its size limit.
-			slices.SortStableFunc(q.items, cmpQueued)
+			q.sortItems()
 			q.limit = q.items[len(q.items)/2].ts
 			q.flushing = true
 		}

@@ -5,7 +5,12 @@ import (
 	"iter"
 	"math/bits"
 	"slices"
+	"unsafe"
 )
+
+// hostLittle is whether this machine stores a uint64 least significant
+// byte first, as perf.data's usual (little-endian) order does.
+var hostLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Sample is PERF_RECORD_SAMPLE (9). The fields present are those of the
 // event's attr.sample_type (Fields); each optional field's comment names the
@@ -264,7 +269,14 @@ func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 	at := len(dst)
 	dst = slices.Grow(dst, int(n))[:at+int(n)]
 	out := dst[at:]
-	if d.little {
+	if d.little && hostLittle && n > 0 {
+		// The file's order is the machine's: the values are the bytes
+		// as they are, so one copy does (a callchain is most of a
+		// sample; decoding it word by word was a tenth of reading a
+		// recording in time order). The destination is viewed as bytes,
+		// so nothing unaligned is ever read as a uint64.
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(out)*8), b)
+	} else if d.little {
 		for i := range out {
 			out[i] = binary.LittleEndian.Uint64(b[8*i:])
 		}
