@@ -22,6 +22,39 @@ type DevIno struct {
 	Generation uint64 `json:"generation"`
 }
 
+// inodeMatch is how a file relates to a mapping's recorded device and
+// inode.
+type inodeMatch int
+
+const (
+	inodeUnknown     inodeMatch = iota // no file at the path, or no device and inode recorded
+	inodeOtherDevice                   // on another device: another view of the filesystem (overlayfs, a container, NFS), or another file
+	inodeSame                          // the same device and inode: the file that was mapped, maybe rewritten in place since
+	inodeOther                         // the same device, another inode: another file was put at the path
+)
+
+// now compares the device and inode di recorded with st, the file at the
+// mapping's path now. The inode generation is not compared: stat does not
+// give it.
+func (di *DevIno) now(st *fileState) inodeMatch {
+	if di == nil || !st.Exists {
+		return inodeUnknown
+	}
+	return di.compare(DevIno{Maj: st.Maj, Min: st.Min, Ino: st.Ino})
+}
+
+// compare compares the device and inode di recorded with o's, those of a
+// file or of another mapping; generations are not compared.
+func (di *DevIno) compare(o DevIno) inodeMatch {
+	switch {
+	case di.Maj != o.Maj || di.Min != o.Min:
+		return inodeOtherDevice
+	case di.Ino == o.Ino:
+		return inodeSame
+	}
+	return inodeOther
+}
+
 // DSO is one binary (or pseudo binary) that mappings of the recording
 // refer to, with its recorded identity, the verdict and the evidence.
 // Mappings of the same path with different identities (a file that changed
@@ -438,11 +471,10 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		// and inode say nothing about the recorded ones. A different
 		// device is another view of the filesystem (overlayfs, a
 		// container, NFS): not compared either.
-		switch {
-		case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min:
-		case d.Dev.Ino == st.Ino:
+		switch d.Dev.now(st) {
+		case inodeSame:
 			sameInode = true
-		default:
+		case inodeOther:
 			d.Verdict = Replaced
 			d.Reason = fmt.Sprintf("no build-id recorded; the file at the path is another inode (%d recorded, %d now)", d.Dev.Ino, st.Ino)
 		}
@@ -612,7 +644,7 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))
-	if !st.Exists || st.Maj != d.Dev.Maj || st.Min != d.Dev.Min || st.Ino == d.Dev.Ino {
+	if d.Dev.now(st) != inodeOther {
 		return false
 	}
 	if d.inodes > 1 {

@@ -224,7 +224,11 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
-	case d.Dev.Maj != st.Maj || d.Dev.Min != st.Min || d.Dev.Ino != st.Ino:
+	case d.Dev.now(st) != inodeSame:
+		// Unlike judge, which calls a file on another device Unverified
+		// (nothing shows it changed), unwinding wants proof that the file
+		// is the one that ran, and another device is none: tables of
+		// another build would invent callers that no verdict flags.
 		return nil, fmt.Sprintf("no build-id recorded for it, and the file at the path is not the device and inode that ran (%d:%d %d recorded, %d:%d %d now)",
 			d.Dev.Maj, d.Dev.Min, d.Dev.Ino, st.Maj, st.Min, st.Ino)
 	case modified != "":
@@ -278,9 +282,8 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		st = statFile(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
-		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil &&
-			(p.Dev.Maj != d.Dev.Maj || p.Dev.Min != d.Dev.Min || p.Dev.Ino != d.Dev.Ino) {
-			if st != nil && st.Maj == d.Dev.Maj && st.Min == d.Dev.Min && st.Ino == d.Dev.Ino && sameBuildID(st.BuildID, id) {
+		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
+			if st != nil && d.Dev.now(st) == inodeSame && sameBuildID(st.BuildID, id) {
 				// This inode is the file at the path now, whose
 				// build-id the table holds (as judge concludes).
 				return ""
@@ -292,8 +295,7 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		return ""
 	}
 	t, ok := o.wallTime(d.firstTime)
-	if st.Exists && st.Maj == d.Dev.Maj && st.Min == d.Dev.Min && st.Ino != d.Dev.Ino &&
-		ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
+	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
 		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
