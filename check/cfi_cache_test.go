@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -114,7 +115,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	assertName(t, res, "main_loop")
 
 	// A debuginfod server, through buildidcache's Resolver, perf's cache off.
-	url := startDebuginfod(t, served, mustDSO(t, res, lib, Verified).BuildID)
+	url := fixtures.Debuginfod(t, served, mustDSO(t, res, lib, Verified).BuildID.String())
 	r := buildidcache.New(buildidcache.Options{BuildIDDir: "-", DebugDirs: []string{},
 		DebuginfodURLs: []string{url}, DebuginfodCache: filepath.Join(w.dir, "dcache")})
 	defer r.Close()

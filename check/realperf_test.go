@@ -6,9 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -837,55 +835,6 @@ func TestRealVDSO(t *testing.T) {
 	}
 }
 
-// startDebuginfod runs the real elfutils server on a free port over dir and
-// waits until it serves id's executable.
-func startDebuginfod(t *testing.T, dir string, id perfdata.BuildID) string {
-	t.Helper()
-	if _, err := exec.LookPath("debuginfod"); err != nil {
-		t.Skip("debuginfod not installed (Debian: debuginfod)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command("debuginfod", "-p", strconv.Itoa(port), "-F", "-d", filepath.Join(t.TempDir(), "db.sqlite"),
-		"-t", "1", "-g", "0", "-c", "1", dir)
-	// Without the caller's DEBUGINFOD_URLS the server does not forward
-	// misses to public servers; its client cache and HOME are scratch.
-	cmd.Env = []string{"HOME=" + t.TempDir(), "DEBUGINFOD_CACHE_PATH=" + t.TempDir()}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DEBUGINFOD_") && !strings.HasPrefix(kv, "HOME=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		resp, err := http.Get(url + "/buildid/" + id.String() + "/executable")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	t.Fatalf("debuginfod did not serve %s within a minute:\n%s", id, log.String())
-	return ""
-}
-
 // A deleted binary that a debuginfod server holds is verified through it,
 // and named from the download.
 func TestRealDeletedBinaryDebuginfod(t *testing.T) {
@@ -904,7 +853,7 @@ func TestRealDeletedBinaryDebuginfod(t *testing.T) {
 
 	before := w.analyze(data, Options{})
 	d := mustDSO(t, before, bin, Missing)
-	url := startDebuginfod(t, srv, d.BuildID)
+	url := fixtures.Debuginfod(t, srv, d.BuildID.String())
 	resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{
 		BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{url},
 		DebuginfodCache: filepath.Join(w.dir, "dcache")}))
