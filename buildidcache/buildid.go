@@ -556,6 +556,27 @@ func (e *elfReader) notes(off, size int64, align uint64, id *Identity) error {
 	return parseNotes(b, off, a, e.order, id, e.name)
 }
 
+// BuildIDFromNotes returns the GNU build-id among notes, a run of ELF notes
+// aligned to 4 bytes in byte order order: the contents of a note section,
+// or the raw notes the kernel publishes for itself (/sys/kernel/notes) and
+// for each loaded module (/sys/module/NAME/notes/.note.gnu.build-id), both
+// in the machine's byte order. The first GNU build-id note wins, as in
+// ReadIdentity. It returns ErrNoBuildID when no note is one, and a
+// *FormatError, whose Offset is the note's offset in notes, when a note
+// overruns notes (wrapping io.ErrUnexpectedEOF) or holds a build-id of
+// zero or more than 1024 bytes. It reads only within notes and copies
+// out the build-id.
+func BuildIDFromNotes(notes []byte, order binary.ByteOrder) (BuildID, error) {
+	var id Identity
+	if err := parseNotes(notes, 0, 4, order, &id, ""); err != nil {
+		return nil, err
+	}
+	if id.BuildID == nil {
+		return nil, ErrNoBuildID
+	}
+	return id.BuildID, nil
+}
+
 // parseNotes walks a buffer of ELF notes (Elf32_Nhdr and Elf64_Nhdr are the
 // same: three 4-byte words). base is b's file offset, for errors.
 func parseNotes(b []byte, base int64, align int, o binary.ByteOrder, id *Identity, file string) error {

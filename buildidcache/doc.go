@@ -8,7 +8,8 @@
 //     length), the Go build-id (.note.go.buildid), the .gnu_debuglink and how
 //     much debug information the file carries. [KernelBuildID] reads the
 //     running kernel's build-id from /sys/kernel/notes and [VDSO] the
-//     running vDSO's.
+//     running vDSO's; [BuildIDFromNotes] finds the GNU build-id among raw
+//     notes such as /sys/module/NAME/notes/.note.gnu.build-id.
 //   - Looking binaries up: a [Resolver] runs an ordered chain of locators
 //     (perf's build-id cache, debug directories, debuginfod servers, the
 //     recorded path) and accepts a candidate only when its build-id matches.

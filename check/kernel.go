@@ -159,20 +159,13 @@ func runningModuleBuildID(name string) (perfdata.BuildID, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Elf_Nhdr (namesz, descsz, type), "GNU\0", the build-id.
-	for len(b) >= 12 {
-		namesz, descsz, typ := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])
-		nameEnd := 12 + (uint64(namesz)+3)&^3
-		end := nameEnd + (uint64(descsz)+3)&^3
-		if end > uint64(len(b)) || nameEnd+uint64(descsz) > uint64(len(b)) {
-			break
-		}
-		if typ == 3 && namesz == 4 && string(b[12:16]) == "GNU\x00" && descsz > 0 {
-			return perfdata.BuildID(append([]byte(nil), b[nameEnd:nameEnd+uint64(descsz)]...)), nil
-		}
-		b = b[end:]
+	// The module's .note.gnu.build-id section as loaded: Elf_Nhdr
+	// (namesz, descsz, type), "GNU\0", the build-id.
+	id, err := buildidcache.BuildIDFromNotes(b, binary.LittleEndian)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return nil, fmt.Errorf("%s: no GNU build-id note", p)
+	return perfdata.BuildID(id), nil
 }
 
 // runningModuleBase returns where module name's text is loaded now: the
