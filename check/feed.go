@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"hash/maphash"
 	"runtime"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -23,7 +24,7 @@ import (
 //
 // A few batches circulate between the two goroutines (feedBatches), so
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
-// feedBatchOps × 56) bytes, ~1.2 MB) whatever the size of the recording.
+// feedBatchOps × 72) bytes, ~1.2 MB) whatever the size of the recording.
 const (
 	feedBatches    = 4
 	feedBatchWords = 32 << 10 // callchain entries and user registers
@@ -44,7 +45,7 @@ const (
 	feedExit
 )
 
-// feedOp is one record as the session takes it, kept small (56 bytes):
+// feedOp is one record as the session takes it, kept small (72 bytes):
 // every sample has one, and they cross from one core to the other. What
 // samples rarely have (a user stack copy) and the other records are in
 // the batch's side slices.
@@ -52,7 +53,8 @@ type feedOp struct {
 	time, period, ip uint64
 	event, pid, tid  int32
 	cpu              uint32
-	chainLo, chainHi int32 // the callchain in words; chainLo < 0: none (nil)
+	chainLo, chainHi int32     // the callchain in words; chainLo < 0: none (nil)
+	chainHash        [2]uint64 // SampleEvent.chainHash
 	// aux indexes users for a sample (-1: no user stack to unwind) and
 	// others for the other records.
 	aux       int32
@@ -150,7 +152,7 @@ func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 // read converts f's records into batches, handing each full one (and the
 // last) to handoff, which returns an empty batch to go on with. It runs on
 // its own goroutine when feed pipelines: it touches nothing of the session
-// but its options.
+// but its options and its raw-stack seeds, both fixed when it was made.
 func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
@@ -202,6 +204,9 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				op.period = events[r.EventIndex].Attr.SamplePeriod
 			}
 			if r.Callchain != nil {
+				for i, seed := range s.rawSeeds {
+					op.chainHash[i] = maphash.Bytes(seed, u64Bytes(r.Callchain))
+				}
 				op.chainLo = int32(len(b.words))
 				b.words = append(b.words, r.Callchain...)
 				op.chainHi = int32(len(b.words))
@@ -281,6 +286,7 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser}
 		if op.chainLo >= 0 {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
+			se.chainHash, se.chainHashed = op.chainHash, true
 		}
 		if op.aux >= 0 {
 			u := &b.users[op.aux]

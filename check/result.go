@@ -266,6 +266,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	// Samples per stack, hits per DSO.
 	nstacks := s.numStacks()
 	stackSamples := make([]uint64, nstacks)
+	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
 	for k, v := range s.aggs {
 		stackSamples[k.stack] += v.samples
 	}

@@ -41,6 +41,13 @@ type SampleEvent struct {
 	// User, when set, holds that copy with the user registers; the user
 	// frames are then recovered from it (see UserStack).
 	User *UserStack
+
+	// chainHash, when chainHashed, is Callchain's digest under the
+	// session's two raw-stack seeds, taken by the reading goroutine while
+	// the callchain is still in its cache (feed.go): hashing it here read
+	// every callchain a second time, from the other core's cache.
+	chainHash   [2]uint64
+	chainHashed bool
 }
 
 // frameRef is one resolved address: a DSO and the offset in it.
@@ -108,9 +115,8 @@ type Session struct {
 	locIdx   []map[uint64]int32 // per DSO index: offset → location id
 	chunk    []int32
 	stacks   [][]int32
-	frames   int              // total frames of all stacks
-	rawIdx   map[rawKey]int32 // index in raws
-	raws     []rawEntry
+	frames   int // total frames of all stacks
+	raws     rawTable
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
 	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
@@ -149,7 +155,6 @@ func NewSession(opts Options) *Session {
 		dsoIdx:    make(map[dsoKey]int32),
 		special:   make(map[string]int32),
 		stackHash: make(map[uint64]int32),
-		rawIdx:    make(map[rawKey]int32),
 		cfi:       make(map[*DSO]*cfiTable),
 		aggs:      make(map[aggKey]*aggVal),
 		commIdx:   make(map[string]int32),
@@ -324,20 +329,20 @@ func (s *Session) Sample(e *SampleEvent) {
 	raw := s.stackOf(e)
 	id := raw.stack
 	comm := s.commID(s.tracker.CommOf(e.PID))
-	a := raw.agg
-	if a == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
+	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
+		raw.flushCounts()
 		ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
-		a = s.aggs[ak]
+		a := s.aggs[ak]
 		if a == nil {
 			a = s.newAgg()
 			s.aggs[ak] = a
 		}
 		raw.agg, raw.event, raw.tid, raw.comm = a, int32(e.Event), e.TID, comm
 	}
-	a.samples++
-	a.period += e.Period
+	raw.samples++
+	raw.period += e.Period
 	if s.opts.KeepSamples {
 		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
 			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
@@ -371,10 +376,10 @@ func (s *Session) commID(c string) int32 {
 	return i
 }
 
-// rawCacheEntries bounds the raw-stack cache (about 50 bytes an entry,
-// with the map's slack); past it the cache starts over (it is only a
-// shortcut).
-const rawCacheEntries = 1 << 19
+// rawCacheEntries bounds the raw-stack cache (a 64-byte slot an entry, at
+// most three quarters of the slots in use: under 32 MiB); past it the
+// cache starts over (it is only a shortcut).
+const rawCacheEntries = 1 << 18
 
 // rawKey identifies a raw stack by a 128-bit digest of what makes it
 // resolve as it does: the process, its maps' generations, the mode and
@@ -397,22 +402,12 @@ type rawFields struct {
 	mode, nchain, nuser uint32
 }
 
-// rawEntry is what the raw-stack cache knows of a raw stack: its resolved
-// stack and the aggregate it fed last, with that aggregate's event, thread
-// and comm (samples of one raw stack nearly always feed one aggregate, so
-// this saves the aggregate's map lookup).
-type rawEntry struct {
-	stack            int32
-	event, tid, comm int32
-	agg              *aggVal // nil: none yet
-}
-
 // stackOf returns the raw-stack cache's entry for e, which holds the id of
 // e's resolved stack. Raw stacks repeat: the same addresses in the same
 // process, with its maps unchanged, resolve the same way, so they are
 // looked up by their raw addresses and the maps' generations first, and
 // resolved only when new. The entry is valid until the next call.
-func (s *Session) stackOf(e *SampleEvent) *rawEntry {
+func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 	pg, kg := s.tracker.generation(e.PID)
 	user := s.userBuf[:0]
 	if e.User != nil {
@@ -430,15 +425,19 @@ func (s *Session) stackOf(e *SampleEvent) *rawEntry {
 		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
 	var key rawKey
 	for i := range key {
-		f.h = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
+		if e.chainHashed {
+			f.h = e.chainHash[i]
+		} else {
+			f.h = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
+		}
 		if len(user) > 0 {
 			// Rare (--call-graph dwarf): fold the unwound frames in.
 			f.h = maphash.Comparable(s.rawSeeds[i], [2]uint64{f.h, maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
 		}
 		key[i] = maphash.Comparable(s.rawSeeds[i], f)
 	}
-	if i, ok := s.rawIdx[key]; ok {
-		return &s.raws[i]
+	if sl := s.raws.find(key); sl != nil {
+		return sl
 	}
 
 	refs := s.refBuf[:0]
@@ -496,13 +495,7 @@ func (s *Session) stackOf(e *SampleEvent) *rawEntry {
 		s.stackNext = append(s.stackNext, next)
 		s.stackHash[h] = id
 	}
-	if len(s.rawIdx) >= rawCacheEntries {
-		clear(s.rawIdx)
-		s.raws = s.raws[:0]
-	}
-	s.rawIdx[key] = int32(len(s.raws))
-	s.raws = append(s.raws, rawEntry{stack: id})
-	return &s.raws[len(s.raws)-1]
+	return s.raws.insert(key, id, rawCacheEntries)
 }
 
 // loc interns a resolved address.

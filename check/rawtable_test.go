@@ -1,0 +1,69 @@
+package check
+
+import (
+	"math/rand"
+	"testing"
+	"unsafe"
+)
+
+// TestRawTableCounts feeds a raw-stack table the way Session.Sample does,
+// with a small bound so it starts over many times and grows on the way,
+// and checks that every sample's counts reach its aggregate exactly once:
+// through a change of aggregate, a restart, or the final flush.
+func TestRawTableCounts(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	var tab rawTable
+	aggs := make([]aggVal, 8)
+	var want [8]aggVal
+	const limit = 700 // raw stacks before the table starts over
+	for range 200000 {
+		key := rawKey{uint64(r.Intn(3000)) * 0x9e3779b97f4a7c15, uint64(r.Intn(2))}
+		if r.Intn(5000) == 0 {
+			key = rawKey{} // the digest that would read as an empty slot
+		}
+		sl := tab.find(key)
+		if sl == nil {
+			sl = tab.insert(key, int32(nonZero(key)[0]%97), limit)
+			if got := tab.find(key); got != sl {
+				t.Fatalf("find after insert: %p, want %p", got, sl)
+			}
+		}
+		if sl.stack != int32(nonZero(key)[0]%97) {
+			t.Fatalf("key %x: stack %d, want %d", key, sl.stack, nonZero(key)[0]%97)
+		}
+		ai := int(key[1]*4) + r.Intn(4) // a raw stack feeds one of 4 aggregates
+		if sl.agg != &aggs[ai] {
+			sl.flushCounts()
+			sl.agg = &aggs[ai]
+		}
+		period := uint64(r.Intn(1000))
+		sl.samples++
+		sl.period += period
+		want[ai].samples++
+		want[ai].period += period
+		if tab.n > limit {
+			t.Fatalf("%d raw stacks held, bound %d", tab.n, limit)
+		}
+	}
+	tab.flush()
+	for i := range aggs {
+		if aggs[i] != want[i] {
+			t.Errorf("aggregate %d: %+v, want %+v", i, aggs[i], want[i])
+		}
+	}
+	tab.flush() // a second flush adds nothing
+	for i := range aggs {
+		if aggs[i] != want[i] {
+			t.Errorf("after a second flush, aggregate %d: %+v, want %+v", i, aggs[i], want[i])
+		}
+	}
+}
+
+// TestRawSlotSize: a slot is one cache line.
+func TestRawSlotSize(t *testing.T) {
+	if n := unsafeSizeof(rawSlot{}); n != 64 {
+		t.Errorf("rawSlot is %d bytes, want 64", n)
+	}
+}
+
+func unsafeSizeof(s rawSlot) uintptr { return unsafe.Sizeof(s) }
