@@ -44,6 +44,10 @@ type dwarfIndex struct {
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
 
+	// drop gives back the pages of decoded units' sections (nil when
+	// no section is decompressed into anonymous memory).
+	drop *sectionDrop
+
 	scratch decodeScratch // buffers decodeUnit grows tables in (under mu)
 
 	// Decoded units are bounded by budget bytes (negative: no bound).
@@ -175,12 +179,14 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 
 func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
 	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
+	var info, line []byte
 	err := safely(name, func() error {
-		d, err := loadDWARFSections(ef, ra, &x.secs)
+		d, sec, err := loadDWARFSections(ef, ra, &x.secs)
 		if err != nil {
 			return err
 		}
 		x.d = d
+		info, line = sec["info"], sec["line"]
 		r := d.Reader()
 		for {
 			e, err := r.Next()
@@ -222,6 +228,9 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 	}
 	x.pending = len(inRanges)
 	x.hasData = x.d != nil
+	if x.hasData {
+		x.initDrop(info, line)
+	}
 	if x.pending == 0 {
 		x.release()
 	}
@@ -241,29 +250,30 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 // Each is decompressed in full when loaded, so skipping them saves both
 // time to first answer and memory. Relocatable files (kernel modules) need
 // relocations applied and go through elf.File.DWARF.
-func loadDWARFSections(ef *elf.File, ra io.ReaderAt, rs *regionSet) (*dwarf.Data, error) {
+func loadDWARFSections(ef *elf.File, ra io.ReaderAt, rs *regionSet) (*dwarf.Data, map[string][]byte, error) {
 	if ef.Type == elf.ET_REL {
-		return ef.DWARF()
+		d, err := ef.DWARF()
+		return d, nil, err
 	}
 	sec, err := loadSections(ef, ra, []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"}, rs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if f := osFile(ra); testHookMapped != nil && f != nil {
 		testHookMapped(f)
 	}
 	d, err := dwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, n := range []string{"addr", "line_str", "rnglists", "str_offsets"} {
 		if b := sec[n]; b != nil {
 			if err := d.AddSection(".debug_"+n, b); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return d, nil
+	return d, sec, nil
 }
 
 // ownEntry returns e with its byte-slice attribute values (blocks,
@@ -348,10 +358,15 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	}
 	var ui *unitInfo
 	err := safely(x.name, func() error {
+		x.needUnit(u)
 		var err error
 		ui, err = x.decodeUnit(s.entry)
 		return err
 	})
+	if err == nil {
+		x.dropUnit(u)
+	}
+	x.redropDecoded()
 	x.pending--
 	if err == nil {
 		s.lastUse.Store(x.epoch.Add(1))
@@ -377,6 +392,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 func (x *dwarfIndex) release() {
 	x.d, x.names, x.namesBytes = nil, nil, 0
 	x.scratch = decodeScratch{}
+	x.drop = nil
 	x.secs.unmapAll()
 }
 
@@ -667,6 +683,9 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 		encl := cur
 		switch e.Tag {
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
+			if e.Tag == dwarf.TagSubprogram {
+				x.keepRefName(e)
+			}
 			rs, err := x.d.Ranges(e)
 			if err != nil || len(rs) == 0 {
 				break
@@ -926,6 +945,9 @@ func (x *dwarfIndex) nameOf(e *dwarf.Entry, depth int) (name string, linkage boo
 
 func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 	if dn, ok := x.names[off]; ok {
+		return dn
+	}
+	if dn, ok := x.refName(off); ok {
 		return dn
 	}
 	r := x.d.Reader()

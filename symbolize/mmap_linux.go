@@ -3,6 +3,7 @@ package symbolize
 import (
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // mapFile maps size bytes of f from offset off read-only. The pages are
@@ -46,6 +47,34 @@ func mapAnon(size int64, populate bool) (*region, error) {
 		return nil, err
 	}
 	return &region{mem: mem, data: mem}, nil
+}
+
+// dropPages gives the whole pages of r.data[lo:hi] back to the kernel
+// (madvise MADV_DONTNEED): the process stops paying for them. A mapping of
+// the file reads them from the file again when next touched; anonymous
+// memory reads back zeros, so the caller must not read a dropped range
+// of it again before r.refill. It returns the bytes dropped.
+func (r *region) dropPages(lo, hi int) int {
+	if r.mem == nil || lo >= hi {
+		return 0
+	}
+	page := os.Getpagesize()
+	base := int(uintptr(unsafe.Pointer(&r.data[0])) - uintptr(unsafe.Pointer(&r.mem[0])))
+	a := (base + lo + page - 1) &^ (page - 1)
+	b := (base + hi) &^ (page - 1)
+	if hi == len(r.data) {
+		b = len(r.mem) // the tail of the last page is the mapping's own
+	}
+	if b > len(r.mem) {
+		b = len(r.mem)
+	}
+	if a >= b {
+		return 0
+	}
+	if syscall.Madvise(r.mem[a:b], syscall.MADV_DONTNEED) != nil {
+		return 0
+	}
+	return b - a
 }
 
 // release unmaps r and drops its slices, so that no Go pointer into the

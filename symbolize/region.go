@@ -35,6 +35,12 @@ type region struct {
 	mem  []byte // the whole mapping
 	data []byte // the section's bytes in it
 
+	// refill writes the section's bytes into data again (decompresses
+	// it once more) after pages of an anonymous region were dropped
+	// (see dropPages); nil for a mapping of the file, whose dropped
+	// pages come back from the file on the next read.
+	refill func() error
+
 	once sync.Once
 }
 
@@ -52,6 +58,22 @@ func (s *regionSet) add(r *region) {
 	s.mu.Lock()
 	s.list = append(s.list, r)
 	s.mu.Unlock()
+}
+
+// find returns the region whose section bytes start at d, nil when d is
+// not (the start of) a region's bytes.
+func (s *regionSet) find(d []byte) *region {
+	if len(d) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.list {
+		if len(r.data) > 0 && &r.data[0] == &d[0] {
+			return r
+		}
+	}
+	return nil
 }
 
 func (s *regionSet) unmapAll() {

@@ -91,23 +91,28 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 	if size > comp*maxInflate+4096 || size > 1<<36 {
 		return nil, fmt.Errorf("%w: section %s at offset %#x: claims %d bytes from %d compressed", ErrMalformed, s.Name, s.Offset, size, comp)
 	}
-	src := io.NewSectionReader(raw, int64(n), int64(comp))
-	var zr io.Reader
-	switch typ {
-	case elf.COMPRESS_ZLIB:
-		r, err := zlib.NewReader(src)
-		if err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+	// open returns a fresh decompressing reader of the section and the
+	// function that frees it: the section may be decompressed again
+	// later into the same memory (region.refill).
+	open := func() (io.Reader, func(), error) {
+		src := io.NewSectionReader(raw, int64(n), int64(comp))
+		switch typ {
+		case elf.COMPRESS_ZLIB:
+			r, err := zlib.NewReader(src)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			}
+			return r, func() {}, nil
+		case elf.COMPRESS_ZSTD:
+			r, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			}
+			return r, r.Close, nil
 		}
-		zr = r
-	case elf.COMPRESS_ZSTD:
-		r, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size+1<<20))
-		if err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
-		}
-		defer r.Close()
-		zr = r
-	default:
+		return nil, nil, nil
+	}
+	if typ != elf.COMPRESS_ZLIB && typ != elf.COMPRESS_ZSTD {
 		return s.Data() // let debug/elf decide (and report) what it is
 	}
 	if rs != nil && size <= maxAnonSection {
@@ -117,19 +122,36 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 		if r, err := mapAnon(int64(size), size <= comp*32); err == nil {
 			// Untouched pages of the mapping cost nothing, so a
 			// header that lies costs no more than the real stream.
-			n, err := io.ReadFull(zr, r.data[:size])
-			if err == io.ErrUnexpectedEOF || err == io.EOF {
-				r.unmap()
-				return nil, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, n, size)
+			fill := func(dst []byte) error {
+				zr, done, err := open()
+				if err != nil {
+					return err
+				}
+				defer done()
+				n, err := io.ReadFull(zr, dst)
+				if err == io.ErrUnexpectedEOF || err == io.EOF {
+					return fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, n, size)
+				}
+				if err != nil {
+					return fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+				}
+				return nil
 			}
-			if err != nil {
+			if err := fill(r.data[:size]); err != nil {
 				r.unmap()
-				return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+				return nil, err
 			}
+			r.data = r.data[:size:size]
+			r.refill = func() error { return fill(r.data) }
 			rs.add(r)
-			return r.data[:size:size], nil
+			return r.data, nil
 		}
 	}
+	zr, done, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	// Trust the declared size only as far as the data backs it: start
 	// from what a typical ratio gives and grow as bytes actually arrive,
 	// so a header that lies costs no more than the real stream.

@@ -1,0 +1,328 @@
+package symbolize
+
+import (
+	"debug/dwarf"
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// sectionDrop gives back the memory of decompressed .debug_info and
+// .debug_line bytes as units are decoded. A unit's decode reads its own
+// DIEs and line program once and keeps what lookups need in its tables;
+// the raw bytes are needed again only to decode it again (after the budget
+// evicted it) or to read a DIE that another unit refers to (the abstract
+// origin of an inlined call, the declaration a definition specifies). So
+// once a unit is decoded, the whole pages of its DIEs and of its line
+// program go back to the kernel (region.dropPages), and the names of the
+// DIEs in it that other units can refer to (DW_AT_inline abstract
+// instances, DW_AT_declaration subprograms: DWARF 5 sections 3.3.8.1 and
+// 2.13.2) are kept in refNames. A read that still lands in a dropped unit
+// (a reference refNames does not cover, or a re-decode after eviction)
+// decompresses the sections again first (refill), and the decoded units'
+// pages are dropped again after it; after maxRefills refills the sections
+// stay whole, so that a binary whose references defeat refNames costs its
+// sections' memory, as before, rather than a decompression per lookup.
+//
+// Only anonymous memory a compressed section was decompressed into is
+// dropped: an uncompressed section is a mapping of the file, whose pages
+// are the page cache's, shared and reclaimable already.
+//
+// All fields are used under dwarfIndex.mu.
+type sectionDrop struct {
+	info, line *region // nil: that section's pages are not dropped
+
+	infoSpans []dropSpan // every unit of .debug_info, by offset
+	lineSpans []dropSpan // every line program units use, by offset
+	unitInfo  []int32    // per unit (dwarfIndex.units): its infoSpans index, -1 none
+	unitLine  []int32    // per unit: its lineSpans index, -1 none
+	lineUsers []int32    // per line span: units using it whose pages are not dropped
+	unitGone  []bool     // per unit: its pages are dropped
+
+	refNames map[dwarf.Offset]dieName
+
+	refills  int   // times the sections were decompressed again
+	dropped  int64 // bytes of units and line programs given back (again after a refill)
+	redrop   bool  // a refill happened: drop the decoded units' pages again
+	disabled bool  // too many refills: the sections stay whole
+}
+
+type dropSpan struct {
+	lo, hi int
+	gone   bool
+}
+
+// maxRefills is how many times the sections are decompressed again before
+// dropping stops.
+const maxRefills = 2
+
+// refNameBytes approximates the memory of one refNames entry besides the
+// name's bytes (shared with the unit's name table): key, string header
+// and flag, and the map's overhead.
+const refNameBytes = 48
+
+// initDrop sets up x.drop for the sections info and line (the bytes
+// loadDWARFSections gave debug/dwarf), when at least one of them is
+// decompressed anonymous memory. Called before the index is published.
+func (x *dwarfIndex) initDrop(info, line []byte) {
+	if len(x.units) == 0 {
+		return
+	}
+	sd := &sectionDrop{refNames: map[dwarf.Offset]dieName{}}
+	bo := x.ef.ByteOrder
+	if r := x.secs.find(info); r != nil && r.refill != nil {
+		sd.info = r
+		sd.infoSpans = unitSpans(info, bo)
+	}
+	if r := x.secs.find(line); r != nil && r.refill != nil {
+		sd.line = r
+	}
+	if sd.info == nil && sd.line == nil {
+		return
+	}
+	sd.unitInfo = make([]int32, len(x.units))
+	sd.unitLine = make([]int32, len(x.units))
+	sd.unitGone = make([]bool, len(x.units))
+	lineIdx := map[int64]int32{}
+	for u := range x.units {
+		sd.unitInfo[u], sd.unitLine[u] = -1, -1
+		e := x.units[u].entry
+		sd.unitInfo[u] = int32(sd.infoSpanOf(e.Offset))
+		if sd.line == nil {
+			continue
+		}
+		sl, ok := e.Val(dwarf.AttrStmtList).(int64)
+		if !ok {
+			continue
+		}
+		k, seen := lineIdx[sl]
+		if !seen {
+			lo, hi, ok := unitExtent(line, sl, bo)
+			if !ok {
+				continue
+			}
+			k = int32(len(sd.lineSpans))
+			sd.lineSpans = append(sd.lineSpans, dropSpan{lo: lo, hi: hi})
+			sd.lineUsers = append(sd.lineUsers, 0)
+			lineIdx[sl] = k
+		}
+		sd.unitLine[u] = k
+		sd.lineUsers[k]++
+	}
+	// Neighbours are found by offset: sort the line spans and renumber.
+	order := make([]int32, len(sd.lineSpans))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.Slice(order, func(a, b int) bool { return sd.lineSpans[order[a]].lo < sd.lineSpans[order[b]].lo })
+	rank := make([]int32, len(order))
+	spans := make([]dropSpan, len(order))
+	users := make([]int32, len(order))
+	for newIdx, old := range order {
+		rank[old] = int32(newIdx)
+		spans[newIdx] = sd.lineSpans[old]
+		users[newIdx] = sd.lineUsers[old]
+	}
+	sd.lineSpans, sd.lineUsers = spans, users
+	for u, k := range sd.unitLine {
+		if k >= 0 {
+			sd.unitLine[u] = rank[k]
+		}
+	}
+	for i := 1; i < len(sd.lineSpans); i++ {
+		if sd.lineSpans[i].lo < sd.lineSpans[i-1].hi {
+			sd.line = nil // overlapping programs: do not guess, keep .debug_line whole
+			break
+		}
+	}
+	x.drop = sd
+}
+
+// unitExtent returns the extent of the unit (a .debug_info unit or a line
+// program: both begin with the DWARF initial length) at off in sec.
+func unitExtent(sec []byte, off int64, bo binary.ByteOrder) (lo, hi int, ok bool) {
+	if off < 0 || off > int64(len(sec))-4 {
+		return 0, 0, false
+	}
+	n, hdr := uint64(bo.Uint32(sec[off:])), int64(4)
+	if n == 0xffffffff {
+		if off > int64(len(sec))-12 {
+			return 0, 0, false
+		}
+		n, hdr = bo.Uint64(sec[off+4:]), 12
+	} else if n >= 0xfffffff0 {
+		return 0, 0, false // reserved lengths
+	}
+	if n > uint64(int64(len(sec))-off-hdr) {
+		return 0, 0, false
+	}
+	return int(off), int(off + hdr + int64(n)), true
+}
+
+// unitSpans lists the units of .debug_info in order, stopping at the first
+// that does not parse (its bytes and the rest are never dropped).
+func unitSpans(info []byte, bo binary.ByteOrder) []dropSpan {
+	var out []dropSpan
+	off := int64(0)
+	for off < int64(len(info)) {
+		lo, hi, ok := unitExtent(info, off, bo)
+		if !ok || hi == lo {
+			break
+		}
+		out = append(out, dropSpan{lo: lo, hi: hi})
+		off = int64(hi)
+	}
+	return out
+}
+
+// dropUnit gives back the pages of unit u's DIEs and, once every unit
+// using it is decoded, of its line program. Called with x.mu held, after
+// u was decoded.
+func (x *dwarfIndex) dropUnit(u int32) {
+	sd := x.drop
+	if sd == nil || sd.disabled || sd.unitGone[u] {
+		return
+	}
+	sd.unitGone[u] = true
+	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil {
+		dropSpanPages(sd.info, sd.infoSpans, int(i))
+		sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+	}
+	if k := sd.unitLine[u]; k >= 0 && sd.line != nil {
+		sd.lineUsers[k]--
+		if sd.lineUsers[k] == 0 {
+			dropSpanPages(sd.line, sd.lineSpans, int(k))
+			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+		}
+	}
+}
+
+// dropSpanPages marks spans[i] gone and drops its pages, together with
+// the page it shares with a neighbour already gone.
+func dropSpanPages(r *region, spans []dropSpan, i int) {
+	spans[i].gone = true
+	lo, hi := spans[i].lo, spans[i].hi
+	if i > 0 && spans[i-1].gone && spans[i-1].hi == lo {
+		lo = spans[i-1].lo
+	}
+	if i+1 < len(spans) && spans[i+1].gone && spans[i+1].lo == hi {
+		hi = spans[i+1].hi
+	}
+	r.dropPages(lo, hi)
+}
+
+// needUnit makes unit u's DIEs and line program readable before it is
+// decoded (again). Called with x.mu held.
+func (x *dwarfIndex) needUnit(u int32) {
+	sd := x.drop
+	if sd == nil {
+		return
+	}
+	gone := false
+	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && sd.infoSpans[i].gone {
+		gone = true
+	}
+	if k := sd.unitLine[u]; k >= 0 && sd.line != nil && sd.lineSpans[k].gone {
+		gone = true
+	}
+	if gone {
+		x.refill()
+	}
+}
+
+// refName answers nameAt for a DIE in a dropped unit from refNames; ok is
+// false when off is not in a dropped unit. A DIE refNames does not hold
+// makes the sections readable again. Called with x.mu held.
+func (x *dwarfIndex) refName(off dwarf.Offset) (dieName, bool) {
+	sd := x.drop
+	if sd == nil || sd.info == nil {
+		return dieName{}, false
+	}
+	if i := sd.infoSpanOf(off); i < 0 || !sd.infoSpans[i].gone {
+		return dieName{}, false
+	}
+	if dn, ok := sd.refNames[off]; ok {
+		return dn, true
+	}
+	x.refill()
+	return dieName{}, false
+}
+
+// infoSpanOf returns the index of the unit span holding off, -1 for none.
+func (sd *sectionDrop) infoSpanOf(off dwarf.Offset) int {
+	i := sort.Search(len(sd.infoSpans), func(i int) bool { return sd.infoSpans[i].hi > int(off) })
+	if i == len(sd.infoSpans) || sd.infoSpans[i].lo > int(off) {
+		return -1
+	}
+	return i
+}
+
+// keepRefName records the name of a DIE other units may refer to, before
+// its unit's pages are dropped.
+func (x *dwarfIndex) keepRefName(e *dwarf.Entry) {
+	sd := x.drop
+	if sd == nil || sd.disabled || sd.info == nil {
+		return
+	}
+	if _, ok := sd.refNames[e.Offset]; ok {
+		return
+	}
+	if e.Val(dwarf.AttrInline) == nil && e.Val(dwarf.AttrDeclaration) == nil {
+		return
+	}
+	name, linkage := x.nameOf(e, 0)
+	sd.refNames[e.Offset] = dieName{name, linkage}
+}
+
+// refill decompresses the dropped sections again and marks every unit's
+// pages present; the decoded units' pages are dropped again after the
+// decode in progress (redrop). After maxRefills, dropping stops. A refill
+// that fails leaves the section unreadable: it panics, which the decoder's
+// safely turns into an error for the lookup.
+func (x *dwarfIndex) refill() {
+	sd := x.drop
+	for _, r := range []*region{sd.info, sd.line} {
+		if r == nil {
+			continue
+		}
+		if err := r.refill(); err != nil {
+			panic(fmt.Errorf("decompressing again a section whose pages were dropped: %w", err))
+		}
+	}
+	sd.refills++
+	for i := range sd.infoSpans {
+		sd.infoSpans[i].gone = false
+	}
+	for i := range sd.lineSpans {
+		sd.lineSpans[i].gone = false
+	}
+	for u := range sd.unitGone {
+		if sd.unitGone[u] {
+			sd.unitGone[u] = false
+			if k := sd.unitLine[u]; k >= 0 {
+				sd.lineUsers[k]++
+			}
+		}
+	}
+	if sd.refills >= maxRefills {
+		sd.disabled = true
+		sd.refNames = nil
+		return
+	}
+	sd.redrop = true
+}
+
+// redropDecoded drops again the pages of every decoded unit after a
+// refill. Called with x.mu held.
+func (x *dwarfIndex) redropDecoded() {
+	sd := x.drop
+	if sd == nil || !sd.redrop {
+		return
+	}
+	sd.redrop = false
+	for u := range x.units {
+		if x.units[u].info.Load() != nil {
+			x.dropUnit(int32(u))
+		}
+	}
+}

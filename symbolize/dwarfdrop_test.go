@@ -1,0 +1,174 @@
+//go:build linux
+
+package symbolize
+
+import (
+	"debug/dwarf"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"unsafe"
+)
+
+// buildGoProg builds testdata/goprog (the Go linker compresses its DWARF
+// with zlib, so the sections are decompressed into anonymous memory).
+func buildGoProg(t *testing.T) string {
+	t.Helper()
+	gobin := needTool(t, "go")
+	dir := goProgDir(t)
+	p := filepath.Join(dir, "goprog")
+	if o, err := goBuild(gobin, dir, p); err != nil {
+		t.Fatalf("go build: %v\n%s", err, o)
+	}
+	return p
+}
+
+// openDropping opens p and returns its DWARF index, which must drop pages.
+func openDropping(t *testing.T, p string, o Options) (*Binary, *dwarfIndex) {
+	t.Helper()
+	b := mustOpenOpts(t, p, o)
+	x := b.loadDWARF()
+	if x == nil || x.drop == nil || x.drop.info == nil || x.drop.line == nil {
+		t.Fatalf("%s: .debug_info and .debug_line are not decompressed into anonymous memory: the test needs them so", p)
+	}
+	return b, x
+}
+
+// resident returns which pages of mem are resident (mincore(2)).
+func resident(t *testing.T, mem []byte) []byte {
+	t.Helper()
+	page := os.Getpagesize()
+	vec := make([]byte, (len(mem)+page-1)/page)
+	if _, _, e := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		t.Fatalf("mincore: %v", e)
+	}
+	return vec
+}
+
+// TestDroppedSectionPages symbolizes a Go program with its decompressed
+// .debug_info and .debug_line given back unit by unit as units are
+// decoded, checks every answer against the same binary with the sections
+// kept whole, and that the pages inside every decoded unit's DIEs and
+// line program are no longer resident.
+func TestDroppedSectionPages(t *testing.T) {
+	p := buildGoProg(t)
+	addrs := textAddrs(t, p, 3000)
+	b, x := openDropping(t, p, Options{})
+	ref, rx := openDropping(t, p, Options{})
+	rx.mu.Lock()
+	rx.drop.disabled = true
+	rx.mu.Unlock()
+	for _, a := range addrs {
+		got, err1 := b.Frames(a, nil)
+		want, err2 := ref.Frames(a, nil)
+		if fmtOurs(got) != fmtOurs(want) || (err1 == nil) != (err2 == nil) {
+			t.Fatalf("%#x: with pages dropped %s (%v), sections whole %s (%v)", a, fmtOurs(got), err1, fmtOurs(want), err2)
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sd := x.drop
+	if sd == nil {
+		t.Fatal("every unit decoded: the sections were released before the test could look at them; use fewer addresses")
+	}
+	if sd.dropped == 0 || len(sd.refNames) == 0 {
+		t.Fatalf("%d bytes dropped, %d referable names kept: nothing was dropped", sd.dropped, len(sd.refNames))
+	}
+	page := os.Getpagesize()
+	check := func(what string, r *region, spans []dropSpan) {
+		res := resident(t, r.mem)
+		gone := 0
+		for _, s := range spans {
+			if !s.gone {
+				continue
+			}
+			gone++
+			for pg := (s.lo + page - 1) / page; pg < s.hi/page; pg++ {
+				if res[pg]&1 != 0 {
+					t.Fatalf("%s: page %d inside dropped span [%#x, %#x) is resident", what, pg, s.lo, s.hi)
+				}
+			}
+		}
+		if gone == 0 {
+			t.Fatalf("%s: no span dropped", what)
+		}
+		t.Logf("%s: %d of %d spans dropped", what, gone, len(spans))
+	}
+	check(".debug_info", sd.info, sd.infoSpans)
+	check(".debug_line", sd.line, sd.lineSpans)
+	if sd.refills != 0 {
+		t.Errorf("%d refills: the names of referable DIEs should have answered every cross-unit reference of a Go program", sd.refills)
+	}
+}
+
+// TestDroppedSectionRefill reads dropped bytes again both ways a decode
+// can need them: a cross-unit name that refNames does not hold, and a
+// unit decoded again after the budget evicted it. Both must decompress
+// the sections again and give the answers of a binary whose sections stay
+// whole, and after maxRefills the sections must stay whole.
+func TestDroppedSectionRefill(t *testing.T) {
+	p := buildGoProg(t)
+	addrs := textAddrs(t, p, 300)
+
+	// A name in a dropped unit, refNames emptied.
+	b, x := openDropping(t, p, Options{})
+	for _, a := range addrs[:100] {
+		mustFrames(t, b, a)
+	}
+	x.mu.Lock()
+	var off, want = dieNameAt{}, dieName{}
+	for o, dn := range x.drop.refNames {
+		if i := x.drop.infoSpanOf(o); i >= 0 && x.drop.infoSpans[i].gone {
+			off.off, off.ok, want = o, true, dn
+			break
+		}
+	}
+	if !off.ok {
+		x.mu.Unlock()
+		t.Fatal("no referable DIE in a dropped unit")
+	}
+	x.drop.refNames = map[dwarf.Offset]dieName{}
+	x.names = map[dwarf.Offset]dieName{}
+	got := x.nameAt(off.off, 0)
+	refills, readable := x.drop.refills, !x.drop.infoSpans[x.drop.infoSpanOf(off.off)].gone
+	x.redropDecoded()
+	gone := x.drop.infoSpans[x.drop.infoSpanOf(off.off)].gone
+	x.mu.Unlock()
+	if got != want || refills != 1 {
+		t.Fatalf("DIE %#x in a dropped unit: %+v after %d refills, want %+v after 1", off.off, got, refills, want)
+	}
+	if !readable || !gone {
+		t.Fatalf("DIE %#x: unit readable after the refill %v, dropped again after the decode %v", off.off, readable, gone)
+	}
+
+	// Units evicted and decoded again.
+	b, x = openDropping(t, p, Options{MaxDecodedDWARF: 1})
+	ref, rx := openDropping(t, p, Options{})
+	rx.mu.Lock()
+	rx.drop.disabled = true
+	rx.mu.Unlock()
+	for round := 0; round < 2; round++ {
+		for _, a := range addrs[:60] {
+			got, err1 := b.Frames(a, nil)
+			want, err2 := ref.Frames(a, nil)
+			if fmtOurs(got) != fmtOurs(want) || (err1 == nil) != (err2 == nil) {
+				t.Fatalf("round %d, %#x: evicted and decoded again %s (%v), sections whole %s (%v)", round, a, fmtOurs(got), err1, fmtOurs(want), err2)
+			}
+		}
+	}
+	x.mu.Lock()
+	refills, disabled, evictions := x.drop.refills, x.drop.disabled, x.evictions
+	x.mu.Unlock()
+	if evictions == 0 {
+		t.Fatal("no unit evicted: the test would not decode any again")
+	}
+	if refills != maxRefills || !disabled {
+		t.Fatalf("after %d evictions: %d refills, dropping disabled %v; want %d refills, then the sections kept whole", evictions, refills, disabled, maxRefills)
+	}
+}
+
+type dieNameAt struct {
+	off dwarf.Offset
+	ok  bool
+}
