@@ -1,0 +1,30 @@
+// Command readfloor reads a file to its end in 1 MiB reads and does nothing
+// else: the least time any Go program reading the file (not mapping it;
+// docs/perfdata.md says why perfcheck reads) can take, its own start-up
+// included. bench/run.sh compares it with the time budget of a speed goal,
+// to tell a goal perfcheck misses from one no reader can meet on that file.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: readfloor FILE")
+		os.Exit(2)
+	}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	n, err := io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, make([]byte, 1<<20))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(n)
+}
