@@ -11,23 +11,12 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// corpusFile returns a file of the shared corpus, skipping the test when
-// the corpus is absent.
-func corpusFile(t *testing.T, name string) string {
-	t.Helper()
-	p := "../../shared/corpus/" + name
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared corpus absent (%v): this test needs %s", err, name)
-	}
-	return p
-}
-
 // A pipe carries its OSRELEASE as a HEADER_FEATURE record, which is read
 // only once the records start: the kernel's verdict must still use it.
 // perf.data.piped.header_features-4.16 was recorded on 4.4.0-116-generic,
 // without a kernel build-id.
 func TestAnalyzeReaderKernelRelease(t *testing.T) {
-	p := corpusFile(t, "perf.data.piped.header_features-4.16")
+	p := fixtures.Corpus(t, "perf.data.piped.header_features-4.16")
 	if kernelRelease() == "4.4.0-116-generic" {
 		t.Skip("this machine runs the recording's kernel release")
 	}
@@ -103,7 +92,7 @@ func TestAnalyzePartialTruncated(t *testing.T) {
 // 49104, after 570 good records, none a sample. The result is there, with
 // no samples, and the error names the file and the offset.
 func TestAnalyzePartialCorruptPipe(t *testing.T) {
-	p := corpusFile(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
+	p := fixtures.Corpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
 	for _, viaReader := range []bool{false, true} {
 		var res *Result
 		var err error

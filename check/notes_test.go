@@ -1,11 +1,12 @@
 package check
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // A JIT that writes a malformed line into its perf map (a half-written
@@ -66,13 +67,11 @@ func TestRealCorruptDWARFNote(t *testing.T) {
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := ef.Section(".debug_info")
-	ef.Close()
-	if info == nil || info.Flags&elf.SHF_COMPRESSED != 0 {
+	// DWARF version 0xffff in the first unit's header: debug/dwarf
+	// refuses the section (as symbolize's TestWarningsCorruptDWARF). It is
+	// written over the binary after the recording.
+	bad, ok := fixtures.CorruptDWARF(t, bin)
+	if !ok {
 		t.Skip("gcc here gives no uncompressed .debug_info")
 	}
 	data := w.record("busy.data", nil, bin)
@@ -83,14 +82,7 @@ func TestRealCorruptDWARFNote(t *testing.T) {
 			t.Errorf("intact binaries: %s has notes %q", d.Path, d.Notes)
 		}
 	}
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// DWARF version 0xffff in the first unit's header: debug/dwarf
-	// refuses the section (as symbolize's TestWarningsCorruptDWARF).
-	b[info.Offset+4], b[info.Offset+5] = 0xff, 0xff
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
+	if err := os.WriteFile(bin, bad, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	res := w.analyze(data, Options{})

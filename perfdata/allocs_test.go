@@ -36,11 +36,11 @@ func TestSteadyStateAllocs(t *testing.T) {
 			paths = append(paths, p)
 		}
 	}
-	if _, err := os.Stat(rdCorpus); err == nil {
-		paths = append(paths, rdCorpus+"/with-callchain.perf.data", rdCorpus+"/modern/fibo.compressed2.pipe.data",
-			rdCorpus+"/perf.data.callgraph_and_branch-3.8", rdCorpus+"/perf.data.branch_stack_hw_index")
+	if _, err := os.Stat(corpusDir); err == nil {
+		paths = append(paths, corpusDir+"/with-callchain.perf.data", corpusDir+"/modern/fibo.compressed2.pipe.data",
+			corpusDir+"/perf.data.callgraph_and_branch-3.8", corpusDir+"/perf.data.branch_stack_hw_index")
 	} else {
-		t.Logf("corpus %s absent: reading the fixtures only", rdCorpus)
+		t.Logf("corpus %s absent: reading the fixtures only", corpusDir)
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {

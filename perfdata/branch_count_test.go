@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // TestBadBranchCount: a sample whose branch stack claims more entries than
@@ -54,7 +56,7 @@ func TestBadBranchCount(t *testing.T) {
 	t.Run("corpus", func(t *testing.T) {
 		// A real recording with branch stacks (perf 4.14, -b), its
 		// first sample's count overwritten.
-		needCorpus(t)
+		fixtures.Corpus(t, "")
 		b, err := os.ReadFile(filepath.Join(corpusDir, "perf.data.branch-4.14"))
 		if err != nil {
 			t.Fatal(err)

@@ -504,7 +504,7 @@ func TestBigEndianCopy(t *testing.T) {
 		paths = append(paths, rdFixtures+"/"+n)
 	}
 	for _, n := range []string{"perf.data.branch-4.14", "perf.data.branch_stack_hw_index", "perf.data.callgraph-3.8"} {
-		paths = append(paths, rdCorpus+"/"+n)
+		paths = append(paths, corpusDir+"/"+n)
 	}
 	for _, path := range paths {
 		t.Run(path, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // digestOrdered reads every record of name in time order and returns a
@@ -119,10 +121,10 @@ func TestChunkedSameOrderTruncated(t *testing.T) {
 // earlier half is delivered, in the order of the copying queue; and the
 // chunks held stay few.
 func TestChunkedQueueLimit(t *testing.T) {
-	rdNeedCorpus(t)
+	fixtures.Corpus(t, "")
 	defer func(n int) { maxQueueBytes = n }(maxQueueBytes)
 	maxQueueBytes = 16 << 10
-	name := rdCorpus + "/perf.data.callgraph-3.8"
+	name := corpusDir + "/perf.data.callgraph-3.8"
 	f, err := Open(name)
 	if err != nil {
 		t.Fatal(err)

@@ -7,18 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// corpusDir is the shared corpus of real recordings (see its README).
-const corpusDir = "../../shared/corpus"
-
-// needCorpus skips the test when the shared corpus is not here.
-func needCorpus(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skipf("shared corpus %s is absent (%v): these tests read real perf.data files from it", corpusDir, err)
-	}
-}
+// corpusDir is the shared corpus of real recordings (see its README); it
+// may be absent: fixtures.Corpus(t, "") skips a test that needs it.
+var corpusDir = fixtures.CorpusDir()
 
 // testFeatures builds the Features of a recording without the core reader,
 // so that feature decoding is tested on its own: for file mode it reads

@@ -14,13 +14,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // corpusRecordings lists the shared corpus's recordings (not the
 // *.buildids expectation files).
 func corpusRecordings(t testing.TB) []string {
 	t.Helper()
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	var out []string
 	for _, pat := range []string{"*perf.data*", "modern/*.data"} {
 		m, err := filepath.Glob(filepath.Join(corpusDir, pat))
@@ -199,7 +201,7 @@ func TestFeaturesCorpusDecode(t *testing.T) {
 // TestFeaturesValues pins decoded values that perf 6.1's
 // `perf report --header-only -I` printed for these files.
 func TestFeaturesValues(t *testing.T) {
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	p := func(name string) *Features { return testFeatures(t, filepath.Join(corpusDir, name)) }
 
 	fs := p("perf.data.hybrid_topology")
@@ -456,7 +458,7 @@ func TestFeatureNames(t *testing.T) {
 // written without PERF_RECORD_MISC_BUILD_ID_SIZE, so perf (and we) read 20
 // bytes: the four after the real id are zero.
 func TestBuildIDs16Byte(t *testing.T) {
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.weight_struct"))
 	ids, err := fs.BuildIDs()
 	if err != nil {
@@ -483,7 +485,7 @@ func TestBuildIDs16Byte(t *testing.T) {
 // says how long the build-id is (perf.data.hybrid_topology is written by
 // perf 5.15, which sets it).
 func TestBuildIDSizeBit(t *testing.T) {
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.hybrid_topology"))
 	ids, err := fs.BuildIDs()
 	if err != nil || len(ids) == 0 {
@@ -529,7 +531,7 @@ func buildIDEvent(order binary.ByteOrder, misc uint16, pid int32, id []byte, siz
 // (perf.data.busy.0-3.8's) by deleting each entry's pid, which is what the
 // old writer produced; perf detects it by the kernel's name losing "[ker".
 func TestBuildIDLegacyLayout(t *testing.T) {
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.busy.0-3.8"))
 	want, err := fs.BuildIDs()
 	if err != nil {
@@ -609,7 +611,7 @@ func TestFeaturesPipe(t *testing.T) {
 // TestFeaturesConcurrent calls accessors from several goroutines (run with
 // -race).
 func TestFeaturesConcurrent(t *testing.T) {
-	needCorpus(t)
+	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.hybrid_topology"))
 	var wg sync.WaitGroup
 	for range 4 {

@@ -14,7 +14,7 @@ import (
 func fuzzSeeds(f *testing.F, pipeOnly bool) {
 	const maxSeed = 64 << 10
 	var paths []string
-	for _, pat := range []string{rdFixtures + "/*.data", rdCorpus + "/*perf.data*", rdCorpus + "/modern/*.data"} {
+	for _, pat := range []string{rdFixtures + "/*.data", corpusDir + "/*perf.data*", corpusDir + "/modern/*.data"} {
 		m, _ := filepath.Glob(pat)
 		paths = append(paths, m...)
 	}

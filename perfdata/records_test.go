@@ -12,12 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-const (
-	rdCorpus   = "../../shared/corpus"
-	rdFixtures = "../testdata/perf"
-)
+const rdFixtures = "../testdata/perf"
 
 // rdGlob returns the files matching pattern, failing when none does (a
 // glob that silently matches nothing would make the test vacuous).
@@ -33,13 +32,6 @@ func rdGlob(t testing.TB, pattern string) []string {
 	return m
 }
 
-func rdNeedCorpus(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat(rdCorpus); err != nil {
-		t.Skipf("corpus %s absent (it lives outside the repository): %v", rdCorpus, err)
-	}
-}
-
 func rdNeedFixtures(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(rdFixtures, "pipe.data")); err != nil {
@@ -50,7 +42,7 @@ func rdNeedFixtures(t testing.TB) {
 // corpusDataFiles lists the corpus recordings (not expectations).
 func corpusDataFiles(t testing.TB) []string {
 	var out []string
-	for _, p := range append(rdGlob(t, rdCorpus+"/*perf.data*"), rdGlob(t, rdCorpus+"/modern/*.data")...) {
+	for _, p := range append(rdGlob(t, corpusDir+"/*perf.data*"), rdGlob(t, corpusDir+"/modern/*.data")...) {
 		if strings.HasSuffix(p, ".buildids") {
 			continue
 		}
@@ -167,7 +159,7 @@ func compareTally(t *testing.T, got, want tally) {
 // TestCorpusRecords reads every corpus recording to its end, in file order
 // and in time order, and compares the counts with what perf 6.1 printed.
 func TestCorpusRecords(t *testing.T) {
-	rdNeedCorpus(t)
+	fixtures.Corpus(t, "")
 	for _, path := range corpusDataFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			f, err := Open(path)
@@ -199,7 +191,7 @@ func TestCorpusRecords(t *testing.T) {
 			if ordered.err != nil || ordered.total != got.total {
 				t.Fatalf("ordered: %d records (err %v), file order %d", ordered.total, ordered.err, got.total)
 			}
-			statsPath := filepath.Join(rdCorpus, "perf-6.1", filepath.Base(path)+".stats")
+			statsPath := filepath.Join(corpusDir, "perf-6.1", filepath.Base(path)+".stats")
 			if _, err := os.Stat(statsPath); err != nil {
 				return // modern/: perf 6.1 cannot read them
 			}
@@ -250,9 +242,9 @@ func TestFixtureRecords(t *testing.T) {
 // File and expects the same records.
 func TestReaderMatchesFile(t *testing.T) {
 	var paths []string
-	if _, err := os.Stat(rdCorpus); err == nil {
-		paths = append(paths, rdGlob(t, rdCorpus+"/*piped*")...)
-		paths = append(paths, rdGlob(t, rdCorpus+"/modern/*pipe*")...)
+	if _, err := os.Stat(corpusDir); err == nil {
+		paths = append(paths, rdGlob(t, corpusDir+"/*piped*")...)
+		paths = append(paths, rdGlob(t, corpusDir+"/modern/*pipe*")...)
 	}
 	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
 		paths = append(paths, rdFixtures+"/pipe.data", rdFixtures+"/zstd-pipe.data")
@@ -307,8 +299,8 @@ func TestReaderMatchesFile(t *testing.T) {
 // TestTrailingGarbage: perf 6.16 wrote its stderr into the same file after
 // the last record of this pipe recording.
 func TestTrailingGarbage(t *testing.T) {
-	rdNeedCorpus(t)
-	path := rdCorpus + "/modern/sleep.compressed2.pipe.data"
+	fixtures.Corpus(t, "")
+	path := corpusDir + "/modern/sleep.compressed2.pipe.data"
 	f, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -331,8 +323,8 @@ func TestTrailingGarbage(t *testing.T) {
 // of perf 6.16 describe the same run shape: one sleep process, a handful of
 // samples at 4000 Hz, its binary mapped.
 func TestCompressedSameStory(t *testing.T) {
-	rdNeedCorpus(t)
-	for _, path := range rdGlob(t, rdCorpus+"/modern/sleep*.data") {
+	fixtures.Corpus(t, "")
+	for _, path := range rdGlob(t, corpusDir+"/modern/sleep*.data") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			f, err := Open(path)
 			if err != nil {
@@ -382,7 +374,7 @@ func TestCompressedSameStory(t *testing.T) {
 // would count an out-of-order event; none of these files has one).
 func TestOrderedIsSorted(t *testing.T) {
 	var paths []string
-	if _, err := os.Stat(rdCorpus); err == nil {
+	if _, err := os.Stat(corpusDir); err == nil {
 		paths = append(paths, corpusDataFiles(t)...)
 	}
 	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
@@ -478,9 +470,9 @@ func TestFileFormatStream(t *testing.T) {
 			paths = append(paths, rdFixtures+"/"+n)
 		}
 	}
-	if _, err := os.Stat(rdCorpus); err == nil {
+	if _, err := os.Stat(corpusDir); err == nil {
 		for _, n := range []string{"perf.data.intel_pt-4.14", "perf.data.callgraph-3.8", "modern/sleep.compressed2.data", "perf.data.numatopology-3.2"} {
-			paths = append(paths, rdCorpus+"/"+n)
+			paths = append(paths, corpusDir+"/"+n)
 		}
 	}
 	if len(paths) == 0 {
@@ -595,10 +587,10 @@ func TestAll(t *testing.T) {
 // queue would hold the whole file; past its limit it delivers the earlier
 // half, as perf does.
 func TestOrderedQueueLimit(t *testing.T) {
-	rdNeedCorpus(t)
+	fixtures.Corpus(t, "")
 	defer func(n int) { maxQueueBytes = n }(maxQueueBytes)
 	maxQueueBytes = 16 << 10
-	f, err := Open(rdCorpus + "/perf.data.callgraph-3.8")
+	f, err := Open(corpusDir + "/perf.data.callgraph-3.8")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,10 +117,10 @@ func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, 
 // random (seeded) in the data section.
 func TestSkipSampleArraysSame(t *testing.T) {
 	paths := rdGlob(t, rdFixtures+"/*.data")
-	if _, err := os.Stat(rdCorpus); err == nil {
+	if _, err := os.Stat(corpusDir); err == nil {
 		paths = append(paths, corpusDataFiles(t)...)
 	} else {
-		t.Logf("corpus %s absent: reading the fixtures only", rdCorpus)
+		t.Logf("corpus %s absent: reading the fixtures only", corpusDir)
 	}
 	samples := 0
 	for _, path := range paths {

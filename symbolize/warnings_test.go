@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // TestWarningsCorruptDWARF breaks the header of the first unit of a real
@@ -16,13 +18,10 @@ func TestWarningsCorruptDWARF(t *testing.T) {
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
-	ef, err := elf.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := ef.Section(".debug_info")
-	ef.Close()
-	if info == nil || info.Flags&elf.SHF_COMPRESSED != 0 {
+	// DWARF version 0xffff in the first unit header: debug/dwarf refuses
+	// the section.
+	d, ok := fixtures.CorruptDWARF(t, p)
+	if !ok {
 		t.Skip("gcc here gives no uncompressed .debug_info")
 	}
 	good, err := Open(p, Options{NoDebugFile: true})
@@ -33,10 +32,6 @@ func TestWarningsCorruptDWARF(t *testing.T) {
 	if w := good.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings on an intact binary: %q", w)
 	}
-	d, _ := os.ReadFile(p)
-	// DWARF version 0xffff in the first unit header: debug/dwarf refuses
-	// the section.
-	d[info.Offset+4], d[info.Offset+5] = 0xff, 0xff
 	q := filepath.Join(dir, "bad")
 	if err := os.WriteFile(q, d, 0o644); err != nil {
 		t.Fatal(err)

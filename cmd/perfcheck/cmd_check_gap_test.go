@@ -11,17 +11,6 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// sharedCorpus returns a file of /work/shared/corpus, skipping when it is
-// absent.
-func sharedCorpus(t *testing.T, name string) string {
-	t.Helper()
-	p := filepath.Join(corpusDir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared corpus absent (%v): this test needs %s", err, name)
-	}
-	return p
-}
-
 // withStdin makes "-" read data for the duration of the test.
 func withStdin(t *testing.T, data []byte) {
 	old := stdinReader
@@ -35,7 +24,7 @@ func withStdin(t *testing.T, data []byte) {
 // on another release than this machine's, is replaced, with that release
 // in the reason.
 func TestCheckStdinKernelRelease(t *testing.T) {
-	p := sharedCorpus(t, "perf.data.piped.header_features-4.16")
+	p := fixtures.Corpus(t, "perf.data.piped.header_features-4.16")
 	if rel, _ := os.ReadFile("/proc/sys/kernel/osrelease"); strings.TrimSpace(string(rel)) == "4.4.0-116-generic" {
 		t.Skip("this machine runs the recording's kernel release")
 	}
@@ -183,7 +172,7 @@ func TestPartialTruncated(t *testing.T) {
 // (no sample precedes the corrupt one), the error naming standard input
 // and offset 49104, exit 2.
 func TestPartialCorruptPipeStdin(t *testing.T) {
-	p := sharedCorpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
+	p := fixtures.Corpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // buildSymbolizeProg compiles testdata/symbolize/prog.c with gcc into a
@@ -201,17 +203,10 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 // file:line.
 func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
 	bin, work := buildSymbolizeProg(t)
-	ef, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := ef.Section(".debug_info")
-	ef.Close()
-	if info == nil || info.Flags&elf.SHF_COMPRESSED != 0 {
+	d, ok := fixtures.CorruptDWARF(t, bin) // DWARF version 0xffff
+	if !ok {
 		t.Skip("no uncompressed .debug_info")
 	}
-	d, _ := os.ReadFile(bin)
-	d[info.Offset+4], d[info.Offset+5] = 0xff, 0xff // DWARF version 0xffff
 	if err := os.WriteFile(bin, d, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // The shared corpus (see its README) and the fixtures recorded here with
 // real perf, with what perf 6.1 printed for each.
-const (
-	corpusDir   = "../../../shared/corpus"
-	perf61Dir   = corpusDir + "/perf-6.1"
-	fixturesDir = "../../testdata/perf"
+var (
+	corpusDir = fixtures.CorpusDir()
+	perf61Dir = corpusDir + "/perf-6.1"
 )
+
+const fixturesDir = "../../testdata/perf"
 
 func init() {
 	// Another test file of this package may define -update too.
@@ -71,9 +74,7 @@ type conformanceCase struct {
 }
 
 func corpusCases(t *testing.T) []conformanceCase {
-	if _, err := os.Stat(perf61Dir); err != nil {
-		t.Skipf("shared corpus %s is absent (%v): conformance with perf 6.1 on it cannot be checked", perf61Dir, err)
-	}
+	fixtures.Corpus(t, "perf-6.1")
 	m, err := filepath.Glob(filepath.Join(perf61Dir, "*.stats"))
 	if err != nil || len(m) == 0 {
 		t.Fatalf("no perf 6.1 outputs in %s (%v)", perf61Dir, err)
@@ -238,8 +239,8 @@ func TestInfoGolden(t *testing.T) {
 	}
 	for _, file := range cases {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			if _, err := os.Stat(file); err != nil && strings.HasPrefix(file, corpusDir) {
-				t.Skipf("shared corpus absent: %v", err)
+			if rel, ok := strings.CutPrefix(file, corpusDir+"/"); ok {
+				fixtures.Corpus(t, rel)
 			}
 			for _, form := range []string{"txt", "json"} {
 				args := []string{"info", file}
@@ -354,9 +355,9 @@ func TestStdinPipe(t *testing.T) {
 // `sleep 1` at perf's default frequency yields a handful of samples, as
 // the corpus README says.
 func TestModernCorpus(t *testing.T) {
-	m, _ := filepath.Glob(filepath.Join(corpusDir, "modern", "*.data"))
+	m, _ := filepath.Glob(filepath.Join(fixtures.Corpus(t, "modern"), "*.data"))
 	if len(m) == 0 {
-		t.Skipf("shared corpus %s/modern is absent", corpusDir)
+		t.Skipf("no recordings in %s/modern", corpusDir)
 	}
 	for _, file := range m {
 		t.Run(filepath.Base(file), func(t *testing.T) {

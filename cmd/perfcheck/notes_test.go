@@ -1,7 +1,6 @@
 package main
 
 import (
-	"debug/elf"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -29,21 +28,16 @@ func corruptDWARFSymfs(t *testing.T) (string, string) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(fixtures.Dir(), "bin", e.Name()))
+		src := filepath.Join(fixtures.Dir(), "bin", e.Name())
+		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if e.Name() == "cshared" {
-			ef, err := elf.Open(filepath.Join(fixtures.Dir(), "bin", e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			info := ef.Section(".debug_info")
-			ef.Close()
-			if info == nil || info.Flags&elf.SHF_COMPRESSED != 0 {
+			var ok bool
+			if b, ok = fixtures.CorruptDWARF(t, src); !ok {
 				t.Fatal("cshared has no uncompressed .debug_info")
 			}
-			b[info.Offset+4], b[info.Offset+5] = 0xff, 0xff
 		}
 		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o755); err != nil {
 			t.Fatal(err)
