@@ -23,11 +23,6 @@ type FileID struct {
 	Ino      uint64
 }
 
-// AddRecorded is AddRecordedMapping without a recorded device and inode.
-func (c *Cache) AddRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
-	return c.AddRecordedMapping(r, name, pids, want, nil)
-}
-
 // AddRecordedMapping caches the binary a recording names name (a recorded
 // path, untrusted) when a file with build-id want can be found for it on
 // this host: what `perfcheck cache fill` does for each DSO before binaries

@@ -119,7 +119,7 @@ func TestAddRecordedPrefersHostFile(t *testing.T) {
 	r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 	defer r.Close()
 	c := &Cache{Dir: filepath.Join(j.dir, "cache"), DebugDirs: []string{}}
-	e, err := c.AddRecorded(r, j.bin, []int{j.pid}, j.id.BuildID)
+	e, err := c.addRecorded(r, j.bin, []int{j.pid}, j.id.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestAddRecordedProcRootNeedsMappedInode(t *testing.T) {
 	}
 
 	// No inode recorded and the process maps no such file: refused.
-	if _, err := newCache("c1").AddRecorded(r, inside, []int{j.pid}, j.id.BuildID); !errors.Is(err, ErrMismatch) {
+	if _, err := newCache("c1").addRecorded(r, inside, []int{j.pid}, j.id.BuildID); !errors.Is(err, ErrMismatch) {
 		t.Errorf("unmapped file, no inode recorded: %v, want ErrMismatch", err)
 	}
 	// Another inode recorded: refused.
@@ -181,7 +181,7 @@ func TestAddRecordedProcRootNeedsMappedInode(t *testing.T) {
 	// No inode recorded, but the process maps it now (its own program,
 	// /bin/block, which is not on the host): cached, as a copy.
 	c4 := newCache("c4")
-	e, err = c4.AddRecorded(r, "/bin/block", []int{j.pid}, j.id.BuildID)
+	e, err = c4.addRecorded(r, "/bin/block", []int{j.pid}, j.id.BuildID)
 	if err != nil {
 		t.Fatalf("a file the process maps: %v", err)
 	}

@@ -23,7 +23,7 @@ int main(void) { char c; while (read(0, &c, 1) > 0) ; return 0; }
 
 // TestAddRecordedProcRoot runs a static binary in a chroot, as a container
 // runs its own root: the path a recording names (/perfcheck-fill-…/app)
-// does not exist here, only under /proc/PID/root. AddRecorded must find
+// does not exist here, only under /proc/PID/root. addRecorded must find
 // and cache it there while the process runs, under the recorded name, and
 // say ErrNotFound once the process is gone; a wrong build-id is
 // ErrMismatch, never cached.
@@ -88,20 +88,20 @@ func TestAddRecordedProcRoot(t *testing.T) {
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 
 	// Without the pid there is nothing to find: the path is not ours.
-	if _, err := c.AddRecorded(r, inside, nil, id.BuildID); !errors.Is(err, ErrNotFound) {
+	if _, err := c.addRecorded(r, inside, nil, id.BuildID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("without the pid: %v, want ErrNotFound", err)
 	}
 	// Another build-id: the file is there, but not that binary.
 	wrong := append(BuildID(nil), id.BuildID...)
 	wrong[0] ^= 0xff
-	if _, err := c.AddRecorded(r, inside, []int{pid}, wrong); !errors.Is(err, ErrMismatch) {
+	if _, err := c.addRecorded(r, inside, []int{pid}, wrong); !errors.Is(err, ErrMismatch) {
 		t.Errorf("wrong build-id: %v, want ErrMismatch", err)
 	}
 	if _, ok := c.Has(wrong); ok {
 		t.Error("a mismatched file was cached")
 	}
 	// A pid that is not running (ours has no such file), then the right one.
-	e, err := c.AddRecorded(r, inside, []int{os.Getpid(), pid}, id.BuildID)
+	e, err := c.addRecorded(r, inside, []int{os.Getpid(), pid}, id.BuildID)
 	if err != nil {
 		t.Fatalf("through /proc/%d/root: %v", pid, err)
 	}
@@ -122,7 +122,7 @@ func TestAddRecordedProcRoot(t *testing.T) {
 		t.Errorf("resolve through /proc/%d/root: %+v, %v", pid, res, err)
 	}
 	// Cached: a second fill finds it there.
-	if e, err := c.AddRecorded(r, inside, []int{pid}, id.BuildID); err != nil || e.Added {
+	if e, err := c.addRecorded(r, inside, []int{pid}, id.BuildID); err != nil || e.Added {
 		t.Errorf("second fill: %+v, %v; want the existing entry", e, err)
 	}
 
@@ -131,13 +131,13 @@ func TestAddRecordedProcRoot(t *testing.T) {
 	cmd.Wait()
 	exited = true
 	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
-	if _, err := c2.AddRecorded(r, inside, []int{pid}, id.BuildID); !errors.Is(err, ErrNotFound) {
+	if _, err := c2.addRecorded(r, inside, []int{pid}, id.BuildID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("after exit: %v, want ErrNotFound", err)
 	}
 }
 
 // TestAddRecordedPath: a binary at its recorded path is cached under its
-// real path (as perf resolves it), as cache fill did before AddRecorded;
+// real path (as perf resolves it), as cache fill did before AddRecordedMapping;
 // a cached build-id answers without a file; no file at all is
 // ErrNotFound, a changed file ErrMismatch.
 func TestAddRecordedPath(t *testing.T) {
@@ -154,7 +154,7 @@ func TestAddRecordedPath(t *testing.T) {
 	r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 	defer r.Close()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
-	e, err := c.AddRecorded(r, link, []int{os.Getpid()}, id.BuildID)
+	e, err := c.addRecorded(r, link, []int{os.Getpid()}, id.BuildID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,19 +163,19 @@ func TestAddRecordedPath(t *testing.T) {
 		t.Errorf("cached under %s, want the real path %s", e.Name, real)
 	}
 	// Once cached, the entry answers even when the file is gone.
-	if e, err := c.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); err != nil || e.Added {
+	if e, err := c.addRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); err != nil || e.Added {
 		t.Errorf("cached, file gone: %+v, %v; want the entry", e, err)
 	}
 	c2 := &Cache{Dir: filepath.Join(dir, "cache2"), DebugDirs: []string{}}
-	if _, err := c2.AddRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); !errors.Is(err, ErrNotFound) {
+	if _, err := c2.addRecorded(r, filepath.Join(dir, "gone"), nil, id.BuildID); !errors.Is(err, ErrNotFound) {
 		t.Errorf("no file: %v, want ErrNotFound", err)
 	}
 	other := buildC(t, dir, "other", "-Wl,--build-id", "-DTAG=\"x\"")
 	oid, _ := ReadFileIdentity(other)
-	if _, err := c2.AddRecorded(r, prog, nil, oid.BuildID); !errors.Is(err, ErrMismatch) {
+	if _, err := c2.addRecorded(r, prog, nil, oid.BuildID); !errors.Is(err, ErrMismatch) {
 		t.Errorf("changed file: %v, want ErrMismatch", err)
 	}
-	if _, err := c2.AddRecorded(r, prog, nil, nil); !errors.Is(err, ErrNoBuildID) {
+	if _, err := c2.addRecorded(r, prog, nil, nil); !errors.Is(err, ErrNoBuildID) {
 		t.Errorf("no build-id: %v, want ErrNoBuildID", err)
 	}
 }

@@ -98,3 +98,11 @@ func readelfGoID(t testing.TB, file string) string {
 	}
 	return ""
 }
+
+// addRecorded is AddRecordedMapping without a recorded device and inode,
+// as most tests call it. (It was exported, but nothing outside the tests
+// used it: perfcheck cache fill passes the recorded identity when there is
+// one, nil otherwise.)
+func (c *Cache) addRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
+	return c.AddRecordedMapping(r, name, pids, want, nil)
+}

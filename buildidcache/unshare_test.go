@@ -39,7 +39,7 @@ func overwriteInPlace(t *testing.T, src, dst string) {
 // TestAddUnsharesHardLinks: an entry whose binary is a hard link to the
 // original (perf's way: perf record, perf buildid-cache -a, perf inject
 // --jit) loses that binary when the original is rewritten in place. Add
-// and AddRecorded, which copy by default, turn such an entry into a
+// and addRecorded, which copy by default, turn such an entry into a
 // private copy, so the rewrite no longer reaches it; with HardLink they
 // leave it linked, by the user's choice.
 func TestAddUnsharesHardLinks(t *testing.T) {
@@ -74,12 +74,12 @@ func TestAddUnsharesHardLinks(t *testing.T) {
 
 			r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 			defer r.Close()
-			e2, err := c.AddRecorded(r, prog, nil, id.BuildID)
+			e2, err := c.addRecorded(r, prog, nil, id.BuildID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if e2.Added || !e2.Unshared {
-				t.Errorf("AddRecorded on a hard-linked entry: added %v, unshared %v; want a private copy of the existing entry", e2.Added, e2.Unshared)
+				t.Errorf("addRecorded on a hard-linked entry: added %v, unshared %v; want a private copy of the existing entry", e2.Added, e2.Unshared)
 			}
 			if n := nlink(t, elf); n != 1 {
 				t.Errorf("elf still has %d links", n)

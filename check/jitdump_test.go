@@ -353,7 +353,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 		}
 	}
 
-	// The remedy: `perfcheck cache fill` (Cache.AddRecorded, copying by
+	// The remedy: `perfcheck cache fill` (Cache.AddRecordedMapping, copying by
 	// default) on the second injection turns perf's hard-linked entries
 	// into private copies; a third injection rewrites the files beside
 	// the dump again, and the second injection stays verified, named by
@@ -363,7 +363,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 	defer r.Close()
 	c := &buildidcache.Cache{Dir: j.cache(), DebugDirs: []string{}}
 	for i, so := range j.sos {
-		e, err := c.AddRecorded(r, so, []int{j.pid}, buildidcache.BuildID(secondIDs[i]))
+		e, err := c.AddRecordedMapping(r, so, []int{j.pid}, buildidcache.BuildID(secondIDs[i]), nil)
 		if err != nil {
 			t.Fatalf("fill %s: %v", so, err)
 		}
