@@ -5,24 +5,10 @@ package symbolize
 import (
 	"debug/dwarf"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"unsafe"
 )
-
-// buildGoProg builds testdata/goprog (the Go linker compresses its DWARF
-// with zlib, so the sections are decompressed into anonymous memory).
-func buildGoProg(t *testing.T) string {
-	t.Helper()
-	gobin := needTool(t, "go")
-	dir := goProgDir(t)
-	p := filepath.Join(dir, "goprog")
-	if o, err := goBuild(gobin, dir, p); err != nil {
-		t.Fatalf("go build: %v\n%s", err, o)
-	}
-	return p
-}
 
 // openDropping opens p and returns its DWARF index, which must drop pages.
 func openDropping(t *testing.T, p string, o Options) (*Binary, *dwarfIndex) {
