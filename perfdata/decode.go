@@ -31,6 +31,7 @@ type parser struct {
 	throttle    Throttle
 	read        Read
 	sample      Sample
+	chainBuf    []uint64 // sample.Callchain when it cannot be the record's bytes
 	aux         Aux
 	itrace      ItraceStart
 	lostSamples LostSamples
@@ -445,7 +446,7 @@ func (p *parser) decodeSampleRecord(data []byte, off int64, a *Attr, what string
 	}
 	d := newDecoder(data, off, p.order, what)
 	d.skip(8)
-	decodeSample(&d, a, &p.sample, p.skipSampleArrays)
+	decodeSample(&d, a, &p.sample, p.skipSampleArrays, &p.chainBuf)
 	return d.err
 }
 

@@ -27,6 +27,8 @@ type Sample struct {
 	Read   ReadValues
 	// Callchain is the raw callchain (SampleCallchain): instruction
 	// pointers interleaved with PERF_CONTEXT_* markers. Frames walks it.
+	// It may be the record's own bytes, seen as words: read it, do not
+	// write to it.
 	Callchain []uint64
 	Raw       []byte // SampleRaw: tracepoint or raw PMU data
 	// BranchHWIndex is the hw_idx of the branch stack (SampleBranchStack
@@ -288,6 +290,23 @@ func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 	return dst
 }
 
+// u64sView is u64s for an array that is only read: when the file's order
+// is the machine's and the words are aligned, it returns them in place, the
+// record's bytes seen as words (no copy: a callchain is most of a sample,
+// and copying it was a twentieth of checking a recording); otherwise it
+// decodes them into buf. It returns the words and buf (reused next time).
+func (d *decoder) u64sView(buf []uint64, n uint64, what string) ([]uint64, []uint64) {
+	if d.little && hostLittle && n > 0 && d.fitsU64s(n, what) {
+		b := d.b[d.off : d.off+int(n)*8]
+		if uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+			d.off += len(b)
+			return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n), buf
+		}
+	}
+	buf = d.u64s(buf, n, what)
+	return buf, buf
+}
+
 // resetSample clears every field of s after its RecordHeader, keeping the
 // slices' storage for reuse, and sets Fields. It writes the fields one by
 // one: assigning a Sample literal that keeps s's own header made the
@@ -337,8 +356,9 @@ func (d *decoder) fitsU64s(n uint64, what string) bool {
 // skipArrays the u64 arrays (callchain, branch stack, branch counters,
 // registers) are checked exactly as they would be decoded, with the same
 // errors at the same offsets, but stepped over instead of copied
-// (RecordsOptions.SkipSampleArrays).
-func decodeSample(d *decoder, a *Attr, s *Sample, skipArrays bool) {
+// (RecordsOptions.SkipSampleArrays). The callchain is the record's own
+// bytes when it can be (u64sView), else it is decoded into *chainBuf.
+func decodeSample(d *decoder, a *Attr, s *Sample, skipArrays bool, chainBuf *[]uint64) {
 	st := a.SampleType
 	resetSample(s, st)
 	id := &s.SampleID
@@ -389,7 +409,7 @@ variable:
 		if skipArrays {
 			d.skipU64s(nr, "callchain")
 		} else {
-			s.Callchain = d.u64s(s.Callchain, nr, "callchain")
+			s.Callchain, *chainBuf = d.u64sView(*chainBuf, nr, "callchain")
 		}
 	}
 	if st&SampleRaw != 0 {
