@@ -47,6 +47,7 @@ type proofCase struct {
 	forbidden []string          // names no output may show
 	named     []string          // names top and go tool pprof -top must show
 	sentinel  bool              // script --trust-paths must show a forbidden name
+	advice    []string          // what the text check must tell the user to do
 }
 
 // perfCounts are the sample counts perf script gives for untrusted paths.
@@ -180,6 +181,11 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 			}
 		}
 	}
+	for _, a := range c.advice {
+		if !strings.Contains(outputs["check"], a) {
+			t.Errorf("the check does not advise %q:\n%s", a, outputs["check"])
+		}
+	}
 	for _, name := range c.named {
 		for _, what := range []string{"top -n 0", "go tool pprof -top"} {
 			if !strings.Contains(outputs[what], name) {
@@ -290,7 +296,8 @@ func TestProofCRebuilt(t *testing.T) {
 	t.Run("cache-cleared", func(t *testing.T) {
 		w := &realWorld{t: t, dir: w.dir}
 		w.prove(proofCase{data: data, verdicts: map[string]string{bin: "mismatch"}, untrusted: []string{bin},
-			forbidden: append(slices.Clone(replOnly), origOnly...), sentinel: true})
+			forbidden: append(slices.Clone(replOnly), origOnly...), sentinel: true,
+			advice: []string{"perfcheck cache fill", "--debuginfod"}})
 	})
 	t.Run("cache-kept", func(t *testing.T) {
 		w := &realWorld{t: t, dir: w.dir}
@@ -315,7 +322,7 @@ func TestProofDeletedBinary(t *testing.T) {
 	t.Run("no-server", func(t *testing.T) {
 		w := &realWorld{t: t, dir: w.dir}
 		w.prove(proofCase{data: data, verdicts: map[string]string{bin: "missing"}, untrusted: []string{bin},
-			forbidden: origOnly})
+			forbidden: origOnly, advice: []string{"perfcheck cache fill perf.data", "--debuginfod"}})
 	})
 	t.Run("debuginfod", func(t *testing.T) {
 		w := &realWorld{t: t, dir: w.dir}
@@ -445,9 +452,10 @@ func (w *realWorld) buildGo(out, a, b string, ldflags string) {
 func TestProofGoRebuilt(t *testing.T) {
 	for _, tc := range []struct {
 		name, ldflags, before, after string
+		advice                       []string
 	}{
-		{"gnu-build-id", "", "verified", "mismatch"},
-		{"no-build-id", "-B=none", "unverified", "replaced"},
+		{"gnu-build-id", "", "verified", "mismatch", []string{"perfcheck cache fill"}},
+		{"no-build-id", "-B=none", "unverified", "replaced", []string{"-B=gobuildid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newRealWorld(t)
@@ -459,7 +467,7 @@ func TestProofGoRebuilt(t *testing.T) {
 			w.prove(clean)
 			w.buildGo(bin, "replOnlyAlpha", "replOnlyBeta", tc.ldflags)
 			w.prove(proofCase{data: data, verdicts: map[string]string{bin: tc.after}, untrusted: []string{bin},
-				forbidden: []string{"replOnly", "origAlphaSpin", "origBetaSpin"}, sentinel: true})
+				forbidden: []string{"replOnly", "origAlphaSpin", "origBetaSpin"}, sentinel: true, advice: tc.advice})
 		})
 	}
 }
@@ -500,7 +508,8 @@ func TestProofPipeAndCompressed(t *testing.T) {
 		t.Run(filepath.Base(data)+"/rebuilt", func(t *testing.T) {
 			w := &realWorld{t: t, dir: w.dir}
 			w.prove(proofCase{data: data, verdicts: map[string]string{bin: "replaced"}, untrusted: []string{bin},
-				forbidden: append(slices.Clone(replOnly), origOnly...), sentinel: true})
+				forbidden: append(slices.Clone(replOnly), origOnly...), sentinel: true,
+				advice: []string{"--buildid-mmap"}})
 		})
 	}
 }
