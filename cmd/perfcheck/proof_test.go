@@ -218,7 +218,8 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 // perf report --no-children gives at least 1% of the period has the same
 // share in go tool pprof -top (flat) and in perfcheck top --json (self),
 // to the two decimals perf prints. Addresses perf could not name ("[.]
-// 0x...", e.g. in the vdso) are left out.
+// 0x...", e.g. in the vdso) are left out; Go assembly functions are
+// compared without perf's ".abi0" suffix.
 func (w *realWorld) agreesWithPerfReport(top, topJS, data string) {
 	t := w.t
 	t.Helper()
@@ -227,7 +228,10 @@ func (w *realWorld) agreesWithPerfReport(top, topJS, data string) {
 	for _, l := range strings.Split(out, "\n") {
 		if m := perfReportLine.FindStringSubmatch(l); m != nil && m[2] == "." && !strings.HasPrefix(m[3], "0x") {
 			if pct, _ := strconv.ParseFloat(m[1], 64); pct >= 1 {
-				want = append(want, perfEntry{pct, m[3]})
+				// perf names a Go assembly function by its ELF symbol
+				// (runtime.usleep.abi0), perfcheck as Go's pclntab and
+				// go tool pprof do (runtime.usleep).
+				want = append(want, perfEntry{pct, strings.TrimSuffix(m[3], ".abi0")})
 			}
 		}
 	}
