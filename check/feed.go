@@ -71,6 +71,13 @@ type feedUser struct {
 	stackLo, stackBytes int32
 }
 
+// aheadKey is a sample's raw-stack key as apply takes it ahead.
+type aheadKey struct {
+	key    rawKey
+	pg, kg uint64
+	ok     bool
+}
+
 // feedOther is a record other than a sample.
 type feedOther struct {
 	m                    *MapEvent // feedMmap
@@ -262,10 +269,41 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 	return rs.Err()
 }
 
-// apply feeds a batch's records to the session, in order.
+// apply feeds a batch's records to the session, in order. It first takes
+// the raw-stack key of every sample without a user stack copy under the
+// maps' generations as they are now and reads the first word of its cache
+// slot: those reads do not depend on one another, so their cache misses
+// (the cache is larger than the caches, and the file streams through them)
+// overlap, where a lookup per sample took one miss at a time. A sample
+// whose generations changed before it is applied (a map record earlier in
+// the batch) has its key taken again.
 func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 	var se SampleEvent
 	var us UserStack
+	keys := s.keyBuf[:0]
+	var touched uint64
+	for i := range b.ops {
+		op := &b.ops[i]
+		var k aheadKey
+		if op.kind == feedSample && op.aux < 0 {
+			k.pg, k.kg = s.tracker.generation(op.pid)
+			e := SampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
+				chainHash: op.chainHash, chainHashed: op.chainLo >= 0}
+			if op.chainLo >= 0 {
+				e.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
+			}
+			k.key, k.ok = s.rawKeyOf(&e, k.pg, k.kg, nil), true
+		}
+		keys = append(keys, k)
+	}
+	// A loop of its own, so that many reads are in flight at once.
+	for i := range keys {
+		if keys[i].ok {
+			touched += s.raws.touch(keys[i].key)
+		}
+	}
+	s.keyBuf = keys
+	s.touched += touched
 	for i := range b.ops {
 		op := &b.ops[i]
 		if op.kind != feedSample {
@@ -282,8 +320,10 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 			}
 			continue
 		}
+		k := &keys[i]
 		se = SampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
-			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser}
+			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser,
+			key: k.key, keyPG: k.pg, keyKG: k.kg, keyed: k.ok}
 		if op.chainLo >= 0 {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = op.chainHash, true

@@ -56,6 +56,17 @@ func (t *rawTable) find(key rawKey) *rawSlot {
 	}
 }
 
+// touch reads the first word of the slot where a lookup of key starts and
+// returns it, for the caller to keep (so the read is not dropped): run over
+// the next samples before they are looked up, it has their slots' cache
+// misses overlap instead of being taken one at a time.
+func (t *rawTable) touch(key rawKey) uint64 {
+	if len(t.slots) == 0 {
+		return 0
+	}
+	return t.slots[nonZero(key)[0]&uint64(len(t.slots)-1)].key[0]
+}
+
 // insert adds key, which is not in the table, with the resolved stack id
 // and returns its slot. Past max raw stacks the table starts over (it is
 // only a shortcut), after adding every slot's counts to its aggregate.

@@ -48,6 +48,12 @@ type SampleEvent struct {
 	// every callchain a second time, from the other core's cache.
 	chainHash   [2]uint64
 	chainHashed bool
+	// key, when keyed, is the raw-stack key of this sample (without a
+	// user stack) under the maps' generations keyPG and keyKG, computed
+	// ahead by apply (feed.go) while it brought the key's cache slot in.
+	key          rawKey
+	keyPG, keyKG uint64
+	keyed        bool
 }
 
 // frameRef is one resolved address: a DSO and the offset in it.
@@ -121,6 +127,8 @@ type Session struct {
 	userBuf  []uint64
 	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
+	keyBuf   []aheadKey // apply's keys of a batch's samples
+	touched  uint64     // what apply's slot reads read (kept so they stay)
 	aggs     map[aggKey]*aggVal
 	aggSlab  []aggVal // where new aggVals are cut from, a block at a time
 	comms    []string
@@ -402,6 +410,27 @@ type rawFields struct {
 	mode, nchain, nuser uint32
 }
 
+// rawKeyOf returns the raw-stack key of e under the maps' generations pg
+// and kg, with user the frames unwound from its user stack copy.
+func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey {
+	f := rawFields{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
+		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
+	var key rawKey
+	for i := range key {
+		if e.chainHashed {
+			f.h = e.chainHash[i]
+		} else {
+			f.h = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
+		}
+		if len(user) > 0 {
+			// Rare (--call-graph dwarf): fold the unwound frames in.
+			f.h = maphash.Comparable(s.rawSeeds[i], [2]uint64{f.h, maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
+		}
+		key[i] = maphash.Comparable(s.rawSeeds[i], f)
+	}
+	return key
+}
+
 // stackOf returns the raw-stack cache's entry for e, which holds the id of
 // e's resolved stack. Raw stacks repeat: the same addresses in the same
 // process, with its maps unchanged, resolve the same way, so they are
@@ -421,20 +450,11 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 			s.unprovenUnwinds++
 		}
 	}
-	f := rawFields{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
-		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
 	var key rawKey
-	for i := range key {
-		if e.chainHashed {
-			f.h = e.chainHash[i]
-		} else {
-			f.h = maphash.Bytes(s.rawSeeds[i], u64Bytes(e.Callchain))
-		}
-		if len(user) > 0 {
-			// Rare (--call-graph dwarf): fold the unwound frames in.
-			f.h = maphash.Comparable(s.rawSeeds[i], [2]uint64{f.h, maphash.Bytes(s.rawSeeds[i], u64Bytes(user))})
-		}
-		key[i] = maphash.Comparable(s.rawSeeds[i], f)
+	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
+		key = e.key
+	} else {
+		key = s.rawKeyOf(e, pg, kg, user)
 	}
 	if sl := s.raws.find(key); sl != nil {
 		return sl

@@ -1,0 +1,48 @@
+package check
+
+import (
+	"context"
+	"hash/maphash"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// TestApplyKeysAheadSeeMapChanges: apply takes every sample's raw-stack key
+// before it applies the batch; a sample after a map record in the same
+// batch must not be looked up under the maps before it. Here one process
+// maps libA, takes a sample, maps libB over it, and takes a sample with the
+// same address and callchain: the second belongs to libB.
+func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
+	s := NewSession(Options{NoSymbols: true, KeepSamples: true})
+	b := newFeedBatch()
+	b.other(feedComm, feedOther{pid: 7, tid: 7, comm: "prog", exec: true})
+	const ip = 0x10100
+	sample := func() {
+		op := feedOp{kind: feedSample, pid: 7, tid: 7, mode: perfdata.CPUModeUser, ip: ip, period: 1,
+			chainLo: int32(len(b.words)), aux: -1}
+		b.words = append(b.words, contextUser, ip)
+		op.chainHi = int32(len(b.words))
+		for i, seed := range s.rawSeeds {
+			op.chainHash[i] = maphash.Bytes(seed, u64Bytes(b.words[op.chainLo:op.chainHi]))
+		}
+		b.ops = append(b.ops, op)
+	}
+	for _, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
+		b.other(feedMmap, feedOther{m: &MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser,
+			Start: 0x10000, Len: 0x1000, Path: lib, Exec: true}})
+		sample()
+	}
+	s.apply(b, nil)
+	res, err := s.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := map[string]uint64{}
+	for _, d := range res.DSOs {
+		hits[d.Path] = d.HitsLeaf
+	}
+	if hits["/nonexistent/libA.so"] != 1 || hits["/nonexistent/libB.so"] != 1 {
+		t.Errorf("leaf hits %v, want one sample in each library", hits)
+	}
+}
