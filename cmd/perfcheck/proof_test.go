@@ -197,6 +197,13 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 		if v := r.verdict(path); v != "" && !strings.Contains(outputs["top -n 0"], "["+v+"] "+path) {
 			t.Errorf("top does not group %s as [%s]:\n%.3000s", path, v, outputs["top -n 0"])
 		}
+		// The recorded build-id stays on the unnamed mapping, so that
+		// pprof can symbolize it later from the binary that ran.
+		for _, d := range r.DSOs {
+			if d.Path == path && d.BuildID != "" && !strings.Contains(outputs["go tool pprof -raw"], d.BuildID) {
+				t.Errorf("the recorded build-id %s of %s is not on its pprof mapping:\n%.3000s", d.BuildID, path, outputs["go tool pprof -raw"])
+			}
+		}
 	}
 	if c.sentinel {
 		trust, _, _ := w.pcOut(c, "script", "--trust-paths", c.data)
