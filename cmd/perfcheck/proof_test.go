@@ -197,6 +197,10 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 		if v := r.verdict(path); v != "" && !strings.Contains(outputs["top -n 0"], "["+v+"] "+path) {
 			t.Errorf("top does not group %s as [%s]:\n%.3000s", path, v, outputs["top -n 0"])
 		}
+		// script shows its frames as offsets marked with the verdict.
+		if v := r.verdict(path); !regexp.MustCompile(regexp.QuoteMeta(filepath.Base(path)) + `\+0x[0-9a-f]+ \[` + v + `\]`).MatchString(outputs["script"]) {
+			t.Errorf("script shows no frame of %s as %s+0xOFFSET [%s]:\n%.3000s", path, filepath.Base(path), v, outputs["script"])
+		}
 		// The recorded build-id stays on the unnamed mapping, so that
 		// pprof can symbolize it later from the binary that ran.
 		for _, d := range r.DSOs {
