@@ -105,6 +105,13 @@ for target in "$compile" "$work/compile-dwarf"; do
 		first[$tool]=$f batch[$tool]=$w cpu[$tool]=$c rss[$tool]=$((m / 1024))
 		printf "%-16s %12s %10s %10s %10s\n" "$tool" "$f" "$w" "$c" "${rss[$tool]}"
 	done
+	# The memory floor: perfcheck with no address at all (open, read the
+	# unit table and the symbol table, load the DWARF sections), and the
+	# process alone on a binary with nothing to read (the Go runtime and
+	# perfcheck's own code pages).
+	read -r _ _ m0 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e "$target")"
+	read -r _ _ m1 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e /bin/true)"
+	echo "perfcheck, no address: rss $((m0 / 1024)) MB (process alone: $((m1 / 1024)) MB)"
 	for tool in llvm-symbolizer addr2line; do
 		awk -v t="$tool" -v f1="${first[$tool]}" -v f0="${first[perfcheck]}" -v b1="${batch[$tool]}" -v b0="${batch[perfcheck]}" \
 			-v c1="${cpu[$tool]}" -v c0="${cpu[perfcheck]}" -v r1="${rss[$tool]}" -v r0="${rss[perfcheck]}" \
