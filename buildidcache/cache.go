@@ -12,10 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Cache writes, lists and prunes perf's build-id cache (~/.debug) in the
@@ -385,8 +382,8 @@ func (c *Cache) unshare(root *os.Root, dir, role string, bid BuildID) (bool, err
 	if err != nil || !st.Mode().IsRegular() {
 		return false, nil
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok || sys.Nlink <= 1 {
+	sys, ok := sysStat(st)
+	if !ok || sys.nlink <= 1 {
 		return false, nil
 	}
 	in, err := root.Open(final)
@@ -502,7 +499,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 			// .build-id/xx/rest.debug files of debug directories usually
 			// are); without it linkat links the symlink itself, and the
 			// cache would hold a link that leads out of it.
-			err = unix.Linkat(unix.AT_FDCWD, src, int(d.Fd()), base, unix.AT_SYMLINK_FOLLOW)
+			err = linkInto(src, d.Fd(), base)
 			d.Close()
 			if err == nil {
 				return path.Join(dir, base), nil
@@ -649,13 +646,12 @@ func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bo
 		if err != nil {
 			continue
 		}
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			at := time.Unix(sys.Atim.Sec, sys.Atim.Nsec)
-			e.LastUsed = latest(e.LastUsed, at)
-			k := fileKey{uint64(sys.Dev), sys.Ino}
+		if sys, ok := sysStat(st); ok {
+			e.LastUsed = latest(e.LastUsed, sys.atime)
+			k := sys.key()
 			if !seen[k] {
 				seen[k] = true
-				e.Size += sys.Blocks * 512
+				e.Size += sys.blocks * 512
 			}
 		} else {
 			e.Size += st.Size()
@@ -1015,13 +1011,13 @@ func (c *Cache) orphanEntry(root *os.Root, dir string, bid BuildID, now time.Tim
 			return nil, false
 		}
 		e.LastUsed = latest(e.LastUsed, st.ModTime())
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			if time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec).After(fresh) {
+		if sys, ok := sysStat(st); ok {
+			if sys.ctime.After(fresh) {
 				return nil, false
 			}
-			e.LastUsed = latest(e.LastUsed, time.Unix(sys.Atim.Sec, sys.Atim.Nsec))
-			k := fileKey{uint64(sys.Dev), sys.Ino}
-			sizes = append(sizes, sized{k, sys.Blocks * 512})
+			e.LastUsed = latest(e.LastUsed, sys.atime)
+			k := sys.key()
+			sizes = append(sizes, sized{k, sys.blocks * 512})
 			e.checked = append(e.checked, checkedFile{name, k})
 		} else {
 			sizes = append(sizes, sized{n: st.Size()})
@@ -1068,8 +1064,8 @@ func (c *Cache) removeOrphan(root *os.Root, o Entry) error {
 		if err != nil {
 			return err
 		}
-		sys, ok := st.Sys().(*syscall.Stat_t)
-		if !st.Mode().IsRegular() || (ok && f.key != (fileKey{uint64(sys.Dev), sys.Ino})) {
+		sys, ok := sysStat(st)
+		if !st.Mode().IsRegular() || (ok && f.key != sys.key()) {
 			return fmt.Errorf("%s changed since it was examined", f.name)
 		}
 		if err := root.Remove(p); err != nil {

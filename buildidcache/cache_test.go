@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -444,9 +443,7 @@ func TestHardLinkOverwrittenInPlace(t *testing.T) {
 func TestFIFOPathDoesNotHang(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "app")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Skip(err)
-	}
+	fixtures.Mkfifo(t, fifo)
 	done := make(chan error, 1)
 	go func() {
 		_, err := New(Options{BuildIDDir: "-", DebugDirs: []string{dir}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).

@@ -10,9 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // FileID is a mapped file's device and inode as a recording gives them
@@ -128,11 +125,10 @@ func (c *Cache) addFromProcRoot(pid int, path, name string, want BuildID, mapped
 	if err != nil {
 		return nil, err
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
+	have, ok := FileIDOf(st)
 	if !ok {
 		return nil, fmt.Errorf("%s: no inode to compare: %w", p, ErrMismatch)
 	}
-	have := FileID{Maj: unix.Major(uint64(sys.Dev)), Min: unix.Minor(uint64(sys.Dev)), Ino: sys.Ino}
 	if mapped != nil {
 		if !have.sameAs(*mapped) {
 			return nil, fmt.Errorf("%w: %s is inode %d on %d:%d, the recording mapped inode %d on %d:%d",

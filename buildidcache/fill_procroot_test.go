@@ -9,11 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // jailed is a static program blocked on its standard input inside a
@@ -89,8 +86,11 @@ func fileIDOf(t *testing.T, p string) FileID {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := st.Sys().(*syscall.Stat_t)
-	return FileID{Maj: unix.Major(uint64(sys.Dev)), Min: unix.Minor(uint64(sys.Dev)), Ino: sys.Ino}
+	id, ok := FileIDOf(st)
+	if !ok {
+		t.Fatalf("%s: stat gives no device and inode", p)
+	}
+	return id
 }
 
 // forge returns b with one byte of .text changed: other code under the

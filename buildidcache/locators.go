@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // perfCacheFiles are the files perf may keep in an entry directory
@@ -141,11 +140,10 @@ func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 // (tools/perf/util/symbol.c) for the running release; they verify only
 // when the recording was made on this kernel.
 func (r *Resolver) lookKernelDebug(s *search) {
-	var u syscall.Utsname
-	if r.symfs != "" || syscall.Uname(&u) != nil {
+	rel, ok := kernelRelease()
+	if r.symfs != "" || !ok {
 		return
 	}
-	rel := utsString(u.Release[:])
 	for _, p := range []string{
 		"/boot/vmlinux-" + rel,
 		"/usr/lib/debug/boot/vmlinux-" + rel,
@@ -154,17 +152,6 @@ func (r *Resolver) lookKernelDebug(s *search) {
 	} {
 		s.check("debug-dir", "debug", p)
 	}
-}
-
-func utsString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
 }
 
 // cleanRecorded turns a recorded path into a clean absolute path, or ""

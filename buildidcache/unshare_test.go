@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
 
@@ -14,7 +13,11 @@ func nlink(t *testing.T, p string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return uint64(st.Sys().(*syscall.Stat_t).Nlink)
+	s, ok := sysStat(st)
+	if !ok {
+		t.Fatalf("%s: stat gives no link count", p)
+	}
+	return s.nlink
 }
 
 // overwriteInPlace rewrites dst's inode with src's bytes (open O_TRUNC,

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -23,9 +24,7 @@ import (
 func mkfifo(t *testing.T, dir, name string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Skipf("cannot make a FIFO: %v", err)
-	}
+	fixtures.Mkfifo(t, p)
 	return p
 }
 

@@ -8,10 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -189,14 +186,10 @@ func statFile(p string) *fileState {
 	}
 	s.Exists = true
 	s.MTime = st.ModTime()
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		// st_dev is the user-space encoding of the device number; MMAP2's
-		// maj/min are the kernel's MAJOR()/MINOR() of the same device
-		// (perf_event_mmap_event in kernel/events/core.c), so decode
-		// st_dev before comparing.
-		s.Maj = unix.Major(uint64(sys.Dev))
-		s.Min = unix.Minor(uint64(sys.Dev))
-		s.Ino = sys.Ino
+	if id, ok := buildidcache.FileIDOf(st); ok {
+		// Decoded as MMAP2's maj/min (the kernel's MAJOR()/MINOR() of
+		// st_dev), so that they compare with the recorded ones.
+		s.Maj, s.Min, s.Ino = id.Maj, id.Min, id.Ino
 	}
 	if !st.Mode().IsRegular() {
 		return s

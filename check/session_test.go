@@ -7,11 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -108,9 +105,13 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 	off, seg := symbolOffset(t, path, "old_only_hot")
 	pgoff := seg.Off &^ 0xfff
 	start := uint64(0x555555554000) + pgoff
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	fid, ok := buildidcache.FileIDOf(st)
+	if !ok {
+		t.Fatalf("%s: stat gives no device and inode", path)
 	}
 	return &synthetic{
 		path: path,
@@ -118,7 +119,7 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 		ip:   start + off - pgoff + 4,
 		ev: MapEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, Start: start, Len: seg.Off + seg.Filesz - pgoff,
 			Pgoff: pgoff, Path: path, Exec: true, HasDevIno: true,
-			Maj: unix.Major(uint64(st.Dev)), Min: unix.Minor(uint64(st.Dev)), Ino: st.Ino},
+			Maj: fid.Maj, Min: fid.Min, Ino: fid.Ino},
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // BenchmarkRecords reads a recording of at least 100 MB that it makes with
@@ -83,11 +81,4 @@ func BenchmarkRecords(b *testing.B) {
 			b.ReportMetric(float64(st.Size())*float64(b.N)/1e6/(cpuTime()-cpu0).Seconds(), "MB/cpu-s")
 		})
 	}
-}
-
-// cpuTime returns the process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

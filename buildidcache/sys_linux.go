@@ -1,0 +1,71 @@
+package buildidcache
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileSys is what Linux's stat gives beyond fs.FileInfo: the identity of
+// the inode, its link count, the space it takes and its access and change
+// times. Other systems build without it (sys_other.go): the cache then
+// counts apparent sizes and modification times, and sees no hard links.
+type fileSys struct {
+	dev, ino uint64
+	nlink    uint64
+	blocks   int64 // 512-byte blocks allocated (st_blocks)
+	atime    time.Time
+	ctime    time.Time
+}
+
+// key is the inode's identity, to count a hard-linked file once.
+func (s fileSys) key() fileKey { return fileKey{s.dev, s.ino} }
+
+// sysStat returns fi's fileSys; ok is false when fi does not come from
+// stat(2).
+func sysStat(fi fs.FileInfo) (s fileSys, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileSys{}, false
+	}
+	return fileSys{
+		dev:    uint64(st.Dev),
+		ino:    uint64(st.Ino),
+		nlink:  uint64(st.Nlink),
+		blocks: int64(st.Blocks),
+		atime:  time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
+		ctime:  time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
+	}, true
+}
+
+// FileIDOf returns the device and inode of fi, a stat result, in the form
+// a recording's MMAP2 records give them: st_dev is the user-space encoding
+// of the device number, while MMAP2's maj and min are the kernel's
+// MAJOR() and MINOR() of it (perf_event_mmap_event in
+// kernel/events/core.c), so st_dev is decoded here. ok is false when fi
+// does not come from stat(2), and on systems other than Linux.
+func FileIDOf(fi fs.FileInfo) (id FileID, ok bool) {
+	s, ok := sysStat(fi)
+	if !ok {
+		return FileID{}, false
+	}
+	return FileID{Maj: unix.Major(s.dev), Min: unix.Minor(s.dev), Ino: s.ino}, true
+}
+
+// linkInto hard-links src (following a symbolic link, AT_SYMLINK_FOLLOW)
+// to name in the directory dir, with linkat relative to dir's descriptor
+// so that the link cannot be redirected outside it.
+func linkInto(src string, dir uintptr, name string) error {
+	return unix.Linkat(unix.AT_FDCWD, src, int(dir), name, unix.AT_SYMLINK_FOLLOW)
+}
+
+// kernelRelease returns the running kernel's release (uname -r).
+func kernelRelease() (string, bool) {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return "", false
+	}
+	return unix.ByteSliceToString(u.Release[:]), true
+}
