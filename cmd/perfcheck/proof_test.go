@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -577,6 +578,64 @@ func TestProofAllVerifiedPprofTop(t *testing.T) {
 	for _, d := range r.DSOs {
 		if d.Verdict != "verified" && d.Path != "[unknown]" {
 			t.Errorf("%s is %s: not every binary is verified", d.Path, d.Verdict)
+		}
+	}
+}
+
+// A pipe-mode recording read live: `perf record -o - | perfcheck check -`,
+// perfcheck reading while perf writes (reads end wherever the pipe has
+// data). The report is the one for the same bytes read from a file —
+// same DSOs, verdicts, hits and counts — and its counts are perf script's.
+func TestProofLivePipe(t *testing.T) {
+	w := newRealWorld(t)
+	bin := filepath.Join(w.dir, "hot")
+	w.build(bin, origNames)
+	saved := filepath.Join(w.dir, "saved.data")
+	f, err := os.Create(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rec := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", "-", "--", bin)
+	rec.Dir = w.dir
+	rec.Env = append(os.Environ(), "LC_ALL=C", "HOME="+w.dir)
+	var recErr strings.Builder
+	rec.Stderr = &recErr
+	pipe, err := rec.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	old := stdinReader
+	stdinReader = io.TeeReader(pipe, f)
+	t.Cleanup(func() { stdinReader = old })
+	live, _, code := w.pcOut(proofCase{}, "check", "--json", "-")
+	if err := rec.Wait(); err != nil {
+		t.Fatalf("perf record: %v\n%s", err, recErr.String())
+	}
+	if code != exitOK {
+		t.Errorf("live check: exit %d\n%s", code, live)
+	}
+	lr := ckParseReport(t, live)
+	if lr.File != "-" || lr.verdict(bin) != "unverified" {
+		t.Errorf("live check of %q: %s is %q, want unverified", lr.File, bin, lr.verdict(bin))
+	}
+	p := w.perfScriptCounts(saved, nil)
+	if lr.Samples != p.samples || lr.TrustedSamples != p.samples {
+		t.Errorf("live: %d samples, %d trusted; perf script on the same bytes: %d samples", lr.Samples, lr.TrustedSamples, p.samples)
+	}
+	fromFile, _, _ := w.pcOut(proofCase{}, "check", "--json", saved)
+	fr := ckParseReport(t, fromFile)
+	if fr.Samples != lr.Samples || fr.TrustedSamples != lr.TrustedSamples || fr.UntrustedAnySamples != lr.UntrustedAnySamples ||
+		len(fr.DSOs) != len(lr.DSOs) {
+		t.Fatalf("live and from the file differ:\nlive: %s\nfile: %s", live, fromFile)
+	}
+	for i := range fr.DSOs {
+		a, b := fr.DSOs[i], lr.DSOs[i]
+		if a.Path != b.Path || a.Verdict != b.Verdict || a.BuildID != b.BuildID || a.HitsLeaf != b.HitsLeaf || a.HitsAny != b.HitsAny {
+			t.Errorf("DSO %d: from the file %+v, live %+v", i, a, b)
 		}
 	}
 }
