@@ -639,3 +639,145 @@ func TestProofLivePipe(t *testing.T) {
 		}
 	}
 }
+
+// A binary replaced while perf records (a deploy between two runs): perf
+// reads the header's build-ids at the end, from the file then on disk, so
+// its table describes the replacement for both runs; MMAP2's inode tells
+// the runs apart. The first run's binary is replaced and unnamed in every
+// output — in the per-sample ones (script --json, go tool pprof focused on
+// its pid) even though the second run, verified, legitimately shows the
+// replacement's names; the original build's names appear nowhere.
+func TestProofReplacedDuringRecording(t *testing.T) {
+	w := newRealWorld(t)
+	bin, next := filepath.Join(w.dir, "hot"), filepath.Join(w.dir, "hot-next")
+	w.build(bin, origNames)
+	w.build(next, replNames)
+	data := w.record("perf.data", nil, "sh", "-c", bin+"; cp "+next+" "+bin+".new && mv "+bin+".new "+bin+"; "+bin)
+
+	// perf script: the pids whose samples touch the binary, in order.
+	type run struct{ pid, samples, leaf, any uint64 }
+	var runs []*run
+	out := w.run("perf", "script", "-i", data, "-F", "pid,tid,ip,dso", "--no-inline")
+	var cur *run
+	first, leaf, any := false, false, false
+	total := uint64(0)
+	flush := func() {
+		if cur != nil && any {
+			cur.any++
+			if leaf {
+				cur.leaf++
+			}
+		}
+		leaf, any = false, false
+	}
+	head := regexp.MustCompile(`^\s*(\d+)/\d+\s*$`)
+	for _, l := range strings.Split(out, "\n") {
+		if m := head.FindStringSubmatch(l); m != nil {
+			flush()
+			total++
+			pid, _ := strconv.ParseUint(m[1], 10, 64)
+			cur = nil
+			for _, r := range runs {
+				if r.pid == pid {
+					cur = r
+				}
+			}
+			if cur == nil {
+				cur = &run{pid: pid}
+				runs = append(runs, cur)
+			}
+			first = true
+			continue
+		}
+		if m := proofFrame.FindStringSubmatch(l); m != nil {
+			if m[1] == bin {
+				any = true
+				leaf = leaf || first
+			}
+			first = false
+		}
+	}
+	flush()
+	var hit []*run
+	for _, r := range runs {
+		if r.any > 0 {
+			hit = append(hit, r)
+		}
+	}
+	if len(hit) != 2 {
+		t.Fatalf("perf script shows %d processes with samples in %s, want the two runs", len(hit), bin)
+	}
+	old, cur2 := hit[0], hit[1]
+
+	js, _, code := w.pcOut(proofCase{}, "check", "--json", data)
+	r := ckParseReport(t, js)
+	var verdicts []string
+	for _, d := range r.DSOs {
+		if d.Path == bin {
+			verdicts = append(verdicts, d.Verdict)
+		}
+	}
+	slices.Sort(verdicts)
+	if code != exitProblems || strings.Join(verdicts, " ") != "replaced verified" {
+		t.Errorf("exit %d, verdicts of %s: %v; want exit 1, replaced and verified", code, bin, verdicts)
+	}
+	if r.Samples != total || r.UntrustedAnySamples != old.any || r.UntrustedLeafSamples != old.leaf || r.TrustedSamples != total-old.any {
+		t.Errorf("samples %d, trusted %d, untrusted leaf %d, anywhere %d; perf script: %d samples, the first run's %d with the leaf and %d with a frame in %s",
+			r.Samples, r.TrustedSamples, r.UntrustedLeafSamples, r.UntrustedAnySamples, total, old.leaf, old.any, bin)
+	}
+
+	// script --json, sample by sample.
+	script, _, _ := w.pcOut(proofCase{}, "script", "--json", data)
+	named, wrong := 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(script), "\n") {
+		var s struct {
+			PID uint64 `json:"pid"`
+		}
+		if err := json.Unmarshal([]byte(l), &s); err != nil {
+			t.Fatalf("script --json: %v: %s", err, l)
+		}
+		if s.PID == old.pid && strings.Contains(l, "repl_only") {
+			if wrong++; wrong == 1 {
+				t.Errorf("a sample of the first run is named from the replacement: %.600s", l)
+			}
+		}
+		if s.PID == cur2.pid && strings.Contains(l, "repl_only") {
+			named++
+		}
+	}
+	if wrong > 1 {
+		t.Errorf("%d samples of the first run are named from the replacement", wrong)
+	}
+	if named == 0 {
+		t.Errorf("no sample of the second run is named: the test would prove nothing")
+	}
+
+	pb := filepath.Join(t.TempDir(), "out.pb.gz")
+	outputs := map[string]string{"check --json": js, "script --json": script}
+	for _, args := range [][]string{{"check"}, {"script"}, {"top", "-n", "0"}, {"top", "--json", "-n", "0"}, {"pprof", "-o", pb}} {
+		o, e, _ := w.pcOut(proofCase{}, append(args, data)...)
+		outputs[strings.Join(args, " ")] = o + e
+	}
+	outputs["go tool pprof -raw"] = goToolPprof(t, "-raw", pb)
+	outputs["go tool pprof -top"] = goToolPprof(t, "-top", pb)
+	for what, o := range outputs {
+		for _, bad := range origOnly {
+			if i := strings.Index(o, bad); i >= 0 {
+				t.Errorf("%s shows %q, a name of the first build, which exists nowhere now: …%s…", what, bad, o[max(0, i-200):min(len(o), i+100)])
+			}
+		}
+	}
+	if !strings.Contains(outputs["top -n 0"], "[replaced] "+bin) {
+		t.Errorf("top does not group the first run's binary as replaced:\n%s", outputs["top -n 0"])
+	}
+	// go tool pprof, focused on each run's pid.
+	focus := func(pid uint64) string {
+		return goToolPprof(t, "-tagfocus=pid="+strconv.FormatUint(pid, 10), "-traces", pb)
+	}
+	if o := focus(old.pid); strings.Contains(o, "repl_only") || !strings.Contains(o, "[replaced]") {
+		t.Errorf("go tool pprof on the first run's samples:\n%.3000s", o)
+	}
+	if o := focus(cur2.pid); !strings.Contains(o, "repl_only") {
+		t.Errorf("go tool pprof names nothing of the second run:\n%.3000s", o)
+	}
+}
