@@ -160,8 +160,10 @@ func runningModuleBuildID(name string) (perfdata.BuildID, error) {
 		return nil, err
 	}
 	// The module's .note.gnu.build-id section as loaded: Elf_Nhdr
-	// (namesz, descsz, type), "GNU\0", the build-id.
-	id, err := buildidcache.BuildIDFromNotes(b, binary.LittleEndian)
+	// (namesz, descsz, type), "GNU\0", the build-id, in the running
+	// kernel's byte order, which is this machine's (as for
+	// /sys/kernel/notes in buildidcache.KernelBuildID).
+	id, err := buildidcache.BuildIDFromNotes(b, binary.NativeEndian)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
