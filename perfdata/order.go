@@ -2,6 +2,7 @@ package perfdata
 
 import (
 	"cmp"
+	"encoding/binary"
 	"io"
 	"slices"
 )
@@ -268,7 +269,12 @@ func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
 	if off+8 > len(raw.data) {
 		return 0, false
 	}
-	ts := rs.p.order.Uint64(raw.data[off:])
+	var ts uint64
+	if rs.p.order == binary.LittleEndian {
+		ts = binary.LittleEndian.Uint64(raw.data[off:])
+	} else {
+		ts = rs.p.order.Uint64(raw.data[off:])
+	}
 	if ts == 0 || ts == ^uint64(0) {
 		return 0, false
 	}
