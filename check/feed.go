@@ -24,7 +24,7 @@ import (
 //
 // A few batches circulate between the two goroutines (feedBatches), so
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
-// feedBatchOps × 72) bytes, ~1.2 MB) whatever the size of the recording.
+// feedBatchOps × 64) bytes, ~1.2 MB) whatever the size of the recording.
 const (
 	feedBatches    = 4
 	feedBatchWords = 32 << 10 // callchain entries and user registers
@@ -45,7 +45,7 @@ const (
 	feedExit
 )
 
-// feedOp is one record as the session takes it, kept small (72 bytes):
+// feedOp is one record as the session takes it, kept small (64 bytes, a cache line):
 // every sample has one, and they cross from one core to the other. What
 // samples rarely have (a user stack copy) and the other records are in
 // the batch's side slices.
@@ -53,8 +53,8 @@ type feedOp struct {
 	time, period, ip uint64
 	event, pid, tid  int32
 	cpu              uint32
-	chainLo, chainHi int32     // the callchain in words; chainLo < 0: none (nil)
-	chainHash        [2]uint64 // SampleEvent.chainHash
+	chainLo, chainHi int32  // the callchain in words; chainLo < 0: none (nil)
+	chainHash        uint64 // the first half of SampleEvent.chainHash
 	// aux indexes users for a sample (-1: no user stack to unwind) and
 	// others for the other records.
 	aux       int32
@@ -73,9 +73,10 @@ type feedUser struct {
 
 // aheadKey is a sample's raw-stack key as apply takes it ahead.
 type aheadKey struct {
-	key    rawKey
-	pg, kg uint64
-	ok     bool
+	chainHash [2]uint64 // the callchain's digest (SampleEvent.chainHash)
+	key       rawKey
+	pg, kg    uint64
+	ok        bool
 }
 
 // feedOther is a record other than a sample.
@@ -211,9 +212,10 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				op.period = events[r.EventIndex].Attr.SamplePeriod
 			}
 			if r.Callchain != nil {
-				for i, seed := range s.rawSeeds {
-					op.chainHash[i] = maphash.Bytes(seed, u64Bytes(r.Callchain))
-				}
+				// The first half of the callchain's digest; apply takes
+				// the second, so that the two goroutines' work stays
+				// balanced (this one also reads and orders the file).
+				op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
 				op.chainLo = int32(len(b.words))
 				b.words = append(b.words, r.Callchain...)
 				op.chainHi = int32(len(b.words))
@@ -269,8 +271,9 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 	return rs.Err()
 }
 
-// apply feeds a batch's records to the session, in order. It first takes
-// the raw-stack key of every sample without a user stack copy under the
+// apply feeds a batch's records to the session, in order. It first
+// completes each callchain's digest (read took the first half), takes the
+// raw-stack key of every sample without a user stack copy under the
 // maps' generations as they are now and reads the first word of its cache
 // slot: those reads do not depend on one another, so their cache misses
 // (the cache is larger than the caches, and the file streams through them)
@@ -285,10 +288,17 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 	for i := range b.ops {
 		op := &b.ops[i]
 		var k aheadKey
+		if op.kind == feedSample && op.chainLo >= 0 {
+			// Kept here, not written into the op: the reader writes
+			// the batch's ops again once it is handed back, and taking
+			// back lines this core wrote costs it more.
+			k.chainHash = [2]uint64{op.chainHash,
+				maphash.Bytes(s.rawSeeds[1], u64Bytes(b.words[op.chainLo:op.chainHi]))}
+		}
 		if op.kind == feedSample && op.aux < 0 {
 			k.pg, k.kg = s.tracker.generation(op.pid)
 			e := SampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
-				chainHash: op.chainHash, chainHashed: op.chainLo >= 0}
+				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}
 			if op.chainLo >= 0 {
 				e.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			}
@@ -326,7 +336,7 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 			key: k.key, keyPG: k.pg, keyKG: k.kg, keyed: k.ok}
 		if op.chainLo >= 0 {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
-			se.chainHash, se.chainHashed = op.chainHash, true
+			se.chainHash, se.chainHashed = k.chainHash, true
 		}
 		if op.aux >= 0 {
 			u := &b.users[op.aux]

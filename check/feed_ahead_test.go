@@ -23,9 +23,7 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 			chainLo: int32(len(b.words)), aux: -1}
 		b.words = append(b.words, contextUser, ip)
 		op.chainHi = int32(len(b.words))
-		for i, seed := range s.rawSeeds {
-			op.chainHash[i] = maphash.Bytes(seed, u64Bytes(b.words[op.chainLo:op.chainHi]))
-		}
+		op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(b.words[op.chainLo:op.chainHi]))
 		b.ops = append(b.ops, op)
 	}
 	for _, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {

@@ -67,3 +67,11 @@ func TestRawSlotSize(t *testing.T) {
 }
 
 func unsafeSizeof(s rawSlot) uintptr { return unsafe.Sizeof(s) }
+
+// TestFeedOpSize: a batch's op is one cache line, so that ops never share
+// a line the other goroutine is reading.
+func TestFeedOpSize(t *testing.T) {
+	if n := unsafe.Sizeof(feedOp{}); n != 64 {
+		t.Errorf("feedOp is %d bytes, want 64", n)
+	}
+}

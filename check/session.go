@@ -43,9 +43,8 @@ type SampleEvent struct {
 	User *UserStack
 
 	// chainHash, when chainHashed, is Callchain's digest under the
-	// session's two raw-stack seeds, taken by the reading goroutine while
-	// the callchain is still in its cache (feed.go): hashing it here read
-	// every callchain a second time, from the other core's cache.
+	// session's two raw-stack seeds, taken while the batch is read and
+	// applied (feed.go), half on each goroutine.
 	chainHash   [2]uint64
 	chainHashed bool
 	// key, when keyed, is the raw-stack key of this sample (without a
