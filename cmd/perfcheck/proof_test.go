@@ -210,6 +210,26 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 			}
 		}
 	}
+	// top's group of each untrusted binary holds exactly the samples perf
+	// script puts there: self = leaf in it, total = anywhere in it (one
+	// binary per case, so the group's counts are the case's).
+	if len(c.untrusted) == 1 {
+		var tj topJSON
+		if err := json.Unmarshal([]byte(outputs["top --json -n 0"]), &tj); err != nil || len(tj.Events) != 1 {
+			t.Fatalf("top --json: %v", err)
+		}
+		var self, total uint64
+		for _, e := range tj.Events[0].Entries {
+			if e.Group && e.DSO == c.untrusted[0] {
+				self += e.SelfSamples
+				total += e.TotalSamples
+			}
+		}
+		if self != p.leaf || total != p.any {
+			t.Errorf("top groups %s with %d samples self, %d total; perf script: %d with the leaf in it, %d with a frame in it",
+				c.untrusted[0], self, total, p.leaf, p.any)
+		}
+	}
 	if c.sentinel {
 		trust, _, _ := w.pcOut(c, "script", "--trust-paths", c.data)
 		found := false
