@@ -127,7 +127,8 @@ type Session struct {
 	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
-	touched  uint64     // what apply's slot reads read (kept so they stay)
+	locMemo  [1024]locMemo
+	touched  uint64 // what apply's slot reads read (kept so they stay)
 	aggs     map[aggKey]*aggVal
 	aggSlab  []aggVal // where new aggVals are cut from, a block at a time
 	comms    []string
@@ -460,7 +461,7 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 	}
 
 	refs := s.refBuf[:0]
-	refs = append(refs, s.loc(s.resolve(e.PID, e.Mode, e.IP)))
+	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
 	mode := e.Mode
 	first := true
 	for _, ip := range e.Callchain {
@@ -485,10 +486,10 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 				continue
 			}
 		}
-		refs = append(refs, s.loc(s.resolve(e.PID, mode, ip)))
+		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
 	}
 	for _, ip := range user {
-		refs = append(refs, s.loc(s.resolve(e.PID, perfdata.CPUModeUser, ip)))
+		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
 	}
 	s.refBuf = refs
 
@@ -515,6 +516,33 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 		s.stackHash[h] = id
 	}
 	return s.raws.insert(key, id, rawCacheEntries)
+}
+
+// locOf returns the location id of ip in pid's address space for mode,
+// with pg and kg the maps' generations now (Tracker.generation). A new raw
+// stack is mostly addresses seen in other stacks of the process (the same
+// call sites), so the answers are kept in a small direct-mapped memo keyed
+// by everything that decides them: generations are never reused, even
+// across pid reuse, so an entry of maps since changed can no longer match.
+// Resolving and interning each frame again (a map lookup each) was a
+// twentieth of checking the 1 GB recording.
+func (s *Session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
+	m := &s.locMemo[(ip^ip>>16^uint64(uint32(pid))*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
+	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
+		return m.id
+	}
+	id := s.loc(s.resolve(pid, mode, ip))
+	*m = locMemo{ip: ip, pg: pg, kg: kg, pid: pid, mode: mode, id: id, ok: true}
+	return id
+}
+
+// locMemo is one entry of Session.locMemo.
+type locMemo struct {
+	ip, pg, kg uint64
+	pid        int32
+	id         int32
+	mode       perfdata.CPUMode
+	ok         bool
 }
 
 // loc interns a resolved address.
