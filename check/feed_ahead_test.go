@@ -44,3 +44,33 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 		t.Errorf("leaf hits %v, want one sample in each library", hits)
 	}
 }
+
+// TestLocMemoSeesMapChanges: a frame address resolved before a map change
+// is resolved again after it, even inside a raw stack never seen before
+// (the frame memo is keyed by the maps' generations, as the raw-stack cache
+// is): libB's sample must not take libA's location from the memo.
+func TestLocMemoSeesMapChanges(t *testing.T) {
+	s := NewSession(Options{NoSymbols: true})
+	s.Comm(7, 7, "prog", true)
+	const ip = 0x10100
+	for i, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
+		s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: lib, Exec: true})
+		// A callchain of another length each time: a new raw stack.
+		chain := []uint64{contextUser, ip}
+		for range i {
+			chain = append(chain, 0x10200)
+		}
+		s.Sample(&SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: ip, Period: 1, Callchain: chain})
+	}
+	res, err := s.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := map[string]uint64{}
+	for _, d := range res.DSOs {
+		hits[d.Path] = d.HitsLeaf
+	}
+	if hits["/nonexistent/libA.so"] != 1 || hits["/nonexistent/libB.so"] != 1 {
+		t.Errorf("leaf hits %v, want one sample in each library", hits)
+	}
+}
