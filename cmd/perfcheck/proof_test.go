@@ -149,6 +149,25 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 		t.Errorf("check exit %d (failed %v), want %d", code, r.Failed, wantCode)
 	}
 
+	// problems and strict_problems count the DSOs by verdict, and
+	// --strict fails exactly when the latter is not 0.
+	problems, strict := 0, 0
+	for _, d := range r.DSOs {
+		switch d.Verdict {
+		case "mismatch", "missing", "replaced":
+			problems++
+			strict++
+		case "unverified":
+			strict++
+		}
+	}
+	if r.Problems != problems || r.StrictProblems != strict {
+		t.Errorf("problems %d, strict problems %d; the DSOs' verdicts give %d and %d", r.Problems, r.StrictProblems, problems, strict)
+	}
+	if _, _, sc := w.pcOut(c, "check", "--strict", c.data); (sc == exitProblems) != (strict > 0) {
+		t.Errorf("check --strict: exit %d with %d strict problems", sc, strict)
+	}
+
 	p := w.perfScriptCounts(c.data, c.untrusted)
 	if r.Samples != p.samples || r.UntrustedLeafSamples != p.leaf || r.UntrustedAnySamples != p.any ||
 		r.TrustedSamples != p.samples-p.any {
