@@ -24,12 +24,17 @@ import (
 // deploy does (rebuild at the same path, delete, replace a library, exec a
 // rebuilt child), and then reads the outputs a user reads — check (text
 // and --json), script (text and --json), top (text and --json), pprof read
-// back by `go tool pprof -top` and `-raw` — and asserts:
-//   - the verdict of each binary and the exit code;
+// back by `go tool pprof -top` and `-raw` (script --inline, top --sort
+// total, pprof --trust-paths and -traces are read in realcmd_test.go's C
+// rebuild) — and asserts:
+//   - the verdict of each binary, the exit code (with and without
+//     --strict), the advice the text check gives;
 //   - the sample counts (all, trusted, untrusted leaf, untrusted anywhere),
 //     each equal to what perf script shows for the same recording: the
 //     samples with a frame (or the leaf) in a binary that is no longer
 //     the one that ran — an oracle that is perf's, not perfcheck's;
+//   - top's group of the untrusted binary holds perf script's samples, and
+//     the profile keeps the binary's recorded build-id on its mapping;
 //   - that no name existing only in the replacement binary appears in any
 //     of those outputs, while `script --trust-paths` (which names frames
 //     from the file at the path, marked untrusted) shows one: the recorded
