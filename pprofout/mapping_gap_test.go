@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,6 +39,8 @@ type perfScriptView struct {
 	// afterExec counts the frames perf resolved through a mapping the
 	// process had before its exec (see perfScript).
 	afterExec int
+	// names are perf's function name of each frame it names.
+	names map[string]string
 }
 
 var (
@@ -44,12 +48,11 @@ var (
 	perfForkLine = regexp.MustCompile(`PERF_RECORD_FORK\((-?\d+):(-?\d+)\):\((-?\d+):(-?\d+)\)`)
 	perfExecLine = regexp.MustCompile(`PERF_RECORD_COMM exec: .*:(-?\d+)/(-?\d+)$`)
 	perfHeadLine = regexp.MustCompile(`^\s*(-?\d+)/(-?\d+)\s*$`)
-	// A frame: address, the symbol (printed for pipe input whatever -F
-	// says), the DSO in parentheses.
-	perfIPLine = regexp.MustCompile(`^\s+([0-9a-f]+) (?:.* )?\(([^()]*)\)$`)
+	// A frame: address, symbol, the DSO in parentheses.
+	perfIPLine = regexp.MustCompile(`^\s+([0-9a-f]+) (?:(.*) )?\(([^()]*)\)$`)
 )
 
-// perfScript runs `perf script -F pid,tid,ip,dso --show-mmap-events
+// perfScript runs `perf script -F pid,tid,ip,sym,dso --show-mmap-events
 // --show-task-events` on data and parses it. perf prints a user frame as
 // its map-relative address (map__map_ip: ip - start + pgoff;
 // sample__fprintf_callchain in tools/perf/util/evsel_fprintf.c shows the
@@ -66,7 +69,7 @@ var (
 // recognise such frames and writes them as perfcheck does, counting them.
 func perfScript(t *testing.T, data, root string) *perfScriptView {
 	t.Helper()
-	cmd := exec.Command("perf", "script", "-i", data, "--symfs", root, "-F", "pid,tid,ip,dso",
+	cmd := exec.Command("perf", "script", "-i", data, "--symfs", root, "-F", "pid,tid,ip,sym,dso",
 		"--show-mmap-events", "--show-task-events", "--no-inline")
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "HOME="+t.TempDir())
 	var stderr bytes.Buffer
@@ -75,7 +78,7 @@ func perfScript(t *testing.T, data, root string) *perfScriptView {
 	if err != nil {
 		t.Fatalf("perf script: %v\n%s", err, stderr.Bytes())
 	}
-	v := &perfScriptView{mmaps: map[string]perfMmap{}, stacks: map[string]int{}}
+	v := &perfScriptView{mmaps: map[string]perfMmap{}, stacks: map[string]int{}, names: map[string]string{}}
 	procs := map[string][]perfMmap{} // pid -> executable maps, oldest first
 	var key []string                 // the sample being read: tid, then its frames
 	var pid string
@@ -133,7 +136,7 @@ func perfScript(t *testing.T, data, root string) *perfScriptView {
 				t.Fatalf("perf script printed a frame outside a sample: %q", l)
 			}
 			addr, _ := strconv.ParseUint(m[1], 16, 64)
-			dso := m[2]
+			sym, dso := m[2], m[3]
 			if !strings.HasPrefix(dso, "[kernel") && dso != "[unknown]" {
 				// The newest map of the file that holds this offset.
 				maps := procs[pid]
@@ -148,7 +151,11 @@ func perfScript(t *testing.T, data, root string) *perfScriptView {
 					}
 				}
 			}
-			key = append(key, frameKey(dso, addr))
+			k := frameKey(dso, addr)
+			key = append(key, k)
+			if sym != "" && sym != "[unknown]" {
+				v.names[k] = sym
+			}
 			continue
 		}
 		if strings.TrimSpace(l) != "" {
@@ -192,14 +199,15 @@ func TestRealMappings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			comparePerfScript(t, prof, perfScript(t, p, root))
+			comparePerfScript(t, prof, perfScript(t, p, root), root)
 		})
 	}
 }
 
 // comparePerfScript checks prof against what perf script printed.
-func comparePerfScript(t *testing.T, prof *profile.Profile, want *perfScriptView) {
+func comparePerfScript(t *testing.T, prof *profile.Profile, want *perfScriptView, root string) {
 	t.Helper()
+	syms := map[string]*elfSyms{}
 	checked := 0
 	for _, m := range prof.Mapping {
 		file := verdictSuffix.ReplaceAllString(m.File, "")
@@ -244,6 +252,31 @@ func comparePerfScript(t *testing.T, prof *profile.Profile, want *perfScriptView
 			diff = append(diff, fmt.Sprintf("perf script 0, profile %d: %s", c, k))
 		}
 	}
+	// Where the profile names a frame and perf script does too, the
+	// names are the same function's: the one holding the address (the
+	// last, outermost line of the location; perf script --no-inline
+	// prints that one), by the same name or an alias (sameFunction).
+	named, names := 0, 0
+	for _, l := range prof.Location {
+		if len(l.Line) == 0 || l.Line[len(l.Line)-1].Function == nil {
+			continue
+		}
+		named++
+		k := profFrame(l)
+		pn, ok := want.names[k]
+		if !ok {
+			continue
+		}
+		names++
+		got := l.Line[len(l.Line)-1].Function.Name
+		if got == pn || sameFunction(t, syms, root, l, got, pn) {
+			continue
+		}
+		diff = append(diff, fmt.Sprintf("%s: profile names it %s, perf script %s", k, got, pn))
+	}
+	if names == 0 && named > 0 {
+		t.Errorf("perf script names none of the %d named locations", named)
+	}
 	slices.Sort(diff)
 	for i, d := range diff {
 		if i == 10 {
@@ -252,8 +285,8 @@ func comparePerfScript(t *testing.T, prof *profile.Profile, want *perfScriptView
 		}
 		t.Error(d)
 	}
-	t.Logf("%d samples, %d stacks compared with perf script (%d frames perf names through a map from before an exec)",
-		n, len(want.stacks), want.afterExec)
+	t.Logf("%d samples, %d stacks, %d named locations compared with perf script (%d frames perf names through a map from before an exec)",
+		n, len(want.stacks), names, want.afterExec)
 }
 
 // profFrame is a location as perf script names a frame: the mapping's file
@@ -269,4 +302,121 @@ func profFrame(l *profile.Location) string {
 		return frameKey(file, l.Address)
 	}
 	return frameKey(file, l.Address-m.Start+m.Offset)
+}
+
+// elfSyms are a binary's function symbols (its own and its separate debug
+// file's) and its PT_LOAD segments.
+type elfSyms struct {
+	loads []elf.ProgHeader
+	syms  []elf.Symbol
+}
+
+// loadSyms reads path (under root) and, when the debug directory of root
+// has one for its build-id, its separate debug file.
+func loadSyms(t *testing.T, root, path string) *elfSyms {
+	t.Helper()
+	f, err := elf.Open(filepath.Join(root, path))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	e := &elfSyms{}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			e.loads = append(e.loads, p.ProgHeader)
+		}
+	}
+	add := func(f *elf.File) {
+		for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+			ss, _ := get()
+			for _, s := range ss {
+				if typ := elf.ST_TYPE(s.Info); typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC {
+					e.syms = append(e.syms, s)
+				}
+			}
+		}
+	}
+	add(f)
+	if id := gnuBuildID(f); len(id) > 1 {
+		h := hex.EncodeToString(id)
+		if df, err := elf.Open(filepath.Join(root, "usr/lib/debug/.build-id", h[:2], h[2:]+".debug")); err == nil {
+			add(df)
+			df.Close()
+		}
+	}
+	return e
+}
+
+// gnuBuildID is the NT_GNU_BUILD_ID note's descriptor of f, or nil.
+func gnuBuildID(f *elf.File) []byte {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return nil
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return nil
+	}
+	namesz, descsz := f.ByteOrder.Uint32(b), f.ByteOrder.Uint32(b[4:])
+	off := 12 + (int(namesz)+3)&^3
+	if off+int(descsz) > len(b) {
+		return nil
+	}
+	return b[off : off+int(descsz)]
+}
+
+// sameFunction reports whether got (the profile's name for location l) and
+// perf's name pn name the same function: both are symbols that start where
+// the symbol holding l's address starts (aliases: perf picks one by
+// choose_best_symbol in tools/perf/util/symbol.c, perfcheck gives DWARF's
+// linkage name, e.g. __GI___fstatat64 for fstatat64, docs/symbolize.md),
+// perf's without its symbol version (clock_gettime@@GLIBC_2.17); or, for
+// Go, perf's ELF name of an assembly function with its ABI suffix
+// (runtime.goexit.abi0) where pclntab has runtime.goexit.
+func sameFunction(t *testing.T, cache map[string]*elfSyms, root string, l *profile.Location, got, pn string) bool {
+	if pn == got+".abi0" {
+		return true
+	}
+	if i := strings.IndexByte(pn, '@'); i > 0 {
+		pn = pn[:i]
+	}
+	if pn == got {
+		return true
+	}
+	file := verdictSuffix.ReplaceAllString(l.Mapping.File, "")
+	e, ok := cache[file]
+	if !ok {
+		e = loadSyms(t, root, file)
+		cache[file] = e
+	}
+	if e == nil {
+		return false
+	}
+	off := l.Address - l.Mapping.Start + l.Mapping.Offset
+	var addr uint64
+	found := false
+	for _, p := range e.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			addr, found = off-p.Off+p.Vaddr, true
+		}
+	}
+	if !found {
+		return false
+	}
+	var start uint64
+	found = false
+	for _, s := range e.syms {
+		if s.Value <= addr && addr < s.Value+max(s.Size, 1) && s.Name == got {
+			start, found = s.Value, true
+		}
+	}
+	if !found {
+		return false
+	}
+	for _, s := range e.syms {
+		if s.Value == start && s.Name == pn {
+			return true
+		}
+	}
+	return false
 }
