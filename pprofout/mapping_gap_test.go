@@ -3,7 +3,6 @@ package pprofout
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
-	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -188,13 +186,7 @@ func TestRealMappings(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "forkexec.data", "goprog.data", "pipe.data", "zstd.data", "buildid-mmap.data", "threads.data"} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(fixtureDir, name)
-			if _, err := os.Stat(p); err != nil {
-				t.Fatalf("fixture: %v", err)
-			}
-			res, err := check.Analyze(context.Background(), p, check.Options{SymFS: root, BuildIDDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := analyze(t, name, root)
 			prof, err := Convert(res, Options{})
 			if err != nil {
 				t.Fatal(err)
