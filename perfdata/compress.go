@@ -85,6 +85,10 @@ func (f zfeeder) Read(p []byte) (int, error) {
 		at := len(z.stashBuf)
 		z.stashBuf = append(z.stashBuf, data...)
 		rec.data = z.stashBuf[at:len(z.stashBuf):len(z.stashBuf)]
+		// The copy is what the record is now: the ordered queue must
+		// not keep it as a position in the stream's chunk, which the
+		// stream may have moved on from (and compacted) meanwhile.
+		rec.stable = false
 		z.stash = append(z.stash, rec)
 		if compressed {
 			if err := z.setInput(rec, data0); err != nil {
