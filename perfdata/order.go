@@ -95,12 +95,24 @@ func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
 // what the previous flush left), so it merges those runs, as a natural
 // merge sort does: O(n log runs) moves instead of the O(n log² n) of an
 // in-place stable sort, which was a sixth of reading in time order.
+//
+// The merge needs a second array as long as the queue; it is used only for
+// a queue of at most maxMergeItems records in at most maxMergeRuns runs
+// (a round of any real recording); one already in order is left as it is. A larger queue (a file without
+// FINISHED_ROUND reaching the queue's limit) or one of many short runs
+// (hostile input) is sorted in place, as it always was, so memory stays
+// what the queued records justify.
 func (q *orderQueue) sortItems() {
 	src := q.items
 	// bounds[i] is where run i starts; the last entry is len(src).
 	bounds := q.runs[:0]
 	for i := range src {
 		if i == 0 || src[i].ts < src[i-1].ts {
+			if i > 0 && (len(bounds) == maxMergeRuns || len(src) > maxMergeItems) {
+				q.runs = bounds[:0]
+				slices.SortStableFunc(src, func(a, b queued) int { return cmp.Compare(a.ts, b.ts) })
+				return
+			}
 			bounds = append(bounds, i)
 		}
 	}
@@ -136,6 +148,14 @@ func (q *orderQueue) sortItems() {
 		copy(q.items, src)
 	}
 }
+
+// The limits of sortItems' merge: 4096 runs (a round holds one per CPU
+// buffer perf drained, and what the last flush left), 1 << 16 records
+// (a 3.5 MiB merge array; a round of a busy recording holds thousands).
+const (
+	maxMergeRuns  = 4096
+	maxMergeItems = 1 << 16
+)
 
 // mergeQueued merges the sorted runs a and b into dst, taking from a first
 // on equal times (so that equal times keep input order).

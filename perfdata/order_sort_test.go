@@ -76,3 +76,26 @@ func TestSortItemsNoAllocs(t *testing.T) {
 		t.Errorf("%v allocations per sort, want 0", n)
 	}
 }
+
+// TestSortItemsLargeQueueInPlace: a queue past the merge's limits (a file
+// without FINISHED_ROUND filling the queue, or hostile input of many short
+// runs) is sorted in place, stably, without the merge array.
+func TestSortItemsLargeQueueInPlace(t *testing.T) {
+	for _, n := range []int{maxMergeItems + 1, 2*maxMergeRuns + 2} {
+		items := make([]queued, n)
+		for i := range items {
+			// Descending pairs: n/2 runs, equal times within a pair.
+			items[i] = queued{ts: uint64((n - i) / 2), off: int64(i)}
+		}
+		want := slices.Clone(items)
+		slices.SortStableFunc(want, func(a, b queued) int { return cmp.Compare(a.ts, b.ts) })
+		q := orderQueue{items: items}
+		q.sortItems()
+		if !slices.Equal(q.items, want) {
+			t.Fatalf("%d records: not sorted stably", n)
+		}
+		if q.scratch != nil {
+			t.Errorf("%d records in %d runs: a merge array of %d was made", n, n/2, cap(q.scratch))
+		}
+	}
+}
