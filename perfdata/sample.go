@@ -317,7 +317,9 @@ func resetSample(s *Sample, st SampleType) {
 	s.Fields = st
 	s.IP, s.Addr, s.Period = 0, 0, 0
 	s.Read = ReadValues{Values: s.Read.Values[:0]}
-	s.Callchain = s.Callchain[:0]
+	// Not Callchain[:0]: it may be a previous record's bytes (u64sView),
+	// which an append must never write into.
+	s.Callchain = nil
 	s.Raw = nil
 	s.BranchHWIndex = -1
 	s.Branches, s.BranchCounters = s.Branches[:0], s.BranchCounters[:0]
