@@ -1,9 +1,12 @@
 package check
 
 import (
+	"context"
 	"math/rand"
 	"testing"
 	"unsafe"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // TestRawTableCounts feeds a raw-stack table the way Session.Sample does,
@@ -73,5 +76,41 @@ func unsafeSizeof(s rawSlot) uintptr { return unsafe.Sizeof(s) }
 func TestFeedOpSize(t *testing.T) {
 	if n := unsafe.Sizeof(feedOp{}); n != 64 {
 		t.Errorf("feedOp is %d bytes, want 64", n)
+	}
+}
+
+// TestSessionAggregatesThreadsSharingStacks: two threads of one process
+// take turns on the same raw stacks, so each raw-stack slot keeps changing
+// the aggregate its counts go to; every sample's count and period must end
+// in its own thread's aggregate, through Session.Sample and Finish.
+func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
+	s := NewSession(Options{NoSymbols: true})
+	s.Comm(7, 7, "prog", true)
+	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: "/nonexistent/prog", Exec: true})
+	type want struct{ samples, period uint64 }
+	wants := map[int32]*want{7: {}, 8: {}}
+	r := rand.New(rand.NewSource(2))
+	for i := range 5000 {
+		tid := int32(7 + r.Intn(2))
+		ip := uint64(0x10100 + 8*r.Intn(3))
+		period := uint64(1 + i%13)
+		s.Sample(&SampleEvent{PID: 7, TID: tid, Mode: perfdata.CPUModeUser, IP: ip, Period: period,
+			Callchain: []uint64{contextUser, ip, 0x10800}})
+		wants[tid].samples++
+		wants[tid].period += period
+	}
+	res, err := s.Finish(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]*want{7: {}, 8: {}}
+	for _, a := range res.Aggregates() {
+		got[a.TID].samples += a.Samples
+		got[a.TID].period += a.Period
+	}
+	for tid, w := range wants {
+		if *got[tid] != *w {
+			t.Errorf("thread %d: %d samples, period %d; want %d, %d", tid, got[tid].samples, got[tid].period, w.samples, w.period)
+		}
 	}
 }
