@@ -271,6 +271,11 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		stackSamples[k.stack] += v.samples
 	}
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
+	for _, d := range s.dsos {
+		// Counted afresh: a Finish after one that failed (a cancelled
+		// context) must not add the hits a second time.
+		d.HitsLeaf, d.HitsAny = 0, 0
+	}
 	for id := range nstacks {
 		refs := s.stack(id)
 		n := stackSamples[id]
