@@ -101,6 +101,17 @@ type scope struct {
 	callLine, callCol       uint32
 }
 
+// clampU32 is n bounded to [0, 2³²-1], on 32-bit hosts too.
+func clampU32(n int) uint32 {
+	if n < 0 {
+		return 0
+	}
+	if uint64(n) > 1<<32-1 {
+		return 1<<32 - 1
+	}
+	return uint32(n)
+}
+
 // nameLinkage marks scope.name as a linkage name.
 const nameLinkage = 1 << 31
 
@@ -705,7 +716,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			name, linkage := x.nameOf(e, 0)
 			ni, seen := nameIdx[name]
 			if !seen {
-				if len(ui.names) >= nameLinkage {
+				if uint64(len(ui.names)) >= nameLinkage {
 					return nil, errors.New("more than 2^31 function names in one unit")
 				}
 				ni = uint32(len(ui.names))
@@ -873,7 +884,7 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 		if e.File != lastFile || lastFile == nil {
 			lastFile, lastIdx = e.File, fileOf(e.File)
 		}
-		r := lineRow{addr: e.Address, file: lastIdx, line: uint32(min(max(e.Line, 0), 1<<32-1)), col: uint32(min(max(e.Column, 0), 1<<32-1))}
+		r := lineRow{addr: e.Address, file: lastIdx, line: clampU32(e.Line), col: clampU32(e.Column)}
 		if e.EndSequence {
 			r.file = rowEnd
 		}

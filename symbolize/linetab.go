@@ -63,7 +63,7 @@ func (e *lineEncoder) add(r lineRow) error {
 		return errLineOrder
 	}
 	if e.n == lineBlock || len(e.t.blockAddr) == 0 {
-		if len(e.t.data) > 1<<32-1 {
+		if uint64(len(e.t.data)) > 1<<32-1 {
 			return errors.New("line table larger than 4 GiB")
 		}
 		e.t.blockAddr = append(e.t.blockAddr, r.addr)

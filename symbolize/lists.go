@@ -148,7 +148,7 @@ func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
 		default:
 			return nil
 		}
-		if len(arena)+len(sym) > math.MaxUint32 {
+		if uint64(len(arena)+len(sym)) > math.MaxUint32 {
 			return fmt.Errorf("%w: %s: offset %d: too many symbol names", ErrMalformed, name, off)
 		}
 		// Grow by doubling: append grows large slices by a quarter, which
