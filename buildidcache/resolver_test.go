@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // noNet is the Options base for tests: no perf cache, no debug dirs, no
@@ -348,60 +350,11 @@ func TestResolveRunningKernelAndVDSO(t *testing.T) {
 }
 
 // startDebuginfod runs the real elfutils server on a free port, indexing
-// dir, and waits until it serves want's executable.
+// dir, and waits until it serves want's executable (fixtures.Debuginfod,
+// the starter every package's tests share).
 func startDebuginfod(t *testing.T, dir string, want BuildID) string {
 	t.Helper()
-	needTool(t, "debuginfod")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	db := filepath.Join(t.TempDir(), "db.sqlite")
-	cmd := exec.Command("debuginfod", "-p", strconv.Itoa(port), "-F", "-d", db, "-t", "1", "-g", "0", "-c", "1", dir)
-	cmd.Env = debuginfodServerEnv(t)
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "debuginfod.log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url + "/buildid/" + want.String() + "/executable")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return url
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	b, _ := os.ReadFile(logf.Name())
-	t.Fatalf("debuginfod did not index %s within a minute; log:\n%s", dir, b)
-	return ""
-}
-
-// debuginfodServerEnv is the environment of a test debuginfod server:
-// without the caller's DEBUGINFOD_* variables (with DEBUGINFOD_URLS the
-// server forwards every miss to those servers, public ones on a desktop,
-// and fills the client cache with the answers) and with HOME and
-// DEBUGINFOD_CACHE_PATH in the test's directory.
-func debuginfodServerEnv(t *testing.T) []string {
-	env := []string{"HOME=" + t.TempDir(), "DEBUGINFOD_CACHE_PATH=" + t.TempDir()}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DEBUGINFOD_") && !strings.HasPrefix(kv, "HOME=") {
-			env = append(env, kv)
-		}
-	}
-	return env
+	return fixtures.Debuginfod(t, dir, want.String())
 }
 
 // TestDebuginfodServerIsolated: a test server does not forward misses to
