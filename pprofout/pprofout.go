@@ -319,11 +319,6 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		pid, tid int32
 	}
 	samples := map[sampleKey]*profile.Sample{}
-	// byPtr finds the profile location of a Location whose ID is not its
-	// index in res.Locations (a Result not made by check's Finish); it is
-	// built only then, not for every Convert (a map of millions of entries
-	// on a large recording, where every lookup goes by ID).
-	var byPtr map[*check.Location]*profile.Location
 	for _, ag := range res.Aggregates() {
 		k := sampleKey{ag.Stack.ID, ag.Comm, ag.PID, ag.TID}
 		s := samples[k]
@@ -338,19 +333,10 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 				s.Label["comm"] = []string{ag.Comm}
 			}
 			for i, l := range ag.Stack.Locations() {
-				// By the check's dense ID, not a map lookup per frame
-				// (millions on a large recording).
-				if id := l.ID - 1; id >= 0 && id < len(res.Locations) && res.Locations[id] == l {
-					s.Location[i] = p.Location[id]
-				} else {
-					if byPtr == nil {
-						byPtr = make(map[*check.Location]*profile.Location, len(res.Locations))
-						for j, rl := range res.Locations {
-							byPtr[rl] = p.Location[j]
-						}
-					}
-					s.Location[i] = byPtr[l]
-				}
+				// By the check's dense ID (Location.ID is its index in
+				// res.Locations plus one, and only Finish makes stacks
+				// with locations), not a map lookup per frame.
+				s.Location[i] = p.Location[l.ID-1]
 			}
 			samples[k] = s
 			p.Sample = append(p.Sample, s)
