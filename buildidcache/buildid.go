@@ -567,11 +567,19 @@ func (e *elfReader) notes(off, size int64, align uint64, id *Identity) error {
 // zero or more than 1024 bytes. It reads only within notes and copies
 // out the build-id.
 func BuildIDFromNotes(notes []byte, order binary.ByteOrder) (BuildID, error) {
+	return buildIDFromNotes(notes, order, "")
+}
+
+// buildIDFromNotes is BuildIDFromNotes naming file (if not "") in errors.
+func buildIDFromNotes(notes []byte, order binary.ByteOrder, file string) (BuildID, error) {
 	var id Identity
-	if err := parseNotes(notes, 0, 4, order, &id, ""); err != nil {
+	if err := parseNotes(notes, 0, 4, order, &id, file); err != nil {
 		return nil, err
 	}
 	if id.BuildID == nil {
+		if file != "" {
+			return nil, fmt.Errorf("%s: %w", file, ErrNoBuildID)
+		}
 		return nil, ErrNoBuildID
 	}
 	return id.BuildID, nil

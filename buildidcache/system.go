@@ -311,14 +311,7 @@ func KernelBuildID() (BuildID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kernelNotesPath, err)
 	}
-	var id Identity
-	if err := parseNotes(b, 0, 4, binary.NativeEndian, &id, kernelNotesPath); err != nil {
-		return nil, err
-	}
-	if id.BuildID == nil {
-		return nil, fmt.Errorf("%s: %w", kernelNotesPath, ErrNoBuildID)
-	}
-	return id.BuildID, nil
+	return buildIDFromNotes(b, binary.NativeEndian, kernelNotesPath)
 }
 
 // maxVDSO caps the vDSO image we copy out of memory; real ones are two to
