@@ -90,6 +90,9 @@ func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
 	}
 }
 
+// cmpQueued orders queued records by time.
+func cmpQueued(a, b queued) int { return cmp.Compare(a.ts, b.ts) }
+
 // sortItems sorts the queue by time, stably. A round's records are a few
 // runs already in time order (one per CPU ring buffer perf drained, and
 // what the previous flush left), so it merges those runs, as a natural
@@ -110,7 +113,7 @@ func (q *orderQueue) sortItems() {
 		if i == 0 || src[i].ts < src[i-1].ts {
 			if i > 0 && (len(bounds) == maxMergeRuns || len(src) > maxMergeItems) {
 				q.runs = bounds[:0]
-				slices.SortStableFunc(src, func(a, b queued) int { return cmp.Compare(a.ts, b.ts) })
+				slices.SortStableFunc(src, cmpQueued)
 				return
 			}
 			bounds = append(bounds, i)

@@ -1,7 +1,6 @@
 package perfdata
 
 import (
-	"cmp"
 	"math/rand"
 	"slices"
 	"testing"
@@ -42,7 +41,7 @@ func TestSortItemsStable(t *testing.T) {
 			items[i].off = int64(i) // input order
 		}
 		want := slices.Clone(items)
-		slices.SortStableFunc(want, func(a, b queued) int { return cmp.Compare(a.ts, b.ts) })
+		slices.SortStableFunc(want, cmpQueued)
 		q := orderQueue{items: items}
 		q.sortItems()
 		if !slices.Equal(q.items, want) {
@@ -88,7 +87,7 @@ func TestSortItemsLargeQueueInPlace(t *testing.T) {
 			items[i] = queued{ts: uint64((n - i) / 2), off: int64(i)}
 		}
 		want := slices.Clone(items)
-		slices.SortStableFunc(want, func(a, b queued) int { return cmp.Compare(a.ts, b.ts) })
+		slices.SortStableFunc(want, cmpQueued)
 		q := orderQueue{items: items}
 		q.sortItems()
 		if !slices.Equal(q.items, want) {

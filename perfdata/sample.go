@@ -273,8 +273,9 @@ func (d *decoder) u64s(dst []uint64, n uint64, what string) []uint64 {
 	out := dst[at:]
 	if d.little && hostLittle && n > 0 {
 		// The file's order is the machine's: the values are the bytes
-		// as they are, so one copy does (a callchain is most of a
-		// sample; decoding it word by word was a tenth of reading a
+		// as they are, so one copy does (registers, branch counters, and
+		// callchains u64sView cannot return in place because they are
+		// unaligned; decoding word by word was a tenth of reading a
 		// recording in time order). The destination is viewed as bytes,
 		// so nothing unaligned is ever read as a uint64.
 		copy(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(out)*8), b)
