@@ -179,7 +179,6 @@ type Result struct {
 	aggOnce sync.Once
 	aggs    []Aggregate
 	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
-	stacks  []Stack            // the stacks as Finish made them
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
@@ -205,7 +204,7 @@ func (r *Result) buildAggregates() {
 	}
 	r.aggs = make([]Aggregate, 0, len(r.aggSrc))
 	for k, v := range r.aggSrc {
-		r.aggs = append(r.aggs, Aggregate{Stack: &r.stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
+		r.aggs = append(r.aggs, Aggregate{Stack: r.Stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
 			Comm: r.comms[k.comm], Samples: v.samples, Period: v.period})
 	}
 	r.aggSrc = nil
@@ -396,7 +395,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 
 	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc, res.stacks = s.aggs, stackBlock
+	res.aggSrc = s.aggs
 	return res, nil
 }
 
