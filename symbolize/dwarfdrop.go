@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -56,11 +57,6 @@ type dropSpan struct {
 // dropping stops.
 const maxRefills = 2
 
-// refNameBytes approximates the memory of one refNames entry besides the
-// name's bytes (shared with the unit's name table): key, string header
-// and flag, and the map's overhead.
-const refNameBytes = 48
-
 // initDrop sets up x.drop for the sections info and line (the bytes
 // loadDWARFSections gave debug/dwarf), when at least one of them is
 // decompressed anonymous memory. Called before the index is published.
@@ -83,50 +79,41 @@ func (x *dwarfIndex) initDrop(info, line []byte) {
 	sd.unitInfo = make([]int32, len(x.units))
 	sd.unitLine = make([]int32, len(x.units))
 	sd.unitGone = make([]bool, len(x.units))
-	lineIdx := map[int64]int32{}
 	for u := range x.units {
-		sd.unitInfo[u], sd.unitLine[u] = -1, -1
-		e := x.units[u].entry
-		sd.unitInfo[u] = int32(sd.infoSpanOf(e.Offset))
-		if sd.line == nil {
-			continue
+		sd.unitInfo[u], sd.unitLine[u] = int32(sd.infoSpanOf(x.units[u].entry.Offset)), -1
+	}
+	if sd.line != nil {
+		// The distinct line programs, by offset in .debug_line (dropping
+		// finds a program's neighbours by offset).
+		type program struct {
+			stmtList int64
+			span     dropSpan
 		}
-		sl, ok := e.Val(dwarf.AttrStmtList).(int64)
-		if !ok {
-			continue
-		}
-		k, seen := lineIdx[sl]
-		if !seen {
-			lo, hi, ok := unitExtent(line, sl, bo)
-			if !ok {
+		var progs []program
+		seen := map[int64]bool{}
+		for u := range x.units {
+			sl, ok := x.units[u].entry.Val(dwarf.AttrStmtList).(int64)
+			if !ok || seen[sl] {
 				continue
 			}
-			k = int32(len(sd.lineSpans))
-			sd.lineSpans = append(sd.lineSpans, dropSpan{lo: lo, hi: hi})
-			sd.lineUsers = append(sd.lineUsers, 0)
-			lineIdx[sl] = k
+			seen[sl] = true
+			if lo, hi, ok := unitExtent(line, sl, bo); ok {
+				progs = append(progs, program{sl, dropSpan{lo: lo, hi: hi}})
+			}
 		}
-		sd.unitLine[u] = k
-		sd.lineUsers[k]++
-	}
-	// Neighbours are found by offset: sort the line spans and renumber.
-	order := make([]int32, len(sd.lineSpans))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	sort.Slice(order, func(a, b int) bool { return sd.lineSpans[order[a]].lo < sd.lineSpans[order[b]].lo })
-	rank := make([]int32, len(order))
-	spans := make([]dropSpan, len(order))
-	users := make([]int32, len(order))
-	for newIdx, old := range order {
-		rank[old] = int32(newIdx)
-		spans[newIdx] = sd.lineSpans[old]
-		users[newIdx] = sd.lineUsers[old]
-	}
-	sd.lineSpans, sd.lineUsers = spans, users
-	for u, k := range sd.unitLine {
-		if k >= 0 {
-			sd.unitLine[u] = rank[k]
+		slices.SortFunc(progs, func(a, b program) int { return a.span.lo - b.span.lo })
+		lineIdx := make(map[int64]int32, len(progs))
+		for k, p := range progs {
+			sd.lineSpans = append(sd.lineSpans, p.span)
+			lineIdx[p.stmtList] = int32(k)
+		}
+		sd.lineUsers = make([]int32, len(progs))
+		for u := range x.units {
+			sl, ok := x.units[u].entry.Val(dwarf.AttrStmtList).(int64)
+			if k, found := lineIdx[sl]; ok && found {
+				sd.unitLine[u] = k
+				sd.lineUsers[k]++
+			}
 		}
 	}
 	for i := 1; i < len(sd.lineSpans); i++ {

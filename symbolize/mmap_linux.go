@@ -65,9 +65,6 @@ func (r *region) dropPages(lo, hi int) int {
 	if hi == len(r.data) {
 		b = len(r.mem) // the tail of the last page is the mapping's own
 	}
-	if b > len(r.mem) {
-		b = len(r.mem)
-	}
 	if a >= b {
 		return 0
 	}
