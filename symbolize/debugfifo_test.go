@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // A debug-file locator that answers with a FIFO (a path swapped after its
@@ -16,9 +18,7 @@ import (
 func TestDebugFileFIFODoesNotBlock(t *testing.T) {
 	bin := "/usr/bin/true"
 	fifo := filepath.Join(t.TempDir(), "debug")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("mkfifo:", err)
-	}
+	fixtures.Mkfifo(t, fifo)
 	b, err := Open(bin, Options{DebugFile: func(DebugQuery) (string, error) { return fifo, nil }})
 	if err != nil {
 		t.Skip(err)

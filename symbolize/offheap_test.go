@@ -3,7 +3,6 @@
 package symbolize
 
 import (
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -14,12 +13,7 @@ import (
 // against the same binary with its tables kept on the heap, and that the
 // mappings are released once the binary is closed and collected.
 func TestOffHeapTables(t *testing.T) {
-	gobin := needTool(t, "go")
-	dir := goProgDir(t)
-	p := filepath.Join(dir, "goprog")
-	if o, err := goBuild(gobin, dir, p); err != nil {
-		t.Fatalf("go build: %v\n%s", err, o)
-	}
+	p := buildGoProg(t)
 	addrs := textAddrs(t, p, 2000)
 	moved0, released0 := offHeapMoved.Load(), offHeapReleased.Load()
 	func() {
