@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -329,32 +329,14 @@ func loadSyms(t *testing.T, root, path string) *elfSyms {
 		}
 	}
 	add(f)
-	if id := gnuBuildID(f); len(id) > 1 {
-		h := hex.EncodeToString(id)
+	if id := noteBuildID(f); len(id) > 1 {
+		h := id.String()
 		if df, err := elf.Open(filepath.Join(root, "usr/lib/debug/.build-id", h[:2], h[2:]+".debug")); err == nil {
 			add(df)
 			df.Close()
 		}
 	}
 	return e
-}
-
-// gnuBuildID is the NT_GNU_BUILD_ID note's descriptor of f, or nil.
-func gnuBuildID(f *elf.File) []byte {
-	s := f.Section(".note.gnu.build-id")
-	if s == nil {
-		return nil
-	}
-	b, err := s.Data()
-	if err != nil || len(b) < 16 {
-		return nil
-	}
-	namesz, descsz := f.ByteOrder.Uint32(b), f.ByteOrder.Uint32(b[4:])
-	off := 12 + (int(namesz)+3)&^3
-	if off+int(descsz) > len(b) {
-		return nil
-	}
-	return b[off : off+int(descsz)]
 }
 
 // sameFunction reports whether got (the profile's name for location l) and
@@ -411,4 +393,19 @@ func sameFunction(t *testing.T, cache map[string]*elfSyms, root string, l *profi
 		}
 	}
 	return false
+}
+
+// noteBuildID is f's GNU build-id from its .note.gnu.build-id section
+// (buildidcache's note reader), or nil.
+func noteBuildID(f *elf.File) buildidcache.BuildID {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return nil
+	}
+	b, err := s.Data()
+	if err != nil {
+		return nil
+	}
+	id, _ := buildidcache.BuildIDFromNotes(b, f.ByteOrder)
+	return id
 }
