@@ -100,12 +100,8 @@ func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (e
 		if err != nil {
 			return err
 		}
-		ident, err := buildidcache.ReadIdentity(f, st.Size())
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if !sameBuildID(ident.BuildID, want) {
-			return fmt.Errorf("%s: build-id %q, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID).String(), want)
+		if err := checkBuildID(path, f, st.Size(), want); err != nil {
+			return err
 		}
 	}
 	defer func() {
@@ -118,6 +114,24 @@ func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (e
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return fn(ef)
+}
+
+// checkBuildID reports an error unless the ELF image r (of size bytes),
+// read from path, carries build-id want: the file at a path the locator
+// verified can change before it is opened again, so the build-id is
+// checked on the bytes that are then read.
+func checkBuildID(path string, r io.ReaderAt, size int64, want perfdata.BuildID) error {
+	ident, err := buildidcache.ReadIdentity(r, size)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(ident.BuildID) == 0 {
+		return fmt.Errorf("%s: no build-id, not %s: the file changed since it was found", path, want)
+	}
+	if !sameBuildID(ident.BuildID, want) {
+		return fmt.Errorf("%s: build-id %s, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID), want)
+	}
+	return nil
 }
 
 // elfLoads lists ef's PT_LOAD segments whose executable flag is exec.

@@ -348,15 +348,8 @@ func koTextSymsOf(path string, limit uint64, want perfdata.BuildID) (l *moduleLo
 	}
 	defer done()
 	if len(want) > 0 {
-		ident, err := buildidcache.ReadIdentity(r, size)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(ident.BuildID) == 0 {
-			return nil, fmt.Errorf("%s: no build-id, not %s: the file changed since it was found", path, want)
-		}
-		if !sameBuildID(ident.BuildID, want) {
-			return nil, fmt.Errorf("%s: build-id %s, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID), want)
+		if err := checkBuildID(path, r, size, want); err != nil {
+			return nil, err
 		}
 	}
 	defer func() {
