@@ -23,7 +23,9 @@ func openDSO(opener SymbolOpener, d *DSO, opts *Options) (SymbolLookup, error) {
 		return lk, nil
 	}
 	for _, p := range codeFileCandidates(d, opts) {
-		loads, err := readLoads(p)
+		// Checked on open, as CFI and module symbols are: a candidate
+		// can be replaced between the lookup and this read.
+		loads, err := readLoads(p, d.BuildID)
 		if err == nil && loadsHoldCode(loads) {
 			sl.loads = loads
 			break

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -49,7 +50,7 @@ func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
 		}
-		loads, err := readLoads(path)
+		loads, err := readLoads(path, nil)
 		if err != nil {
 			b.Close()
 			return nil, err
@@ -107,9 +108,9 @@ func (l *symLookup) Close() error { return l.bin.Close() }
 
 // readLoads returns the PT_LOAD segments of an ELF file, executable ones
 // first: an offset in two segments (they may share a page) belongs to the
-// code.
-func readLoads(path string) (loads []load, err error) {
-	err = readELF(path, nil, func(ef *elf.File) error {
+// code. With want, the file must carry that build-id (readELF).
+func readLoads(path string, want perfdata.BuildID) (loads []load, err error) {
+	err = readELF(path, want, func(ef *elf.File) error {
 		loads = append(elfLoads(ef, true), elfLoads(ef, false)...)
 		return nil
 	})
