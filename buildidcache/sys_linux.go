@@ -8,21 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fileSys is what Linux's stat gives beyond fs.FileInfo: the identity of
-// the inode, its link count, the space it takes and its access and change
-// times. Other systems build without it (sys_other.go): the cache then
-// counts apparent sizes and modification times, and sees no hard links.
-type fileSys struct {
-	dev, ino uint64
-	nlink    uint64
-	blocks   int64 // 512-byte blocks allocated (st_blocks)
-	atime    time.Time
-	ctime    time.Time
-}
-
-// key is the inode's identity, to count a hard-linked file once.
-func (s fileSys) key() fileKey { return fileKey{s.dev, s.ino} }
-
 // sysStat returns fi's fileSys; ok is false when fi does not come from
 // stat(2).
 func sysStat(fi fs.FileInfo) (s fileSys, ok bool) {

@@ -5,20 +5,10 @@ package buildidcache
 import (
 	"errors"
 	"io/fs"
-	"time"
 )
 
-// fileSys: see sys_linux.go. Linux is the target; elsewhere the package
-// only builds, and stat gives nothing beyond fs.FileInfo here.
-type fileSys struct {
-	dev, ino     uint64
-	nlink        uint64
-	blocks       int64
-	atime, ctime time.Time
-}
-
-func (s fileSys) key() fileKey { return fileKey{s.dev, s.ino} }
-
+// Linux is the target; elsewhere the package only builds, and stat gives
+// nothing beyond fs.FileInfo here.
 func sysStat(fs.FileInfo) (fileSys, bool) { return fileSys{}, false }
 
 // FileIDOf returns the device and inode of fi in the form a recording's
