@@ -24,7 +24,12 @@ type perfEntry struct {
 // under symfs.
 func perfSelf(t *testing.T, data, symfs string, minPct float64) []perfEntry {
 	t.Helper()
-	out := perfOut(t, "report", "--no-children", "--stdio", "-g", "none", "--sort", "sym", "--symfs", symfs, "-i", data)
+	return parsePerfSelf(perfOut(t, "report", "--no-children", "--stdio", "-g", "none", "--sort", "sym", "--symfs", symfs, "-i", data), minPct)
+}
+
+// parsePerfSelf reads the user-space ("[.]") entries of at least minPct
+// from perf report --no-children --stdio -g none --sort sym output.
+func parsePerfSelf(out string, minPct float64) []perfEntry {
 	var es []perfEntry
 	for _, l := range strings.Split(out, "\n") {
 		m := perfReportLine.FindStringSubmatch(l)

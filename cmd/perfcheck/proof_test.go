@@ -60,42 +60,70 @@ type proofCase struct {
 type perfCounts struct{ samples, leaf, any uint64 }
 
 var (
-	proofHead  = regexp.MustCompile(`^\s*\d+\s*$`)
+	proofHead  = regexp.MustCompile(`^\s*(\d+)/\d+\s*$`)
 	proofFrame = regexp.MustCompile(`^\s+[0-9a-f]+ (?:.* )?\(([^()]*)\)$`)
 )
 
-// perfScriptCounts counts the samples of data as perf script prints them
-// (-F tid,ip,dso: a tid line, then the callchain leaf first, each frame
-// with its DSO), and among them those with the leaf, or any frame, in one
-// of the paths.
+// pidCounts is perfCounts for one process.
+type pidCounts struct {
+	pid uint64
+	perfCounts
+}
+
+// perfScriptCounts counts the samples of data as perf script prints them,
+// and among them those with the leaf, or any frame, in one of the paths.
 func (w *realWorld) perfScriptCounts(data string, paths []string) perfCounts {
 	w.t.Helper()
-	out := w.run("perf", "script", "-i", data, "-F", "tid,ip,dso", "--no-inline")
 	var c perfCounts
-	inSample, leaf, any := false, false, false
-	first := false
+	for _, p := range w.perfScriptByPID(data, paths) {
+		c.samples += p.samples
+		c.leaf += p.leaf
+		c.any += p.any
+	}
+	return c
+}
+
+// perfScriptByPID is perfScriptCounts per process, in the order the
+// processes' first samples come (-F pid,tid,ip,dso: a pid/tid line, then
+// the callchain leaf first, each frame with its DSO).
+func (w *realWorld) perfScriptByPID(data string, paths []string) []*pidCounts {
+	w.t.Helper()
+	out := w.run("perf", "script", "-i", data, "-F", "pid,tid,ip,dso", "--no-inline")
+	var procs []*pidCounts
+	var cur *pidCounts
+	leaf, any, first := false, false, false
 	flush := func() {
-		if inSample {
-			c.samples++
+		if cur != nil {
+			cur.samples++
 			if leaf {
-				c.leaf++
+				cur.leaf++
 			}
 			if any {
-				c.any++
+				cur.any++
 			}
 		}
-		inSample, leaf, any = false, false, false
+		cur, leaf, any = nil, false, false
 	}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
-		if proofHead.MatchString(l) {
+		if m := proofHead.FindStringSubmatch(l); m != nil {
 			flush()
-			inSample, first = true, true
+			pid, _ := strconv.ParseUint(m[1], 10, 64)
+			for _, p := range procs {
+				if p.pid == pid {
+					cur = p
+				}
+			}
+			if cur == nil {
+				cur = &pidCounts{pid: pid}
+				procs = append(procs, cur)
+			}
+			first = true
 			continue
 		}
-		if m := proofFrame.FindStringSubmatch(l); m != nil && inSample {
+		if m := proofFrame.FindStringSubmatch(l); m != nil && cur != nil {
 			if slices.Contains(paths, m[1]) {
 				any = true
 				leaf = leaf || first
@@ -108,10 +136,10 @@ func (w *realWorld) perfScriptCounts(data string, paths []string) perfCounts {
 		}
 	}
 	flush()
-	if c.samples == 0 {
+	if len(procs) == 0 {
 		w.t.Fatalf("perf script shows no sample in %s", data)
 	}
-	return c
+	return procs
 }
 
 // pcOut runs perfcheck in-process with the hermetic lookup flags and the
@@ -281,14 +309,12 @@ func (w *realWorld) agreesWithPerfReport(top, topJS, data string) {
 	t.Helper()
 	out := w.run("perf", "report", "-i", data, "--no-children", "--stdio", "-g", "none", "--sort", "sym")
 	var want []perfEntry
-	for _, l := range strings.Split(out, "\n") {
-		if m := perfReportLine.FindStringSubmatch(l); m != nil && m[2] == "." && !strings.HasPrefix(m[3], "0x") {
-			if pct, _ := strconv.ParseFloat(m[1], 64); pct >= 1 {
-				// perf names a Go assembly function by its ELF symbol
-				// (runtime.usleep.abi0), perfcheck as Go's pclntab and
-				// go tool pprof do (runtime.usleep).
-				want = append(want, perfEntry{pct, strings.TrimSuffix(m[3], ".abi0")})
-			}
+	for _, e := range parsePerfSelf(out, 1) {
+		if !strings.HasPrefix(e.name, "0x") {
+			// perf names a Go assembly function by its ELF symbol
+			// (runtime.usleep.abi0), perfcheck as Go's pclntab and go
+			// tool pprof do (runtime.usleep).
+			want = append(want, perfEntry{e.pct, strings.TrimSuffix(e.name, ".abi0")})
 		}
 	}
 	if len(want) == 0 {
@@ -699,50 +725,12 @@ func TestProofReplacedDuringRecording(t *testing.T) {
 	data := w.record("perf.data", nil, "sh", "-c", bin+"; cp "+next+" "+bin+".new && mv "+bin+".new "+bin+"; "+bin)
 
 	// perf script: the pids whose samples touch the binary, in order.
-	type run struct{ pid, samples, leaf, any uint64 }
-	var runs []*run
-	out := w.run("perf", "script", "-i", data, "-F", "pid,tid,ip,dso", "--no-inline")
-	var cur *run
-	first, leaf, any := false, false, false
+	runs := w.perfScriptByPID(data, []string{bin})
 	total := uint64(0)
-	flush := func() {
-		if cur != nil && any {
-			cur.any++
-			if leaf {
-				cur.leaf++
-			}
-		}
-		leaf, any = false, false
+	for _, r := range runs {
+		total += r.samples
 	}
-	head := regexp.MustCompile(`^\s*(\d+)/\d+\s*$`)
-	for _, l := range strings.Split(out, "\n") {
-		if m := head.FindStringSubmatch(l); m != nil {
-			flush()
-			total++
-			pid, _ := strconv.ParseUint(m[1], 10, 64)
-			cur = nil
-			for _, r := range runs {
-				if r.pid == pid {
-					cur = r
-				}
-			}
-			if cur == nil {
-				cur = &run{pid: pid}
-				runs = append(runs, cur)
-			}
-			first = true
-			continue
-		}
-		if m := proofFrame.FindStringSubmatch(l); m != nil {
-			if m[1] == bin {
-				any = true
-				leaf = leaf || first
-			}
-			first = false
-		}
-	}
-	flush()
-	var hit []*run
+	var hit []*pidCounts
 	for _, r := range runs {
 		if r.any > 0 {
 			hit = append(hit, r)

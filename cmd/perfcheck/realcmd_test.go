@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // These tests record a small C program with the real perf, then rebuild it
@@ -61,7 +63,9 @@ func (w *realWorld) run(name string, args ...string) string {
 	w.t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "LC_ALL=C", "HOME="+w.dir)
+	// perf's cache is w.dir/.debug whatever the caller's
+	// PERF_BUILDID_DIR (the proof tests look for it there).
+	cmd.Env = append(fixtures.PerfEnv(w.dir), "LC_ALL=C")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -92,12 +96,7 @@ func (w *realWorld) build(bin string, names []string, ldflags ...string) {
 // returns stdout and the exit code.
 func (w *realWorld) perfcheck(args ...string) (string, int) {
 	w.t.Helper()
-	full := append([]string{args[0]}, ckHermetic(w.t)...)
-	full = append(full, args[1:]...)
-	out, errOut, code := ckRun(w.t, full...)
-	if code == exitError {
-		w.t.Fatalf("perfcheck %s: exit 2: %s", strings.Join(args, " "), errOut)
-	}
+	out, errOut, code := w.pcOut(proofCase{}, args...)
 	return out + errOut, code
 }
 
