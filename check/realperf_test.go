@@ -62,7 +62,7 @@ func (w *world) run(env []string, name string, args ...string) []byte {
 	w.t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
-	cmd.Env = append(append(os.Environ(), "HOME="+w.home), env...)
+	cmd.Env = append(fixtures.PerfEnv(w.home), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
@@ -78,7 +78,7 @@ func (w *world) output(name string, args ...string) []byte {
 	w.t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "HOME="+w.home)
+	cmd.Env = fixtures.PerfEnv(w.home)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -478,7 +478,7 @@ func TestAgainstFreshRecordings(t *testing.T) {
 	dir := t.TempDir()
 	// perf record fills $HOME/.debug with every binary it saw: point HOME
 	// at the test's directory so the user's build-id cache is untouched.
-	perfEnv := append(os.Environ(), "HOME="+dir)
+	perfEnv := fixtures.PerfEnv(dir)
 	cases := []struct {
 		name string
 		pipe bool
