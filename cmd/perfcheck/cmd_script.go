@@ -176,12 +176,13 @@ func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) [
 	b = append(b, ' ')
 	b = appendPadLeft(b, a.eventName(s.Event), a.nameWidth())
 	b = append(b, ": "...)
-	if !a.hasCallchain(s.Event) && len(s.Stack.Locations()) == 1 && !(inlines && len(s.Stack.Locations()[0].Frames) > 1) {
+	locs := s.Stack.Locations()
+	if !a.hasCallchain(s.Event) && len(locs) == 1 && !(inlines && len(locs[0].Frames) > 1) {
 		// No callchain: perf prints the sample's ip on the header line,
 		// as recorded (the runtime address; perf_sample__fprintf_ip
 		// prints sample->ip, not the map-relative address it prints for
 		// callchain entries).
-		l := s.Stack.Locations()[0]
+		l := locs[0]
 		ip := l.Offset
 		if len(s.IPs) > 0 {
 			ip = s.IPs[0]
@@ -202,7 +203,7 @@ func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) [
 		b = append(b, "[untrusted]"...)
 	}
 	b = append(b, '\n')
-	for _, l := range s.Stack.Locations() {
+	for _, l := range locs {
 		if inlines && len(l.Frames) > 1 {
 			for _, f := range l.Frames {
 				b = appendFrameAddr(b, l)
@@ -260,13 +261,14 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	out := &scriptSample{
 		Comm: s.Comm, PID: s.PID, TID: s.TID, Time: s.Time, Event: a.eventName(s.Event), Period: s.Period,
 		Trusted: s.Stack.Trusted, LeafTrusted: s.Stack.LeafTrusted,
-		Frames: make([]scriptFrame, 0, len(s.Stack.Locations())),
 	}
+	locs := s.Stack.Locations()
+	out.Frames = make([]scriptFrame, 0, len(locs))
 	if a.hasCPU(s.Event) {
 		c := s.CPU
 		out.CPU = &c
 	}
-	for i, l := range s.Stack.Locations() {
+	for i, l := range locs {
 		f := scriptFrame{
 			Offset:  "0x" + strconv.FormatUint(l.Offset, 16),
 			DSO:     l.DSO.Path,
