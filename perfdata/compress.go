@@ -186,10 +186,8 @@ func (z *zstream) parse() (rawRecord, bool, error) {
 	if avail < 8 {
 		return rawRecord{}, false, nil
 	}
-	h := z.out[z.start:]
-	order := z.s.order
-	typ := RecordType(order.Uint32(h))
-	size := int(order.Uint16(h[6:]))
+	typ, misc, size16 := z.s.header(z.out[z.start : z.start+8])
+	size := int(size16)
 	if size < 8 {
 		return rawRecord{}, false, z.s.formatErr(z.recOff, ErrMalformed, "in compressed data: %v record size %d is smaller than its 8-byte header", typ, size)
 	}
@@ -205,7 +203,7 @@ func (z *zstream) parse() (rawRecord, bool, error) {
 		return rawRecord{}, false, nil
 	}
 	rec := rawRecord{
-		typ: typ, misc: order.Uint16(h[4:]), size: uint16(size),
+		typ: typ, misc: misc, size: size16,
 		data: z.out[z.start : z.start+size : z.start+size],
 		off:  z.recOff, compressed: true, part: z.s.part,
 	}

@@ -314,6 +314,16 @@ func (s *stream) next() (rawRecord, error) {
 	return rec, nil
 }
 
+// header decodes a record header (perf_event_header: type, misc, size) in
+// the stream's byte order; the usual little-endian order goes without the
+// ByteOrder interface's calls (a few percent of reading a recording).
+func (s *stream) header(h []byte) (typ RecordType, misc, size uint16) {
+	if s.order == binary.LittleEndian {
+		return RecordType(binary.LittleEndian.Uint32(h)), binary.LittleEndian.Uint16(h[4:]), binary.LittleEndian.Uint16(h[6:])
+	}
+	return RecordType(s.order.Uint32(h)), s.order.Uint16(h[4:]), s.order.Uint16(h[6:])
+}
+
 // nextOuter reads the next record of the input itself (not of a
 // compressed stream).
 func (s *stream) nextOuter() (rawRecord, error) {
@@ -346,18 +356,7 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		}
 		return rawRecord{}, s.truncated(off, 8)
 	}
-	h := s.buf[s.start : s.start+8]
-	var typ RecordType
-	var misc, size uint16
-	if s.order == binary.LittleEndian {
-		// The usual order, without the ByteOrder interface's calls (a
-		// few percent of reading a recording).
-		typ = RecordType(binary.LittleEndian.Uint32(h))
-		misc, size = binary.LittleEndian.Uint16(h[4:]), binary.LittleEndian.Uint16(h[6:])
-	} else {
-		typ = RecordType(s.order.Uint32(h))
-		misc, size = s.order.Uint16(h[4:]), s.order.Uint16(h[6:])
-	}
+	typ, misc, size := s.header(s.buf[s.start : s.start+8])
 	if s.pipe && (typ == 0 || typ > 0xffff) && size != 0 {
 		// No perf record has such a type: if only a little input is left
 		// it is text perf wrote after the last record (its stderr sharing
