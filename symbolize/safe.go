@@ -21,12 +21,20 @@ func safely(name string, f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); ok {
-				err = fmt.Errorf("%w: %s: memory fault reading the file (changed or truncated while open?): %v", ErrMalformed, name, r)
+			if err = faultErr(name, r); err != nil {
 				return
 			}
 			err = fmt.Errorf("%w: %s: decoder panic: %v", ErrMalformed, name, r)
 		}
 	}()
 	return f()
+}
+
+// faultErr is the error for a recovered panic r when it is a memory fault
+// on a mapped section of the file name (debug.SetPanicOnFault), else nil.
+func faultErr(name string, r any) error {
+	if _, ok := r.(interface{ Addr() uintptr }); !ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: memory fault reading the file (changed or truncated while open?): %v", ErrMalformed, name, r)
 }

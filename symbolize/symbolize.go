@@ -399,11 +399,11 @@ func (b *Binary) Frames(addr uint64, buf []Frame) (_ []Frame, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			re, ok := r.(interface{ Addr() uintptr })
-			if !ok {
+			ferr := faultErr(b.path, r)
+			if ferr == nil {
 				panic(r)
 			}
-			buf, err = buf[:0], fmt.Errorf("%w: %s: memory fault reading the file (changed or truncated while open?): %v", ErrMalformed, b.path, re)
+			buf, err = buf[:0], ferr
 		}
 	}()
 	return b.frames(addr, buf)
