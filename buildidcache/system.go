@@ -12,9 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/perfcheck/perfcheck/internal/regfile"
 	"github.com/ulikunitz/xz"
 )
 
@@ -269,20 +269,11 @@ func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // swap after a stat cannot slip a FIFO or a device in. Anything else is an
 // error wrapping ErrNotELF.
 func OpenRegular(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
+	f, err := regfile.Open(name)
+	if errors.Is(err, regfile.ErrNotRegular) {
 		return nil, fmt.Errorf("%s: not a regular file: %w", name, ErrNotELF)
 	}
-	return f, nil
+	return f, err
 }
 
 // Where the running system publishes its identities. Variables so that

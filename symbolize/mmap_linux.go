@@ -80,7 +80,3 @@ func (r *region) release() {
 	syscall.Munmap(r.mem)
 	r.mem, r.data = nil, nil
 }
-
-// openNonblock makes Open's open(2) return at once on a FIFO (which it
-// then refuses) instead of waiting for a writer.
-const openNonblock = syscall.O_NONBLOCK

@@ -14,7 +14,4 @@ func mapAnon(size int64, populate bool) (*region, error) { return nil, errNoMap 
 
 func (r *region) release() {}
 
-// openNonblock: Open refuses a FIFO only after open(2) returns here.
-const openNonblock = 0
-
 func (r *region) dropPages(lo, hi int) int { return 0 }

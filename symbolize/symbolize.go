@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
 // Sentinel errors; every error this package returns wraps one of them (or an
@@ -166,24 +168,9 @@ type Binary struct {
 	closed  bool
 }
 
-// openRegular opens path for reading when it is a regular file. The open
-// is non-blocking, so a FIFO at a recorded path cannot block it, and the
-// type is checked on the open descriptor, so a swap after a stat cannot
-// slip one in.
-func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	if st, err := f.Stat(); err != nil {
-		f.Close()
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%v)", path, st.Mode().Type())
-	}
-	return f, nil
-}
+// openRegular opens path for reading when it is a regular file, without
+// blocking on a FIFO (regfile.Open).
+func openRegular(path string) (*os.File, error) { return regfile.Open(path) }
 
 // Open opens the binary at path. An ELF file (executable, shared library,
 // vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
