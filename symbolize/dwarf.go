@@ -67,11 +67,12 @@ type dwarfIndex struct {
 // decodeScratch holds the buffers a unit's tables are built in before
 // being copied out at their exact size.
 type decodeScratch struct {
-	scopes []scope
-	extra  [][2]uint64
-	roots  []rootRange
-	kids   []rootRange
-	kidsHi []uint64
+	scopes  []scope
+	extra   []span32
+	roots   []rootRange
+	kids    []rootRange
+	kidsHi  []uint32
+	kidRuns []kidRun
 }
 
 type cuRange struct {
@@ -80,7 +81,12 @@ type cuRange struct {
 }
 
 type unitSlot struct {
-	entry   *dwarf.Entry
+	entry *dwarf.Entry
+	// base and top are the lowest start and highest end of the unit's
+	// code ranges (dwarfIndex.ranges): its decoded tables hold addresses
+	// as 32-bit offsets from base (see scope).
+	base, top uint64
+
 	info    atomic.Pointer[unitInfo]
 	lastUse atomic.Uint64 // dwarfIndex.epoch at its last lookup
 	err     error         // decoding error, kept so it is reported once per lookup
@@ -91,14 +97,42 @@ type unitSlot struct {
 // firstChild/nextSibling. A scope has its first address range inline and
 // any further ranges in unitInfo.extra, so that the tens of thousands of
 // scopes of a large unit cost no allocation each.
+//
+// Addresses are 32-bit offsets from the unit's base (unitInfo.base, the
+// lowest start of the unit's code ranges), which halves the ranges: a
+// scope is 36 bytes instead of 56 with 64-bit addresses, an extra range 8
+// instead of 16, and scopes are four tenths of a large binary's decoded
+// tables. A range reaching outside [base, base+2³²-1) is clipped to it:
+// only addresses in the unit's own ranges are ever looked up in it, and
+// decoding fails for a unit whose ranges span more than that (a single
+// compilation unit with 4 GiB of code between its ends).
 type scope struct {
-	lo, hi                  uint64 // first range
-	extra, nExtra           int32  // further ranges: unitInfo.extra[extra:extra+nExtra]
+	lo, hi uint32 // first range, from unitInfo.base
+	// extra is the start of the scope's further ranges in
+	// unitInfo.extra; they end where the next scope's start
+	// (unitInfo.extraOf), as scopes and their ranges are appended
+	// together.
+	extra                   int32
 	name                    uint32 // index in unitInfo.names; the top bit (nameLinkage) marks a linkage name
-	firstChild, nextSibling int32  // -1 for none
-	kids, nKids             int32  // sorted child ranges: unitInfo.kids[kids:kids+nKids], for many children
+	firstChild, nextSibling int32  // -1 for none; firstChild <= -2: many children, indexed in unitInfo.kidRuns[-2-firstChild]
 	callFile                uint32 // inlined calls: where the call was
 	callLine, callCol       uint32
+}
+
+// span32 is an address range as offsets from a unit's base.
+type span32 struct{ lo, hi uint32 }
+
+// kidRun is where a scope with many children has their sorted ranges in
+// unitInfo.kids and kidsHi.
+type kidRun struct{ start, n int32 }
+
+// rel returns the offset of addr from base, clipped to what 32 bits hold
+// (see scope).
+func rel(addr, base uint64) uint32 {
+	if addr <= base {
+		return 0
+	}
+	return uint32(min(addr-base, 1<<32-1))
 }
 
 // clampU32 is n bounded to [0, 2³²-1], on 32-bit hosts too.
@@ -116,21 +150,24 @@ func clampU32(n int) uint32 {
 const nameLinkage = 1 << 31
 
 type unitInfo struct {
-	size   int64 // approximate bytes, for dwarfIndex.budget
-	goUnit bool  // DW_LANG_Go: DW_AT_name is already the symbol name
-	lines  lineTable
-	extra  [][2]uint64
-	kids   []rootRange // child ranges of scopes with many children, sorted by lo per scope
-	kidsHi []uint64    // prefix maximum of kids[i].hi within each scope's run
-	files  []string
-	names  []string // scope names, each once per unit
-	scopes []scope
-	roots  []rootRange // subprogram ranges, sorted by lo
-	rootHi []uint64    // prefix maximum of roots[i].hi
+	size    int64  // approximate bytes, for dwarfIndex.budget
+	goUnit  bool   // DW_LANG_Go: DW_AT_name is already the symbol name
+	base    uint64 // the address scope, extra, kids and roots offsets count from
+	lines   lineTable
+	extra   []span32
+	kids    []rootRange // child ranges of scopes with many children, sorted by lo per scope
+	kidsHi  []uint32    // prefix maximum of kids[i].hi within each scope's run
+	kidRuns []kidRun
+	files   []string
+	names   []string // scope names, each once per unit
+	scopes  []scope
+	roots   []rootRange // subprogram ranges, sorted by lo
+	rootHi  []uint32    // prefix maximum of roots[i].hi
 }
 
+// rootRange is a range of a scope, as offsets from the unit's base.
 type rootRange struct {
-	lo, hi uint64
+	lo, hi uint32
 	scope  int32
 }
 
@@ -238,6 +275,13 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 		inRanges[r.unit] = true
 	}
 	x.pending = len(inRanges)
+	for u := range x.units {
+		x.units[u].base = ^uint64(0)
+	}
+	for _, r := range x.ranges {
+		s := &x.units[r.unit]
+		s.base, s.top = min(s.base, r.lo), max(s.top, r.hi)
+	}
 	x.hasData = x.d != nil
 	if x.hasData {
 		x.initDrop(info, line)
@@ -371,7 +415,10 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	err := safely(x.name, func() error {
 		x.needUnit(u)
 		var err error
-		ui, err = x.decodeUnit(s.entry)
+		if s.top-s.base > 1<<32-1 {
+			return fmt.Errorf("code ranges [%#x, %#x) span more than 4 GiB", s.base, s.top)
+		}
+		ui, err = x.decodeUnit(s.entry, s.base)
 		return err
 	})
 	if err == nil {
@@ -454,32 +501,43 @@ func (ui *unitInfo) lookupFrames(b *Binary, addr uint64, buf []Frame) ([]Frame, 
 	if !ok || row.end() {
 		return buf, false
 	}
-	// Innermost chain of scopes containing addr.
+	// Innermost chain of scopes containing addr. Scope ranges are
+	// offsets from ui.base, clipped to 32 bits: an address outside that
+	// window is in no scope of the unit.
 	var chain [32]int32
 	n := 0
-	j := sort.Search(len(ui.roots), func(j int) bool { return ui.roots[j].lo > addr }) - 1
-	for ; j >= 0 && ui.rootHi[j] > addr; j-- {
-		if r := ui.roots[j]; addr < r.hi {
-			chain[0] = r.scope
-			n = 1
-			break
+	var off uint32
+	if addr >= ui.base && addr-ui.base < 1<<32-1 {
+		off = uint32(addr - ui.base)
+		n = -1
+	}
+	if n < 0 {
+		n = 0
+		j := sort.Search(len(ui.roots), func(j int) bool { return ui.roots[j].lo > off }) - 1
+		for ; j >= 0 && ui.rootHi[j] > off; j-- {
+			if r := ui.roots[j]; off < r.hi {
+				chain[0] = r.scope
+				n = 1
+				break
+			}
 		}
 	}
 	for n > 0 && n < len(chain) {
 		next := int32(-1)
-		if p := &ui.scopes[chain[n-1]]; p.nKids > 0 {
-			kids := ui.kids[p.kids : p.kids+p.nKids]
-			hi := ui.kidsHi[p.kids : p.kids+p.nKids]
-			k := sort.Search(len(kids), func(k int) bool { return kids[k].lo > addr }) - 1
-			for ; k >= 0 && hi[k] > addr; k-- {
-				if addr < kids[k].hi {
+		if p := &ui.scopes[chain[n-1]]; p.firstChild <= -2 {
+			run := ui.kidRuns[-2-p.firstChild]
+			kids := ui.kids[run.start : run.start+run.n]
+			hi := ui.kidsHi[run.start : run.start+run.n]
+			k := sort.Search(len(kids), func(k int) bool { return kids[k].lo > off }) - 1
+			for ; k >= 0 && hi[k] > off; k-- {
+				if off < kids[k].hi {
 					next = kids[k].scope
 					break
 				}
 			}
 		} else {
 			for c := p.firstChild; c >= 0; c = ui.scopes[c].nextSibling {
-				if ui.contains(&ui.scopes[c], addr) {
+				if ui.contains(c, off) {
 					next = c
 					break
 				}
@@ -511,7 +569,7 @@ func (ui *unitInfo) lookupFrames(b *Binary, addr uint64, buf []Frame) ([]Frame, 
 			// address it was asked first (_bfd_dwarf2_find_nearest_line,
 			// bfd/dwarf2.c); llvm-symbolizer names every part after
 			// its symbol, and perf report names code by symbol only.
-			if sym, ok := b.lookupSym(addr); ok && sym.start == ui.rangeStart(s, addr) {
+			if sym, ok := b.lookupSym(addr); ok && sym.start == ui.base+uint64(ui.rangeStart(chain[k], off)) {
 				name = sym.name
 			}
 		}
@@ -540,8 +598,11 @@ func (ui *unitInfo) file(i uint32) string {
 // have over a thousand inlined calls directly inside it.
 const manyKids = 16
 
-// indexKids builds the sorted child ranges of scopes with many children.
-func (ui *unitInfo) indexKids() {
+// indexKids builds the sorted child ranges of scopes with many children
+// and points their firstChild at them (it reads only the children's
+// nextSibling, and children come after their parent, so every chain is
+// still whole when walked).
+func (ui *unitInfo) indexKids() error {
 	for i := range ui.scopes {
 		p := &ui.scopes[i]
 		n := 0
@@ -555,22 +616,27 @@ func (ui *unitInfo) indexKids() {
 		for c := p.firstChild; c >= 0; c = ui.scopes[c].nextSibling {
 			cs := &ui.scopes[c]
 			ui.kids = append(ui.kids, rootRange{cs.lo, cs.hi, c})
-			for _, r := range ui.extra[cs.extra : cs.extra+cs.nExtra] {
-				ui.kids = append(ui.kids, rootRange{r[0], r[1], c})
+			for _, r := range ui.extraOf(c) {
+				ui.kids = append(ui.kids, rootRange{r.lo, r.hi, c})
 			}
+		}
+		if len(ui.kids) > 1<<31-1 || len(ui.kidRuns) > 1<<31-2 {
+			return errors.New("more than 2^31 inlined call ranges in one unit")
 		}
 		run := ui.kids[start:]
 		sort.Slice(run, func(a, b int) bool { return run[a].lo < run[b].lo })
 		ui.kidsHi = appendMaxHi(ui.kidsHi, run)
-		p.kids, p.nKids = int32(start), int32(len(run))
+		p.firstChild = -2 - int32(len(ui.kidRuns))
+		ui.kidRuns = append(ui.kidRuns, kidRun{int32(start), int32(len(run))})
 	}
+	return nil
 }
 
 // appendMaxHi appends to out the running maximum of rs[i].hi, which lets
 // a search by lo stop at the first range that cannot reach an address
 // (as symTable.maxEnd does for symbols).
-func appendMaxHi(out []uint64, rs []rootRange) []uint64 {
-	var m uint64
+func appendMaxHi(out []uint32, rs []rootRange) []uint32 {
+	var m uint32
 	for _, r := range rs {
 		m = max(m, r.hi)
 		out = append(out, m)
@@ -581,7 +647,7 @@ func appendMaxHi(out []uint64, rs []rootRange) []uint64 {
 // bytes approximates the unit's memory: its slices and strings.
 func (ui *unitInfo) bytes() int64 {
 	n := int64(unsafe.Sizeof(*ui)) + int64(ui.lines.size())
-	n += int64(len(ui.extra))*16 + int64(len(ui.kids)+len(ui.roots))*24 + int64(len(ui.kidsHi)+len(ui.rootHi))*8
+	n += int64(len(ui.extra))*8 + int64(len(ui.kids)+len(ui.roots))*12 + int64(len(ui.kidsHi)+len(ui.rootHi))*4 + int64(len(ui.kidRuns))*8
 	n += int64(len(ui.scopes)) * int64(unsafe.Sizeof(scope{}))
 	for _, l := range [][]string{ui.files, ui.names} {
 		for _, s := range l {
@@ -591,22 +657,31 @@ func (ui *unitInfo) bytes() int64 {
 	return n
 }
 
-// rangeStart returns the start of the range of s that holds addr.
-func (ui *unitInfo) rangeStart(s *scope, addr uint64) uint64 {
-	for _, r := range ui.extra[s.extra : s.extra+s.nExtra] {
-		if r[0] <= addr && addr < r[1] {
-			return r[0]
-		}
+// extraOf returns the further ranges of scope i.
+func (ui *unitInfo) extraOf(i int32) []span32 {
+	end := int32(len(ui.extra))
+	if int(i)+1 < len(ui.scopes) {
+		end = ui.scopes[i+1].extra
 	}
-	return s.lo
+	return ui.extra[ui.scopes[i].extra:end]
 }
 
-func (ui *unitInfo) contains(s *scope, addr uint64) bool {
-	if s.lo <= addr && addr < s.hi {
+// rangeStart returns the start of the range of scope i that holds off.
+func (ui *unitInfo) rangeStart(i int32, off uint32) uint32 {
+	for _, r := range ui.extraOf(i) {
+		if r.lo <= off && off < r.hi {
+			return r.lo
+		}
+	}
+	return ui.scopes[i].lo
+}
+
+func (ui *unitInfo) contains(i int32, off uint32) bool {
+	if s := &ui.scopes[i]; s.lo <= off && off < s.hi {
 		return true
 	}
-	for _, r := range ui.extra[s.extra : s.extra+s.nExtra] {
-		if r[0] <= addr && addr < r[1] {
+	for _, r := range ui.extraOf(i) {
+		if r.lo <= off && off < r.hi {
 			return true
 		}
 	}
@@ -615,12 +690,12 @@ func (ui *unitInfo) contains(s *scope, addr uint64) bool {
 
 // decodeUnit reads one unit's line table and its subprogram/inlined
 // subroutine tree. Called with x.mu held.
-func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
+func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error) {
 	// Grow the tables in the buffers of earlier decodes: the result is
 	// copied out exactly sized below, and growing a large unit's
 	// slices from nothing made more garbage than all the rows.
 	sc := &x.scratch
-	ui := &unitInfo{scopes: sc.scopes[:0], extra: sc.extra[:0], roots: sc.roots[:0], kids: sc.kids[:0], kidsHi: sc.kidsHi[:0]}
+	ui := &unitInfo{base: base, scopes: sc.scopes[:0], extra: sc.extra[:0], roots: sc.roots[:0], kids: sc.kids[:0], kidsHi: sc.kidsHi[:0], kidRuns: sc.kidRuns[:0]}
 	if lang, ok := cu.Val(dwarf.AttrLanguage).(int64); ok && lang == dwLangGo {
 		ui.goUnit = true
 	}
@@ -708,10 +783,12 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			if e.Tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
 				break
 			}
-			sc := scope{lo: rs[0][0], hi: rs[0][1], firstChild: -1, nextSibling: -1}
-			if len(rs) > 1 {
-				sc.extra, sc.nExtra = int32(len(ui.extra)), int32(len(rs)-1)
-				ui.extra = append(ui.extra, rs[1:]...)
+			if len(ui.scopes) >= 1<<31-1 || len(ui.extra)+len(rs) > 1<<31-1 {
+				return nil, errors.New("more than 2^31 scopes or ranges in one unit")
+			}
+			sc := scope{lo: rel(rs[0][0], base), hi: rel(rs[0][1], base), extra: int32(len(ui.extra)), firstChild: -1, nextSibling: -1}
+			for _, rg := range rs[1:] {
+				ui.extra = append(ui.extra, span32{rel(rg[0], base), rel(rg[1], base)})
 			}
 			name, linkage := x.nameOf(e, 0)
 			ni, seen := nameIdx[name]
@@ -749,8 +826,8 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			ui.scopes = append(ui.scopes, sc)
 			if !inlined {
 				for _, rg := range rs {
-					if rg[1] > rg[0] {
-						ui.roots = append(ui.roots, rootRange{rg[0], rg[1], id})
+					if lo, hi := rel(rg[0], base), rel(rg[1], base); hi > lo {
+						ui.roots = append(ui.roots, rootRange{lo, hi, id})
 					}
 				}
 			}
@@ -768,22 +845,25 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry) (*unitInfo, error) {
 			stack = append(stack, encl)
 		}
 	}
-	ui.indexKids()
+	if err := ui.indexKids(); err != nil {
+		return nil, err
+	}
 	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
-	ui.rootHi = appendMaxHi(make([]uint64, 0, len(ui.roots)), ui.roots)
+	ui.rootHi = appendMaxHi(make([]uint32, 0, len(ui.roots)), ui.roots)
 	ui.files = slices.Clip(append([]string(nil), ui.files...))
 	ui.names = slices.Clip(append([]string(nil), ui.names...))
-	*sc = decodeScratch{ui.scopes[:0], ui.extra[:0], ui.roots[:0], ui.kids[:0], ui.kidsHi[:0]}
+	*sc = decodeScratch{ui.scopes[:0], ui.extra[:0], ui.roots[:0], ui.kids[:0], ui.kidsHi[:0], ui.kidRuns[:0]}
 	if x.onHeap || !ui.moveOffHeap() {
 		// Trim what append over-allocated: a decoded unit stays
 		// for the life of the Binary, and growth by doubling leaves
 		// up to half of each slice unused. (moveOffHeap copies
 		// exactly the lengths.)
 		ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
-		ui.extra = slices.Clip(append([][2]uint64(nil), ui.extra...))
+		ui.extra = slices.Clip(append([]span32(nil), ui.extra...))
 		ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
 		ui.kids = slices.Clip(append([]rootRange(nil), ui.kids...))
-		ui.kidsHi = slices.Clip(append([]uint64(nil), ui.kidsHi...))
+		ui.kidsHi = slices.Clip(append([]uint32(nil), ui.kidsHi...))
+		ui.kidRuns = slices.Clip(append([]kidRun(nil), ui.kidRuns...))
 		ui.lines = ui.lines.clip()
 	}
 	ui.size = ui.bytes()

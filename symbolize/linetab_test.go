@@ -203,3 +203,25 @@ func hasUnorderedSequences(t *testing.T, p string) bool {
 		}
 	}
 }
+
+// TestRel checks the clipping of unit-relative scope addresses: below the
+// base is 0, beyond 32 bits is the largest offset, which no lookup offset
+// reaches (lookupFrames treats such addresses as outside every scope).
+func TestRel(t *testing.T) {
+	for _, c := range []struct {
+		addr, base uint64
+		want       uint32
+	}{
+		{0x1000, 0x1000, 0},
+		{0x1fff, 0x1000, 0xfff},
+		{0x0fff, 0x1000, 0},
+		{0x1000 + 1<<32 - 2, 0x1000, 1<<32 - 2},
+		{0x1000 + 1<<32 - 1, 0x1000, 1<<32 - 1},
+		{0x1000 + 1<<33, 0x1000, 1<<32 - 1},
+		{^uint64(0), 0, 1<<32 - 1},
+	} {
+		if got := rel(c.addr, c.base); got != c.want {
+			t.Errorf("rel(%#x, %#x) = %#x, want %#x", c.addr, c.base, got, c.want)
+		}
+	}
+}
