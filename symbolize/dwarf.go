@@ -50,6 +50,12 @@ type dwarfIndex struct {
 
 	scratch decodeScratch // buffers decodeUnit grows tables in (under mu)
 
+	// dies reads DIEs for decodeUnit without debug/dwarf (nil for
+	// relocatable files, read through ef.DWARF); dieRd is its reader,
+	// reused from unit to unit (under mu).
+	dies  *dieSections
+	dieRd dieReader
+
 	// Decoded units are bounded by budget bytes (negative: no bound).
 	// used is their total (under mu); epoch counts decodes (written
 	// under mu, read by lookups, which stamp a unit's lastUse with it);
@@ -228,12 +234,13 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
 	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
 	var info, line []byte
+	var secs map[string][]byte
 	err := safely(name, func() error {
 		d, sec, err := loadDWARFSections(ef, ra, &x.secs)
 		if err != nil {
 			return err
 		}
-		x.d = d
+		x.d, secs = d, sec
 		info, line = sec["info"], sec["line"]
 		r := d.Reader()
 		for {
@@ -285,6 +292,9 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 	x.hasData = x.d != nil
 	if x.hasData {
 		x.initDrop(info, line)
+	}
+	if secs != nil {
+		x.dies = newDIESections(secs, ef.ByteOrder)
 	}
 	if x.pending == 0 {
 		x.release()
@@ -450,6 +460,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 func (x *dwarfIndex) release() {
 	x.d, x.names, x.namesBytes = nil, nil, 0
 	x.scratch = decodeScratch{}
+	x.dies, x.dieRd = nil, dieReader{}
 	x.drop = nil
 	x.secs.unmapAll()
 }
@@ -743,44 +754,48 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 	}
 	// Walk the DIE tree. stack holds, per open DIE with children, the
 	// scope that encloses its descendants (-1 outside any function).
-	r := x.d.Reader()
-	r.Seek(cu.Offset)
-	if _, err := r.Next(); err != nil {
+	w, err := x.walker(cu)
+	if err != nil {
 		return nil, err
 	}
-	rangesOf := x.unitRanges(cu)
+	var e die
+	if _, err := w.next(&e); err != nil {
+		return nil, err
+	}
+	rl := x.unitRanges(cu)
+	var rs [][2]uint64
 	stack := []int32{-1}
 	nameIdx := map[string]uint32{}
 	if !cu.Children {
 		stack = nil
 	}
 	for len(stack) > 0 {
-		e, err := r.Next()
+		ok, err := w.next(&e)
 		if err != nil {
 			return nil, err
 		}
-		if e == nil {
+		if !ok {
 			break
 		}
-		if e.Tag == 0 {
+		if e.tag == 0 {
 			stack = stack[:len(stack)-1]
 			continue
 		}
 		cur := stack[len(stack)-1]
 		encl := cur
-		switch e.Tag {
+		switch e.tag {
 		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine:
-			if e.Tag == dwarf.TagSubprogram {
-				x.keepRefName(e)
+			if e.tag == dwarf.TagSubprogram {
+				x.keepRefName(&e)
 			}
-			rs, err := rangesOf(e)
+			rs, err = rl.of(&e, rs[:0])
 			if err != nil || len(rs) == 0 {
 				break
 			}
-			if e.Tag == dwarf.TagInlinedSubroutine && cur < 0 {
+			if e.tag == dwarf.TagInlinedSubroutine && cur < 0 {
 				break
 			}
-			if e.Tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
+			if e.tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
 				break
 			}
 			if len(ui.scopes) >= 1<<31-1 || len(ui.extra)+len(rs) > 1<<31-1 {
@@ -790,13 +805,14 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 			for _, rg := range rs[1:] {
 				ui.extra = append(ui.extra, span32{rel(rg[0], base), rel(rg[1], base)})
 			}
-			name, linkage := x.nameOf(e, 0)
+			name, linkage := x.nameOf(&e, 0)
 			ni, seen := nameIdx[name]
 			if !seen {
 				if uint64(len(ui.names)) >= nameLinkage {
 					return nil, errors.New("more than 2^31 function names in one unit")
 				}
 				ni = uint32(len(ui.names))
+				name = strings.Clone(name) // may be a view of the section (die)
 				ui.names = append(ui.names, name)
 				nameIdx[name] = ni
 			}
@@ -804,17 +820,17 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 			if linkage {
 				sc.name |= nameLinkage
 			}
-			inlined := e.Tag == dwarf.TagInlinedSubroutine
+			inlined := e.tag == dwarf.TagInlinedSubroutine
 			if inlined {
-				if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(callFiles) {
+				if v := e.callFile; e.has&hasCallFile != 0 && v >= 0 && v < int64(len(callFiles)) {
 					sc.callFile = callFiles[v]
 				} else {
 					sc.callFile = ^uint32(0)
 				}
-				if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok && v > 0 {
+				if v := e.callLine; e.has&hasCallLine != 0 && v > 0 {
 					sc.callLine = uint32(v)
 				}
-				if v, ok := e.Val(dwarf.AttrCallColumn).(int64); ok && v > 0 {
+				if v := e.callCol; e.has&hasCallCol != 0 && v > 0 {
 					sc.callCol = uint32(v)
 				}
 			}
@@ -838,10 +854,12 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 			dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
 			dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
 			// Nothing below these holds code ranges of interest.
-			r.SkipChildren()
+			if err := w.skipChildren(&e); err != nil {
+				return nil, err
+			}
 			continue
 		}
-		if e.Children {
+		if e.children {
 			stack = append(stack, encl)
 		}
 	}
@@ -870,17 +888,23 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 	return ui, nil
 }
 
-// unitRanges returns x.d.Ranges for the entries of unit cu. For an entry
-// with DW_AT_ranges, debug/dwarf reads the unit's own entry again to find
-// the base address of the list (Data.baseAddressForEntry), allocating it
-// anew for every function and inlined call with more than one range: a
-// fifth of the garbage of decoding the Go compiler. The unit's entry is
-// at hand, so the list is read through a copy of it that carries the
-// entry's DW_AT_ranges instead: Ranges then takes the base address and
+// rangeLists reads the ranges of the DIEs of one unit, as x.d.Ranges
+// would for their entries. For an entry with DW_AT_ranges, debug/dwarf
+// reads the unit's own entry again to find the base address of the list
+// (Data.baseAddressForEntry), allocating it anew for every function and
+// inlined call with more than one range. The unit's entry is at hand, so
+// the list is read through a copy of it (tmpl) that carries the DIE's
+// DW_AT_ranges instead: Ranges then takes the base address and
 // DW_AT_addr_base from that copy, as it would from the unit's entry, and
-// adds no range of its own (the copy has no DW_AT_high_pc). An entry
-// that has DW_AT_low_pc besides DW_AT_ranges goes the plain way.
-func (x *dwarfIndex) unitRanges(cu *dwarf.Entry) func(e *dwarf.Entry) ([][2]uint64, error) {
+// adds no range of its own (the copy has no DW_AT_high_pc). The DIE's own
+// DW_AT_low_pc/DW_AT_high_pc pair comes first, as in Ranges.
+type rangeLists struct {
+	d    *dwarf.Data
+	tmpl *dwarf.Entry
+	last *dwarf.Field // tmpl's DW_AT_ranges
+}
+
+func (x *dwarfIndex) unitRanges(cu *dwarf.Entry) rangeLists {
 	tmpl := &dwarf.Entry{Offset: cu.Offset, Tag: dwarf.TagCompileUnit}
 	for _, f := range cu.Field {
 		if f.Attr != dwarf.AttrHighpc && f.Attr != dwarf.AttrRanges {
@@ -888,15 +912,27 @@ func (x *dwarfIndex) unitRanges(cu *dwarf.Entry) func(e *dwarf.Entry) ([][2]uint
 		}
 	}
 	tmpl.Field = append(tmpl.Field, dwarf.Field{})
-	last := &tmpl.Field[len(tmpl.Field)-1]
-	return func(e *dwarf.Entry) ([][2]uint64, error) {
-		f := e.AttrField(dwarf.AttrRanges)
-		if f == nil || e.Tag == dwarf.TagCompileUnit || e.AttrField(dwarf.AttrLowpc) != nil {
-			return x.d.Ranges(e)
+	return rangeLists{x.d, tmpl, &tmpl.Field[len(tmpl.Field)-1]}
+}
+
+// of appends the ranges of e (not a unit entry) to buf.
+func (rl rangeLists) of(e *die, buf [][2]uint64) ([][2]uint64, error) {
+	if e.has&hasLow != 0 && e.has&hasHigh != 0 {
+		hi := e.high
+		if e.highConst {
+			hi = e.low + uint64(e.highOff)
 		}
-		*last = *f
-		return x.d.Ranges(tmpl)
+		buf = append(buf, [2]uint64{e.low, hi})
 	}
+	if e.seen&hasRanges == 0 {
+		return buf, nil
+	}
+	*rl.last = e.rangesField()
+	rs, err := rl.d.Ranges(rl.tmpl)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, rs...), nil
 }
 
 // lineSeq is one sequence of a unit's line program: where it starts in the
@@ -1036,24 +1072,27 @@ func underCompDir(compDir, name string) string {
 // nameOf returns the linkage name of a subprogram DIE (linkage true), else
 // its DW_AT_name, following DW_AT_abstract_origin and DW_AT_specification
 // (an inlined or out-of-line instance names nothing itself). depth bounds
-// reference cycles in malformed input.
-func (x *dwarfIndex) nameOf(e *dwarf.Entry, depth int) (name string, linkage bool) {
-	if n, ok := e.Val(dwarf.AttrLinkageName).(string); ok && n != "" {
-		return n, true
+// reference cycles in malformed input. The name may be a view of the
+// section (see die).
+func (x *dwarfIndex) nameOf(e *die, depth int) (name string, linkage bool) {
+	if e.has&hasLinkage != 0 && e.linkage != "" {
+		return e.linkage, true
 	}
-	if n, ok := e.Val(attrMIPSLinkageName).(string); ok && n != "" {
-		return n, true
+	if e.has&hasMIPSLinkage != 0 && e.mipsLinkage != "" {
+		return e.mipsLinkage, true
 	}
-	name, _ = e.Val(dwarf.AttrName).(string)
+	name = e.name // "" unless hasName
 	if depth > 8 {
 		return name, false
 	}
-	for _, a := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
-		off, ok := e.Val(a).(dwarf.Offset)
-		if !ok {
+	for _, ref := range [2]struct {
+		bit dieHas
+		off dwarf.Offset
+	}{{hasOrigin, e.origin}, {hasSpec, e.spec}} {
+		if e.has&ref.bit == 0 {
 			continue
 		}
-		dn := x.nameAt(off, depth+1)
+		dn := x.nameAt(ref.off, depth+1)
 		if dn.linkage {
 			return dn.name, true
 		}
@@ -1076,7 +1115,9 @@ func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 	e, err := r.Next()
 	var dn dieName
 	if err == nil && e != nil {
-		dn.name, dn.linkage = x.nameOf(e, depth)
+		var d die
+		dieFromEntry(e, &d)
+		dn.name, dn.linkage = x.nameOf(&d, depth)
 	}
 	x.names[off] = dn
 	x.namesBytes += nameEntryBytes + int64(len(dn.name))

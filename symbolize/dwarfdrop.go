@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // sectionDrop gives back the memory of decompressed .debug_info and
@@ -246,19 +247,19 @@ func (sd *sectionDrop) infoSpanOf(off dwarf.Offset) int {
 
 // keepRefName records the name of a DIE other units may refer to, before
 // its unit's pages are dropped.
-func (x *dwarfIndex) keepRefName(e *dwarf.Entry) {
+func (x *dwarfIndex) keepRefName(e *die) {
 	sd := x.drop
 	if sd == nil || sd.disabled || sd.info == nil {
 		return
 	}
-	if _, ok := sd.refNames[e.Offset]; ok {
+	if _, ok := sd.refNames[e.off]; ok {
 		return
 	}
-	if e.Val(dwarf.AttrInline) == nil && e.Val(dwarf.AttrDeclaration) == nil {
+	if e.has&(hasInline|hasDecl) == 0 {
 		return
 	}
 	name, linkage := x.nameOf(e, 0)
-	sd.refNames[e.Offset] = dieName{name, linkage}
+	sd.refNames[e.off] = dieName{strings.Clone(name), linkage}
 }
 
 // refill decompresses the dropped sections again and marks every unit's

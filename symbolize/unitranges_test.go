@@ -2,34 +2,51 @@ package symbolize
 
 import (
 	"debug/dwarf"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
 )
 
-// TestUnitRanges checks that the ranges unitRanges reads for every entry
-// of every unit are debug/dwarf's own (Data.Ranges on the entry), on
-// DWARF 5 range lists (Go, gcc's default) and DWARF 4 .debug_ranges, and
-// that the test met entries with DW_AT_ranges in each.
-func TestUnitRanges(t *testing.T) {
+// TestDIEReader walks every unit of real binaries with dieReader and with
+// debug/dwarf's Reader in step and checks that the reader gives, for every
+// DIE, the offset, tag, children flag and kept attributes dieFromEntry
+// takes from debug/dwarf's entry, that the ranges rangeLists reads are
+// Data.Ranges' own, and that skipChildren lands where SkipChildren does.
+// The binaries cover DWARF 5 (Go; gcc's default, with strx, addrx,
+// rnglistx and line_strp forms) and DWARF 4 (.debug_ranges, strp), and
+// the test checks it met entries with DW_AT_ranges and skipped children.
+func TestDIEReader(t *testing.T) {
 	gcc := needTool(t, "gcc")
 	dir := t.TempDir()
 	bins := map[string]string{
-		"go":          buildGoProg(t),
-		"gcc dwarf 5": compile(t, dir, "prog5", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5"),
-		"gcc dwarf 4": compile(t, dir, "prog4", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-4"),
+		"go":              buildGoProg(t),
+		"gcc dwarf 5":     compile(t, dir, "prog5", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5"),
+		"gcc dwarf 4":     compile(t, dir, "prog4", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-4"),
+		"gcc dwarf 4 -gz": compile(t, dir, "prog4z", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-4", "-gz=zlib"),
+		"g++ dwarf 5":     compile(t, dir, "progcc5", needTool(t, "g++"), testdataPath(t, "prog.cc"), "-O2", "-g", "-gdwarf-5"),
+		"g++ dwarf 4":     compile(t, dir, "progcc4", "g++", testdataPath(t, "prog.cc"), "-O2", "-g", "-gdwarf-4"),
+		"gcc dwarf64":     compile(t, dir, "prog5z", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5", "-gdwarf64"),
+	}
+	if clang, err := exec.LookPath("clang"); err == nil {
+		// clang's DWARF 5 uses DW_FORM_strx1, addrx and rnglistx.
+		bins["clang dwarf 5"] = compile(t, dir, "progc", clang, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5")
 	}
 	for what, p := range bins {
 		b := mustOpenOpts(t, p, Options{NoDebugFile: true})
 		x := b.loadDWARF()
-		if x == nil || !x.hasData {
-			t.Fatalf("%s: no DWARF", what)
+		if x == nil || !x.hasData || x.dies == nil {
+			t.Fatalf("%s: no DWARF read by dieReader", what)
 		}
 		x.mu.Lock()
-		lists := 0
+		lists, skips, dies := 0, 0, 0
 		for u := range x.units {
 			s := &x.units[u]
-			rangesOf := x.unitRanges(s.entry)
+			rl := x.unitRanges(s.entry)
+			var dr dieReader
+			if err := x.dies.unitReader(s.entry, &dr); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
 			r := x.d.Reader()
 			r.Seek(s.entry.Offset)
 			for {
@@ -38,26 +55,58 @@ func TestUnitRanges(t *testing.T) {
 					t.Fatalf("%s: %v", what, err)
 				}
 				if e == nil || (e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit) && e.Offset != s.entry.Offset {
+					var d die
+					if ok, err := dr.next(&d); ok || err != nil {
+						t.Fatalf("%s: unit at %#x: dieReader goes on past the unit's end (%v)", what, s.entry.Offset, err)
+					}
 					break
 				}
+				var got, want die
+				ok, err := dr.next(&got)
+				if !ok || err != nil {
+					t.Fatalf("%s: entry at %#x: dieReader ended (%v)", what, e.Offset, err)
+				}
+				dies++
+				dieFromEntry(e, &want)
 				if e.Tag == 0 {
+					want.off = got.off // debug/dwarf gives null entries offset 0
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: entry at %#x (%v):\n dieReader   %+v\n debug/dwarf %+v", what, e.Offset, e.Tag, got, want)
+				}
+				if e.Tag == 0 || e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
 					continue
 				}
-				got, err1 := rangesOf(e)
-				want, err2 := x.d.Ranges(e)
-				if !reflect.DeepEqual(got, want) || (err1 == nil) != (err2 == nil) {
-					t.Fatalf("%s: entry at %#x (%v): ranges %v (%v), debug/dwarf %v (%v)", what, e.Offset, e.Tag, got, err1, want, err2)
+				rs, err1 := rl.of(&got, nil)
+				wrs, err2 := x.d.Ranges(e)
+				if len(rs) == 0 {
+					rs = nil
 				}
-				if e.Tag != dwarf.TagCompileUnit && e.AttrField(dwarf.AttrRanges) != nil && len(want) > 0 {
+				if len(wrs) == 0 {
+					wrs = nil
+				}
+				if !reflect.DeepEqual(rs, wrs) || (err1 == nil) != (err2 == nil) {
+					t.Fatalf("%s: entry at %#x (%v): ranges %v (%v), debug/dwarf %v (%v)", what, e.Offset, e.Tag, rs, err1, wrs, err2)
+				}
+				if e.AttrField(dwarf.AttrRanges) != nil && len(wrs) > 0 {
 					lists++
+				}
+				// Every fourth DIE with children: skip them in
+				// both and compare where the walks go on.
+				if e.Children && dies%4 == 0 {
+					skips++
+					r.SkipChildren()
+					if err := dr.skipChildren(&got); err != nil {
+						t.Fatalf("%s: skipping the children of %#x: %v", what, e.Offset, err)
+					}
 				}
 			}
 		}
 		x.mu.Unlock()
-		if lists == 0 {
-			t.Errorf("%s: no entry with DW_AT_ranges: the test would not exercise range lists", what)
+		if lists == 0 || skips == 0 {
+			t.Errorf("%s: %d entries with DW_AT_ranges, %d children skipped: the test would not exercise both", what, lists, skips)
 		}
-		t.Logf("%s: %d entries with range lists", what, lists)
+		t.Logf("%s: %d DIEs, %d with range lists, %d skips", what, dies, lists, skips)
 	}
 }
 
