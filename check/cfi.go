@@ -121,17 +121,51 @@ func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (e
 // verified can change before it is opened again, so the build-id is
 // checked on the bytes that are then read.
 func checkBuildID(path string, r io.ReaderAt, size int64, want perfdata.BuildID) error {
+	id, err := imageBuildID(path, r, size)
+	if err != nil {
+		return err
+	}
+	return wantBuildID(path, id, want)
+}
+
+// imageBuildID reads the build-id of the ELF image r (of size bytes), read
+// from path; nil when it has none.
+func imageBuildID(path string, r io.ReaderAt, size int64) (perfdata.BuildID, error) {
 	ident, err := buildidcache.ReadIdentity(r, size)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(ident.BuildID) == 0 {
-		return fmt.Errorf("%s: no build-id, not %s: the file changed since it was found", path, want)
+		return nil, nil
 	}
-	if !sameBuildID(ident.BuildID, want) {
-		return fmt.Errorf("%s: build-id %s, not %s: the file changed since it was found", path, perfdata.BuildID(ident.BuildID), want)
+	return perfdata.BuildID(ident.BuildID), nil
+}
+
+// wantBuildID reports a *changedError unless id, the build-id read from
+// the file at path once open, is want (or its zero-padded form).
+func wantBuildID(path string, id, want perfdata.BuildID) error {
+	if len(id) == 0 || !sameBuildID(id, want) {
+		return &changedError{path: path, got: id, want: want}
 	}
 	return nil
+}
+
+// changedError means a file opened to be read is not the one a verdict
+// (or the lookup before it) examined at the same path: its build-id is got,
+// not want (nil: none).
+type changedError struct {
+	path      string
+	got, want perfdata.BuildID
+}
+
+func (e *changedError) Error() string {
+	switch {
+	case len(e.want) == 0:
+		return fmt.Sprintf("%s: build-id %s, none when its verdict was given: the file changed since", e.path, e.got)
+	case len(e.got) == 0:
+		return fmt.Sprintf("%s: no build-id, not %s: the file changed since it was found", e.path, e.want)
+	}
+	return fmt.Sprintf("%s: build-id %s, not %s: the file changed since it was found", e.path, e.got, e.want)
 }
 
 // elfLoads lists ef's PT_LOAD segments whose executable flag is exec.

@@ -69,6 +69,7 @@
 // compressed size (buildidcache.ReadModule). Binaries, debug files and
 // modules are opened non-blocking and read only when the open descriptor
 // is a regular file, so a recorded path naming a FIFO or a device cannot
-// stall the check; the build-id of unwind tables and module symbols is
-// checked on the bytes actually parsed.
+// stall the check; the build-id of unwind tables, module symbols and every
+// file names are read from is checked on the file actually opened, so a
+// binary replaced after its verdict names nothing (docs/check-symbols.md).
 package check

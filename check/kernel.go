@@ -212,8 +212,12 @@ type modSym struct {
 
 // moduleLookup names module offsets from a sorted symbol list.
 type moduleLookup struct {
-	syms []modSym // sorted by start, non-overlapping ends
+	syms    []modSym         // sorted by start, non-overlapping ends
+	buildID perfdata.BuildID // of the module the names were read from, nil when it has none
 }
+
+// BuildID implements SymbolLookup.
+func (l *moduleLookup) BuildID() []byte { return l.buildID }
 
 func (l *moduleLookup) Lookup(off uint64) ([]Frame, error) {
 	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].start > off }) - 1
@@ -297,6 +301,31 @@ func runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
 	return finishSyms(syms, limit), nil
 }
 
+// runningModuleNames is runningModuleSyms, with the build-id of the module
+// loaded now read after the listing: judge proved the module by its
+// build-id and address before, and a module unloaded and another loaded at
+// the same address in between would give the recorded offsets its
+// functions. A build-id read after the listing that is still the recorded
+// one (symbolize compares it, proveLookup) and the same address mean the
+// listing was of that module.
+func runningModuleNames(name string, base, limit uint64) (*moduleLookup, error) {
+	l, err := runningModuleSyms(name, base, limit)
+	if err != nil {
+		return nil, err
+	}
+	now, err := runningModuleBase(name)
+	if err != nil {
+		return nil, err
+	}
+	if now != base {
+		return nil, fmt.Errorf("module %s is loaded at %#x now, not at %#x as when its verdict was given", name, now, base)
+	}
+	if l.buildID, err = runningModuleBuildID(name); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
 // openModuleELF opens a .ko for reading as ELF: a plain one through the
 // open file, a compressed one (.ko.xz, .ko.zst, .ko.gz as the kernel's
 // module tools install them, or perf's cached copy of one, <build-id>/elf
@@ -347,8 +376,12 @@ func koTextSymsOf(path string, limit uint64, want perfdata.BuildID) (l *moduleLo
 		return nil, err
 	}
 	defer done()
+	id, err := imageBuildID(path, r, size)
+	if err != nil {
+		return nil, err
+	}
 	if len(want) > 0 {
-		if err := checkBuildID(path, r, size, want); err != nil {
+		if err := wantBuildID(path, id, want); err != nil {
 			return nil, err
 		}
 	}
@@ -396,5 +429,7 @@ func koTextSymsOf(path string, limit uint64, want perfdata.BuildID) (l *moduleLo
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no function symbol in .text", path)
 	}
-	return finishSyms(out, min(textSize, max(limit, 1))), nil
+	l = finishSyms(out, min(textSize, max(limit, 1)))
+	l.buildID = id
+	return l, nil
 }

@@ -326,6 +326,15 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		return touched[i].Path < touched[j].Path
 	})
 
+	// The symbol files are opened, and proven, before trust is counted:
+	// one replaced since its verdict changes that verdict.
+	var lookups map[*DSO]SymbolLookup
+	if !o.NoSymbols {
+		var closeLookups func()
+		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
+		defer closeLookups()
+	}
+
 	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
@@ -386,8 +395,8 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		}
 	}
 
-	if !o.NoSymbols {
-		if err := s.symbolize(ctx, res, workers); err != nil {
+	if lookups != nil {
+		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
 			return nil, err
 		}
 	} else {
@@ -464,46 +473,46 @@ func (s *Session) locator() Locator {
 	return &PathLocator{BuildIDDir: s.opts.BuildIDDir, SymFS: s.opts.SymFS}
 }
 
-// symbolize names every location of a DSO whose verdict allows names: each
-// DSO's file is opened once, each distinct location looked up once, the
-// lookups spread over the workers.
-func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error {
+// openSymbols opens the symbol source of every DSO of dsos whose verdict
+// allows names, each once, in parallel, and proves each by its build-id
+// (proveLookup): a file replaced after its verdict was given loses its
+// names and the verdict changes (refuseLookup), so it runs before trust is
+// counted. close releases the lookups and the temporary files.
+func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lookups map[*DSO]SymbolLookup, close func()) {
 	opener := s.opts.Symbolizer
 	if opener == nil {
 		opener = defaultOpener{}
 	}
-	for _, d := range res.DSOs {
+	var cleanups []func()
+	for _, d := range dsos {
 		if d.needReloc && d.symPath != "" {
 			s.relocateKernel(d)
 		}
 	}
-	for _, d := range res.DSOs {
+	for _, d := range dsos {
 		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
 			// Verified against the running vdso, which exists only in
 			// memory: symbolize from a private temporary copy.
 			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {
-				defer cleanup()
+				cleanups = append(cleanups, cleanup)
 				d.symPath = p
 			}
 		}
 	}
-	byDSO := map[*DSO][]*Location{}
-	for _, l := range res.Locations {
-		if l.DSO.symPath != "" {
-			byDSO[l.DSO] = append(byDSO[l.DSO], l)
-		}
-	}
-	lookups := map[*DSO]SymbolLookup{}
+	lookups = map[*DSO]SymbolLookup{}
 	var mu sync.Mutex
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for d := range byDSO {
+	for _, d := range dsos {
+		if d.symPath == "" {
+			continue
+		}
 		g.Go(func() error {
 			var lk SymbolLookup
 			var err error
 			switch d.modNames {
 			case "kallsyms":
-				lk, err = runningModuleSyms(moduleName(d.Path), s.moduleStart(d), d.modLimit)
+				lk, err = runningModuleNames(moduleName(d.Path), s.moduleStart(d), d.modLimit)
 			case "ko":
 				if d.modLookup != nil {
 					lk = d.modLookup
@@ -513,11 +522,17 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 			default:
 				lk, err = openDSO(opener, d, &s.opts)
 			}
+			if err == nil {
+				if err = d.proveLookup(lk); err != nil {
+					lk.Close()
+					lk = nil
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			if lk == nil {
 				// One failing binary is reported and skipped.
-				d.SymbolError = err.Error()
+				d.refuseLookup(err)
 				return nil
 			}
 			lookups[d] = lk
@@ -525,15 +540,24 @@ func (s *Session) symbolize(ctx context.Context, res *Result, workers int) error
 		})
 	}
 	g.Wait()
-	defer func() {
+	return lookups, func() {
 		for _, lk := range lookups {
 			lk.Close()
 		}
-	}()
+		for _, c := range cleanups {
+			c()
+		}
+	}
+}
+
+// symbolize names every location whose DSO has a lookup (openSymbols):
+// each distinct location looked up once, the lookups spread over the
+// workers.
+func (s *Session) symbolize(ctx context.Context, res *Result, lookups map[*DSO]SymbolLookup, workers int) error {
 	var work []*Location
-	for d, locs := range byDSO {
-		if lookups[d] != nil {
-			work = append(work, locs...)
+	for _, l := range res.Locations {
+		if lookups[l.DSO] != nil {
+			work = append(work, l)
 		}
 	}
 	chunk := (len(work) + workers - 1) / max(workers, 1)

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -21,7 +22,9 @@ type Frame struct {
 }
 
 // SymbolOpener opens the file a verified (or unverified) DSO is symbolized
-// with. The default uses the symbolize package.
+// with. The default uses the symbolize package. An opener need not check
+// what it opened: the check compares the build-id its lookup reports with
+// the one the DSO's verdict rests on (docs/check-symbols.md).
 type SymbolOpener interface {
 	// Open returns a lookup for path. kind tells how offsets map to the
 	// file's addresses: for KindFile, KindVDSO and KindModule an offset is
@@ -33,6 +36,12 @@ type SymbolOpener interface {
 // be safe for concurrent use.
 type SymbolLookup interface {
 	Lookup(off uint64) ([]Frame, error)
+	// BuildID returns the GNU build-id of the file the names are read
+	// from, as read from that file once open (not from its path again),
+	// nil when it has none (a kallsyms listing, a perf map). A file can
+	// be replaced between the verdict and the open: names are used only
+	// when this is the build-id the verdict rests on.
+	BuildID() []byte
 	Close() error
 }
 
@@ -50,7 +59,10 @@ func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
 		}
-		loads, err := readLoads(path, nil)
+		// The program headers are read from the file at path again:
+		// it must be the one symbolize opened (its build-id), not one
+		// put there in between.
+		loads, err := readLoads(path, b.BuildID())
 		if err != nil {
 			b.Close()
 			return nil, err
@@ -59,6 +71,78 @@ func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 		l.fileOffsets = true
 	}
 	return l, nil
+}
+
+// proveLookup reports a *changedError unless lk reads names from a file
+// with the build-id d's verdict rests on. The file at a verified path can be
+// replaced between the lookup that verified it and the open for names
+// (seconds or minutes on a large recording, or a file opened ahead: a
+// deploy), and an opener, the default or a caller's, is not relied on to
+// check: the build-id the lookup read from the file it opened is compared
+// here.
+//
+//   - verified: the recorded build-id (or its zero-padded form, as perf
+//     before 5.9 stored it). A kernel symbolized from a kallsyms listing
+//     has none to read: this boot's /proc/kallsyms is proven by the
+//     running kernel's build-id (/sys/kernel/notes), which cannot change
+//     without a reboot, a copy in perf's cache by the build-id it is filed
+//     under. An ELF file (vmlinux) must carry it.
+//   - otherwise (unverified, or named anyway under TrustPaths): the
+//     build-id of the file the verdict examined at the path, or none when
+//     it had none. A file without a build-id replaced by another without
+//     one is not seen here (its device, inode and mtime were the
+//     evidence).
+func (d *DSO) proveLookup(lk SymbolLookup) error {
+	got := perfdata.BuildID(lk.BuildID())
+	where := d.symPath
+	if d.modNames == "kallsyms" {
+		where = "module " + moduleName(d.Path) + " loaded now"
+	}
+	if d.Verdict != Verified {
+		if !bytes.Equal(got, d.FoundBuildID) {
+			return &changedError{path: where, got: got, want: d.FoundBuildID}
+		}
+		return nil
+	}
+	if len(got) == 0 && d.Kind == KindKernel {
+		if sl, ok := lk.(*symLookup); !ok || sl.bin.Kind() == symbolize.KindKallsyms {
+			return nil
+		}
+	}
+	return wantBuildID(where, got, d.BuildID)
+}
+
+// refuseLookup records why d gets no names from the lookup it was opened
+// with. A file that changed since its verdict was given (changedError)
+// changes the verdict as a file found changed at judging time would: a
+// verified DSO becomes mismatch (a build-id was recorded, the file now
+// has another), an unverified one replaced (no build-id recorded, and
+// evidence of change). Its frames then stay dso+0xoffset, untrusted.
+// Any other error is a symbolization failure (SymbolError).
+func (d *DSO) refuseLookup(err error) {
+	var ce *changedError
+	if !errors.As(err, &ce) {
+		d.SymbolError = err.Error()
+		return
+	}
+	d.symPath = ""
+	d.modNames = ""
+	switch d.Verdict {
+	case Verified:
+		d.Verdict = Mismatch
+		d.Reason = "build-id " + d.BuildID.String() + " was found (" + d.Source + "), but the file then opened for its names is not it (" + err.Error() + "): left unsymbolized"
+		d.Source = ""
+		d.FoundPath, d.FoundBuildID = ce.path, ce.got
+		d.Advice = "the binary was replaced while perfcheck ran: run it again, and keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
+	case Unverified:
+		d.Verdict = Replaced
+		d.Source = ""
+		d.Reason = "no build-id recorded; the file at the path changed while perfcheck ran (" + err.Error() + "): left unsymbolized"
+		d.FoundBuildID = ce.got
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	default:
+		d.SymbolError = err.Error()
+	}
 }
 
 type load struct{ off, filesz, vaddr uint64 }
@@ -105,6 +189,10 @@ func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
 }
 
 func (l *symLookup) Close() error { return l.bin.Close() }
+
+// BuildID implements SymbolLookup: the build-id symbolize read from the
+// file it opened.
+func (l *symLookup) BuildID() []byte { return l.bin.BuildID() }
 
 // readLoads returns the PT_LOAD segments of an ELF file, executable ones
 // first: an offset in two segments (they may share a page) belongs to the
