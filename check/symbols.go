@@ -46,9 +46,13 @@ type SymbolLookup interface {
 }
 
 // defaultOpener symbolizes with the symbolize package.
-type defaultOpener struct{}
+type defaultOpener struct {
+	// reopen, when set (tests), runs between symbolize's open and the
+	// second open of path for its program headers.
+	reopen func(path string)
+}
 
-func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (o defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 	b, err := symbolize.Open(path, symbolize.Options{})
 	if err != nil {
 		return nil, err
@@ -58,6 +62,9 @@ func (defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 		if b.Kind() != symbolize.KindELF {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
+		}
+		if o.reopen != nil {
+			o.reopen(path)
 		}
 		// The program headers are read from the file at path again:
 		// it must be the one symbolize opened (its build-id), not one

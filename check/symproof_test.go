@@ -391,3 +391,28 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 		t.Errorf("named %q, want mod_first (%s; %s)", got, d.Reason, d.SymbolError)
 	}
 }
+
+// The default opener reads the program headers from the path a second
+// time: a file renamed over it between the two opens must not lend its
+// segments to the first file's symbols.
+func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prog")
+	sy := newSynthetic(t, path)
+	// Another build whose code sits elsewhere: its segments would move
+	// every address.
+	buildC(t, path+".v2", progV2, "-Wl,-z,separate-code", "-Wl,--section-start=.init=0x3000")
+	newID := fileBuildID(t, path+".v2")
+	var swapErr error
+	swapped := false
+	o := defaultOpener{reopen: func(p string) {
+		if p == path && !swapped {
+			swapped = true
+			swapErr = os.Rename(path+".v2", path)
+		}
+	}}
+	res := finish(t, sy.session(Options{Symbolizer: o}))
+	if !swapped || swapErr != nil {
+		t.Fatalf("swapped %v: %v", swapped, swapErr)
+	}
+	assertRefused(t, res, dsoOf(t, res, path), Mismatch, newID)
+}
