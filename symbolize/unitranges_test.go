@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/dwarf"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -28,9 +29,16 @@ func TestDIEReader(t *testing.T) {
 		"g++ dwarf 4":     compile(t, dir, "progcc4", "g++", testdataPath(t, "prog.cc"), "-O2", "-g", "-gdwarf-4"),
 		"gcc dwarf64":     compile(t, dir, "prog5z", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5", "-gdwarf64"),
 	}
-	if clang, err := exec.LookPath("clang"); err == nil {
-		// clang's DWARF 5 uses DW_FORM_strx1, addrx and rnglistx.
-		bins["clang dwarf 5"] = compile(t, dir, "progc", clang, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5")
+	// LLVM's DWARF 5 (rustc's) has what gcc's lacks: DW_FORM_strx1,
+	// addrx and rnglistx, read through DW_AT_str_offsets_base,
+	// DW_AT_addr_base and DW_AT_rnglists_base.
+	if rustc := rustcPath(); rustc != "" {
+		p := filepath.Join(dir, "rust5")
+		cmd := exec.Command(rustc, "-C", "opt-level=2", "-g", "-C", "dwarf-version=5", "-o", p, testdataPath(t, "prog.rs"))
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("rustc: %v\n%s", err, o)
+		}
+		bins["rustc dwarf 5"] = p
 	}
 	for what, p := range bins {
 		b := mustOpenOpts(t, p, Options{NoDebugFile: true})
@@ -120,5 +128,14 @@ func buildGoProg(t *testing.T) string {
 	if o, err := goBuild(gobin, dir, p); err != nil {
 		t.Fatalf("go build: %v\n%s", err, o)
 	}
+	return p
+}
+
+// rustcPath returns rustc's path, "" when it is not installed.
+func rustcPath() string {
+	if _, err := os.Stat("/root/.cargo/bin/rustc"); err == nil {
+		return "/root/.cargo/bin/rustc"
+	}
+	p, _ := exec.LookPath("rustc")
 	return p
 }
