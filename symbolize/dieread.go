@@ -31,6 +31,7 @@ type die struct {
 	off      dwarf.Offset
 	tag      dwarf.Tag // 0 for a null entry (the end of a list of children)
 	children bool
+	own      bool // strings are debug/dwarf's copies (dieFromEntry), not views
 
 	seen, has                   dieHas // attributes met; those met with a usable value
 	name, linkage, mipsLinkage  string
@@ -184,7 +185,7 @@ func (d *die) set(bit dieHas, v *dieVal) {
 // dieFromEntry fills d from an entry debug/dwarf read, as dieReader.next
 // would from the same bytes.
 func dieFromEntry(e *dwarf.Entry, d *die) {
-	*d = die{off: e.Offset, tag: e.Tag, children: e.Children}
+	*d = die{off: e.Offset, tag: e.Tag, children: e.Children, own: true}
 	for _, f := range e.Field {
 		bit := attrBit(f.Attr)
 		if bit == 0 {

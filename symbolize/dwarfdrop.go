@@ -258,8 +258,11 @@ func (x *dwarfIndex) keepRefName(e *die) {
 	if e.has&(hasInline|hasDecl) == 0 {
 		return
 	}
-	name, linkage := x.nameOf(e, 0)
-	sd.refNames[e.off] = dieName{strings.Clone(name), linkage}
+	name, linkage, view := x.nameOf(e, 0)
+	if view {
+		name = strings.Clone(name)
+	}
+	sd.refNames[e.off] = dieName{name, linkage}
 }
 
 // refill decompresses the dropped sections again and marks every unit's
