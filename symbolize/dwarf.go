@@ -38,9 +38,9 @@ type dwarfIndex struct {
 	names      map[dwarf.Offset]dieName
 	namesBytes int64
 	files      map[string]string // file names of decoded units, each kept once (under mu)
-	pending    int         // units with code ranges neither decoded nor failed; at 0, d and names are dropped
-	hasData    bool        // d was set at creation; immutable, unlike d
-	exec       [][2]uint64 // executable sections of the running binary
+	pending    int               // units with code ranges neither decoded nor failed; at 0, d and names are dropped
+	hasData    bool              // d was set at creation; immutable, unlike d
+	exec       [][2]uint64       // executable sections of the running binary
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
