@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 )
 
@@ -46,7 +47,12 @@ func TestDIEReader(t *testing.T) {
 		if x == nil || !x.hasData || x.dies == nil {
 			t.Fatalf("%s: no DWARF read by dieReader", what)
 		}
+		// Unlocked by a defer, so that a failing check (Fatalf exits
+		// the goroutine) does not leave Close, run as a cleanup,
+		// waiting on the lock.
 		x.mu.Lock()
+		unlock := sync.OnceFunc(x.mu.Unlock)
+		defer unlock()
 		lists, skips, dies := 0, 0, 0
 		for u := range x.units {
 			s := &x.units[u]
@@ -111,7 +117,7 @@ func TestDIEReader(t *testing.T) {
 				}
 			}
 		}
-		x.mu.Unlock()
+		unlock()
 		if lists == 0 || skips == 0 {
 			t.Errorf("%s: %d entries with DW_AT_ranges, %d children skipped: the test would not exercise both", what, lists, skips)
 		}
