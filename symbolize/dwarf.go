@@ -1112,6 +1112,11 @@ func (x *dwarfIndex) nameAt(off dwarf.Offset, depth int) dieName {
 	if dn, ok := x.names[off]; ok {
 		return dn
 	}
+	if sd := x.drop; sd != nil {
+		if dn, ok := sd.refNames[off]; ok {
+			return dn
+		}
+	}
 	if dn, ok := x.refName(off); ok {
 		return dn
 	}

@@ -258,6 +258,16 @@ func (x *dwarfIndex) keepRefName(e *die) {
 	if e.has&(hasInline|hasDecl) == 0 {
 		return
 	}
+	// A unit decoded earlier may have read this DIE's name already
+	// (an inlined call of it): move that entry over rather than keep
+	// two copies of the name for the rest of the batch (nameAt looks in
+	// refNames before reading a DIE).
+	if dn, ok := x.names[e.off]; ok {
+		sd.refNames[e.off] = dn
+		delete(x.names, e.off)
+		x.namesBytes -= nameEntryBytes + int64(len(dn.name))
+		return
+	}
 	name, linkage, view := x.nameOf(e, 0)
 	if view {
 		name = strings.Clone(name)
