@@ -32,8 +32,9 @@
 // decompressed to be read; it is decompressed in memory only as far as
 // needed and never past 64 times its compressed size plus 16 MiB (256 MiB
 // at most). [ReadModule], which returns a whole module for symbolizing,
-// decompresses under the same bound and recognises the compression by
-// magic bytes, never by file name. No code here panics on malformed input; errors carry the file
+// and [ReadModuleIdentity], which returns its identity and the image it
+// was read from (one open, one decompression), decompress under the same
+// bound and recognise the compression by magic bytes, never by file name. No code here panics on malformed input; errors carry the file
 // name and byte offset ([FormatError]).
 //
 // File names that come from a perf.data file are untrusted. [Cache] cleans

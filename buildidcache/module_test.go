@@ -35,6 +35,26 @@ func TestReadModuleByMagic(t *testing.T) {
 	if err != nil || kind != "" || !bytes.Equal(got, want) {
 		t.Fatalf("plain: kind %q, %d bytes, err %v; want %d bytes", kind, len(got), err, len(want))
 	}
+	// ReadModuleIdentity: the identity ReadFileIdentity reads, and the
+	// decompressed image only for a compressed file.
+	checkIdentity := func(t *testing.T, p, kind string) {
+		t.Helper()
+		wantID, err := ReadFileIdentity(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, img, err := ReadModuleIdentity(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.Compression != kind || !bytes.Equal(id.BuildID, wantID.BuildID) || id.Debug != wantID.Debug {
+			t.Errorf("identity %+v, ReadFileIdentity %+v", id, wantID)
+		}
+		if kind == "" && img != nil || kind != "" && !bytes.Equal(img, want) {
+			t.Errorf("compression %q: image of %d bytes, equal %v", kind, len(img), bytes.Equal(img, want))
+		}
+	}
+	checkIdentity(t, obj, "")
 	for _, c := range []struct{ tool, ext string }{{"xz", ".xz"}, {"zstd", ".zst"}, {"gzip", ".gz"}} {
 		t.Run(c.tool, func(t *testing.T) {
 			needTool(t, c.tool)
@@ -54,11 +74,15 @@ func TestReadModuleByMagic(t *testing.T) {
 			if kind != c.tool || !bytes.Equal(got, want) {
 				t.Errorf("kind %q, %d bytes equal %v; want %q, %d bytes", kind, len(got), bytes.Equal(got, want), c.tool, len(want))
 			}
+			checkIdentity(t, elfPath, c.tool)
 			b, _ := os.ReadFile(elfPath)
 			cut := filepath.Join(dir, c.tool, "cut")
 			os.WriteFile(cut, b[:len(b)/2], 0o644)
 			if _, _, err := ReadModule(cut); err == nil || !strings.Contains(err.Error(), cut) {
 				t.Errorf("truncated %s stream: err %v, want an error naming %s", c.tool, err, cut)
+			}
+			if _, _, err := ReadModuleIdentity(cut); err == nil || !strings.Contains(err.Error(), cut) {
+				t.Errorf("ReadModuleIdentity, truncated %s stream: err %v, want an error naming %s", c.tool, err, cut)
 			}
 		})
 	}

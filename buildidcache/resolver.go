@@ -95,6 +95,11 @@ type Candidate struct {
 	Err error `json:"-"`
 	// Image is the in-memory file for the running vDSO.
 	Image []byte `json:"-"`
+	// Module is the decompressed image of a compressed kernel module
+	// (KindModule queries), the bytes its build-id was read from: read
+	// its symbols from them instead of decompressing Path again. nil
+	// otherwise.
+	Module []byte `json:"-"`
 }
 
 // Reason is Err as text, for reports.
@@ -295,7 +300,15 @@ func (s *search) hasCode() bool {
 // check verifies the ELF file at path against the query and files it as
 // verified, rejected or tried. It reports whether it verified.
 func (s *search) check(locator, role, path string) bool {
-	id, err := ReadFileIdentity(path)
+	var id *Identity
+	var module []byte
+	var err error
+	if s.q.Kind == KindModule {
+		// Decompressed once, kept for the symbols (ReadModuleIdentity).
+		id, module, err = ReadModuleIdentity(path)
+	} else {
+		id, err = ReadFileIdentity(path)
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, ErrNotELF) && isDir(path):
 		s.tried = append(s.tried, locator+": "+path)
@@ -317,7 +330,7 @@ func (s *search) check(locator, role, path string) bool {
 			return true // the same file reached twice
 		}
 	}
-	s.verified = append(s.verified, Candidate{Locator: locator, Path: path, Role: role, Debug: id.Debug, Verified: "build-id", Compression: id.Compression})
+	s.verified = append(s.verified, Candidate{Locator: locator, Path: path, Role: role, Debug: id.Debug, Verified: "build-id", Compression: id.Compression, Module: module})
 	return true
 }
 

@@ -176,20 +176,66 @@ func ReadModule(name string) (data []byte, kind string, err error) {
 		}
 		return b, "", nil
 	}
-	limit := decompressLimit(st.Size())
+	b, err := decompressModule(f, st.Size(), name, kind)
+	return b, kind, err
+}
+
+// ReadModuleIdentity reads the identity of a kernel module file, as
+// [ReadFileIdentity] does, and returns the decompressed image it read it
+// from when the file is compressed (nil for a plain one, which is read
+// through the open file). The file is opened and decompressed once: a
+// caller that then needs the module's symbols reads them from this image,
+// the very bytes whose build-id was read, instead of opening and
+// decompressing the file again (where another file may have been put in
+// between). The decompression is bounded as [ReadModule]'s.
+func ReadModuleIdentity(name string) (*Identity, []byte, error) {
+	f, err := OpenRegular(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := readIdentity(f, st.Size(), name)
+	if !errors.Is(err, ErrNotELF) {
+		return id, nil, err
+	}
+	var magic [6]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	kind := compression(magic[:n])
+	if kind == "" {
+		return id, nil, err
+	}
+	b, err := decompressModule(f, st.Size(), name, kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	if id, err = readIdentity(bytes.NewReader(b), int64(len(b)), name+" ("+kind+"-decompressed)"); err != nil {
+		return nil, nil, err
+	}
+	id.Compression = kind
+	return id, b, nil
+}
+
+// decompressModule decompresses the whole kind stream of f (size bytes),
+// named name, up to decompressLimit of its size.
+func decompressModule(f *os.File, size int64, name, kind string) ([]byte, error) {
+	limit := decompressLimit(size)
 	r, done, err := decompressor(f, kind, limit)
 	if err != nil {
-		return nil, kind, &FormatError{File: name, Msg: kind + " stream", Err: err}
+		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
 	}
 	defer done()
-	b, err := readAtMost(r, limit+1, 4*st.Size()+64<<10)
+	b, err := readAtMost(r, limit+1, 4*size+64<<10)
 	if err != nil {
-		return nil, kind, fmt.Errorf("%s: decompressing %s after %d bytes out: %w", name, kind, len(b), err)
+		return nil, fmt.Errorf("%s: decompressing %s after %d bytes out: %w", name, kind, len(b), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, kind, fmt.Errorf("%s: %s stream of %d bytes goes on past %d decompressed bytes: %w", name, kind, st.Size(), limit, ErrTooLarge)
+		return nil, fmt.Errorf("%s: %s stream of %d bytes goes on past %d decompressed bytes: %w", name, kind, size, limit, ErrTooLarge)
 	}
-	return b, kind, nil
+	return b, nil
 }
 
 // readAtMost reads r to its end or to max bytes, whichever comes first,

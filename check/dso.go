@@ -589,7 +589,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	}
 	if found != nil {
 		p := found.Path
-		if lk, err := koTextSymsOf(p, limit, d.BuildID); err != nil {
+		if lk, err := koTextSymsOf(p, found.module.take(), limit, d.BuildID); err != nil {
 			why = append(why, err.Error())
 		} else {
 			d.modNames = "ko"

@@ -363,19 +363,27 @@ func openModuleELF(path string) (r io.ReaderAt, size int64, done func(), err err
 // in the core layout (then .text does not start at the load address).
 // debug/elf may panic on malformed input; that becomes an error.
 func koTextSyms(path string, limit uint64) (*moduleLookup, error) {
-	return koTextSymsOf(path, limit, nil)
+	return koTextSymsOf(path, nil, limit, nil)
 }
 
-// koTextSymsOf is koTextSyms of the module with build-id want (nil: any).
-// The locator verified a file at path, but the file there can change
-// before it is opened again here: the build-id is checked on the very
-// bytes whose symbols are read.
-func koTextSymsOf(path string, limit uint64, want perfdata.BuildID) (l *moduleLookup, err error) {
-	r, size, done, err := openModuleELF(path)
-	if err != nil {
-		return nil, err
+// koTextSymsOf is koTextSyms of the module with build-id want (nil: any),
+// read from image, the module at path as the locator decompressed it to
+// verify it, when it is not nil, else from the file at path. The locator
+// verified a file at path, but the file there can change before it is
+// opened again here: the build-id is checked on the very bytes whose
+// symbols are read.
+func koTextSymsOf(path string, image []byte, limit uint64, want perfdata.BuildID) (l *moduleLookup, err error) {
+	var r io.ReaderAt
+	var size int64
+	if image != nil {
+		r, size = bytes.NewReader(image), int64(len(image))
+	} else {
+		var done func()
+		if r, size, done, err = openModuleELF(path); err != nil {
+			return nil, err
+		}
+		defer done()
 	}
-	defer done()
 	id, err := imageBuildID(path, r, size)
 	if err != nil {
 		return nil, err

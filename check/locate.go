@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
@@ -22,6 +23,35 @@ type Located struct {
 	BuildID  perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
 	SymPath  string           // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
 	Rejected []string         // candidates refused on the way, with reasons
+
+	module *moduleImage // Path decompressed, when it is a compressed module
+}
+
+// moduleImage is a compressed module's decompressed bytes, the ones its
+// build-id was verified on, handed once to the reader of its symbols
+// (planModuleNames) so that the file is neither opened nor decompressed a
+// second time, and released then: a Located is kept with the lookup's
+// memo for the whole check.
+type moduleImage struct{ b atomic.Pointer[[]byte] }
+
+func newModuleImage(b []byte) *moduleImage {
+	if b == nil {
+		return nil
+	}
+	m := &moduleImage{}
+	m.b.Store(&b)
+	return m
+}
+
+// take returns the image, once; nil after (or when there is none).
+func (m *moduleImage) take() []byte {
+	if m == nil {
+		return nil
+	}
+	if p := m.b.Swap(nil); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // symbolFile is the file to symbolize with: SymPath, else Path, except for
@@ -71,8 +101,8 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	var tried []string
 	if l.BuildIDDir != "" {
 		for _, p := range cacheCandidates(l.BuildIDDir, q) {
-			if ok, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID}, nil
+			if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
+				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID, module: newModuleImage(img)}, nil
 			}
 			tried = append(tried, p)
 		}
@@ -96,8 +126,8 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		if l.SymFS != "" {
 			p = filepath.Join(l.SymFS, filepath.Clean("/"+q.Path))
 		}
-		if ok, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-			return &Located{Path: p, Source: "path", BuildID: q.BuildID}, nil
+		if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
+			return &Located{Path: p, Source: "path", BuildID: q.BuildID, module: newModuleImage(img)}, nil
 		}
 		tried = append(tried, p)
 	}
@@ -124,17 +154,26 @@ func cacheCandidates(dir string, q Query) []string {
 
 // fileHasBuildID reports whether the file at p carries id. A kallsyms file
 // has no build-id of its own: perf files it under the kernel's, so its
-// place in the cache is the proof.
-func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, error) {
-	if k == KindKernel {
+// place in the cache is the proof. For a compressed module it also
+// returns the decompressed image the build-id was read from
+// (buildidcache.ReadModuleIdentity).
+func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error) {
+	switch k {
+	case KindKernel:
 		st, err := os.Stat(p)
-		return err == nil && st.Mode().IsRegular(), err
+		return err == nil && st.Mode().IsRegular(), nil, err
+	case KindModule:
+		ident, img, err := buildidcache.ReadModuleIdentity(p)
+		if err != nil || !sameBuildID(ident.BuildID, id) {
+			return false, nil, err
+		}
+		return true, img, nil
 	}
 	ident, err := buildidcache.ReadFileIdentity(p)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return sameBuildID(ident.BuildID, id), nil
+	return sameBuildID(ident.BuildID, id), nil, nil
 }
 
 // sameBuildID compares build-ids the way buildidcache does: equal, or equal

@@ -492,15 +492,15 @@ func TestModuleSymbolsCheckBuildIDOfBytesRead(t *testing.T) {
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "m.ko")
 	id := buildKO(t, ko, modSrc, "")
-	if _, err := koTextSymsOf(ko, 0x4000, id); err != nil {
+	if _, err := koTextSymsOf(ko, nil, 0x4000, id); err != nil {
 		t.Fatalf("the module with the build-id asked for: %v", err)
 	}
 	elfPath := cacheModule(t, t.TempDir(), ko, id)
-	if _, err := koTextSymsOf(elfPath, 0x4000, id); err != nil {
+	if _, err := koTextSymsOf(elfPath, nil, 0x4000, id); err != nil {
 		t.Fatalf("its compressed copy: %v", err)
 	}
 	other := buildKO(t, ko, modSrcV2, "")
-	if _, err := koTextSymsOf(ko, 0x4000, id); err == nil || !strings.Contains(err.Error(), other.String()) {
+	if _, err := koTextSymsOf(ko, nil, 0x4000, id); err == nil || !strings.Contains(err.Error(), other.String()) {
 		t.Errorf("another build at the path: %v; want an error naming its build-id %s", err, other)
 	}
 }

@@ -45,6 +45,7 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 		Source:  res.Identity.Locator,
 		BuildID: perfdata.BuildID(res.BuildID),
 		SymPath: res.Best.Path,
+		module:  newModuleImage(res.Identity.Module),
 	}
 	if res.Best.Image != nil || res.Best.Locator == "running-vdso" {
 		// The running vdso lives in memory only; it has no file to open.
