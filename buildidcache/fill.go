@@ -1,11 +1,9 @@
 package buildidcache
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -168,38 +166,25 @@ func (have FileID) sameAs(m FileID) bool {
 	return have.Maj == m.Maj && have.Min == m.Min || have.Maj == 0 && m.Maj != 0
 }
 
-// maxMapsLines bounds the /proc/PID/maps lines read (a process has at
-// most vm.max_map_count mappings, 65530 by default).
-const maxMapsLines = 1 << 20
-
 // mappedFiles returns the device and inode of every file mapping in a
-// /proc/PID/maps file (fields: range, perms, offset, dev as hex maj:min,
-// inode; show_map_vma in fs/proc/task_mmu.c).
+// /proc/PID/maps file (scanMaps).
 func mappedFiles(maps string) ([]FileID, error) {
-	f, err := os.Open(maps)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []FileID
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for n := 0; sc.Scan() && n < maxMapsLines; n++ {
-		fields := strings.Fields(sc.Text())
+	err := scanMaps(maps, func(fields []string) (bool, error) {
 		if len(fields) < 5 {
-			continue
+			return false, nil
 		}
 		majs, mins, ok := strings.Cut(fields[3], ":")
 		ino, err1 := strconv.ParseUint(fields[4], 10, 64)
 		maj, err2 := strconv.ParseUint(majs, 16, 32)
 		min, err3 := strconv.ParseUint(mins, 16, 32)
-		if !ok || err1 != nil || err2 != nil || err3 != nil || ino == 0 {
-			continue
+		if ok && err1 == nil && err2 == nil && err3 == nil && ino != 0 {
+			out = append(out, FileID{Maj: uint32(maj), Min: uint32(min), Ino: ino})
 		}
-		out = append(out, FileID{Maj: uint32(maj), Min: uint32(min), Ino: ino})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", maps, err)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -389,30 +389,56 @@ func VDSO() ([]byte, *Identity, error) {
 // findMapping returns the address range of the first line of a
 // /proc/PID/maps file whose path field is name.
 func findMapping(maps, name string) (start, end uint64, err error) {
-	f, err := os.Open(maps)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	found := false
+	err = scanMaps(maps, func(fields []string) (bool, error) {
 		if len(fields) < 6 || fields[5] != name {
-			continue
+			return false, nil
 		}
 		lo, hi, ok := strings.Cut(fields[0], "-")
 		if !ok {
-			continue
+			return false, nil
 		}
 		s, err1 := strconv.ParseUint(lo, 16, 64)
 		e, err2 := strconv.ParseUint(hi, 16, 64)
 		if err1 != nil || err2 != nil {
-			return 0, 0, fmt.Errorf("%s: bad address range %q", maps, fields[0])
+			return true, fmt.Errorf("%s: bad address range %q", maps, fields[0])
 		}
-		return s, e, nil
+		start, end, found = s, e, true
+		return true, nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("%s: no %s mapping", maps, name)
+	}
+	return start, end, nil
+}
+
+// maxMapsLines bounds the /proc/PID/maps lines read (a process has at
+// most vm.max_map_count mappings, 65530 by default).
+const maxMapsLines = 1 << 20
+
+// scanMaps calls fn with the fields of each line of a /proc/PID/maps file
+// (range, perms, offset, dev as hex maj:min, inode, path; show_map_vma in
+// fs/proc/task_mmu.c) until fn stops it or fails, the file ends, or
+// maxMapsLines lines were read. findMapping (the vDSO) and mappedFiles
+// (cache fill's inode check) both read the file through it.
+func scanMaps(maps string, fn func(fields []string) (stop bool, err error)) error {
+	f, err := os.Open(maps)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 0; n < maxMapsLines && sc.Scan(); n++ {
+		if stop, err := fn(strings.Fields(sc.Text())); stop || err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", maps, err)
+		return fmt.Errorf("%s: %w", maps, err)
 	}
-	return 0, 0, fmt.Errorf("%s: no %s mapping", maps, name)
+	return nil
 }
