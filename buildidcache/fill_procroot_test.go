@@ -56,17 +56,31 @@ func startJailed(t *testing.T) *jailed {
 	}
 	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
 	j.pid = cmd.Process.Pid
-	// chroot(1) changes its root, then execs: wait for the exec (a wait,
-	// not a timed assertion).
+	waitBlocked(t, j.pid, "block")
+	return j
+}
+
+// waitBlocked waits until process pid, started through chroot(1), runs the
+// program named base and sleeps in it (blockProg blocks reading its
+// stdin): a wait, not a timed assertion. /proc/PID/exe alone is not
+// enough: the kernel names the new program there when the exec begins
+// (begin_new_exec in fs/exec.c), before load_elf_binary maps it, and a
+// test that read /proc/PID/maps in between did not find the file mapped.
+func waitBlocked(t *testing.T, pid int, base string) {
+	t.Helper()
+	proc := "/proc/" + strconv.Itoa(pid)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(j.pid) + "/exe"); err == nil && filepath.Base(exe) == "block" {
-			break
+		exe, err := os.Readlink(proc + "/exe")
+		stat, err2 := os.ReadFile(proc + "/stat")
+		// "pid (comm) S ...": the state follows the last ')'.
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && err2 == nil && filepath.Base(exe) == base &&
+			i >= 0 && i+2 < len(stat) && stat[i+2] == 'S' {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never ran /bin/block", j.pid)
+			t.Fatalf("pid %d never blocked in %s (exe %q, stat %q)", pid, base, exe, stat)
 		}
 	}
-	return j
 }
 
 // plant writes b at the host path p inside the jail.

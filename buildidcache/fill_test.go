@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
@@ -72,16 +71,8 @@ func TestAddRecordedProcRoot(t *testing.T) {
 			cmd.Wait()
 		}
 	}()
-	// chroot(1) changes its root, then execs the program: wait for the
-	// exec, up to a generous limit (a wait, not a timed assertion).
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err == nil && filepath.Base(exe) == "app" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never ran %s", pid, inside)
-		}
-	}
+	// chroot(1) changes its root, then execs the program.
+	waitBlocked(t, pid, "app")
 
 	r := New(Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 	defer r.Close()
