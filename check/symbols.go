@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -132,6 +133,11 @@ func (d *DSO) refuseLookup(err error) {
 		d.SymbolError = err.Error()
 		return
 	}
+	opened := d.symPath
+	if d.modNames == "kallsyms" {
+		// The build-id that changed is the loaded module's.
+		opened = filepath.Join(sysRoot, "module", moduleName(d.Path))
+	}
 	d.symPath = ""
 	d.modNames = ""
 	switch d.Verdict {
@@ -139,7 +145,7 @@ func (d *DSO) refuseLookup(err error) {
 		d.Verdict = Mismatch
 		d.Reason = "build-id " + d.BuildID.String() + " was found (" + d.Source + "), but the file then opened for its names is not it (" + err.Error() + "): left unsymbolized"
 		d.Source = ""
-		d.FoundPath, d.FoundBuildID = ce.path, ce.got
+		d.FoundPath, d.FoundBuildID = opened, ce.got
 		d.Advice = "the binary was replaced while perfcheck ran: run it again, and keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
 	case Unverified:
 		d.Verdict = Replaced

@@ -333,7 +333,7 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 	name := "perfcheck_test"
 	d := func() *DSO {
 		return &DSO{Path: ko, Kind: KindModule, Verdict: Verified, BuildID: id, Source: "running-module",
-			modNames: "kallsyms", symPath: filepath.Join(procRoot, "kallsyms")}
+			FoundPath: ko, modNames: "kallsyms", symPath: filepath.Join(procRoot, "kallsyms")}
 	}
 
 	fakeRunning(t, ko, name, modBase)
@@ -361,8 +361,8 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 		t.Fatal("another build's listing was accepted")
 	}
 	m.refuseLookup(err)
-	if m.Verdict != Mismatch || m.Symbolized() || !bytes.Equal(m.FoundBuildID, otherID) {
-		t.Errorf("verdict %v, symbolized %v, found %s", m.Verdict, m.Symbolized(), m.FoundBuildID)
+	if m.Verdict != Mismatch || m.Symbolized() || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
+		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized(), m.FoundBuildID, m.FoundPath)
 	}
 
 	// Reloaded elsewhere after the listing was read: the listing (still
