@@ -105,9 +105,7 @@ func TestDIEReaderMalformed(t *testing.T) {
 		}, "abbreviation code 127 not in the unit's table"},
 		{"string offset outside .debug_str", func(m map[string][]byte) {
 			for _, n := range []string{"str", "line_str", "str_offsets"} {
-				if len(m[n]) > 0 {
-					m[n] = m[n][:1]
-				}
+				m[n] = m[n][:0]
 			}
 		}, "outside the section"},
 		{"unknown form", func(m map[string][]byte) {
@@ -143,6 +141,7 @@ func TestDIEReaderMalformed(t *testing.T) {
 		c.change(m)
 		s := newDIESections(m, binary.LittleEndian)
 		_, err := walkDIEs(s)
+		t.Logf("%s: %v", c.what, err)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "offset 0x") {
 			t.Errorf("%s: error %v, want one with %q and an offset", c.what, err, c.want)
 		}

@@ -278,11 +278,12 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 		s.base, s.top = min(s.base, r.lo), max(s.top, r.hi)
 	}
 	x.hasData = x.d != nil
-	if x.hasData {
-		x.initDrop(info, line)
-	}
 	if secs != nil {
 		x.dies = newDIESections(secs, ef.ByteOrder)
+		x.dies.touchRng = x.rngTouch
+	}
+	if x.hasData {
+		x.initDrop(info, line, secs["rnglists"])
 	}
 	if x.pending == 0 {
 		x.release()
@@ -419,6 +420,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		ui, err = x.decodeUnit(s.entry, s.base)
 		return err
 	})
+	x.rngDecoded(u, err == nil)
 	if err == nil {
 		x.dropUnit(u)
 	}
@@ -905,6 +907,12 @@ type rangeLists struct {
 	d    *dwarf.Data
 	tmpl *dwarf.Entry
 	last *dwarf.Field // tmpl's DW_AT_ranges
+	// rng is .debug_rnglists when the unit's lists are read from it
+	// (DWARF 5 read by the DIE reader), with the unit's address size:
+	// each list is passed to x.rngTouch before it is read.
+	x        *dwarfIndex
+	rng      []byte
+	addrSize int
 }
 
 func (x *dwarfIndex) unitRanges(cu *dwarf.Entry) rangeLists {
@@ -915,7 +923,11 @@ func (x *dwarfIndex) unitRanges(cu *dwarf.Entry) rangeLists {
 		}
 	}
 	tmpl.Field = append(tmpl.Field, dwarf.Field{})
-	return rangeLists{x.d, tmpl, &tmpl.Field[len(tmpl.Field)-1]}
+	rl := rangeLists{d: x.d, tmpl: tmpl, last: &tmpl.Field[len(tmpl.Field)-1], x: x}
+	if x.dies != nil && x.dieRd.h.version >= 5 && x.dieRd.h.die == int(cu.Offset) {
+		rl.rng, rl.addrSize = x.dies.rnglists, x.dieRd.h.addrSize
+	}
+	return rl
 }
 
 // of appends the ranges of e (not a unit entry) to buf.
@@ -931,6 +943,25 @@ func (rl rangeLists) of(e *die, buf [][2]uint64) ([][2]uint64, error) {
 		return buf, nil
 	}
 	*rl.last = e.rangesField()
+	if rl.rng != nil {
+		var off int64 = -1
+		switch v := rl.last.Val.(type) {
+		case int64:
+			if rl.last.Class == dwarf.ClassRangeListPtr {
+				off = v
+			}
+		case uint64:
+			if rl.last.Class == dwarf.ClassRngList && v <= uint64(len(rl.rng)) {
+				off = int64(v)
+			}
+		}
+		if off >= 0 && off < int64(len(rl.rng)) {
+			// The list's first byte must be readable before
+			// its end can be found.
+			rl.x.rngTouch(int(off), int(off)+1)
+			rl.x.rngTouch(int(off), rnglistEnd(rl.rng, int(off), rl.addrSize))
+		}
+	}
 	rs, err := rl.d.Ranges(rl.tmpl)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,19 @@ import (
 // stay whole, so that a binary whose references defeat refNames costs its
 // sections' memory, as before, rather than a decompression per lookup.
 //
+// .debug_rnglists (DWARF 5) is dropped the same way, by the range lists
+// each decoded unit read: in the Go compiler it is 1.7 MB, one list table
+// for all units, laid out unit after unit. The lists of a unit are not
+// known before it is decoded, so rather than by unit extents they are
+// tracked by read: every read of the section while decoding goes through
+// rngTouch, which records the extent of what the unit read (list offsets
+// table entries and whole lists, their ends found by rnglistEnd) and
+// decompresses the section again first when a read lands in a range
+// already given back (lists of two units interleaved, or a unit decoded
+// again after eviction). Gone ranges are merged with neighbours they
+// touch, so that a page two units' lists share goes too once both are
+// decoded.
+//
 // Only anonymous memory a compressed section was decompressed into is
 // dropped: an uncompressed section is a mapping of the file, whose pages
 // are the page cache's, shared and reclaimable already.
@@ -33,6 +46,11 @@ import (
 // All fields are used under dwarfIndex.mu.
 type sectionDrop struct {
 	info, line *region // nil: that section's pages are not dropped
+	rng        *region // .debug_rnglists, likewise
+
+	rngRead [2]int     // extent of the range lists the unit being decoded read ([0] < 0: none)
+	unitRng [][2]int   // per unit: the extent its decode read, to drop once decoded
+	rngGone []dropSpan // dropped extents of .debug_rnglists, sorted, disjoint and not touching
 
 	infoSpans []dropSpan // every unit of .debug_info, by offset
 	lineSpans []dropSpan // every line program units use, by offset
@@ -61,7 +79,7 @@ const maxRefills = 2
 // initDrop sets up x.drop for the sections info and line (the bytes
 // loadDWARFSections gave debug/dwarf), when at least one of them is
 // decompressed anonymous memory. Called before the index is published.
-func (x *dwarfIndex) initDrop(info, line []byte) {
+func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 	if len(x.units) == 0 {
 		return
 	}
@@ -74,9 +92,20 @@ func (x *dwarfIndex) initDrop(info, line []byte) {
 	if r := x.secs.find(line); r != nil && r.refill != nil {
 		sd.line = r
 	}
-	if sd.info == nil && sd.line == nil {
+	if r := x.secs.find(rnglists); r != nil && r.refill != nil && x.dies != nil {
+		// Only units decoded through the DIE reader track their
+		// reads (rngTouch); the debug/dwarf path serves
+		// relocatable files, whose sections are not regions.
+		sd.rng = r
+	}
+	if sd.info == nil && sd.line == nil && sd.rng == nil {
 		return
 	}
+	sd.unitRng = make([][2]int, len(x.units))
+	for u := range sd.unitRng {
+		sd.unitRng[u] = [2]int{-1, -1}
+	}
+	sd.rngRead = [2]int{-1, -1}
 	sd.unitInfo = make([]int32, len(x.units))
 	sd.unitLine = make([]int32, len(x.units))
 	sd.unitGone = make([]bool, len(x.units))
@@ -183,6 +212,97 @@ func (x *dwarfIndex) dropUnit(u int32) {
 			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
 		}
 	}
+	if e := sd.unitRng[u]; sd.rng != nil && e[0] >= 0 && e[0] < e[1] {
+		sd.dropRng(e[0], e[1])
+	}
+}
+
+// dropRng adds [lo, hi) of .debug_rnglists to the gone extents, merging
+// it with those it overlaps or touches, and drops the pages of the merged
+// extent.
+func (sd *sectionDrop) dropRng(lo, hi int) {
+	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi >= lo })
+	j := i
+	for j < len(sd.rngGone) && sd.rngGone[j].lo <= hi {
+		lo, hi = min(lo, sd.rngGone[j].lo), max(hi, sd.rngGone[j].hi)
+		j++
+	}
+	sd.rngGone = slices.Replace(sd.rngGone, i, j, dropSpan{lo: lo, hi: hi, gone: true})
+	sd.dropped += int64(sd.rng.dropPages(lo, hi))
+}
+
+// rngTouch is called before the decoder reads .debug_rnglists[lo:hi]: it
+// makes the bytes readable again if any of them was given back, and adds
+// them to what the unit being decoded read. Called with x.mu held.
+func (x *dwarfIndex) rngTouch(lo, hi int) {
+	sd := x.drop
+	if sd == nil || sd.rng == nil || sd.disabled || lo >= hi {
+		return
+	}
+	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi > lo })
+	if i < len(sd.rngGone) && sd.rngGone[i].lo < hi {
+		x.refill()
+		if sd.disabled {
+			return
+		}
+	}
+	if sd.rngRead[0] < 0 {
+		sd.rngRead = [2]int{lo, hi}
+		return
+	}
+	sd.rngRead = [2]int{min(sd.rngRead[0], lo), max(sd.rngRead[1], hi)}
+}
+
+// rngDecoded records the range lists unit u's decode read, for dropUnit,
+// and starts a new record. Called with x.mu held.
+func (x *dwarfIndex) rngDecoded(u int32, ok bool) {
+	sd := x.drop
+	if sd == nil || sd.rng == nil {
+		return
+	}
+	if ok && sd.rngRead[0] >= 0 {
+		e := &sd.unitRng[u]
+		if e[0] < 0 {
+			*e = sd.rngRead
+		} else {
+			*e = [2]int{min(e[0], sd.rngRead[0]), max(e[1], sd.rngRead[1])}
+		}
+	}
+	sd.rngRead = [2]int{-1, -1}
+}
+
+// rnglistEnd returns the offset just past the DWARF 5 range list at off
+// of sec (section 7.25: each entry a DW_RLE_* code and its operands, the
+// list ended by DW_RLE_end_of_list), reading it as debug/dwarf's
+// dwarf5Ranges does: an unknown code is stepped over, and a list that runs
+// off the section ends there. addrSize is the unit's address size.
+func rnglistEnd(sec []byte, off, addrSize int) int {
+	c := cursor{b: sec, pos: off, end: len(sec), order: binary.LittleEndian}
+	if off < 0 || off > len(sec) {
+		return off
+	}
+	for c.pos < c.end {
+		switch c.u8() {
+		case 0: // DW_RLE_end_of_list
+			return c.pos
+		case 1: // DW_RLE_base_addressx
+			c.uleb()
+		case 2, 3, 4: // startx_endx, startx_length, offset_pair
+			c.uleb()
+			c.uleb()
+		case 5: // DW_RLE_base_address
+			c.take(uint64(addrSize))
+		case 6: // DW_RLE_start_end
+			c.take(uint64(2 * addrSize))
+		case 7: // DW_RLE_start_length
+			c.take(uint64(addrSize))
+			c.uleb()
+		}
+		if c.err != nil {
+			break
+		}
+	}
+	return len(sec)
 }
 
 // dropSpanPages marks spans[i] gone and drops its pages, together with
@@ -282,7 +402,7 @@ func (x *dwarfIndex) keepRefName(e *die) {
 // safely turns into an error for the lookup.
 func (x *dwarfIndex) refill() {
 	sd := x.drop
-	for _, r := range []*region{sd.info, sd.line} {
+	for _, r := range []*region{sd.info, sd.line, sd.rng} {
 		if r == nil {
 			continue
 		}
@@ -297,6 +417,7 @@ func (x *dwarfIndex) refill() {
 	for i := range sd.lineSpans {
 		sd.lineSpans[i].gone = false
 	}
+	sd.rngGone = nil
 	for u := range sd.unitGone {
 		if sd.unitGone[u] {
 			sd.unitGone[u] = false

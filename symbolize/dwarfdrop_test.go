@@ -5,6 +5,7 @@ package symbolize
 import (
 	"debug/dwarf"
 	"os"
+	"sort"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -83,6 +84,10 @@ func TestDroppedSectionPages(t *testing.T) {
 	}
 	check(".debug_info", sd.info, sd.infoSpans)
 	check(".debug_line", sd.line, sd.lineSpans)
+	if sd.rng == nil {
+		t.Fatal(".debug_rnglists is not dropped: the Go linker compresses it, the test needs it so")
+	}
+	check(".debug_rnglists", sd.rng, sd.rngGone)
 	if sd.refills != 0 {
 		t.Errorf("%d refills: the names of referable DIEs should have answered every cross-unit reference of a Go program", sd.refills)
 	}
@@ -157,4 +162,96 @@ func TestDroppedSectionRefill(t *testing.T) {
 type dieNameAt struct {
 	off dwarf.Offset
 	ok  bool
+}
+
+// TestDroppedRangeLists reads range lists given back again: rngTouch must
+// decompress .debug_rnglists again before the read (the bytes equal those
+// of a binary whose sections stay whole) and the decoded units' lists go
+// again after the decode (redrop).
+func TestDroppedRangeLists(t *testing.T) {
+	p := buildGoProg(t)
+	addrs := textAddrs(t, p, 300)
+	b, x := openDropping(t, p, Options{})
+	_, rx := openDropping(t, p, Options{})
+	for _, a := range addrs[:100] {
+		mustFrames(t, b, a)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	sd := x.drop
+	if sd.rng == nil || len(sd.rngGone) == 0 || sd.refills != 0 {
+		t.Fatalf("range lists dropped: region %v, %d extents gone, %d refills; want some gone, none refilled", sd.rng != nil, len(sd.rngGone), sd.refills)
+	}
+	page := os.Getpagesize()
+	var g dropSpan
+	for _, s := range sd.rngGone {
+		if s.hi-s.lo >= 2*page {
+			g = s
+			break
+		}
+	}
+	if g.hi == 0 {
+		t.Fatal("no dropped extent of two pages or more")
+	}
+	mid := (g.lo + g.hi) / 2
+	x.rngTouch(mid, mid+1)
+	sd.rngRead = [2]int{-1, -1}
+	if sd.refills != 1 || len(sd.rngGone) != 0 {
+		t.Fatalf("a read inside dropped range lists: %d refills, %d extents still gone; want 1 and 0", sd.refills, len(sd.rngGone))
+	}
+	if got, want := x.dies.rnglists[g.lo:g.hi], rx.dies.rnglists[g.lo:g.hi]; string(got) != string(want) {
+		t.Fatalf("range lists [%#x, %#x) differ from the whole section's after the refill", g.lo, g.hi)
+	}
+	x.rngTouch(0, 1) // not gone: no refill
+	sd.rngRead = [2]int{-1, -1}
+	if sd.refills != 1 {
+		t.Fatalf("a read outside dropped extents refilled (%d refills)", sd.refills)
+	}
+	x.redropDecoded()
+	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi > mid })
+	if i == len(sd.rngGone) || sd.rngGone[i].lo > mid {
+		t.Fatalf("offset %#x not dropped again after the refill", mid)
+	}
+	res := resident(t, sd.rng.mem)
+	for _, s := range sd.rngGone {
+		for pg := (s.lo + page - 1) / page; pg < s.hi/page; pg++ {
+			if res[pg]&1 != 0 {
+				t.Fatalf("page %d inside range lists [%#x, %#x) dropped again is resident", pg, s.lo, s.hi)
+			}
+		}
+	}
+}
+
+// TestRnglistEnd checks where rnglistEnd finds the end of DWARF 5 range
+// lists of every entry kind (DWARF 5 section 7.25).
+func TestRnglistEnd(t *testing.T) {
+	addr := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	var list []byte
+	list = append(list, 1, 0x81, 0x01)            // base_addressx, 2-byte ULEB
+	list = append(list, 2, 3, 4)                  // startx_endx
+	list = append(list, 3, 5, 0x80, 0x80, 0x01)   // startx_length
+	list = append(list, 4, 1, 2)                  // offset_pair
+	list = append(list, 5)                        // base_address
+	list = append(list, addr...)                  //
+	list = append(list, 6)                        // start_end
+	list = append(list, append(addr, addr...)...) //
+	list = append(list, 7)                        // start_length
+	list = append(list, append(addr, 0x90, 1)...) //
+	list = append(list, 0x2a)                     // unknown: stepped over, as debug/dwarf does
+	list = append(list, 0)                        // end_of_list
+	sec := append(append([]byte{0xee, 0xee}, list...), 4, 1, 2, 0)
+	if got, want := rnglistEnd(sec, 2, 8), 2+len(list); got != want {
+		t.Errorf("end of a list of every kind: %d, want %d", got, want)
+	}
+	if got, want := rnglistEnd(sec, 2+len(list), 8), len(sec); got != want {
+		t.Errorf("end of the next list: %d, want %d", got, want)
+	}
+	if got := rnglistEnd(sec[:2+5], 2, 8); got != 7 {
+		t.Errorf("a list cut short ends at the section's end: %d, want 7", got)
+	}
+	if got := rnglistEnd([]byte{5, 1, 2, 3, 4, 0, 9}, 0, 4); got != 6 {
+		t.Errorf("4-byte addresses: %d, want 6", got)
+	}
 }
