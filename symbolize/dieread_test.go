@@ -93,13 +93,18 @@ func TestDIEReaderMalformed(t *testing.T) {
 		want   string
 	}{
 		{"unit cut short", func(m map[string][]byte) {
-			// A value running into the unit's end: LEB128
-			// continuation bytes from the first DIE on.
+			// The unit's length ends it 3 bytes into its first
+			// DIE (a 32-bit DWARF unit: 4-byte length).
+			binary.LittleEndian.PutUint32(m["info"][h.off:], uint32(h.die+3-h.off-4))
+		}, "left"},
+		{"values past the unit's end", func(m map[string][]byte) {
+			// LEB128 continuation bytes from the first DIE's
+			// code to the unit's end.
 			info := m["info"]
-			for i := h.die + 1; i < h.end; i++ {
-				info[i] = 0xff // LEB128 continuation bytes up to the end
+			for i := h.die; i < h.end; i++ {
+				info[i] = 0xff
 			}
-		}, ".debug_info offset 0x"},
+		}, "LEB128 value runs past the end"},
 		{"unknown abbreviation code", func(m map[string][]byte) {
 			m["info"][h.die] = 0x7f
 		}, "abbreviation code 127 not in the unit's table"},
