@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -171,4 +172,172 @@ func FuzzDIEReader(f *testing.F) {
 			t.Fatalf("error without an offset: %v", err)
 		}
 	})
+}
+
+// TestDIEReaderForms reads a hand-built DWARF 4 unit whose DIEs use the
+// forms compilers here do not emit (indirect, data16, the block forms,
+// ref1/ref2/ref8/ref_udata, ref_sig8, flag, negative sdata) and repeat
+// attributes (Entry.Val returns the first), and checks that every DIE,
+// and the children skipped through DW_AT_sibling, equal what debug/dwarf
+// reads from the same bytes.
+func TestDIEReaderForms(t *testing.T) {
+	uleb := func(b []byte, v uint64) []byte {
+		for {
+			c := byte(v & 0x7f)
+			v >>= 7
+			if v == 0 {
+				return append(b, c)
+			}
+			b = append(b, c|0x80)
+		}
+	}
+	type spec struct{ attr, form uint64 }
+	abbrevs := []struct {
+		tag      uint64
+		children byte
+		attrs    []spec
+	}{
+		{0x11, 1, []spec{{0x03, formString}, {0x11, formAddr}, {0x12, formData4}}}, // compile_unit
+		{0x2e, 1, []spec{ // subprogram
+			{0x03, formString}, {0x03, formStrp}, {0x6e, formStrp}, {0x11, formAddr}, {0x12, formAddr},
+			{0x59, formSdata}, {0x58, formUdata}, {0x57, formData2}, {0x20, formData1},
+			{0x02, formBlock1}, {0x1c, formData16}, {0x3a, formIndirect}, {0x3f, formFlag},
+			{0x49, formRefUdata}, {0x31, formRef1}, {0x47, formRef2}, {0x01, formRef8},
+			{0x69, formRefSig8}, {0x40, formBlock2}, {0x4a, formBlock4}, {0x2a, formBlock},
+			{0x59, formData1}, {0x3c, formFlagPresent}, {0x55, formSecOffset},
+		}},
+		{0x1d, 0, []spec{ // inlined_subroutine: constant high_pc, negative values
+			{0x31, formRef4}, {0x11, formAddr}, {0x12, formData8}, {0x59, formSdata},
+			{0x57, formSdata}, {0x58, formData4}, {0x20, formUdata},
+		}},
+	}
+	var ab []byte
+	for i, a := range abbrevs {
+		ab = append(uleb(uleb(ab, uint64(i+1)), a.tag), a.children)
+		for _, s := range a.attrs {
+			ab = uleb(uleb(ab, s.attr), s.form)
+		}
+		ab = append(ab, 0, 0)
+	}
+	ab = append(ab, 0)
+	str := []byte("\x00first\x00linkage_name\x00")
+	le := binary.LittleEndian
+	d := uleb(nil, 1) // the unit entry, at offset 11 (after the header)
+	d = append(d, "cu\x00"...)
+	d = le.AppendUint64(d, 0x1000)
+	d = le.AppendUint32(d, 0x100)
+	d = uleb(d, 2) // the subprogram
+	d = append(d, "local\x00"...)
+	d = le.AppendUint32(d, 1) // strp "first": a second DW_AT_name, ignored
+	d = le.AppendUint32(d, 7) // strp "linkage_name"
+	d = le.AppendUint64(d, 0x1010)
+	d = le.AppendUint64(d, 0x1020)
+	d = append(d, 0x7f)                      // sdata -1
+	d = uleb(d, 300)                         // udata
+	d = le.AppendUint16(d, 9)                // data2
+	d = append(d, 3)                         // data1
+	d = append(d, 2, 0xaa, 0xbb)             // block1
+	d = append(d, make([]byte, 16)...)       // data16
+	d = uleb(uleb(d, formUdata), 77)         // indirect, as udata
+	d = append(d, 1)                         // flag
+	d = uleb(d, 0)                           // ref_udata: the unit's header
+	d = append(d, 11)                        // ref1: the unit entry
+	d = le.AppendUint16(d, 11)               // ref2
+	sib := len(d)                            //
+	d = le.AppendUint64(d, 0)                // ref8 DW_AT_sibling, set below
+	d = le.AppendUint64(d, 0x1234567890)     // ref_sig8
+	d = append(le.AppendUint16(d, 1), 0xcc)  // block2
+	d = append(le.AppendUint32(d, 2), 1, 2)  // block4
+	d = append(uleb(d, 3), 1, 2, 3)          // block
+	d = append(d, 5)                         // data1: a second DW_AT_call_line, ignored
+	d = le.AppendUint32(d, 0x40)             // sec_offset DW_AT_ranges
+	d = uleb(d, 3)                           // its child
+	d = le.AppendUint32(d, 11)               // ref4
+	d = le.AppendUint64(d, 0x1011)           //
+	d = le.AppendUint64(d, 4)                // data8: high_pc = low_pc + 4
+	d = append(d, 0x80, 0x7f)                // sdata -128
+	d = append(d, 0x40)                      // sdata -64
+	d = le.AppendUint32(d, 0xffffffff)       // data4
+	d = uleb(d, 1<<40)                       // udata
+	d = append(d, 0)                         // end of the subprogram's children
+	le.PutUint64(d[sib:], uint64(11+len(d))) // its sibling: what follows
+	d = uleb(d, 3)                           // an inlined call outside any function
+	d = le.AppendUint32(d, 11)
+	d = le.AppendUint64(d, 0x1030)
+	d = le.AppendUint64(d, 8)
+	d = append(d, 1, 2)
+	d = le.AppendUint32(d, 1)
+	d = uleb(d, 1)
+	d = append(d, 0) // end of the unit's children
+	info := le.AppendUint32(nil, uint32(7+len(d)))
+	info = le.AppendUint16(info, 4)
+	info = le.AppendUint32(info, 0) // abbrev offset
+	info = append(info, 8)          // address size
+	info = append(info, d...)
+
+	dd, err := dwarf.New(ab, nil, nil, info, nil, nil, nil, str)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newDIESections(map[string][]byte{"info": info, "abbrev": ab, "str": str}, le)
+	for _, skip := range []bool{false, true} {
+		var r dieReader
+		if err := s.unitReader(&dwarf.Entry{Offset: 11}, &r); err != nil {
+			t.Fatal(err)
+		}
+		dr := dd.Reader()
+		n := 0
+		for {
+			e, err := dr.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want die
+			ok, err := r.next(&got)
+			if e == nil {
+				if ok || err != nil {
+					t.Fatalf("dieReader goes on past the unit (%v)", err)
+				}
+				break
+			}
+			if !ok || err != nil {
+				t.Fatalf("entry at %#x: dieReader ended (%v)", e.Offset, err)
+			}
+			n++
+			dieFromEntry(e, &want)
+			want.own = false
+			if e.Tag == 0 {
+				want.off = got.off
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("entry at %#x (%v):\n dieReader   %+v\n debug/dwarf %+v", e.Offset, e.Tag, got, want)
+			}
+			if skip && e.Tag == dwarf.TagSubprogram {
+				if got.has&hasSibling == 0 {
+					t.Fatal("the subprogram's DW_AT_sibling was not read")
+				}
+				dr.SkipChildren()
+				if err := r.skipChildren(&got); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if want := map[bool]int{false: 6, true: 4}[skip]; n != want {
+			t.Fatalf("skip %v: %d entries, want %d", skip, n, want)
+		}
+	}
+	// The checks above compare with debug/dwarf; these pin what both read.
+	var r dieReader
+	s.unitReader(&dwarf.Entry{Offset: 11}, &r)
+	var cu, sp, in die
+	r.next(&cu)
+	r.next(&sp)
+	r.next(&in)
+	if sp.name != "local" || sp.linkage != "linkage_name" || sp.callLine != -1 || sp.callFile != 300 || sp.callCol != 9 ||
+		sp.origin != 11 || sp.spec != 11 || sp.has&(hasInline|hasDecl|hasRanges) != hasInline|hasDecl|hasRanges {
+		t.Errorf("subprogram: %+v", sp)
+	}
+	if !in.highConst || in.highOff != 4 || in.callLine != -128 || in.callCol != -64 || in.callFile != 0xffffffff {
+		t.Errorf("inlined call: %+v", in)
+	}
 }
