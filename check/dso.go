@@ -565,6 +565,12 @@ func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
 func (s *Session) planModuleNames(d *DSO, found *Located) {
 	d.symPath = ""
 	d.modNames = ""
+	// The lookup's decompressed image of a compressed .ko, taken (and so
+	// released from the lookup's memo) whichever way the module is named.
+	var image []byte
+	if found != nil {
+		image = found.module.take()
+	}
 	name := moduleName(d.Path)
 	var why []string
 	start, limit, ok := s.moduleRange(d)
@@ -589,7 +595,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	}
 	if found != nil {
 		p := found.Path
-		if lk, err := koTextSymsOf(p, found.module.take(), limit, d.BuildID); err != nil {
+		if lk, err := koTextSymsOf(p, image, limit, d.BuildID); err != nil {
 			why = append(why, err.Error())
 		} else {
 			d.modNames = "ko"

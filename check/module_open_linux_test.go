@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"syscall"
@@ -8,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // openCounter counts the opens of one file, as the kernel reports them
@@ -93,5 +95,33 @@ func TestCompressedModuleReadOnce(t *testing.T) {
 		if n := c.opens(t); n != 1 {
 			t.Errorf("%s: %s opened %d times on the check path, want once", tc.name, elfPath, n)
 		}
+	}
+}
+
+// The lookup's image of a compressed module is released even when the
+// module is named from /proc/kallsyms (loaded now at the recorded
+// address) and the image is not needed: the lookup's answers are kept for
+// the whole check, and with them any image not taken.
+func TestCompressedModuleImageReleased(t *testing.T) {
+	dir := t.TempDir()
+	ko := filepath.Join(dir, "perfcheck-test.ko")
+	id := buildKO(t, ko, modSrc, "")
+	cache := t.TempDir()
+	cacheModule(t, cache, ko, id)
+	fakeRunning(t, ko, "perfcheck_test", modBase)
+	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: KindModule, BuildID: id})
+	if err != nil || found.module == nil {
+		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
+	}
+	s := NewSession(Options{})
+	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true})
+	d := s.tracker.kernel.maps[0].DSO
+	d.BuildID = id
+	s.planModuleNames(d, found)
+	if d.modNames != "kallsyms" {
+		t.Fatalf("named by %q (%s), want kallsyms", d.modNames, d.Reason)
+	}
+	if found.module.take() != nil {
+		t.Error("the image was kept by the lookup's answer")
 	}
 }
