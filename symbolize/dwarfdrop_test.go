@@ -88,6 +88,24 @@ func TestDroppedSectionPages(t *testing.T) {
 		t.Fatal(".debug_rnglists is not dropped: the Go linker compresses it, the test needs it so")
 	}
 	check(".debug_rnglists", sd.rng, sd.rngGone)
+	// Whole lists go, not just their first bytes: most of the section
+	// is lists of decoded units.
+	gone := 0
+	for _, g := range sd.rngGone {
+		gone += g.hi - g.lo
+	}
+	t.Logf(".debug_rnglists: %d of %d bytes in dropped extents", gone, len(x.dies.rnglists))
+	if gone < len(x.dies.rnglists)/2 {
+		t.Errorf(".debug_rnglists: only %d of %d bytes in dropped extents", gone, len(x.dies.rnglists))
+	}
+	// What a unit read ends with the end of a list (DW_RLE_end_of_list,
+	// 0), read from the sections kept whole.
+	whole := rx.dies.rnglists
+	for u, e := range sd.unitRng {
+		if e[0] >= 0 && (e[1] > len(whole) || whole[e[1]-1] != 0) {
+			t.Fatalf("unit %d read range lists [%#x, %#x), which does not end a list", u, e[0], e[1])
+		}
+	}
 	if sd.refills != 0 {
 		t.Errorf("%d refills: the names of referable DIEs should have answered every cross-unit reference of a Go program", sd.refills)
 	}
@@ -229,18 +247,18 @@ func TestDroppedRangeLists(t *testing.T) {
 func TestRnglistEnd(t *testing.T) {
 	addr := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 	var list []byte
-	list = append(list, 1, 0x81, 0x01)            // base_addressx, 2-byte ULEB
-	list = append(list, 2, 3, 4)                  // startx_endx
-	list = append(list, 3, 5, 0x80, 0x80, 0x01)   // startx_length
-	list = append(list, 4, 1, 2)                  // offset_pair
-	list = append(list, 5)                        // base_address
-	list = append(list, addr...)                  //
-	list = append(list, 6)                        // start_end
-	list = append(list, append(addr, addr...)...) //
-	list = append(list, 7)                        // start_length
-	list = append(list, append(addr, 0x90, 1)...) //
-	list = append(list, 0x2a)                     // unknown: stepped over, as debug/dwarf does
-	list = append(list, 0)                        // end_of_list
+	list = append(list, 1, 0x81, 0x01)                       // base_addressx, 2-byte ULEB
+	list = append(list, 2, 3, 4)                             // startx_endx
+	list = append(list, 3, 5, 0x80, 0x80, 0x01)              // startx_length
+	list = append(list, 4, 1, 2)                             // offset_pair
+	list = append(list, 5)                                   // base_address
+	list = append(list, addr...)                             //
+	list = append(list, 6)                                   // start_end
+	list = append(list, append(addr, addr...)...)            //
+	list = append(list, 7)                                   // start_length, at a zero address: a parse off by
+	list = append(list, append(make([]byte, 8), 0x90, 1)...) // the start_end before it stops at one of its zeros
+	list = append(list, 0x2a)                                // unknown: stepped over, as debug/dwarf does
+	list = append(list, 0)                                   // end_of_list
 	sec := append(append([]byte{0xee, 0xee}, list...), 4, 1, 2, 0)
 	if got, want := rnglistEnd(sec, 2, 8), 2+len(list); got != want {
 		t.Errorf("end of a list of every kind: %d, want %d", got, want)
