@@ -791,7 +791,7 @@ func TestProofLivePipe(t *testing.T) {
 	defer f.Close()
 	rec := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", "-", "--", bin)
 	rec.Dir = w.dir
-	rec.Env = append(os.Environ(), "LC_ALL=C", "HOME="+w.dir)
+	rec.Env = append(fixtures.PerfEnv(w.dir), "LC_ALL=C")
 	var recErr strings.Builder
 	rec.Stderr = &recErr
 	pipe, err := rec.StdoutPipe()
