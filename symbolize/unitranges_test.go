@@ -30,6 +30,18 @@ func TestDIEReader(t *testing.T) {
 		"g++ dwarf 4":     compile(t, dir, "progcc4", "g++", testdataPath(t, "prog.cc"), "-O2", "-g", "-gdwarf-4"),
 		"gcc dwarf64":     compile(t, dir, "prog5z", gcc, testdataPath(t, "prog.c"), "-O2", "-g", "-gdwarf-5", "-gdwarf64"),
 	}
+	// A big-endian binary: Go cross-compiled for s390x.
+	{
+		dir := goProgDir(t)
+		p := filepath.Join(dir, "goprog-s390x")
+		cmd := exec.Command(needTool(t, "go"), "build", "-o", p, ".")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOOS=linux", "GOARCH=s390x")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build for s390x: %v\n%s", err, o)
+		}
+		bins["go s390x (big-endian)"] = p
+	}
 	// LLVM's DWARF 5 (rustc's) has what gcc's lacks: DW_FORM_strx1,
 	// addrx and rnglistx, read through DW_AT_str_offsets_base,
 	// DW_AT_addr_base and DW_AT_rnglists_base.
