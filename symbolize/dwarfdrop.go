@@ -61,10 +61,26 @@ type sectionDrop struct {
 
 	refNames map[dwarf.Offset]dieName
 
-	refills  int   // times the sections were decompressed again
+	refills  int   // times bytes of decoded units were decompressed again
 	dropped  int64 // bytes of units and line programs given back (again after a refill)
 	redrop   bool  // a refill happened: drop the decoded units' pages again
 	disabled bool  // too many refills: the sections stay whole
+
+	// partial: every dropped section refills ranges (zlib with
+	// checkpoints, region.partial). Then .debug_info and .debug_line
+	// are dropped whole right after the index's load, each unit's DIEs
+	// and line program are filled again just before its decode, and
+	// whatever was filled for a decode (its own spans, the spans of
+	// units it refers into, range lists) is dropped after it; there is
+	// no limit on refills. Otherwise (zstd) a refill decompresses the
+	// sections whole, as described above.
+	partial bool
+	fills   int     // partial fills made
+	spanOf  []int32 // per info span: its unit, -1 none
+	filled  struct {
+		info, line []int32  // spans filled for the decode in progress
+		rng        [][2]int // range list extents likewise
+	}
 }
 
 type dropSpan struct {
@@ -152,7 +168,86 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 			break
 		}
 	}
+	sd.partial = true
+	for _, r := range []*region{sd.info, sd.line, sd.rng} {
+		if r != nil && !r.partial {
+			sd.partial = false
+		}
+	}
 	x.drop = sd
+	if !sd.partial {
+		return
+	}
+	// The unit table is built: no unit's DIEs or line program are read
+	// again before it is decoded (needUnit fills them then) or referred
+	// to (refName). Range lists are dropped by read, as units are
+	// decoded: which lists are a unit's is known only once it is.
+	if sd.info != nil {
+		x.keepAllRefNames()
+	}
+	sd.spanOf = make([]int32, len(sd.infoSpans))
+	for i := range sd.spanOf {
+		sd.spanOf[i] = -1
+	}
+	for u, i := range sd.unitInfo {
+		if i >= 0 {
+			sd.spanOf[i] = int32(u)
+		}
+	}
+	if sd.info != nil {
+		for i := range sd.infoSpans {
+			dropSpanPages(sd.info, sd.infoSpans, i)
+			sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+		}
+	}
+	if sd.line != nil {
+		for k := range sd.lineSpans {
+			dropSpanPages(sd.line, sd.lineSpans, k)
+			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+		}
+	}
+}
+
+// keepAllRefNames reads into refNames, before .debug_info is dropped at
+// load, the names of the DIEs of every unit that other units can refer
+// to (those keepRefName keeps, found by the walk decodeUnit makes).
+// Otherwise each reference into a unit not yet decoded would fill that
+// unit's bytes again: 202 fills of 10.5 MB of units (and 33 MB decoded
+// from their checkpoints before them) in the Go compiler batch, against
+// one walk of the section here while it is whole.
+func (x *dwarfIndex) keepAllRefNames() {
+	if x.dies == nil {
+		return
+	}
+	touch := x.dies.touchRng
+	x.dies.touchRng = nil // not a decode: no range list read is the unit's
+	defer func() { x.dies.touchRng = touch }()
+	var e die
+	for u := range x.units {
+		w, err := x.walker(x.units[u].entry)
+		if err != nil {
+			continue // the unit's decode reports it
+		}
+		for {
+			ok, err := w.next(&e)
+			if err != nil || !ok {
+				break
+			}
+			switch e.tag {
+			case dwarf.TagSubprogram:
+				x.keepRefName(&e)
+			case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+				dwarf.TagEnumerationType, dwarf.TagVariable, dwarf.TagFormalParameter,
+				dwarf.TagSubroutineType, dwarf.TagArrayType, dwarf.TagBaseType,
+				dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
+				dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
+				// decodeUnit skips these children too.
+				if w.skipChildren(&e) != nil {
+					break
+				}
+			}
+		}
+	}
 }
 
 // unitExtent returns the extent of the unit (a .debug_info unit or a line
@@ -197,7 +292,27 @@ func unitSpans(info []byte, bo binary.ByteOrder) []dropSpan {
 // u was decoded.
 func (x *dwarfIndex) dropUnit(u int32) {
 	sd := x.drop
-	if sd == nil || sd.disabled || sd.unitGone[u] {
+	if sd == nil || sd.disabled {
+		return
+	}
+	if sd.partial {
+		// The unit's spans were filled for its decode; its range
+		// lists were read by it, present or filled.
+		sd.unitGone[u] = true
+		if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && !sd.infoSpans[i].gone {
+			dropSpanPages(sd.info, sd.infoSpans, int(i))
+			sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+		}
+		if k := sd.unitLine[u]; k >= 0 && sd.line != nil && !sd.lineSpans[k].gone {
+			dropSpanPages(sd.line, sd.lineSpans, int(k))
+			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+		}
+		if e := sd.unitRng[u]; sd.rng != nil && e[0] >= 0 && e[0] < e[1] {
+			sd.dropRng(e[0], e[1])
+		}
+		return
+	}
+	if sd.unitGone[u] {
 		return
 	}
 	sd.unitGone[u] = true
@@ -222,6 +337,9 @@ func (x *dwarfIndex) dropUnit(u int32) {
 // extent.
 func (sd *sectionDrop) dropRng(lo, hi int) {
 	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi >= lo })
+	if i < len(sd.rngGone) && sd.rngGone[i].lo <= lo && hi <= sd.rngGone[i].hi {
+		return // gone already
+	}
 	j := i
 	for j < len(sd.rngGone) && sd.rngGone[j].lo <= hi {
 		lo, hi = min(lo, sd.rngGone[j].lo), max(hi, sd.rngGone[j].hi)
@@ -241,9 +359,13 @@ func (x *dwarfIndex) rngTouch(lo, hi int) {
 	}
 	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi > lo })
 	if i < len(sd.rngGone) && sd.rngGone[i].lo < hi {
-		x.refill()
-		if sd.disabled {
-			return
+		if sd.partial {
+			sd.fillRng(lo, hi)
+		} else {
+			x.refill()
+			if sd.disabled {
+				return
+			}
 		}
 	}
 	if sd.rngRead[0] < 0 {
@@ -326,6 +448,20 @@ func (x *dwarfIndex) needUnit(u int32) {
 	if sd == nil {
 		return
 	}
+	if sd.partial {
+		if sd.unitGone[u] {
+			sd.refills++ // decoded again after an eviction
+		}
+		if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && sd.infoSpans[i].gone {
+			sd.fillSpan(sd.info, sd.infoSpans, int(i))
+			sd.filled.info = append(sd.filled.info, i)
+		}
+		if k := sd.unitLine[u]; k >= 0 && sd.line != nil && sd.lineSpans[k].gone {
+			sd.fillSpan(sd.line, sd.lineSpans, int(k))
+			sd.filled.line = append(sd.filled.line, k)
+		}
+		return
+	}
 	gone := false
 	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && sd.infoSpans[i].gone {
 		gone = true
@@ -346,11 +482,23 @@ func (x *dwarfIndex) refName(off dwarf.Offset) (dieName, bool) {
 	if sd == nil || sd.info == nil {
 		return dieName{}, false
 	}
-	if i := sd.infoSpanOf(off); i < 0 || !sd.infoSpans[i].gone {
+	i := sd.infoSpanOf(off)
+	if i < 0 || !sd.infoSpans[i].gone {
 		return dieName{}, false
 	}
 	if dn, ok := sd.refNames[off]; ok {
 		return dn, true
+	}
+	if sd.partial {
+		// A DIE of a unit not decoded yet (so not in refNames), or
+		// one refNames does not keep: fill its unit, until the
+		// decode in progress ends.
+		if u := sd.spanOf[i]; u >= 0 && sd.unitGone[u] {
+			sd.refills++
+		}
+		sd.fillSpan(sd.info, sd.infoSpans, i)
+		sd.filled.info = append(sd.filled.info, int32(i))
+		return dieName{}, false
 	}
 	x.refill()
 	return dieName{}, false
@@ -406,7 +554,7 @@ func (x *dwarfIndex) refill() {
 		if r == nil {
 			continue
 		}
-		if err := r.refill(); err != nil {
+		if err := r.refill(0, len(r.data)); err != nil {
 			panic(fmt.Errorf("decompressing again a section whose pages were dropped: %w", err))
 		}
 	}
@@ -438,7 +586,29 @@ func (x *dwarfIndex) refill() {
 // refill. Called with x.mu held.
 func (x *dwarfIndex) redropDecoded() {
 	sd := x.drop
-	if sd == nil || !sd.redrop {
+	if sd == nil {
+		return
+	}
+	if sd.partial {
+		for _, i := range sd.filled.info {
+			if !sd.infoSpans[i].gone {
+				dropSpanPages(sd.info, sd.infoSpans, int(i))
+				sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+			}
+		}
+		for _, k := range sd.filled.line {
+			if !sd.lineSpans[k].gone {
+				dropSpanPages(sd.line, sd.lineSpans, int(k))
+				sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+			}
+		}
+		for _, e := range sd.filled.rng {
+			sd.dropRng(e[0], e[1])
+		}
+		sd.filled.info, sd.filled.line, sd.filled.rng = sd.filled.info[:0], sd.filled.line[:0], sd.filled.rng[:0]
+		return
+	}
+	if !sd.redrop {
 		return
 	}
 	sd.redrop = false
@@ -447,4 +617,68 @@ func (x *dwarfIndex) redropDecoded() {
 			x.dropUnit(int32(u))
 		}
 	}
+}
+
+// fillSpan decompresses spans[i] of r again (a partial region) and marks
+// it present. A fill that fails leaves the span unreadable: it panics, as
+// refill does.
+func (sd *sectionDrop) fillSpan(r *region, spans []dropSpan, i int) {
+	if err := r.refill(spans[i].lo, spans[i].hi); err != nil {
+		panic(fmt.Errorf("decompressing again a unit whose pages were dropped: %w", err))
+	}
+	sd.fills++
+	spans[i].gone = false
+}
+
+// fillRng makes .debug_rnglists[lo:hi] readable again (a partial
+// region): it fills the dropped bytes from the checkpoint before lo to
+// the next one after hi (the fill decodes from that checkpoint anyway,
+// and the decode's next reads are likely near), clipped to the dropped
+// extents, which it removes from rngGone. What it filled is dropped again
+// after the decode (redropDecoded).
+func (sd *sectionDrop) fillRng(lo, hi int) {
+	r := sd.rng
+	a, b := r.ix.around(lo, hi)
+	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi > a })
+	var keep []dropSpan
+	for j := i; j < len(sd.rngGone) && sd.rngGone[j].lo < b; j++ {
+		g := sd.rngGone[j]
+		fa, fb := max(g.lo, a), min(g.hi, b)
+		if err := r.refill(fa, fb); err != nil {
+			panic(fmt.Errorf("decompressing again range lists whose pages were dropped: %w", err))
+		}
+		sd.fills++
+		sd.filled.rng = append(sd.filled.rng, [2]int{fa, fb})
+		if g.lo < fa {
+			keep = append(keep, dropSpan{lo: g.lo, hi: fa, gone: true})
+		}
+		if fb < g.hi {
+			keep = append(keep, dropSpan{lo: fb, hi: g.hi, gone: true})
+		}
+		sd.rngGone = slices.Replace(sd.rngGone, j, j+1, keep...)
+		j += len(keep) - 1
+		keep = keep[:0]
+	}
+	sd.refills++
+}
+
+// keepWhole fills every dropped byte again and stops dropping: tests
+// compare an index that drops with one that keeps its sections whole.
+func (x *dwarfIndex) keepWhole() {
+	sd := x.drop
+	for _, r := range []*region{sd.info, sd.line, sd.rng} {
+		if r != nil {
+			if err := r.refill(0, len(r.data)); err != nil {
+				panic(err)
+			}
+		}
+	}
+	for i := range sd.infoSpans {
+		sd.infoSpans[i].gone = false
+	}
+	for i := range sd.lineSpans {
+		sd.lineSpans[i].gone = false
+	}
+	sd.rngGone = nil
+	sd.disabled = true
 }

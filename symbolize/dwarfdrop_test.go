@@ -4,7 +4,10 @@ package symbolize
 
 import (
 	"debug/dwarf"
+	"math/rand"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"syscall"
 	"testing"
@@ -44,7 +47,7 @@ func TestDroppedSectionPages(t *testing.T) {
 	b, x := openDropping(t, p, Options{})
 	ref, rx := openDropping(t, p, Options{})
 	rx.mu.Lock()
-	rx.drop.disabled = true
+	rx.keepWhole()
 	rx.mu.Unlock()
 	for _, a := range addrs {
 		got, err1 := b.Frames(a, nil)
@@ -155,7 +158,7 @@ func TestDroppedSectionRefill(t *testing.T) {
 	b, x = openDropping(t, p, Options{MaxDecodedDWARF: 1})
 	ref, rx := openDropping(t, p, Options{})
 	rx.mu.Lock()
-	rx.drop.disabled = true
+	rx.keepWhole()
 	rx.mu.Unlock()
 	for round := 0; round < 2; round++ {
 		for _, a := range addrs[:60] {
@@ -167,10 +170,18 @@ func TestDroppedSectionRefill(t *testing.T) {
 		}
 	}
 	x.mu.Lock()
-	refills, disabled, evictions := x.drop.refills, x.drop.disabled, x.evictions
+	refills, disabled, evictions, partial := x.drop.refills, x.drop.disabled, x.evictions, x.drop.partial
 	x.mu.Unlock()
 	if evictions == 0 {
 		t.Fatal("no unit evicted: the test would not decode any again")
+	}
+	if partial {
+		// zlib: each unit decoded again fills its own bytes alone,
+		// as often as needed.
+		if refills == 0 || disabled {
+			t.Fatalf("after %d evictions: %d refills, dropping disabled %v; want refills and dropping on", evictions, refills, disabled)
+		}
+		return
 	}
 	if refills != maxRefills || !disabled {
 		t.Fatalf("after %d evictions: %d refills, dropping disabled %v; want %d refills, then the sections kept whole", evictions, refills, disabled, maxRefills)
@@ -216,11 +227,27 @@ func TestDroppedRangeLists(t *testing.T) {
 	mid := (g.lo + g.hi) / 2
 	x.rngTouch(mid, mid+1)
 	sd.rngRead = [2]int{-1, -1}
-	if sd.refills != 1 || len(sd.rngGone) != 0 {
-		t.Fatalf("a read inside dropped range lists: %d refills, %d extents still gone; want 1 and 0", sd.refills, len(sd.rngGone))
-	}
-	if got, want := x.dies.rnglists[g.lo:g.hi], rx.dies.rnglists[g.lo:g.hi]; string(got) != string(want) {
-		t.Fatalf("range lists [%#x, %#x) differ from the whole section's after the refill", g.lo, g.hi)
+	if sd.partial {
+		// Only the dropped bytes around mid are filled; every byte
+		// outside the extents still gone must be the section's.
+		j := sort.Search(len(sd.rngGone), func(j int) bool { return sd.rngGone[j].hi > mid })
+		if sd.refills != 1 || j < len(sd.rngGone) && sd.rngGone[j].lo <= mid {
+			t.Fatalf("a read inside dropped range lists: %d refills, offset %#x still gone; want 1 refill, the offset filled", sd.refills, mid)
+		}
+		at := 0
+		for _, s := range append(sd.rngGone, dropSpan{lo: len(x.dies.rnglists), hi: len(x.dies.rnglists)}) {
+			if got, want := x.dies.rnglists[at:s.lo], rx.dies.rnglists[at:s.lo]; string(got) != string(want) {
+				t.Fatalf("range lists [%#x, %#x), not dropped, differ from the whole section's after the fill", at, s.lo)
+			}
+			at = s.hi
+		}
+	} else {
+		if sd.refills != 1 || len(sd.rngGone) != 0 {
+			t.Fatalf("a read inside dropped range lists: %d refills, %d extents still gone; want 1 and 0", sd.refills, len(sd.rngGone))
+		}
+		if got, want := x.dies.rnglists[g.lo:g.hi], rx.dies.rnglists[g.lo:g.hi]; string(got) != string(want) {
+			t.Fatalf("range lists [%#x, %#x) differ from the whole section's after the refill", g.lo, g.hi)
+		}
 	}
 	x.rngTouch(0, 1) // not gone: no refill
 	sd.rngRead = [2]int{-1, -1}
@@ -271,5 +298,74 @@ func TestRnglistEnd(t *testing.T) {
 	}
 	if got := rnglistEnd([]byte{5, 1, 2, 3, 4, 0, 9}, 0, 4); got != 6 {
 		t.Errorf("4-byte addresses: %d, want 6", got)
+	}
+}
+
+// TestPartialRefill decodes every unit of a Go program, whose linker
+// compresses its DWARF with zlib, in a random order, twice, under a
+// budget that evicts units all along (so units are decoded again from
+// bytes filled again), with checkpoints every 4 KiB (so fills start at
+// checkpoints in the middle of units), and compares every answer with
+// the same program whose sections objcopy decompressed. A fill that
+// writes a wrong byte, or misses a range a decode reads, changes an
+// answer or fails a decode.
+func TestPartialRefill(t *testing.T) {
+	p := buildGoProg(t)
+	plain := filepath.Join(t.TempDir(), "plain")
+	if o, err := exec.Command(needTool(t, "objcopy"), "--decompress-debug-sections", p, plain).CombinedOutput(); err != nil {
+		t.Fatalf("objcopy: %v\n%s", err, o)
+	}
+	defer func(old int64) { inflateInterval = old }(inflateInterval)
+	inflateInterval = 4 << 10
+	b, x := openDropping(t, p, Options{MaxDecodedDWARF: 256 << 10})
+	ref := mustOpenOpts(t, plain, Options{})
+	if rx := ref.loadDWARF(); rx == nil || rx.drop != nil {
+		t.Fatalf("%s: sections still compressed", plain)
+	}
+	x.mu.Lock()
+	partial, cps := x.drop.partial, len(x.drop.info.ix.cps)
+	x.mu.Unlock()
+	if !partial || cps < 10 {
+		t.Fatalf("partial refills %v, %d checkpoints in .debug_info: the test needs zlib sections with checkpoints", partial, cps)
+	}
+	addrs := append(rangeUnits(x), textAddrs(t, p, 800)...)
+	r := rand.New(rand.NewSource(5))
+	for round := range 2 {
+		r.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+		for _, a := range addrs {
+			got, err1 := b.Frames(a, nil)
+			want, err2 := ref.Frames(a, nil)
+			if fmtOurs(got) != fmtOurs(want) || (err1 == nil) != (err2 == nil) {
+				t.Fatalf("round %d, %#x: compressed, filled by range %s (%v), decompressed by objcopy %s (%v)", round, a, fmtOurs(got), err1, fmtOurs(want), err2)
+			}
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.drop == nil {
+		t.Fatal("sections released: every unit stayed decoded, the budget evicted nothing")
+	}
+	sd := x.drop
+	t.Logf("%d units, %d evictions, %d fills, %d refills of decoded units, %d checkpoints", len(x.units), x.evictions, sd.fills, sd.refills, cps)
+	if x.evictions == 0 || sd.refills == 0 || sd.fills < len(rangeUnits(x)) {
+		t.Fatalf("%d evictions, %d fills, %d refills: the test must decode units again from filled bytes", x.evictions, sd.fills, sd.refills)
+	}
+	// Between decodes nothing of .debug_info or .debug_line is resident.
+	page := os.Getpagesize()
+	for _, c := range []struct {
+		r     *region
+		spans []dropSpan
+	}{{sd.info, sd.infoSpans}, {sd.line, sd.lineSpans}} {
+		res := resident(t, c.r.mem)
+		for _, s := range c.spans {
+			if !s.gone {
+				t.Fatalf("span [%#x, %#x) still present between decodes", s.lo, s.hi)
+			}
+			for pg := (s.lo + page - 1) / page; pg < s.hi/page; pg++ {
+				if res[pg]&1 != 0 {
+					t.Fatalf("page %d inside span [%#x, %#x) is resident between decodes", pg, s.lo, s.hi)
+				}
+			}
+		}
 	}
 }

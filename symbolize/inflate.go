@@ -41,15 +41,16 @@ const (
 	inflateInBuf  = 32 << 10  // compressed bytes read at once
 	maxMatch      = 258       // deflate's longest match
 
-	// inflateInterval is the output between checkpoints: each costs a
-	// 32 KiB window, and a fill decodes on average half an interval
-	// before the range it wants (see docs/symbolize.md for the
-	// measurement behind the figure).
-	inflateInterval = 256 << 10
-
 	litBits  = 10 // primary table bits, literal/length code
 	distBits = 8  // primary table bits, distance code
 )
+
+// inflateInterval is the output between checkpoints of the sections that
+// refill ranges: each costs a 32 KiB window, and a fill decodes on average
+// half an interval before the range it wants (see docs/symbolize.md for
+// the measurement behind the figure). A variable for tests, which lower
+// it to have checkpoints in small binaries.
+var inflateInterval int64 = 256 << 10
 
 // inflateCheckpoint is where decoding can resume: a block header at bit
 // bit of the deflate stream, where out bytes had been written. Its window
@@ -769,4 +770,20 @@ func (ix *inflateIndex) fill(dst []byte, lo, hi int) error {
 		err = fmt.Errorf("%w: section %s at offset %#x: deflate stream ends before output byte %d", ErrMalformed, ix.name, ix.secOff, hi)
 	}
 	return err
+}
+
+// around returns the extent [a, b) a fill of [lo, hi) decodes anyway, or
+// nearly: from the last checkpoint at or before lo to the first after hi
+// (or the end).
+func (ix *inflateIndex) around(lo, hi int) (a, b int) {
+	b = int(ix.size)
+	for _, cp := range ix.cps {
+		if cp.out <= int64(lo) {
+			a = int(cp.out)
+		} else if cp.out >= int64(hi) {
+			b = int(cp.out)
+			break
+		}
+	}
+	return a, b
 }

@@ -38,15 +38,27 @@ type region struct {
 	// refill writes the section's bytes into data again (decompresses
 	// it once more) after pages of an anonymous region were dropped
 	// (see dropPages); nil for a mapping of the file, whose dropped
-	// pages come back from the file on the next read.
-	refill func() error
+	// pages come back from the file on the next read. With partial,
+	// it writes data[lo:hi] and nothing else, decompressing from the
+	// checkpoint before lo (ix); otherwise it writes the whole section.
+	refill  func(lo, hi int) error
+	partial bool
+	ix      *inflateIndex // the checkpoints of a partial region, released with it
 
 	once sync.Once
 }
 
 var errNoMap = errors.New("not mappable")
 
-func (r *region) unmap() { r.once.Do(r.release) }
+func (r *region) unmap() {
+	r.once.Do(func() {
+		r.release()
+		if r.ix != nil {
+			r.ix.release()
+			r.ix = nil
+		}
+	})
+}
 
 // regionSet is the regions a Binary owns.
 type regionSet struct {

@@ -32,7 +32,11 @@ const maxAnonSection = 4 << 30
 // (see region) where possible: an uncompressed section as a mapping of
 // the file, a compressed one decompressed into anonymous memory; their
 // regions are added to rs.
-func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) ([]byte, error) {
+//
+// A zlib section is decompressed by our inflater (inflate.go); with
+// resumable, it records checkpoints, so that the region can later fill any
+// range of its bytes again alone (region.partial).
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet, resumable bool) ([]byte, error) {
 	plain := func() ([]byte, error) {
 		if rs != nil {
 			if d, ok := mapSection(rs, osFile(ra), s); ok {
@@ -120,29 +124,11 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 		// (DWARF compresses 3 to 5 times); a larger claim may be a
 		// lie, whose untouched pages must then cost nothing.
 		if r, err := mapAnon(int64(size), size <= comp*32); err == nil {
-			// Untouched pages of the mapping cost nothing, so a
-			// header that lies costs no more than the real stream.
-			fill := func(dst []byte) error {
-				zr, done, err := open()
-				if err != nil {
-					return err
-				}
-				defer done()
-				n, err := io.ReadFull(zr, dst)
-				if err == io.ErrUnexpectedEOF || err == io.EOF {
-					return fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, n, size)
-				}
-				if err != nil {
-					return fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
-				}
-				return nil
-			}
-			if err := fill(r.data[:size]); err != nil {
+			r.data = r.data[:size:size]
+			if err := fillRegion(r, s, raw, int64(n), int64(comp), typ, open, resumable); err != nil {
 				r.unmap()
 				return nil, err
 			}
-			r.data = r.data[:size:size]
-			r.refill = func() error { return fill(r.data) }
 			rs.add(r)
 			return r.data, nil
 		}
@@ -175,6 +161,12 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet) (
 	return out, nil
 }
 
+// resumableSections are the DWARF sections whose pages sectionDrop gives
+// back as units are decoded: decompressed by our inflater, they record
+// checkpoints, so that a unit's bytes can be decompressed again alone.
+// The others are read at every decode and stay whole.
+var resumableSections = map[string]bool{"info": true, "line": true, "rnglists": true}
+
 // loadSections reads the named DWARF sections (".debug_NAME", or the old
 // ".zdebug_NAME") of ef concurrently: decompression dominates the time to
 // first answer and the sections are independent. Missing sections map to
@@ -198,7 +190,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, rs *regionSet) (
 			var b []byte
 			err := safely(s.Name, func() error {
 				var err error
-				b, err = sectionBytes(ef, ra, s, rs)
+				b, err = sectionBytes(ef, ra, s, rs, resumableSections[name])
 				return err
 			})
 			mu.Lock()
@@ -214,4 +206,63 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, rs *regionSet) (
 	}
 	wg.Wait()
 	return out, firstErr
+}
+
+// fillRegion decompresses the section s (the stream at off, comp bytes,
+// in raw) into r.data and sets r.refill. A zlib stream goes through our
+// inflater: with resumable, the region keeps its checkpoints and refills
+// only the range asked (r.partial); otherwise a refill decompresses it
+// whole again. zstd goes through klauspost/compress, and its refill is
+// whole: resuming a zstd stream mid-frame would need the same work for
+// zstd blocks, which no producer here makes worth it (objcopy writes one
+// frame per section).
+func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ elf.CompressionType, open func() (io.Reader, func(), error), resumable bool) error {
+	if typ == elf.COMPRESS_ZLIB {
+		src := inflateSrc{src: raw, off: off, n: comp, name: s.Name, secOff: s.Offset}
+		interval := int64(0)
+		if resumable {
+			interval = inflateInterval
+		}
+		ix, err := inflateZlib(src, r.data, interval, checkpointWindows)
+		if err != nil {
+			return err
+		}
+		if !resumable {
+			r.refill = func(lo, hi int) error {
+				_, err := inflateZlib(src, r.data, 0, nil)
+				return err
+			}
+			return nil
+		}
+		r.ix, r.partial = ix, true
+		r.refill = func(lo, hi int) error { return ix.fill(r.data, lo, hi) }
+		return nil
+	}
+	fill := func(dst []byte) error {
+		zr, done, err := open()
+		if err != nil {
+			return err
+		}
+		defer done()
+		n, err := io.ReadFull(zr, dst)
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, n, len(dst))
+		}
+		if err != nil {
+			return fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		}
+		return nil
+	}
+	r.refill = func(lo, hi int) error { return fill(r.data) }
+	return fill(r.data)
+}
+
+// checkpointWindows returns memory for n checkpoint windows: anonymous
+// memory outside the heap where it can be mapped (only the windows
+// written cost anything), else the heap.
+func checkpointWindows(n int) ([]byte, *region) {
+	if m, err := mapAnon(int64(n)*inflateWindow, false); err == nil {
+		return m.data, m
+	}
+	return make([]byte, n*inflateWindow), nil
 }
