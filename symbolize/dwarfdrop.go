@@ -194,6 +194,22 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 			sd.spanOf[i] = int32(u)
 		}
 	}
+	// Fills start at units and line programs: put the checkpoints
+	// there (the sections are still whole).
+	if sd.info != nil {
+		t := make([]int, len(sd.infoSpans))
+		for i, sp := range sd.infoSpans {
+			t[i] = sp.lo
+		}
+		sd.info.ix.retarget(sd.info.data, t)
+	}
+	if sd.line != nil {
+		t := make([]int, len(sd.lineSpans))
+		for i, sp := range sd.lineSpans {
+			t[i] = sp.lo
+		}
+		sd.line.ix.retarget(sd.line.data, t)
+	}
 	if sd.info != nil {
 		for i := range sd.infoSpans {
 			dropSpanPages(sd.info, sd.infoSpans, i)

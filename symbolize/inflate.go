@@ -8,6 +8,8 @@ import (
 	"hash/adler32"
 	"io"
 	"math/bits"
+	"slices"
+	"sort"
 	"sync"
 )
 
@@ -68,9 +70,10 @@ type inflateIndex struct {
 	name   string
 	secOff uint64 // the section's file offset, for errors
 
-	cps  []inflateCheckpoint
-	wins []byte // window i at wins[i*inflateWindow:], min(cps[i].out, 32 KiB) bytes
-	mem  *region
+	cps    []inflateCheckpoint
+	wins   []byte              // window i at wins[i*inflateWindow:], min(cps[i].out, 32 KiB) bytes
+	bounds []inflateCheckpoint // every block boundary, until retarget chooses among them
+	mem    *region
 }
 
 // inflateSrc describes a compressed stream for errors and reads.
@@ -232,9 +235,8 @@ type inflater struct {
 	full    bool   // a full pass: check the size, sum, record checkpoints
 	sum     hash.Hash32
 
-	// checkpoints (full pass)
-	interval int64
-	onCp     func(bit, out int64, window []byte)
+	// block boundaries (full pass)
+	onCp func(bit, out int64)
 
 	lt, dt, ct huffTable
 	lens       [320]uint8
@@ -396,14 +398,12 @@ func (f *inflater) flush() error {
 // run decodes blocks until the final one ends (nil) or, for a fill, until
 // the range is written (errInflateStop).
 func (f *inflater) run() error {
-	lastCp := int64(0)
 	for {
 		if f.full && f.onCp != nil {
-			// (A checkpoint at the output's end could serve no fill.)
-			if out := f.base + int64(f.wp); out-lastCp >= f.interval && out < int64(len(f.dst)) {
-				w := f.win[max(0, f.wp-inflateWindow):f.wp]
-				f.onCp(f.bitPos(), out, w)
-				lastCp = out
+			// Every block boundary is a candidate checkpoint (but
+			// the start and the end, which serve no fill).
+			if out := f.base + int64(f.wp); out > 0 && out < int64(len(f.dst)) {
+				f.onCp(f.bitPos(), out)
 			}
 		}
 		if f.err != nil {
@@ -630,6 +630,7 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 		}
 		from := wp - dist
 		if dist >= length {
+
 			copy(win[wp:wp+length], win[from:from+length])
 		} else {
 			// Overlapping: the copy repeats the last dist bytes.
@@ -697,15 +698,10 @@ func inflateFull(s inflateSrc, dst []byte, interval int64, newWins func(n int) (
 		f.sum = adler32.New()
 	}
 	f.sum.Reset()
-	f.interval, f.onCp = interval, nil
+	f.onCp = nil
 	if interval > 0 {
-		maxCps := len(dst)/int(interval) + 1
-		ix.wins, ix.mem = newWins(maxCps)
-		f.onCp = func(bit, out int64, w []byte) {
-			if len(ix.cps) < maxCps {
-				copy(ix.wins[len(ix.cps)*inflateWindow:], w)
-				ix.cps = append(ix.cps, inflateCheckpoint{bit, out})
-			}
+		f.onCp = func(bit, out int64) {
+			ix.bounds = append(ix.bounds, inflateCheckpoint{bit, out})
 		}
 	}
 	f.start(s, 0)
@@ -720,7 +716,82 @@ func inflateFull(s inflateSrc, dst []byte, interval int64, newWins func(n int) (
 		ix.release()
 		return nil, 0, 0, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.name, s.secOff, out, len(dst))
 	}
+	if interval > 0 {
+		// One checkpoint every interval bytes of output or so:
+		// the first block boundary at least interval past the last.
+		last := int64(0)
+		for _, b := range ix.bounds {
+			if b.out-last >= interval {
+				ix.cps = append(ix.cps, b)
+				last = b.out
+			}
+		}
+		ix.cps = slices.Clip(ix.cps)
+		if len(ix.cps) > 0 {
+			ix.wins, ix.mem = newWins(len(ix.cps))
+			ix.copyWindows(dst)
+		}
+	}
 	return ix, (f.bitPos() + 7) / 8, f.sum.Sum32(), nil
+}
+
+// copyWindows copies the window of every checkpoint from out, the whole
+// output.
+func (ix *inflateIndex) copyWindows(out []byte) {
+	for i, cp := range ix.cps {
+		copy(ix.wins[i*inflateWindow:(i+1)*inflateWindow], out[max(0, cp.out-inflateWindow):cp.out])
+	}
+}
+
+// retarget moves the checkpoints, as many as there are, to the block
+// boundaries that bring them closest before targets, the offsets where
+// fills will start (the units of .debug_info, the line programs), and
+// takes their windows from out, which must still hold the whole output.
+// Evenly spaced checkpoints leave a fill on average half an interval to
+// decode before its start; placed by the units they leave less for the
+// same memory. The choice is greedy: each checkpoint in turn goes to the
+// boundary that most reduces the total distance from targets back to the
+// checkpoint before them.
+func (ix *inflateIndex) retarget(out []byte, targets []int) {
+	n := len(ix.cps)
+	if n == 0 || len(ix.bounds) <= n || len(targets) == 0 {
+		ix.bounds = nil
+		return
+	}
+	targets = slices.Sorted(slices.Values(targets))
+	from := make([]int64, len(targets)) // where a fill of each target would start
+	used := make([]bool, len(ix.bounds))
+	var cps []inflateCheckpoint
+	for range n {
+		best, bestGain := -1, int64(0)
+		for j, b := range ix.bounds {
+			if used[j] {
+				continue
+			}
+			gain := int64(0)
+			for k := sort.SearchInts(targets, int(b.out)); k < len(targets); k++ {
+				if from[k] < b.out {
+					gain += b.out - from[k]
+				}
+			}
+			if gain > bestGain {
+				best, bestGain = j, gain
+			}
+		}
+		if best < 0 {
+			break
+		}
+		used[best] = true
+		b := ix.bounds[best]
+		cps = append(cps, b)
+		for k := sort.SearchInts(targets, int(b.out)); k < len(targets); k++ {
+			from[k] = max(from[k], b.out)
+		}
+	}
+	slices.SortFunc(cps, func(a, b inflateCheckpoint) int { return int(a.out - b.out) })
+	ix.cps = cps
+	ix.copyWindows(out)
+	ix.bounds = nil
 }
 
 // release frees the checkpoints' windows.

@@ -173,7 +173,7 @@ func blockTypes(t testing.TB, comp []byte) []int {
 	defer inflaters.Put(f)
 	out := make([]byte, 64<<20)
 	f.dst, f.lo, f.hi, f.full, f.sum = out, 0, int64(len(out)), true, nil
-	f.interval, f.onCp = 0, nil
+	f.onCp = nil
 	f.start(inflateSrc{src: bytes.NewReader(comp), n: int64(len(comp)), name: ".test"}, 0)
 	f.setOutput(0, nil)
 	for {
@@ -290,7 +290,7 @@ func FuzzInflate(f *testing.F) {
 		if len(want) >= 4<<20 {
 			return
 		}
-		iv := int64(interval) + 1
+		iv := int64(interval) + 1024
 		if err != nil {
 			for _, size := range []int{len(want), len(want) + 1000} {
 				if _, _, ourErr := rawInflate(comp, size, iv); ourErr == nil {
@@ -394,4 +394,60 @@ func BenchmarkInflate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestInflateRetarget moves the checkpoints next to given fill starts:
+// as many as before, each at a block boundary, fills still exact, and the
+// distance decoded before the targets no larger than with evenly spaced
+// checkpoints.
+func TestInflateRetarget(t *testing.T) {
+	data := testInputs(t)["mixed"]
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	r := rand.New(rand.NewSource(6))
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 1+r.Intn(20<<10))
+		w.Write(data[off : off+n])
+		w.Flush()
+		off += n
+	}
+	w.Close()
+	got, ix, err := rawInflate(buf.Bytes(), len(data), 32<<10)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("inflate: %v", err)
+	}
+	targets := make([]int, 40)
+	for i := range targets {
+		targets[i] = r.Intn(len(data))
+	}
+	skip := func() (n int64) {
+		for _, tg := range targets {
+			k := len(ix.cps)
+			for k > 0 && ix.cps[k-1].out > int64(tg) {
+				k--
+			}
+			if k > 0 {
+				n += int64(tg) - ix.cps[k-1].out
+			} else {
+				n += int64(tg)
+			}
+		}
+		return n
+	}
+	bounds := map[inflateCheckpoint]bool{}
+	for _, b := range ix.bounds {
+		bounds[b] = true
+	}
+	n, even := len(ix.cps), skip()
+	ix.retarget(got, targets)
+	if len(ix.cps) != n || skip() > even {
+		t.Fatalf("retarget: %d checkpoints (had %d), %d bytes before the targets (evenly spaced: %d)", len(ix.cps), n, skip(), even)
+	}
+	for _, cp := range ix.cps {
+		if !bounds[cp] {
+			t.Fatalf("checkpoint %+v is not a block boundary", cp)
+		}
+	}
+	t.Logf("%d checkpoints: %d bytes decoded before %d targets, %d evenly spaced", n, skip(), len(targets), even)
+	checkFills(t, ix, data, r)
 }
