@@ -4,7 +4,8 @@
 # reproducibly (seed 1) over .text, fed to each tool in one batch on stdin.
 # It prints, per tool, the time to the first answer (one address, from
 # process start), the batch's wall and CPU time, the peak RSS, and the
-# ratios against perfcheck. Targets:
+# ratios against perfcheck, and the peak of anonymous memory (sampled,
+# see measure). Targets:
 #   compile       the Go toolchain's compiler as shipped (no DWARF: we read
 #                 .gopclntab, the others only the symbol table)
 #   compile-dwarf the same compiler rebuilt with DWARF (the first run builds
@@ -55,15 +56,35 @@ GO
 (cd "$work/gen" && [ -f go.mod ] || (cd "$work/gen" && go mod init gen >/dev/null 2>&1))
 (cd "$work/gen" && go build -o "$work/genaddrs" .)
 
-# measure LABEL INPUT CMD...: prints "wall user+sys maxrss_kb"
+# measure INPUT CMD...: prints "wall user+sys maxrss_kb peakanon_kb". The
+# peak of anonymous memory (RssAnon in /proc/PID/status: the memory the
+# process adds to the machine, without the file pages of its code and of
+# mapped sections) is sampled every ~5 ms while the command runs, so it
+# may miss a peak shorter than that; the peak RSS is the kernel's.
 measure() {
 	local in=$1
 	shift
-	/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" <"$in" >/dev/null 2>"$work/stderr" || {
+	/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" <"$in" >/dev/null 2>"$work/stderr" &
+	local tpid=$! pid="" peak=0 k v fd
+	exec {fd}<> <(:) # a pipe nobody writes: read -t on it sleeps without a fork
+	while kill -0 "$tpid" 2>/dev/null; do
+		[ -n "$pid" ] || read -r pid _ 2>/dev/null <"/proc/$tpid/task/$tpid/children" || true
+		if [ -n "$pid" ]; then
+			while read -r k v _; do
+				if [ "$k" = RssAnon: ]; then
+					[ "$v" -gt "$peak" ] && peak=$v
+					break
+				fi
+			done 2>/dev/null <"/proc/$pid/status" || true
+		fi
+		read -r -t 0.005 -u "$fd" _ || true
+	done
+	exec {fd}<&-
+	wait "$tpid" || {
 		cat "$work/stderr" >&2
 		return 1
 	}
-	awk '{printf "%s %.2f %s\n", $1, $2+$3, $4}' "$work/time"
+	awk -v p="$peak" '{printf "%s %.2f %s %s\n", $1, $2+$3, $4, p}' "$work/time"
 }
 
 # debugsize FILE: MB of .debug_* sections as stored (compressed if they are).
@@ -92,33 +113,33 @@ for target in "$compile" "$work/compile-dwarf"; do
 	head -1 "$work/addrs" >"$work/one"
 	name=$(basename "$target")
 	echo "== $name ($(du -m "$target" | cut -f1) MB, debug sections on disk $(debugsize "$target") MB, decompressed $(rawdebugsize "$target") MB), $N addresses"
-	printf "%-16s %12s %10s %10s %10s\n" tool first_s batch_s cpu_s rss_MB
-	declare -A first batch cpu rss
+	printf "%-16s %12s %10s %10s %10s %10s\n" tool first_s batch_s cpu_s rss_MB anon_MB
+	declare -A first batch cpu rss anon
 	for tool in perfcheck llvm-symbolizer addr2line; do
 		case $tool in
 		perfcheck) cmd=("$work/perfcheck" symbolize --inlines -e "$target") ;;
 		llvm-symbolizer) cmd=(llvm-symbolizer --inlines --demangle "--obj=$target") ;;
 		addr2line) cmd=(addr2line -f -i -C -e "$target") ;;
 		esac
-		read -r f _ _ <<<"$(measure "$work/one" "${cmd[@]}")"
-		read -r w c m <<<"$(measure "$work/addrs" "${cmd[@]}")"
-		first[$tool]=$f batch[$tool]=$w cpu[$tool]=$c rss[$tool]=$((m / 1024))
-		printf "%-16s %12s %10s %10s %10s\n" "$tool" "$f" "$w" "$c" "${rss[$tool]}"
+		read -r f _ _ _ <<<"$(measure "$work/one" "${cmd[@]}")"
+		read -r w c m a <<<"$(measure "$work/addrs" "${cmd[@]}")"
+		first[$tool]=$f batch[$tool]=$w cpu[$tool]=$c rss[$tool]=$((m / 1024)) anon[$tool]=$(awk -v a="$a" 'BEGIN {printf "%.1f", a / 1024}')
+		printf "%-16s %12s %10s %10s %10s %10s\n" "$tool" "$f" "$w" "$c" "${rss[$tool]}" "${anon[$tool]}"
 	done
 	# The memory floor: perfcheck with no address at all (open, read the
 	# unit table and the symbol table, load the DWARF sections), and the
 	# process alone on a binary with nothing to read (the Go runtime and
 	# perfcheck's own code pages).
-	read -r _ _ m0 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e "$target")"
-	read -r _ _ m1 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e /bin/true)"
-	echo "perfcheck, no address: rss $((m0 / 1024)) MB (process alone: $((m1 / 1024)) MB)"
+	read -r _ _ m0 a0 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e "$target")"
+	read -r _ _ m1 a1 <<<"$(measure /dev/null "$work/perfcheck" symbolize --inlines -e /bin/true)"
+	echo "perfcheck, no address: rss $((m0 / 1024)) MB, anon $((a0 / 1024)) MB (process alone: rss $((m1 / 1024)) MB, anon $((a1 / 1024)) MB)"
 	for tool in llvm-symbolizer addr2line; do
 		awk -v t="$tool" -v f1="${first[$tool]}" -v f0="${first[perfcheck]}" -v b1="${batch[$tool]}" -v b0="${batch[perfcheck]}" \
 			-v c1="${cpu[$tool]}" -v c0="${cpu[perfcheck]}" -v r1="${rss[$tool]}" -v r0="${rss[perfcheck]}" \
 			'function ratio(a, b) { return b > 0 ? sprintf("%.2fx", a / b) : "n/a" }
 			BEGIN { printf "%s / perfcheck: first answer %s, batch wall %s, batch cpu %s, rss %s\n", t, ratio(f1, f0), ratio(b1, b0), ratio(c1, c0), ratio(r1, r0) }'
 	done
-	unset first batch cpu rss
+	unset first batch cpu rss anon
 	echo
 done
 echo "(ratios above 1 mean perfcheck is faster or smaller; wall times suffer from other load on the machine: compare cpu_s)"
