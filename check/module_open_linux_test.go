@@ -61,15 +61,7 @@ func (c *openCounter) opens(t *testing.T) int {
 // decompressions: the lookup's, a sniff of its magic bytes, and
 // buildidcache.ReadModule's).
 func TestCompressedModuleReadOnce(t *testing.T) {
-	dir := t.TempDir()
-	ko := filepath.Join(dir, "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
-	id := buildKO(t, ko, modSrc, "")
-	funcs := readelfTextFuncs(t, ko)
-	cache := t.TempDir()
-	elfPath := cacheModule(t, cache, ko, id)
-	buildKO(t, ko, modSrcV2, "")
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
+	ko, id, funcs, cache, elfPath := staleCachedModule(t)
 	var offs []uint64
 	for _, vs := range funcs {
 		offs = append(offs, vs[0]+vs[1]/2)

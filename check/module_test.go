@@ -412,22 +412,31 @@ func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
 	return elfPath
 }
 
+// staleCachedModule builds the test module, keeps it in a fresh perf-style
+// cache (compressed, as cacheModule does) and rebuilds it from modSrcV2 at
+// its path, so that only the cache holds the module that ran; no module is
+// loaded (sysRoot and procRoot are empty directories). It returns the
+// module's path, the build-id and .text functions of the one that ran, the
+// cache and the cached file.
+func staleCachedModule(t *testing.T) (ko string, id perfdata.BuildID, funcs map[string][2]uint64, cache, elfPath string) {
+	t.Helper()
+	ko = filepath.Join(t.TempDir(), "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
+	id = buildKO(t, ko, modSrc, "")
+	funcs = readelfTextFuncs(t, ko)
+	cache = t.TempDir()
+	elfPath = cacheModule(t, cache, ko, id)
+	buildKO(t, ko, modSrcV2, "")
+	sysRoot, procRoot = t.TempDir(), t.TempDir()
+	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
+	return ko, id, funcs, cache, elfPath
+}
+
 // perf caches a compressed module as it found it, under <bid>/elf: the
 // locator verifies it by its content (buildidcache recognises xz by its
 // magic bytes), so naming its frames must decompress it by content too,
 // not by a file name that has no .xz to go by.
 func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
-	dir := t.TempDir()
-	ko := filepath.Join(dir, "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
-	id := buildKO(t, ko, modSrc, "")
-	funcs := readelfTextFuncs(t, ko)
-	cache := t.TempDir()
-	elfPath := cacheModule(t, cache, ko, id)
-	// The module at the path is rebuilt: only the cache holds the one
-	// that ran.
-	buildKO(t, ko, modSrcV2, "")
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
+	ko, id, funcs, cache, elfPath := staleCachedModule(t)
 
 	var offs []uint64
 	want := map[uint64]string{}
