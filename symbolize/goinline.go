@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +23,7 @@ import (
 type goInline struct {
 	pcln   []byte // .gopclntab
 	order  binary.ByteOrder
+	big    bool // order is big-endian (get32 calls it directly: through the interface, it was a tenth of a batch)
 	ptr    int // pointer size
 	minLC  uint64
 	text   uint64 // pcHeader.textStart
@@ -40,6 +41,10 @@ type goInline struct {
 	// line, inline index), so that each table is decoded once however
 	// many addresses fall in the function; cached bounds their total
 	// size (maxGoTableCache), beyond which tables are scanned each time.
+	// A table is decoded at its second use: the first scans it up to the
+	// pc only (and marks the slot usedOnce), which is half the work of a
+	// whole decode on average, and most functions of a large binary are
+	// looked up once or never.
 	tables []atomic.Pointer[[]pcRun]
 	cached atomic.Int64
 
@@ -61,6 +66,9 @@ type pcRun struct {
 
 // maxGoTableCache bounds the memory of decoded pc-value tables.
 const maxGoTableCache = 32 << 20
+
+// usedOnce marks a table slot whose table was scanned once, not decoded.
+var usedOnce = new([]pcRun)
 
 const (
 	tabFile = iota
@@ -88,7 +96,7 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 	if bo.Uint32(pcln) != 0xfffffff1 || pcln[4] != 0 || pcln[5] != 0 {
 		return nil
 	}
-	g := &goInline{pcln: pcln, order: bo, minLC: uint64(pcln[6]), ptr: int(pcln[7]), mapped: mapped}
+	g := &goInline{pcln: pcln, order: bo, big: bo == binary.BigEndian, minLC: uint64(pcln[6]), ptr: int(pcln[7]), mapped: mapped}
 	if g.ptr != 4 && g.ptr != 8 || g.minLC == 0 {
 		return nil
 	}
@@ -258,16 +266,24 @@ func (g *goInline) findFunc(pc uint64) (fn, idx int, entry uint64, ok bool) {
 		return 0, 0, 0, false
 	}
 	off := pc - g.text
-	bo := g.order
 	// The table has nfunc+1 entries, the last one the end of text: the
 	// function holding off is the first whose successor starts after it.
-	i := sort.Search(g.nfunc, func(i int) bool { return uint64(bo.Uint32(g.ftab[8*(i+1):])) > off })
+	// (sort.Search's closure cost a tenth of a batch's lookups.)
+	i, hi := 0, g.nfunc
+	for i < hi {
+		m := int(uint(i+hi) >> 1)
+		if uint64(g.get32(g.ftab[8*(m+1):])) > off {
+			hi = m
+		} else {
+			i = m + 1
+		}
+	}
 	if i >= g.nfunc {
 		return 0, 0, 0, false
 	}
-	entryOff := uint64(bo.Uint32(g.ftab[8*i:]))
-	funcOff := int(bo.Uint32(g.ftab[8*i+4:]))
-	if funcOff+goFuncHeaderSize > len(g.ftab) || uint64(bo.Uint32(g.ftab[funcOff:])) != entryOff {
+	entryOff := uint64(g.get32(g.ftab[8*i:]))
+	funcOff := int(g.get32(g.ftab[8*i+4:]))
+	if funcOff+goFuncHeaderSize > len(g.ftab) || uint64(g.get32(g.ftab[funcOff:])) != entryOff {
 		return 0, 0, 0, false
 	}
 	return funcOff, i, g.text + entryOff, true
@@ -277,8 +293,8 @@ func (g *goInline) findFunc(pc uint64) (fn, idx int, entry uint64, ok bool) {
 func (g *goInline) value(idx, kind int, tab uint32, entry, pc uint64) (int32, bool) {
 	slot := &g.tables[3*idx+kind]
 	runs := slot.Load()
-	if runs == nil {
-		if g.cached.Load() > maxGoTableCache {
+	if runs == nil || runs == usedOnce {
+		if runs == nil && slot.CompareAndSwap(nil, usedOnce) || g.cached.Load() > maxGoTableCache {
 			return g.pcvalue(tab, entry, pc)
 		}
 		r, ok := g.decodeTable(tab)
@@ -291,7 +307,15 @@ func (g *goInline) value(idx, kind int, tab uint32, entry, pc uint64) (int32, bo
 	}
 	off := pc - entry
 	rs := *runs
-	i := sort.Search(len(rs), func(i int) bool { return uint64(rs[i].end) > off })
+	i, hi := 0, len(rs)
+	for i < hi {
+		m := int(uint(i+hi) >> 1)
+		if uint64(rs[m].end) > off {
+			hi = m
+		} else {
+			i = m + 1
+		}
+	}
 	if i == len(rs) {
 		return -1, false
 	}
@@ -306,7 +330,11 @@ func (g *goInline) decodeTable(tab uint32) ([]pcRun, bool) {
 	p := g.pctab[tab:]
 	val := int32(-1)
 	var cur uint64
-	var runs []pcRun
+	// Runs go to a buffer on the stack first and are copied out once, at
+	// their final length: growing the slice on the heap was a third of
+	// the decode's time.
+	var scratch [64]pcRun
+	runs := scratch[:0]
 	for first := true; ; first = false {
 		uv, n := uvarint(p)
 		if n <= 0 {
@@ -314,7 +342,7 @@ func (g *goInline) decodeTable(tab uint32) ([]pcRun, bool) {
 		}
 		p = p[n:]
 		if uv == 0 && !first {
-			return runs, true
+			return slices.Clone(runs), true
 		}
 		if uv&1 != 0 {
 			val += int32(-((uv + 1) >> 1))
@@ -338,7 +366,15 @@ func (g *goInline) u32(b []byte, off int) (uint32, bool) {
 	if off < 0 || off+4 > len(b) {
 		return 0, false
 	}
-	return g.order.Uint32(b[off:]), true
+	return g.get32(b[off:]), true
+}
+
+// get32 is g.order.Uint32(b) with the byte order's code inlined.
+func (g *goInline) get32(b []byte) uint32 {
+	if g.big {
+		return binary.BigEndian.Uint32(b)
+	}
+	return binary.LittleEndian.Uint32(b)
 }
 
 // pcvalue evaluates the pc-value table at pctab offset tab for pc, as
