@@ -24,7 +24,7 @@ type goInline struct {
 	pcln   []byte // .gopclntab
 	order  binary.ByteOrder
 	big    bool // order is big-endian (get32 calls it directly: through the interface, it was a tenth of a batch)
-	ptr    int // pointer size
+	ptr    int  // pointer size
 	minLC  uint64
 	text   uint64 // pcHeader.textStart
 	nfunc  int
