@@ -433,6 +433,15 @@ func (g *goInline) cstring(b []byte, off int32) string {
 		return ""
 	}
 	s := b[off:]
+	if g.mapped {
+		// Interned already: no need to find its end again.
+		g.strMu.RLock()
+		c, ok := g.strs[&s[0]]
+		g.strMu.RUnlock()
+		if ok {
+			return c
+		}
+	}
 	i := bytes.IndexByte(s, 0)
 	if i <= 0 {
 		return ""
@@ -440,12 +449,6 @@ func (g *goInline) cstring(b []byte, off int32) string {
 	v := unsafe.String(&s[0], i)
 	if !g.mapped {
 		return v
-	}
-	g.strMu.RLock()
-	c, ok := g.strs[&s[0]]
-	g.strMu.RUnlock()
-	if ok {
-		return c
 	}
 	g.strMu.Lock()
 	defer g.strMu.Unlock()
@@ -455,7 +458,7 @@ func (g *goInline) cstring(b []byte, off int32) string {
 	if g.strs == nil {
 		g.strs = map[*byte]string{}
 	}
-	c = strings.Clone(v)
+	c := strings.Clone(v)
 	g.strs[&s[0]] = c
 	return c
 }
