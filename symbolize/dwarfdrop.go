@@ -21,10 +21,14 @@ import (
 // instances, DW_AT_declaration subprograms: DWARF 5 sections 3.3.8.1 and
 // 2.13.2) are kept in refNames. A read that still lands in a dropped unit
 // (a reference refNames does not cover, or a re-decode after eviction)
-// decompresses the sections again first (refill), and the decoded units'
-// pages are dropped again after it; after maxRefills refills the sections
-// stay whole, so that a binary whose references defeat refNames costs its
-// sections' memory, as before, rather than a decompression per lookup.
+// makes the bytes readable again first. zlib sections, decompressed by our
+// inflater with checkpoints, fill just the unit's bytes again and give
+// back even the units not yet decoded, right after the index's load (see
+// partial). zstd sections are decompressed again whole (refill), and the
+// decoded units' pages are dropped again after it; after maxRefills
+// refills they stay whole, so that a binary whose references defeat
+// refNames costs its sections' memory, as before, rather than a
+// decompression per lookup.
 //
 // .debug_rnglists (DWARF 5) is dropped the same way, by the range lists
 // each decoded unit read: in the Go compiler it is 1.7 MB, one list table
