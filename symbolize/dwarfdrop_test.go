@@ -4,13 +4,16 @@ package symbolize
 
 import (
 	"debug/dwarf"
+	"errors"
 	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -404,5 +407,34 @@ func TestPartialRefill(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPartialRefillFileChanged rewrites (here: only re-dates) a binary
+// under an open Binary whose zlib sections were dropped: a fill, which
+// has no checksum to check, must then fail the decode that needs it with
+// ErrMalformed rather than decompress whatever the file now holds.
+func TestPartialRefillFileChanged(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "goprog")
+	data, err := os.ReadFile(buildGoProg(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, x := openDropping(t, p, Options{})
+	addrs := rangeUnits(x)
+	if len(addrs) < 2 {
+		t.Fatal("the test needs two units with code")
+	}
+	mustFrames(t, b, addrs[0])
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(p, later, later); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Frames(addrs[1], nil)
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "changed since it was opened") {
+		t.Fatalf("a unit decoded after its file changed: %v, want an error saying the file changed", err)
 	}
 }

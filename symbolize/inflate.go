@@ -794,6 +794,16 @@ func (ix *inflateIndex) retarget(out []byte, targets []int) {
 	ix.bounds = nil
 }
 
+// maxGap returns the most output between two checkpoints, or between a
+// checkpoint and either end: what a fill may decode before its range.
+func (ix *inflateIndex) maxGap() int64 {
+	gap, last := int64(0), int64(0)
+	for _, cp := range ix.cps {
+		gap, last = max(gap, cp.out-last), cp.out
+	}
+	return max(gap, ix.size-last)
+}
+
 // release frees the checkpoints' windows.
 func (ix *inflateIndex) release() {
 	if ix == nil {

@@ -125,7 +125,7 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet, r
 		// lie, whose untouched pages must then cost nothing.
 		if r, err := mapAnon(int64(size), size <= comp*32); err == nil {
 			r.data = r.data[:size:size]
-			if err := fillRegion(r, s, raw, int64(n), int64(comp), typ, open, resumable); err != nil {
+			if err := fillRegion(r, s, raw, int64(n), int64(comp), typ, open, resumable, fileUnchanged(ra)); err != nil {
 				r.unmap()
 				return nil, err
 			}
@@ -216,7 +216,15 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, rs *regionSet) (
 // whole: resuming a zstd stream mid-frame would need the same work for
 // zstd blocks, which no producer here makes worth it (objcopy writes one
 // frame per section).
-func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ elf.CompressionType, open func() (io.Reader, func(), error), resumable bool) error {
+//
+// A partial refill decompresses from the file again with no checksum to
+// check (the Adler-32 covers the whole stream), so it first checks with
+// unchanged that the file is still the one read at load: a binary rebuilt
+// in place fails the decode that needed the fill instead of giving other
+// bytes. A section whose checkpoints lie more than partialMaxGap apart
+// (a producer writing few, huge deflate blocks) refills whole instead:
+// each fill would decode most of it.
+func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ elf.CompressionType, open func() (io.Reader, func(), error), resumable bool, unchanged func() error) error {
 	if typ == elf.COMPRESS_ZLIB {
 		src := inflateSrc{src: raw, off: off, n: comp, name: s.Name, secOff: s.Offset}
 		interval := int64(0)
@@ -227,6 +235,10 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 		if err != nil {
 			return err
 		}
+		if resumable && ix.maxGap() > partialMaxGap {
+			ix.release()
+			resumable = false
+		}
 		if !resumable {
 			r.refill = func(lo, hi int) error {
 				_, err := inflateZlib(src, r.data, 0, nil)
@@ -235,7 +247,12 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 			return nil
 		}
 		r.ix, r.partial = ix, true
-		r.refill = func(lo, hi int) error { return ix.fill(r.data, lo, hi) }
+		r.refill = func(lo, hi int) error {
+			if err := unchanged(); err != nil {
+				return err
+			}
+			return ix.fill(r.data, lo, hi)
+		}
 		return nil
 	}
 	fill := func(dst []byte) error {
@@ -255,6 +272,33 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 	}
 	r.refill = func(lo, hi int) error { return fill(r.data) }
 	return fill(r.data)
+}
+
+// partialMaxGap is the most output between checkpoints (or the ends) for
+// which a section refills by range.
+const partialMaxGap = 4 << 20
+
+// fileUnchanged returns a check that the file behind ra (when it is one)
+// still has the size and modification time it has now.
+func fileUnchanged(ra io.ReaderAt) func() error {
+	f := osFile(ra)
+	if f == nil {
+		return func() error { return nil }
+	}
+	st0, err := f.Stat()
+	if err != nil {
+		return func() error { return nil }
+	}
+	return func() error {
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrMalformed, f.Name(), err)
+		}
+		if st.Size() != st0.Size() || !st.ModTime().Equal(st0.ModTime()) {
+			return fmt.Errorf("%w: %s changed since it was opened (size or modification time): its compressed DWARF cannot be read again", ErrMalformed, f.Name())
+		}
+		return nil
+	}
 }
 
 // checkpointWindows returns memory for n checkpoint windows: anonymous
