@@ -19,8 +19,9 @@ import (
 // resuming: a deflate stream cannot be entered mid-way, but at a block
 // boundary the decoder's whole state is the bit position in the input and
 // the last 32 KiB of output (the distances a match may reach back). So the
-// first, full pass over a section records such checkpoints every
-// inflateInterval bytes of output or so, and a later fill of any output
+// first, full pass over a section records such checkpoints, one every
+// inflateInterval bytes of output or so (which retarget may then move
+// next to where fills will start), and a later fill of any output
 // range [lo, hi) starts from the last checkpoint at or before lo
 // (inflateIndex.fill): a decoded unit's section bytes can then be given
 // back and decompressed again alone when needed, instead of the whole
