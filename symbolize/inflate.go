@@ -590,6 +590,16 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 		if s < 256 {
 			win[wp] = byte(s)
 			wp++
+			// A second literal without the checks above: at least
+			// 48 bits were there and a literal takes at most 15,
+			// and wp was below lim, which leaves maxMatch bytes.
+			if e = ltab[b&lmask]; e&huffLink == 0 && e>>16 < 256 && e&31 != 0 {
+				n = uint(e & 31)
+				b >>= n
+				nb -= n
+				win[wp] = byte(e >> 16)
+				wp++
+			}
 			continue
 		}
 		if s == 256 {
