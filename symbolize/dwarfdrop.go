@@ -100,6 +100,23 @@ const maxRefills = 2
 // loadDWARFSections gave debug/dwarf), when at least one of them is
 // decompressed anonymous memory. Called before the index is published.
 func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
+	// .debug_line may have been given back as soon as it was
+	// decompressed (region.dropEarly): unless decodes fill what they
+	// read of it (partial dropping, set up below), it must be whole.
+	// A refill failing here (the file changed since its full pass)
+	// turns DWARF off rather than let decodes read zeros.
+	defer func() {
+		r := x.secs.find(line)
+		if r == nil || r.early == nil {
+			return
+		}
+		if sd := x.drop; sd != nil && sd.partial && sd.line == r {
+			return
+		}
+		if r.wholeAgain() != nil {
+			x.hasData = false
+		}
+	}()
 	if len(x.units) == 0 {
 		return
 	}
@@ -147,7 +164,7 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 				continue
 			}
 			seen[sl] = true
-			if lo, hi, ok := unitExtent(line, sl, bo); ok {
+			if lo, hi, ok := sd.lineExtent(line, sl, bo); ok {
 				progs = append(progs, program{sl, dropSpan{lo: lo, hi: hi}})
 			}
 		}
@@ -268,6 +285,24 @@ func (x *dwarfIndex) keepAllRefNames() {
 			}
 		}
 	}
+}
+
+// lineExtent is unitExtent for a line program, from the programs found
+// when .debug_line was given back early (region.dropEarly), if it was. A
+// program that is not one of them (a unit's DW_AT_stmt_list pointing
+// elsewhere than where one starts) makes the section whole again, read
+// as it is.
+func (sd *sectionDrop) lineExtent(line []byte, off int64, bo binary.ByteOrder) (lo, hi int, ok bool) {
+	if r := sd.line; r.early != nil {
+		i := sort.Search(len(r.early), func(i int) bool { return int64(r.early[i].lo) >= off })
+		if i < len(r.early) && int64(r.early[i].lo) == off {
+			return r.early[i].lo, r.early[i].hi, true
+		}
+		if r.wholeAgain() != nil {
+			return 0, 0, false
+		}
+	}
+	return unitExtent(line, off, bo)
 }
 
 // unitExtent returns the extent of the unit (a .debug_info unit or a line
@@ -691,6 +726,7 @@ func (x *dwarfIndex) keepWhole() {
 			if err := r.refill(0, len(r.data)); err != nil {
 				panic(err)
 			}
+			r.early = nil
 		}
 	}
 	for i := range sd.infoSpans {

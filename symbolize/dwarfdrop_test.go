@@ -438,3 +438,37 @@ func TestPartialRefillFileChanged(t *testing.T) {
 		t.Fatalf("a unit decoded after its file changed: %v, want an error saying the file changed", err)
 	}
 }
+
+// TestLineDroppedEarly checks that .debug_line, which nothing reads at
+// load, is given back as soon as it is decompressed (its programs found
+// then), and that a program it did not find there (a DW_AT_stmt_list
+// pointing elsewhere) makes it whole again, byte for byte.
+func TestLineDroppedEarly(t *testing.T) {
+	p := buildGoProg(t)
+	_, x := openDropping(t, p, Options{})
+	_, rx := openDropping(t, p, Options{})
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	sd := x.drop
+	r := sd.line
+	if !sd.partial || r.early == nil || len(r.early) != len(sd.lineSpans) {
+		t.Fatalf("partial %v, %d programs found early, %d line spans: .debug_line was not given back at load", sd.partial, len(r.early), len(sd.lineSpans))
+	}
+	for _, pg := range resident(t, r.mem) {
+		if pg&1 != 0 {
+			t.Fatal(".debug_line has resident pages before any decode")
+		}
+	}
+	rx.keepWhole()
+	whole := rx.drop.line.data
+	if lo, hi, ok := sd.lineExtent(r.data, int64(r.early[0].lo), x.ef.ByteOrder); !ok || lo != r.early[0].lo || hi != r.early[0].hi || r.early == nil {
+		t.Fatalf("first program: [%#x, %#x) %v; want [%#x, %#x) from the early spans", lo, hi, ok, r.early[0].lo, r.early[0].hi)
+	}
+	// An offset inside the first program is no program's start.
+	sd.lineExtent(r.data, int64(r.early[0].lo+1), x.ef.ByteOrder)
+	if r.early != nil || string(r.data) != string(whole) {
+		t.Fatal("a program not found early did not make .debug_line whole again")
+	}
+}

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -44,6 +45,11 @@ type region struct {
 	refill  func(lo, hi int) error
 	partial bool
 	ix      *inflateIndex // the checkpoints of a partial region, released with it
+
+	// early, when set, is the section's DWARF units (line programs),
+	// found while it was whole: its pages were all given back then
+	// (dropEarly), and whoever reads it must fill what it reads first.
+	early []dropSpan
 
 	once sync.Once
 }
@@ -135,4 +141,36 @@ func (b *Binary) sectionData(s *elf.Section) ([]byte, error) {
 func osFile(ra io.ReaderAt) *os.File {
 	f, _ := ra.(*os.File)
 	return f
+}
+
+// dropEarly gives back every page of a partial region right after its
+// full pass, keeping what sectionDrop will need of it: the extents of its
+// units (sections of DWARF units laid end to end, as .debug_line's
+// programs) and checkpoints placed before them. A section whose bytes do
+// not parse as units end to end is kept.
+func (r *region) dropEarly(bo binary.ByteOrder) {
+	spans := unitSpans(r.data, bo)
+	if len(spans) == 0 || spans[len(spans)-1].hi != len(r.data) {
+		return
+	}
+	t := make([]int, len(spans))
+	for i, sp := range spans {
+		t[i] = sp.lo
+	}
+	r.ix.retarget(r.data, t)
+	r.early = spans
+	r.dropPages(0, len(r.data))
+}
+
+// wholeAgain fills a region given back early whole again, for a reader
+// that does not fill what it reads.
+func (r *region) wholeAgain() error {
+	if r.early == nil {
+		return nil
+	}
+	if err := r.refill(0, len(r.data)); err != nil {
+		return err
+	}
+	r.early = nil
+	return nil
 }
