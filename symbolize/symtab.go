@@ -13,7 +13,6 @@ type symbol struct {
 	start, end uint64
 	name       string
 	file       string // STT_FILE scope of a local symbol, else ""
-	rank       int    // alias preference, lower wins (see aliasRank)
 }
 
 // symTable is a sorted, alias-resolved list of code symbols. maxEnd[i] is
@@ -129,7 +128,7 @@ func buildSymTable(raw []rawSym) *symTable {
 				}
 			}
 		}
-		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file, rank: raw[i].rank})
+		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file})
 		i = j
 	}
 	t.setMaxEnd()
