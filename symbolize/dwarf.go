@@ -42,6 +42,10 @@ type dwarfIndex struct {
 	hasData    bool              // d was set at creation; immutable, unlike d
 	exec       [][2]uint64       // executable sections of the running binary
 
+	// symName, when set, returns the symbol table's copy of a
+	// function's name at its address (Binary.sharedSymName).
+	symName func(addr uint64, name string) (string, bool)
+
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
 
@@ -255,6 +259,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			}
 			return
 		}
+		dw.symName = b.sharedSymName
 		b.dw = dw
 	})
 	return b.dw
@@ -865,6 +870,11 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 					return nil, errors.New("more than 2^31 function names in one unit")
 				}
 				ni = uint32(len(ui.names))
+				if view && x.symName != nil && e.tag == dwarf.TagSubprogram {
+					if s, ok := x.symName(rs[0][0], name); ok {
+						name, view = s, false
+					}
+				}
 				if view {
 					name = strings.Clone(name)
 				}
