@@ -42,6 +42,10 @@ type dwarfIndex struct {
 	hasData    bool              // d was set at creation; immutable, unlike d
 	exec       [][2]uint64       // executable sections of the running binary
 
+	// symName, when set, returns the symbol table's copy of a
+	// function's name at its address (Binary.sharedSymName).
+	symName func(addr uint64, name string) (string, bool)
+
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 	onHeap    bool // tests: keep decoded tables on the heap (see moveOffHeap)
 
@@ -94,7 +98,7 @@ type unitSlot struct {
 //
 // Addresses are 32-bit offsets from the unit's base (unitInfo.base, the
 // lowest start of the unit's code ranges), which halves the ranges: a
-// scope is 36 bytes instead of 56 with 64-bit addresses, an extra range 8
+// scope is 32 bytes instead of 56 with 64-bit addresses, an extra range 8
 // instead of 16, and scopes are four tenths of a large binary's decoded
 // tables. A range reaching outside [base, base+2³²-1) is clipped to it:
 // only addresses in the unit's own ranges are ever looked up in it, and
@@ -109,8 +113,35 @@ type scope struct {
 	extra                   int32
 	name                    uint32 // index in unitInfo.names; the top bit (nameLinkage) marks a linkage name
 	firstChild, nextSibling int32  // -1 for none; firstChild <= -2: many children, indexed in unitInfo.kidRuns[-2-firstChild]
-	callFile                uint32 // inlined calls: where the call was
-	callLine, callCol       uint32
+	// Inlined calls: where the call was (callSite). The call file and
+	// column share callFC, as callFile<<16 | callCol, when both are
+	// below 0xffff (every inlined call in the Go compiler: 63,247 of
+	// its 83,496 scopes); otherwise callFC is callWide and the pair is
+	// in unitInfo.wide. That takes a scope from 36 to 32 bytes.
+	callLine uint32
+	callFC   uint32
+}
+
+// callWide marks a scope whose call file and column are in unitInfo.wide.
+const callWide = ^uint32(0)
+
+// wideCall is the call file and column of a scope whose callFC could not
+// hold them.
+type wideCall struct {
+	scope     int32
+	file, col uint32
+}
+
+// setCall sets the call site of s, an inlined call; wide receives the
+// scope's file and column when they do not fit callFC.
+func (s *scope) setCall(id int32, file, line, col uint32, wide *growBuf[wideCall]) {
+	s.callLine = line
+	if file < 0xffff && col < 0xffff {
+		s.callFC = file<<16 | col
+		return
+	}
+	s.callFC = callWide
+	wide.add(wideCall{id, file, col})
 }
 
 // span32 is an address range as offsets from a unit's base.
@@ -157,6 +188,20 @@ type unitInfo struct {
 	scopes  []scope
 	roots   []rootRange // subprogram ranges, sorted by lo
 	rootHi  []uint32    // prefix maximum of roots[i].hi
+	wide    []wideCall  // call sites too wide for scope.callFC, by scope
+}
+
+// callSite returns where inlined call i was made.
+func (ui *unitInfo) callSite(i int32) (file, line, col uint32) {
+	s := &ui.scopes[i]
+	if s.callFC != callWide {
+		return s.callFC >> 16, s.callLine, s.callFC & 0xffff
+	}
+	k := sort.Search(len(ui.wide), func(k int) bool { return ui.wide[k].scope >= i })
+	if k < len(ui.wide) && ui.wide[k].scope == i {
+		return ui.wide[k].file, s.callLine, ui.wide[k].col
+	}
+	return ^uint32(0), s.callLine, 0 // not reached: setCall adds it
 }
 
 // rootRange is a range of a scope, as offsets from the unit's base.
@@ -214,6 +259,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			}
 			return
 		}
+		dw.symName = b.sharedSymName
 		b.dw = dw
 	})
 	return b.dw
@@ -582,7 +628,8 @@ func (ui *unitInfo) lookupFrames(b *Binary, addr uint64, buf []Frame) ([]Frame, 
 			Column:   col,
 			Inlined:  k > 0,
 		})
-		file, line, col = ui.file(s.callFile), int(s.callLine), int(s.callCol)
+		cf, cl, cc := ui.callSite(chain[k])
+		file, line, col = ui.file(cf), int(cl), int(cc)
 	}
 	return buf, true
 }
@@ -603,53 +650,54 @@ const manyKids = 16
 // and points their firstChild at them (it reads only the children's
 // nextSibling, and children come after their parent, so every chain is
 // still whole when walked).
-func (ui *unitInfo) indexKids() error {
-	for i := range ui.scopes {
-		p := &ui.scopes[i]
+func (b *unitBuild) indexKids() error {
+	scopes := b.scopes.s
+	for i := range scopes {
+		p := &scopes[i]
 		n := 0
-		for c := p.firstChild; c >= 0 && n <= manyKids; c = ui.scopes[c].nextSibling {
+		for c := p.firstChild; c >= 0 && n <= manyKids; c = scopes[c].nextSibling {
 			n++
 		}
 		if n <= manyKids {
 			continue
 		}
-		start := len(ui.kids)
-		for c := p.firstChild; c >= 0; c = ui.scopes[c].nextSibling {
-			cs := &ui.scopes[c]
-			ui.kids = append(ui.kids, rootRange{cs.lo, cs.hi, c})
-			for _, r := range ui.extraOf(c) {
-				ui.kids = append(ui.kids, rootRange{r.lo, r.hi, c})
+		start := len(b.kids.s)
+		for c := p.firstChild; c >= 0; c = scopes[c].nextSibling {
+			cs := &scopes[c]
+			b.kids.add(rootRange{cs.lo, cs.hi, c})
+			for _, r := range extraOf(scopes, b.extra.s, c) {
+				b.kids.add(rootRange{r.lo, r.hi, c})
 			}
 		}
-		if len(ui.kids) > 1<<31-1 || len(ui.kidRuns) > 1<<31-2 {
+		if len(b.kids.s) > 1<<31-1 || len(b.kidRuns.s) > 1<<31-2 {
 			return errors.New("more than 2^31 inlined call ranges in one unit")
 		}
-		run := ui.kids[start:]
+		run := b.kids.s[start:]
 		sort.Slice(run, func(a, b int) bool { return run[a].lo < run[b].lo })
-		ui.kidsHi = appendMaxHi(ui.kidsHi, run)
-		p.firstChild = -2 - int32(len(ui.kidRuns))
-		ui.kidRuns = append(ui.kidRuns, kidRun{int32(start), int32(len(run))})
+		addMaxHi(&b.kidsHi, run)
+		p.firstChild = -2 - int32(len(b.kidRuns.s))
+		b.kidRuns.add(kidRun{int32(start), int32(len(run))})
 	}
 	return nil
 }
 
-// appendMaxHi appends to out the running maximum of rs[i].hi, which lets
-// a search by lo stop at the first range that cannot reach an address
-// (as symTable.maxEnd does for symbols).
-func appendMaxHi(out []uint32, rs []rootRange) []uint32 {
+// addMaxHi appends to out the running maximum of rs[i].hi, which lets a
+// search by lo stop at the first range that cannot reach an address (as
+// symTable.maxEnd does for symbols).
+func addMaxHi(out *growBuf[uint32], rs []rootRange) {
+	out.reserve(len(rs))
 	var m uint32
 	for _, r := range rs {
 		m = max(m, r.hi)
-		out = append(out, m)
+		out.add(m)
 	}
-	return out
 }
 
 // bytes approximates the unit's memory: its slices and strings.
 func (ui *unitInfo) bytes() int64 {
 	n := int64(unsafe.Sizeof(*ui)) + int64(ui.lines.size())
 	n += int64(len(ui.extra))*8 + int64(len(ui.kids)+len(ui.roots))*12 + int64(len(ui.kidsHi)+len(ui.rootHi))*4 + int64(len(ui.kidRuns))*8
-	n += int64(len(ui.scopes)) * int64(unsafe.Sizeof(scope{}))
+	n += int64(len(ui.scopes))*int64(unsafe.Sizeof(scope{})) + int64(len(ui.wide))*int64(unsafe.Sizeof(wideCall{}))
 	for _, l := range [][]string{ui.files, ui.names} {
 		for _, s := range l {
 			n += 16 + int64(len(s))
@@ -659,12 +707,15 @@ func (ui *unitInfo) bytes() int64 {
 }
 
 // extraOf returns the further ranges of scope i.
-func (ui *unitInfo) extraOf(i int32) []span32 {
-	end := int32(len(ui.extra))
-	if int(i)+1 < len(ui.scopes) {
-		end = ui.scopes[i+1].extra
+func (ui *unitInfo) extraOf(i int32) []span32 { return extraOf(ui.scopes, ui.extra, i) }
+
+// extraOf returns the further ranges of scopes[i] in extra.
+func extraOf(scopes []scope, extra []span32, i int32) []span32 {
+	end := int32(len(extra))
+	if int(i)+1 < len(scopes) {
+		end = scopes[i+1].extra
 	}
-	return ui.extra[ui.scopes[i].extra:end]
+	return extra[scopes[i].extra:end]
 }
 
 // rangeStart returns the start of the range of scope i that holds off.
@@ -692,13 +743,14 @@ func (ui *unitInfo) contains(i int32, off uint32) bool {
 // decodeUnit reads one unit's line table and its subprogram/inlined
 // subroutine tree. Called with x.mu held.
 func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error) {
-	// The tables grow in fresh slices and are copied out at their
-	// exact size below (off the heap, mostly). Earlier, the slices of
-	// the last decode were kept and reused, which saved garbage when
-	// debug/dwarf made a lot more of it; now that the DIE reader makes
-	// little, keeping them (the largest unit's tables, 1.5 MB for the
-	// Go compiler, for as long as a unit is left to decode) cost 1.3 MB
-	// of peak RSS on the compiler batch for no CPU gained.
+	// The tables grow in a unitBuild (off the heap once large, see
+	// growBuf) and are copied out at their exact size below (off the
+	// heap, mostly); the build buffers are unmapped at return. Earlier,
+	// heap slices of the last decode were kept and reused, which saved
+	// garbage when debug/dwarf made a lot more of it; keeping them (the
+	// largest unit's tables, 1.5 MB for the Go compiler, for as long as
+	// a unit is left to decode) cost 1.3 MB of peak RSS on the compiler
+	// batch for no CPU gained.
 	ui := &unitInfo{base: base}
 	if lang, ok := cu.Val(dwarf.AttrLanguage).(int64); ok && lang == dwLangGo {
 		ui.goUnit = true
@@ -743,8 +795,10 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 		}
 		return fi
 	}
+	var bld unitBuild
+	defer bld.free()
 	if lr != nil {
-		if ui.lines, err = x.decodeLines(lr, fileOf); err != nil {
+		if err := x.decodeLines(lr, fileOf, &bld.lines); err != nil {
 			return nil, err
 		}
 	}
@@ -802,12 +856,12 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 			if e.tag == dwarf.TagSubprogram && !x.inExec(rs[0][0]) {
 				break
 			}
-			if len(ui.scopes) >= 1<<31-1 || len(ui.extra)+len(rs) > 1<<31-1 {
+			if len(bld.scopes.s) >= 1<<31-1 || len(bld.extra.s)+len(rs) > 1<<31-1 {
 				return nil, errors.New("more than 2^31 scopes or ranges in one unit")
 			}
-			sc := scope{lo: rel(rs[0][0], base), hi: rel(rs[0][1], base), extra: int32(len(ui.extra)), firstChild: -1, nextSibling: -1}
+			sc := scope{lo: rel(rs[0][0], base), hi: rel(rs[0][1], base), extra: int32(len(bld.extra.s)), firstChild: -1, nextSibling: -1}
 			for _, rg := range rs[1:] {
-				ui.extra = append(ui.extra, span32{rel(rg[0], base), rel(rg[1], base)})
+				bld.extra.add(span32{rel(rg[0], base), rel(rg[1], base)})
 			}
 			name, linkage, view := x.nameOf(&e, 0)
 			ni, seen := nameIdx[name]
@@ -816,6 +870,11 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 					return nil, errors.New("more than 2^31 function names in one unit")
 				}
 				ni = uint32(len(ui.names))
+				if view && x.symName != nil && e.tag == dwarf.TagSubprogram {
+					if s, ok := x.symName(rs[0][0], name); ok {
+						name, view = s, false
+					}
+				}
 				if view {
 					name = strings.Clone(name)
 				}
@@ -827,29 +886,29 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 				sc.name |= nameLinkage
 			}
 			inlined := e.tag == dwarf.TagInlinedSubroutine
+			id := int32(len(bld.scopes.s))
 			if inlined {
+				file, line, col := ^uint32(0), uint32(0), uint32(0)
 				if v := e.callFile; e.has&hasCallFile != 0 && v >= 0 && v < int64(len(callFiles)) {
-					sc.callFile = callFiles[v]
-				} else {
-					sc.callFile = ^uint32(0)
+					file = callFiles[v]
 				}
 				if v := e.callLine; e.has&hasCallLine != 0 && v > 0 {
-					sc.callLine = uint32(v)
+					line = uint32(v)
 				}
 				if v := e.callCol; e.has&hasCallCol != 0 && v > 0 {
-					sc.callCol = uint32(v)
+					col = uint32(v)
 				}
+				sc.setCall(id, file, line, col, &bld.wide)
 			}
-			id := int32(len(ui.scopes))
 			if inlined {
-				sc.nextSibling = ui.scopes[cur].firstChild
-				ui.scopes[cur].firstChild = id
+				sc.nextSibling = bld.scopes.s[cur].firstChild
+				bld.scopes.s[cur].firstChild = id
 			}
-			ui.scopes = append(ui.scopes, sc)
+			bld.scopes.add(sc)
 			if !inlined {
 				for _, rg := range rs {
 					if lo, hi := rel(rg[0], base), rel(rg[1], base); hi > lo {
-						ui.roots = append(ui.roots, rootRange{lo, hi, id})
+						bld.roots.add(rootRange{lo, hi, id})
 					}
 				}
 			}
@@ -869,18 +928,26 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 			stack = append(stack, encl)
 		}
 	}
-	if err := ui.indexKids(); err != nil {
+	if err := bld.indexKids(); err != nil {
 		return nil, err
 	}
-	sort.Slice(ui.roots, func(i, j int) bool { return ui.roots[i].lo < ui.roots[j].lo })
-	ui.rootHi = appendMaxHi(make([]uint32, 0, len(ui.roots)), ui.roots)
+	roots := bld.roots.s
+	sort.Slice(roots, func(i, j int) bool { return roots[i].lo < roots[j].lo })
+	addMaxHi(&bld.rootHi, roots)
 	ui.files = slices.Clip(append([]string(nil), ui.files...))
 	ui.names = slices.Clip(append([]string(nil), ui.names...))
+	// The tables are copied out of bld, which is freed on return:
+	// into one mapping of the unit's own, or onto the heap.
+	ui.lines = bld.lines.table()
+	ui.extra, ui.kids, ui.kidsHi, ui.kidRuns = bld.extra.s, bld.kids.s, bld.kidsHi.s, bld.kidRuns.s
+	ui.scopes, ui.roots, ui.rootHi, ui.wide = bld.scopes.s, bld.roots.s, bld.rootHi.s, bld.wide.s
 	if x.onHeap || !ui.moveOffHeap() {
-		// Trim what append over-allocated: a decoded unit stays
-		// for the life of the Binary, and growth by doubling leaves
-		// up to half of each slice unused. (moveOffHeap copies
-		// exactly the lengths.)
+		// At their exact size: a decoded unit stays for the life
+		// of the Binary, and growth by doubling leaves up to half
+		// of each slice unused. (moveOffHeap copies exactly the
+		// lengths.)
+		ui.rootHi = slices.Clip(append([]uint32(nil), ui.rootHi...))
+		ui.wide = slices.Clip(append([]wideCall(nil), ui.wide...))
 		ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
 		ui.extra = slices.Clip(append([]span32(nil), ui.extra...))
 		ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
@@ -891,6 +958,33 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 	}
 	ui.size = ui.bytes()
 	return ui, nil
+}
+
+// unitBuild holds a unit's tables while decodeUnit builds them (see
+// growBuf).
+type unitBuild struct {
+	lines   lineEncoder
+	extra   growBuf[span32]
+	kids    growBuf[rootRange]
+	kidsHi  growBuf[uint32]
+	kidRuns growBuf[kidRun]
+	scopes  growBuf[scope]
+	roots   growBuf[rootRange]
+	rootHi  growBuf[uint32]
+	wide    growBuf[wideCall]
+}
+
+// free releases b's buffers.
+func (b *unitBuild) free() {
+	b.lines.free()
+	b.extra.free()
+	b.kids.free()
+	b.kidsHi.free()
+	b.kidRuns.free()
+	b.scopes.free()
+	b.roots.free()
+	b.rootHi.free()
+	b.wide.free()
 }
 
 // rangeLists reads the ranges of the DIEs of one unit, as x.d.Ranges
@@ -977,20 +1071,47 @@ type lineSeq struct {
 	rows   int
 }
 
-// decodeLines reads a unit's line program into a packed lineTable. Rows
-// must go in by address, and sequences need not come in address order (GCC
-// puts .text.unlikely and .text.startup code in sequences of their own), so
-// a first pass finds each sequence's position and extent and a second one
-// decodes the sequences in address order straight into the table: no
+// decodeLines reads a unit's line program into enc, which the caller
+// frees. Rows must go in by address, and sequences need not come in
+// address order (GCC puts .text.unlikely and .text.startup code in
+// sequences of their own). Most units' sequences do (every Go unit's), so
+// a first pass encodes rows as they come, and gives up at the first
+// sequence that starts below the end of the one before it; then a pass
+// finds each sequence's position and extent, and another decodes the
+// sequences in address order straight into the table. Neither needs an
 // intermediate slice of rows, which for Go's runtime unit would be half a
-// million. Sequences that overlap, or rows that go backwards inside a
-// sequence, make it fall back to collecting and sorting all rows (the
-// same result when neither happens, as TestDecodeLinesOrder checks). Sequences
-// of discarded code (see inExec) are dropped, and so is an unterminated
-// last sequence, which has no extent.
-func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFile) uint32) (lineTable, error) {
-	var seqs []lineSeq
+// million; the first needs no record per sequence either (a Go unit has
+// one per function, 150 bytes each: 2.5 MB of them for the compiler's
+// largest unit, live while it was decoded). Sequences that overlap, or
+// rows that go backwards inside a sequence, make it fall back to
+// collecting and sorting all rows (the same result when neither happens,
+// as TestDecodeLinesOrder checks). Sequences of discarded code (see
+// inExec) are dropped, and so is an unterminated last sequence, which has
+// no extent.
+func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFile) uint32, enc *lineEncoder) error {
 	var e dwarf.LineEntry
+	var lastFile *dwarf.LineFile
+	var lastIdx uint32
+	toRow := func(e *dwarf.LineEntry) lineRow {
+		if e.File != lastFile || lastFile == nil {
+			lastFile, lastIdx = e.File, fileOf(e.File)
+		}
+		r := lineRow{addr: e.Address, file: lastIdx, line: clampU32(e.Line), col: clampU32(e.Column)}
+		if e.EndSequence {
+			r.file = rowEnd
+		}
+		return r
+	}
+	if !x.sortLines {
+		ok, err := x.linesInOrder(lr, &e, toRow, enc)
+		if err != nil || ok {
+			return err
+		}
+		enc.free()
+		*enc = lineEncoder{}
+		lr.Reset()
+	}
+	var seqs []lineSeq
 	nrows := 0
 	start := true
 	var cur lineSeq
@@ -1000,7 +1121,7 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return lineTable{}, err
+			return err
 		}
 		if start {
 			cur, start = lineSeq{pos: pos, lo: e.Address}, false
@@ -1028,18 +1149,6 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 			break
 		}
 	}
-	var lastFile *dwarf.LineFile
-	var lastIdx uint32
-	toRow := func(e *dwarf.LineEntry) lineRow {
-		if e.File != lastFile || lastFile == nil {
-			lastFile, lastIdx = e.File, fileOf(e.File)
-		}
-		r := lineRow{addr: e.Address, file: lastIdx, line: clampU32(e.Line), col: clampU32(e.Column)}
-		if e.EndSequence {
-			r.file = rowEnd
-		}
-		return r
-	}
 	// each calls fn on every row of every kept sequence, in seqs order.
 	each := func(fn func(r lineRow) error) error {
 		for _, s := range seqs {
@@ -1059,18 +1168,20 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 		return nil
 	}
 	if ordered && !x.sortLines {
-		enc := newLineEncoder(nrows)
+		enc.reserve(nrows)
 		err := each(enc.add)
 		if err == nil {
-			return enc.t, nil
+			return nil
 		}
 		if !errors.Is(err, errLineOrder) {
-			return lineTable{}, err
+			return err
 		}
+		enc.free()
+		*enc = lineEncoder{}
 	}
 	rows := make([]lineRow, 0, nrows)
 	if err := each(func(r lineRow) error { rows = append(rows, r); return nil }); err != nil {
-		return lineTable{}, err
+		return err
 	}
 	// The rows came in sequence order (by start, then end), so a stable
 	// sort by address keeps a sequence's own rows in program order and
@@ -1079,13 +1190,60 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 	// (DWARF 5 section 6.2.5.3: the end_sequence row's address is one
 	// past the last byte), so it must not win over the end row.
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].addr < rows[j].addr })
-	enc := newLineEncoder(len(rows))
+	enc.reserve(len(rows))
 	for _, r := range rows {
 		if err := enc.add(r); err != nil {
-			return lineTable{}, err
+			return err
 		}
 	}
-	return enc.t, nil
+	return nil
+}
+
+// linesInOrder is decodeLines' first pass: it encodes the rows of the
+// kept sequences as they come, and reports false (enc then holds a part
+// of the table) at the first sequence that starts below the end of the
+// previous kept one, or row below the previous row. When it reports
+// true, the table is what the pass that sorts sequences by (start, end)
+// would build: each kept sequence starts at or after the end of the one
+// before, so that order is the program's.
+func (x *dwarfIndex) linesInOrder(lr *dwarf.LineReader, e *dwarf.LineEntry, toRow func(*dwarf.LineEntry) lineRow, enc *lineEncoder) (bool, error) {
+	var prevHi uint64
+	var mark lineMark
+	start, keep := true, false
+	for {
+		if err := lr.Next(e); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return false, err
+		}
+		if start {
+			start = false
+			keep = x.inExec(e.Address)
+			if keep && e.Address < prevHi {
+				return false, nil
+			}
+			mark = enc.mark()
+		}
+		if keep {
+			if err := enc.add(toRow(e)); err != nil {
+				if errors.Is(err, errLineOrder) {
+					return false, nil
+				}
+				return false, err
+			}
+		}
+		if e.EndSequence {
+			if keep {
+				prevHi = e.Address
+			}
+			start = true
+		}
+	}
+	if !start && keep {
+		enc.rollback(mark) // the unterminated last sequence
+	}
+	return true, nil
 }
 
 // underCompDir places a DWARF 5 file name that is still relative after

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -167,6 +168,100 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 	return g
 }
 
+// symbolValue returns the value of the first symbol of ef's symbol table
+// (.symtab) named one of names, as a search of ef.Symbols() would, but
+// reading the table and its strings in chunks: ef.Symbols() decodes every
+// symbol, with its name as a string, for one (5.6 MB on the heap for the
+// Go compiler's 60,000 symbols, live at once at the start of a batch,
+// which made the heap's high-water mark). The string table is scanned for
+// the offsets where a name starts (followed by its NUL), then the symbols
+// for one whose name is at such an offset.
+func symbolValue(ef *elf.File, names ...string) (uint64, bool) {
+	symtab := ef.SectionByType(elf.SHT_SYMTAB)
+	if symtab == nil || symtab.Link == 0 || int(symtab.Link) >= len(ef.Sections) {
+		return 0, false
+	}
+	size, valueAt := 24, 8 // Elf64_Sym: name, info, other, shndx, value
+	if ef.Class == elf.ELFCLASS32 {
+		size, valueAt = 16, 4 // Elf32_Sym: name, value, ...
+	}
+	if symtab.Size%uint64(size) != 0 {
+		return 0, false
+	}
+	at := map[uint32]bool{}
+	longest := 0
+	for _, n := range names {
+		longest = max(longest, len(n)+1)
+	}
+	// chunks calls fn on the section's bytes in chunks of chunk bytes
+	// (the last one shorter), each preceded by the last keep bytes of
+	// the one before; fn gets the offset of its first byte in the
+	// section and stops the reading by returning false. chunks reports
+	// whether the section could be read.
+	chunks := func(s *elf.Section, keep, chunk int, fn func(off uint64, p []byte) bool) bool {
+		r := s.Open()
+		buf := make([]byte, keep+chunk)
+		var off uint64 // section offset of buf[0]
+		n := 0         // bytes in buf
+		for {
+			m, err := io.ReadFull(r, buf[n:])
+			n += m
+			if n > 0 && !fn(off, buf[:n]) {
+				return true
+			}
+			if err != nil {
+				return err == io.EOF || err == io.ErrUnexpectedEOF
+			}
+			k := min(keep, n)
+			copy(buf, buf[n-k:n])
+			off += uint64(n - k)
+			n = k
+		}
+	}
+	if !chunks(ef.Sections[symtab.Link], longest-1, symChunk, func(off uint64, p []byte) bool {
+		for _, name := range names {
+			pat := append([]byte(name), 0)
+			for i := 0; ; {
+				j := bytes.Index(p[i:], pat)
+				if j < 0 {
+					break
+				}
+				if o := off + uint64(i+j); o <= 1<<32-1 {
+					at[uint32(o)] = true
+				}
+				i += j + 1
+			}
+		}
+		return true
+	}) || len(at) == 0 {
+		return 0, false
+	}
+	var v uint64
+	found := false
+	chunks(symtab, 0, max(symChunk/size, 1)*size, func(off uint64, p []byte) bool {
+		for i := 0; i+size <= len(p); i += size {
+			if off+uint64(i) == 0 {
+				continue // the null symbol, which Symbols skips
+			}
+			if at[ef.ByteOrder.Uint32(p[i:])] {
+				if size == 24 {
+					v = ef.ByteOrder.Uint64(p[i+valueAt:])
+				} else {
+					v = uint64(ef.ByteOrder.Uint32(p[i+valueAt:]))
+				}
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return v, found
+}
+
+// symChunk is the size of symbolValue's reads (tests make it small, to
+// cross many chunk boundaries).
+var symChunk = 64 << 10
+
 // findGoFunc returns the address of go:func.*: from the symbol table when
 // there is one, else from runtime.firstmoduledata, found as the word in the
 // data sections that points at .gopclntab (moduledata's first field) and
@@ -175,12 +270,8 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 // pointers in relocations, not in the file: goFuncFromRelocs reads them
 // there.
 func findGoFunc(ef *elf.File, text uint64) uint64 {
-	if syms, err := ef.Symbols(); err == nil {
-		for _, s := range syms {
-			if s.Name == "go:func.*" || s.Name == "go.func.*" {
-				return s.Value
-			}
-		}
+	if v, ok := symbolValue(ef, "go:func.*", "go.func.*"); ok {
+		return v
 	}
 	pcln := ef.Section(".gopclntab")
 	if pcln == nil || ef.Class != elf.ELFCLASS64 {

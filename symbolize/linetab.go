@@ -50,9 +50,13 @@ const lineBlock = 32
 // below the previous one's: the caller sorts the rows and starts over.
 var errLineOrder = errors.New("line rows out of address order")
 
-// lineEncoder appends rows, in address order, to a lineTable.
+// lineEncoder appends rows, in address order, to a lineTable it builds in
+// growBufs (off the heap once large): table returns the table in them,
+// which the caller copies out (moveOffHeap, or clip) before free.
 type lineEncoder struct {
-	t    lineTable
+	addr growBuf[uint64]
+	off  growBuf[uint32]
+	data growBuf[byte]
 	n    int // rows in the current block
 	prev lineRow
 	tmp  [3 * binary.MaxVarintLen64]byte
@@ -62,12 +66,12 @@ func (e *lineEncoder) add(r lineRow) error {
 	if e.n > 0 && r.addr < e.prev.addr {
 		return errLineOrder
 	}
-	if e.n == lineBlock || len(e.t.blockAddr) == 0 {
-		if uint64(len(e.t.data)) > 1<<32-1 {
+	if e.n == lineBlock || len(e.addr.s) == 0 {
+		if uint64(len(e.data.s)) > 1<<32-1 {
 			return errors.New("line table larger than 4 GiB")
 		}
-		e.t.blockAddr = append(e.t.blockAddr, r.addr)
-		e.t.blockOff = append(e.t.blockOff, uint32(len(e.t.data)))
+		e.addr.add(r.addr)
+		e.off.add(uint32(len(e.data.s)))
 		e.n = 0
 		e.prev = lineRow{addr: r.addr}
 	}
@@ -90,23 +94,50 @@ func (e *lineEncoder) add(r lineRow) error {
 	if h&1 != 0 {
 		b = binary.AppendUvarint(b, uint64(r.col))
 	}
-	e.t.data = append(e.t.data, b...)
+	e.data.addSlice(b)
 	e.prev = r
 	e.n++
 	return nil
 }
 
-// newLineEncoder returns an encoder sized for about n rows (three bytes a
-// row is typical), so that a large unit's table is not grown step by step.
-func newLineEncoder(n int) *lineEncoder {
-	e := &lineEncoder{}
-	e.t.blockAddr = make([]uint64, 0, n/lineBlock+1)
-	e.t.blockOff = make([]uint32, 0, n/lineBlock+1)
-	e.t.data = make([]byte, 0, 3*n)
-	return e
+// reserve makes room for about n more rows (three bytes a row is
+// typical), so that a large unit's table is not grown step by step.
+func (e *lineEncoder) reserve(n int) {
+	e.addr.reserve(n/lineBlock + 1)
+	e.off.reserve(n/lineBlock + 1)
+	e.data.reserve(3 * n)
 }
 
-// clip returns the table with its slices trimmed to their length.
+// lineMark is an encoder's state between two rows (mark, rollback).
+type lineMark struct {
+	blocks, data, n int
+	prev            lineRow
+}
+
+func (e *lineEncoder) mark() lineMark {
+	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev}
+}
+
+// rollback forgets the rows added since m was taken.
+func (e *lineEncoder) rollback(m lineMark) {
+	e.addr.s, e.off.s, e.data.s = e.addr.s[:m.blocks], e.off.s[:m.blocks], e.data.s[:m.data]
+	e.n, e.prev = m.n, m.prev
+}
+
+// table returns the rows added so far, in e's buffers.
+func (e *lineEncoder) table() lineTable {
+	return lineTable{blockAddr: e.addr.s, blockOff: e.off.s, data: e.data.s}
+}
+
+// free releases e's buffers: tables returned by table are invalid after.
+func (e *lineEncoder) free() {
+	e.addr.free()
+	e.off.free()
+	e.data.free()
+}
+
+// clip returns a copy of the table on the heap, its slices at their
+// length.
 func (t lineTable) clip() lineTable {
 	t.blockAddr = slices.Clip(append([]uint64(nil), t.blockAddr...))
 	t.blockOff = slices.Clip(append([]uint32(nil), t.blockOff...))

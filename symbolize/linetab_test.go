@@ -43,7 +43,8 @@ func TestLineTable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tab := enc.t.clip()
+		tab := enc.table().clip()
+		enc.free()
 		want := func(a uint64) (lineRow, bool) {
 			i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > a }) - 1
 			if i < 0 {

@@ -38,6 +38,7 @@ func (ui *unitInfo) moveOffHeap() bool {
 	size = need(size, ui.scopes)
 	size = need(size, ui.roots)
 	size = need(size, ui.rootHi)
+	size = need(size, ui.wide)
 	if size < offHeapMin {
 		return false
 	}
@@ -56,6 +57,7 @@ func (ui *unitInfo) moveOffHeap() bool {
 	ui.scopes = place(r.data, &off, ui.scopes)
 	ui.roots = place(r.data, &off, ui.roots)
 	ui.rootHi = place(r.data, &off, ui.rootHi)
+	ui.wide = place(r.data, &off, ui.wide)
 	offHeapMoved.Add(1)
 	runtime.AddCleanup(ui, func(r *region) {
 		r.unmap()

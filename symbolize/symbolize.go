@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
@@ -141,6 +142,10 @@ type Binary struct {
 	symOnce sync.Once
 	syms    *symTable
 	symErr  error
+	// symsLoaded is syms once loadSyms has run (nil before): the DWARF
+	// decoder shares the symbol table's names when it is there
+	// (sharedSymName) but does not load it.
+	symsLoaded atomic.Pointer[symTable]
 
 	dwOnce  sync.Once
 	dw      *dwarfIndex
@@ -464,8 +469,26 @@ func (b *Binary) loadSyms() *symTable {
 		if b.symErr != nil {
 			b.symErr = fmt.Errorf("%s: %w", b.path, b.symErr)
 		}
+		b.symsLoaded.Store(b.syms)
 	})
 	return b.syms
+}
+
+// sharedSymName returns the symbol table's own copy of name when the
+// table is loaded and its symbol at addr is named so. A Go unit's
+// functions have the names of their symbols, at the same addresses: a
+// decoded unit that kept its own copies (1.1 MB for the Go compiler)
+// would hold every name twice once perfcheck symbolize has loaded the
+// symbol table for its warnings.
+func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
+	t := b.symsLoaded.Load()
+	if t == nil {
+		return "", false
+	}
+	if s, ok := t.lookup(addr); ok && s.start == addr && s.name == name {
+		return s.name, true
+	}
+	return "", false
 }
 
 // elfBuildID returns the NT_GNU_BUILD_ID note's descriptor.

@@ -13,7 +13,6 @@ type symbol struct {
 	start, end uint64
 	name       string
 	file       string // STT_FILE scope of a local symbol, else ""
-	rank       int    // alias preference, lower wins (see aliasRank)
 }
 
 // symTable is a sorted, alias-resolved list of code symbols. maxEnd[i] is
@@ -129,7 +128,7 @@ func buildSymTable(raw []rawSym) *symTable {
 				}
 			}
 		}
-		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file, rank: raw[i].rank})
+		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file})
 		i = j
 	}
 	t.setMaxEnd()
@@ -153,10 +152,11 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
 	err := safely(b.path, func() error {
-		// Each table is parsed once: the PLT reads them too.
-		syms, _ := b.ef.Symbols()
+		// Each table is parsed once: the PLT reads them too (of
+		// .symtab, only its IFUNC symbols).
+		var syms []elf.Symbol
+		raw, syms = appendSymtab(raw, b.ef)
 		dyn, _ := b.ef.DynamicSymbols()
-		raw = appendELFSyms(raw, b.ef, syms)
 		raw = appendELFSyms(raw, b.ef, dyn)
 		if mini, err := b.miniDebugInfo(); err != nil {
 			firstErr = err
@@ -181,8 +181,7 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(b.dbgPath, func() error {
-				ds, _ := dw.ef.Symbols()
-				raw = appendELFSyms(raw, dw.ef, ds)
+				raw, _ = appendSymtab(raw, dw.ef)
 				return nil
 			})
 		}
@@ -201,71 +200,93 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 // separate debug file keeps the headers of the binary as NOBITS, with the
 // same addresses and flags). A missing table (nil syms) is not an error.
 func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
-	rel := ef.Type == elf.ET_REL
-	file := ""
-	for _, s := range syms {
-		typ := elf.ST_TYPE(s.Info)
-		bind := elf.ST_BIND(s.Info)
-		if typ == elf.STT_FILE {
-			// Local symbols after an STT_FILE symbol belong to that
-			// source file (ELF gABI); addr2line and llvm-symbolizer
-			// print it for them when there is no line table.
-			file = s.Name
-			continue
-		}
-		if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Name == "" {
-			continue
-		}
-		if int(s.Section) >= len(ef.Sections) {
-			continue
-		}
-		sec := ef.Sections[s.Section]
-		exec := sec.Flags&elf.SHF_EXECINSTR != 0
-		if isMappingSymbol(s.Name) {
-			continue
-		}
-		switch typ {
-		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
-		case elf.STT_NOTYPE:
-			// Labels: assembly entry points without .type, local or
-			// global, such as _start and _dl_start_user in ld.so.
-			// perf keeps an untyped, named, defined symbol that is
-			// not hidden or internal when its section is code
-			// (elf_sym__is_label and its use in dso__load_sym,
-			// tools/perf/util/symbol-elf.c); the section test is
-			// below.
-			switch elf.ST_VISIBILITY(s.Other) {
-			case elf.STV_HIDDEN, elf.STV_INTERNAL:
-				continue
-			}
-		default:
-			continue
-		}
-		if !exec {
-			continue
-		}
-		if rel && sec.Name != ".text" {
-			// Kernel modules are ET_REL: addresses are .text offsets
-			// (see Binary.Bias), so only .text symbols are placed.
-			continue
-		}
-		v := s.Value
-		if rel {
-			v += sec.Addr
-		}
-		if v == 0 && !rel {
-			continue
-		}
-		raw = append(raw, rawSym{
-			value: v,
-			size:  s.Size,
-			name:  s.Name,
-			rank:  aliasRank(bind, typ, s.Size),
-			limit: sec.Addr + sec.Size,
-			file:  fileIfLocal(file, bind),
-		})
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL}
+	for i := range syms {
+		raw = a.add(raw, &syms[i])
 	}
 	return raw
+}
+
+// symAdder keeps the code symbols of one ELF symbol table, in order.
+type symAdder struct {
+	ef   *elf.File
+	rel  bool
+	file string // the last STT_FILE symbol's name
+	// views: the names given to add are views of a buffer that will be
+	// released, copied when kept.
+	views bool
+}
+
+// add appends s to raw if it is a code symbol.
+func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
+	ef := a.ef
+	typ := elf.ST_TYPE(s.Info)
+	bind := elf.ST_BIND(s.Info)
+	if typ == elf.STT_FILE {
+		// Local symbols after an STT_FILE symbol belong to that
+		// source file (ELF gABI); addr2line and llvm-symbolizer
+		// print it for them when there is no line table.
+		a.file = a.keep(s.Name)
+		return raw
+	}
+	if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || s.Name == "" {
+		return raw
+	}
+	if int(s.Section) >= len(ef.Sections) {
+		return raw
+	}
+	sec := ef.Sections[s.Section]
+	exec := sec.Flags&elf.SHF_EXECINSTR != 0
+	if isMappingSymbol(s.Name) {
+		return raw
+	}
+	switch typ {
+	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+	case elf.STT_NOTYPE:
+		// Labels: assembly entry points without .type, local or
+		// global, such as _start and _dl_start_user in ld.so.
+		// perf keeps an untyped, named, defined symbol that is
+		// not hidden or internal when its section is code
+		// (elf_sym__is_label and its use in dso__load_sym,
+		// tools/perf/util/symbol-elf.c); the section test is
+		// below.
+		switch elf.ST_VISIBILITY(s.Other) {
+		case elf.STV_HIDDEN, elf.STV_INTERNAL:
+			return raw
+		}
+	default:
+		return raw
+	}
+	if !exec {
+		return raw
+	}
+	if a.rel && sec.Name != ".text" {
+		// Kernel modules are ET_REL: addresses are .text offsets
+		// (see Binary.Bias), so only .text symbols are placed.
+		return raw
+	}
+	v := s.Value
+	if a.rel {
+		v += sec.Addr
+	}
+	if v == 0 && !a.rel {
+		return raw
+	}
+	return append(raw, rawSym{
+		value: v,
+		size:  s.Size,
+		name:  a.keep(s.Name),
+		rank:  aliasRank(bind, typ, s.Size),
+		limit: sec.Addr + sec.Size,
+		file:  fileIfLocal(a.file, bind),
+	})
+}
+
+func (a *symAdder) keep(name string) string {
+	if a.views {
+		return strings.Clone(name)
+	}
+	return name
 }
 
 // isMappingSymbol reports whether name is an ARM, AArch64 or RISC-V
