@@ -10,7 +10,7 @@
 #                 .gopclntab, the others only the symbol table)
 #   compile-dwarf the same compiler rebuilt with DWARF (the first run builds
 #                 it, a few minutes on 2 cores; later runs hit the cache)
-# Usage: bench/symbolize.sh [N]      (needs go, llvm-symbolizer, addr2line, objcopy, /usr/bin/time)
+# Usage: bench/symbolize.sh [N]      (needs go, llvm-symbolizer, addr2line, objcopy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -19,6 +19,7 @@ mkdir -p "$work/gen"
 export GOTOOLCHAIN=local
 
 CGO_ENABLED=0 go build -o "$work/perfcheck" ./cmd/perfcheck
+CGO_ENABLED=0 go build -o "$work/anonpeak" ./bench/anonpeak
 compile="$(go env GOROOT)/pkg/tool/$(go env GOOS)_$(go env GOARCH)/compile"
 if [ ! -x "$work/compile-dwarf" ]; then
 	echo "building cmd/compile with DWARF into $work/compile-dwarf ..." >&2
@@ -56,35 +57,21 @@ GO
 (cd "$work/gen" && [ -f go.mod ] || (cd "$work/gen" && go mod init gen >/dev/null 2>&1))
 (cd "$work/gen" && go build -o "$work/genaddrs" .)
 
-# measure INPUT CMD...: prints "wall user+sys maxrss_kb peakanon_kb". The
-# peak of anonymous memory (RssAnon in /proc/PID/status: the memory the
-# process adds to the machine, without the file pages of its code and of
-# mapped sections) is sampled every ~5 ms while the command runs, so it
-# may miss a peak shorter than that; the peak RSS is the kernel's.
+# measure INPUT CMD...: prints "wall user+sys maxrss_kb peakanon_kb", from
+# bench/anonpeak: the peak of anonymous memory (RssAnon in
+# /proc/PID/status: the memory the process adds to the machine, without
+# the file pages of its code and of mapped sections) is sampled every
+# millisecond while the command runs, so it may miss a shorter peak; the
+# peak RSS is the kernel's.
 measure() {
 	local in=$1
 	shift
-	/usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" <"$in" >/dev/null 2>"$work/stderr" &
-	local tpid=$! pid="" peak=0 k v fd
-	exec {fd}<> <(:) # a pipe nobody writes: read -t on it sleeps without a fork
-	while kill -0 "$tpid" 2>/dev/null; do
-		[ -n "$pid" ] || read -r pid _ 2>/dev/null <"/proc/$tpid/task/$tpid/children" || true
-		if [ -n "$pid" ]; then
-			while read -r k v _; do
-				if [ "$k" = RssAnon: ]; then
-					[ "$v" -gt "$peak" ] && peak=$v
-					break
-				fi
-			done 2>/dev/null <"/proc/$pid/status" || true
-		fi
-		read -r -t 0.005 -u "$fd" _ || true
-	done
-	exec {fd}<&-
-	wait "$tpid" || {
+	"$work/anonpeak" "$@" <"$in" >/dev/null 2>"$work/stderr" || {
 		cat "$work/stderr" >&2
 		return 1
 	}
-	awk -v p="$peak" '{printf "%s %.2f %s %s\n", $1, $2+$3, $4, p}' "$work/time"
+	# anonpeak: wall W s, cpu C s, maxrss M kB, peak anon P kB, last anon L kB
+	tail -1 "$work/stderr" | awk '{printf "%.2f %.2f %s %s\n", $3, $6, $9, $13}'
 }
 
 # debugsize FILE: MB of .debug_* sections as stored (compressed if they are).
