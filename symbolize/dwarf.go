@@ -457,20 +457,28 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		return nil, s.err
 	}
 	var ui *unitInfo
+	walked := false // the unit's section bytes were given back (decodeUnit's walked)
 	err := safely(x.name, func() error {
 		x.needUnit(u)
 		var err error
 		if s.top-s.base > 1<<32-1 {
 			return fmt.Errorf("code ranges [%#x, %#x) span more than 4 GiB", s.base, s.top)
 		}
-		ui, err = x.decodeUnit(s.entry, s.base)
+		ui, err = x.decodeUnit(s.entry, s.base, func() {
+			x.rngDecoded(u, true)
+			x.dropUnit(u)
+			x.redropDecoded()
+			walked = true
+		})
 		return err
 	})
-	x.rngDecoded(u, err == nil)
-	if err == nil {
-		x.dropUnit(u)
+	if !walked {
+		x.rngDecoded(u, err == nil)
+		if err == nil {
+			x.dropUnit(u)
+		}
+		x.redropDecoded()
 	}
-	x.redropDecoded()
 	x.pending--
 	if err == nil {
 		s.lastUse.Store(x.epoch.Add(1))
@@ -741,8 +749,14 @@ func (ui *unitInfo) contains(i int32, off uint32) bool {
 }
 
 // decodeUnit reads one unit's line table and its subprogram/inlined
-// subroutine tree. Called with x.mu held.
-func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error) {
+// subroutine tree. Called with x.mu held. walked, if not nil, is called
+// once the unit's section bytes are read for good and the decode can no
+// longer fail, before the tables are copied out of their build buffers:
+// the caller gives the unit's section pages back there, so that they and
+// the tables' two copies are not all resident at once (for the Go
+// compiler's largest unit, 4 MB of filled sections and twice 2.7 MB of
+// tables: that moment was the batch's peak).
+func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*unitInfo, error) {
 	// The tables grow in a unitBuild (off the heap once large, see
 	// growBuf) and are copied out at their exact size below (off the
 	// heap, mostly); the build buffers are unmapped at return. Earlier,
@@ -936,12 +950,16 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 	addMaxHi(&bld.rootHi, roots)
 	ui.files = slices.Clip(append([]string(nil), ui.files...))
 	ui.names = slices.Clip(append([]string(nil), ui.names...))
+	if walked != nil {
+		walked()
+	}
 	// The tables are copied out of bld, which is freed on return:
-	// into one mapping of the unit's own, or onto the heap.
+	// into one mapping of the unit's own (which frees each build
+	// buffer as soon as it is copied), or onto the heap.
 	ui.lines = bld.lines.table()
 	ui.extra, ui.kids, ui.kidsHi, ui.kidRuns = bld.extra.s, bld.kids.s, bld.kidsHi.s, bld.kidRuns.s
 	ui.scopes, ui.roots, ui.rootHi, ui.wide = bld.scopes.s, bld.roots.s, bld.rootHi.s, bld.wide.s
-	if x.onHeap || !ui.moveOffHeap() {
+	if x.onHeap || !ui.moveOffHeap(&bld) {
 		// At their exact size: a decoded unit stays for the life
 		// of the Binary, and growth by doubling leaves up to half
 		// of each slice unused. (moveOffHeap copies exactly the

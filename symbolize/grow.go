@@ -99,6 +99,9 @@ func (g *growBuf[T]) free() {
 		if testHookGrowRelease != nil {
 			testHookGrowRelease(g.mem)
 		}
+		if testHookGrowFree != nil {
+			testHookGrowFree(g.mem)
+		}
 	}
 	g.s, g.mem = nil, nil
 }
@@ -110,5 +113,9 @@ func (g *growBuf[T]) offHeap() bool { return g.mem != nil }
 // gave up, after it was unmapped (tests: nothing may point there
 // afterwards). Only the range's address matters.
 var testHookGrowRelease func(mem []byte)
+
+// testHookGrowFree, when set, is told of each mapping free gave up (not
+// those growth moved), after it was unmapped (tests).
+var testHookGrowFree func(mem []byte)
 
 const maxInt = int(^uint(0) >> 1)

@@ -3,6 +3,7 @@
 package symbolize
 
 import (
+	"fmt"
 	"reflect"
 	"syscall"
 	"testing"
@@ -69,4 +70,87 @@ func quarantine(lo, n uintptr) bool {
 		return false
 	}
 	return true
+}
+
+// TestDecodeGivesBackBeforeCopy checks the order of a decode's end, which
+// sets the batch's peak memory: the unit's section bytes are given back
+// before its tables are copied out of their build buffers, and each build
+// buffer is freed by the copy (moveOffHeap), not after all are copied.
+// Every build mapping freed during a decode must find no span of
+// .debug_info filled (the decoding unit's included), and moveOffHeap
+// must return with the build holding nothing.
+func TestDecodeGivesBackBeforeCopy(t *testing.T) {
+	p := buildGoProg(t)
+	b, x := openDropping(t, p, Options{NoDebugFile: true})
+	defer b.Close()
+	if !x.drop.partial {
+		t.Fatal("the sections do not refill by range: the test needs them to")
+	}
+	releases, present := 0, 0
+	testHookGrowFree = func(mem []byte) {
+		releases++
+		if sd := x.drop; sd != nil { // x.mu is held: this is a decode
+			for i, s := range sd.infoSpans {
+				if !s.gone && sd.spanOf[i] >= 0 {
+					present++
+				}
+			}
+		}
+	}
+	defer func() { testHookGrowFree = nil }()
+	for _, a := range textAddrs(t, p, 300) {
+		b.Frames(a, nil)
+	}
+	testHookGrowFree = nil
+	if releases == 0 {
+		t.Fatal("no unit built its tables in a mapping: the test would check nothing")
+	}
+	if present > 0 {
+		t.Errorf("%d unit spans of .debug_info still filled when build mappings were given up (%d releases): the unit's section bytes must go before its tables are copied", present, releases)
+	}
+}
+
+// TestMoveOffHeapFreesBuild builds tables in growBufs large enough to be
+// mappings and checks that moveOffHeap copies them exactly and frees every
+// build buffer itself, each once copied.
+func TestMoveOffHeapFreesBuild(t *testing.T) {
+	var bld unitBuild
+	defer bld.free()
+	for i := range 40000 {
+		if err := bld.lines.add(lineRow{addr: uint64(i * 4), line: uint32(i % 1000), file: uint32(i % 7)}); err != nil {
+			t.Fatal(err)
+		}
+		bld.scopes.add(scope{lo: uint32(i), hi: uint32(i + 1), firstChild: -1, nextSibling: -1})
+		bld.roots.add(rootRange{uint32(i), uint32(i + 1), int32(i)})
+	}
+	for _, g := range []bool{bld.lines.data.offHeap(), bld.scopes.offHeap(), bld.roots.offHeap()} {
+		if !g {
+			t.Fatal("a build buffer stayed on the heap: the test would not exercise freeing mappings")
+		}
+	}
+	var ui unitInfo
+	ui.lines = bld.lines.table()
+	ui.scopes, ui.roots = bld.scopes.s, bld.roots.s
+	want := [3]string{string(ui.lines.data), fmt.Sprint(ui.scopes), fmt.Sprint(ui.roots)}
+	// A buffer must be freed only once its table is copied: by then
+	// nothing of ui may point into it.
+	testHookGrowFree = func(mem []byte) {
+		lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(unsafe.Pointer(unsafe.SliceData(mem)))+uintptr(len(mem))
+		for _, p := range []unsafe.Pointer{unsafe.Pointer(unsafe.SliceData(ui.lines.data)), unsafe.Pointer(unsafe.SliceData(ui.scopes)), unsafe.Pointer(unsafe.SliceData(ui.roots))} {
+			if a := uintptr(p); a >= lo && a < hi {
+				t.Errorf("build mapping [%#x, %#x) freed while a table still points into it", lo, hi)
+			}
+		}
+	}
+	defer func() { testHookGrowFree = nil }()
+	if !ui.moveOffHeap(&bld) {
+		t.Fatal("tables not moved off the heap")
+	}
+	testHookGrowFree = nil
+	if bld.lines.data.offHeap() || bld.scopes.offHeap() || bld.roots.offHeap() || bld.scopes.s != nil {
+		t.Error("moveOffHeap returned with build buffers still held: they and the tables' copies are resident at once")
+	}
+	if got := [3]string{string(ui.lines.data), fmt.Sprint(ui.scopes), fmt.Sprint(ui.roots)}; got != want {
+		t.Error("tables differ once moved off the heap")
+	}
 }

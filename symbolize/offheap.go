@@ -25,8 +25,14 @@ const offHeapMin = 16 << 10
 // until done), so eviction and Close need no extra care. Where mapping is
 // not available the tables stay on the heap.
 //
-// It reports whether the tables moved.
-func (ui *unitInfo) moveOffHeap() bool {
+// The tables are in b's buffers (ui's slices are theirs); each buffer is
+// freed as soon as its table is copied, so that the unit's tables are not
+// resident twice over at any moment (the mapping's pages are not
+// populated ahead: they become resident as the copies fill them). b may be
+// nil (tests): then nothing is freed.
+//
+// It reports whether the tables moved; when they did not, b is untouched.
+func (ui *unitInfo) moveOffHeap(b *unitBuild) bool {
 	var size uintptr
 	size = need(size, ui.lines.blockAddr)
 	size = need(size, ui.lines.blockOff)
@@ -42,22 +48,36 @@ func (ui *unitInfo) moveOffHeap() bool {
 	if size < offHeapMin {
 		return false
 	}
-	r, err := mapAnon(int64(size), true)
+	r, err := mapAnon(int64(size), false)
 	if err != nil {
 		return false
 	}
+	if b == nil {
+		b = &unitBuild{}
+	}
 	var off uintptr
 	ui.lines.blockAddr = place(r.data, &off, ui.lines.blockAddr)
+	b.lines.addr.free()
 	ui.lines.blockOff = place(r.data, &off, ui.lines.blockOff)
+	b.lines.off.free()
 	ui.lines.data = place(r.data, &off, ui.lines.data)
+	b.lines.data.free()
 	ui.extra = place(r.data, &off, ui.extra)
+	b.extra.free()
 	ui.kids = place(r.data, &off, ui.kids)
+	b.kids.free()
 	ui.kidsHi = place(r.data, &off, ui.kidsHi)
+	b.kidsHi.free()
 	ui.kidRuns = place(r.data, &off, ui.kidRuns)
+	b.kidRuns.free()
 	ui.scopes = place(r.data, &off, ui.scopes)
+	b.scopes.free()
 	ui.roots = place(r.data, &off, ui.roots)
+	b.roots.free()
 	ui.rootHi = place(r.data, &off, ui.rootHi)
+	b.rootHi.free()
 	ui.wide = place(r.data, &off, ui.wide)
+	b.wide.free()
 	offHeapMoved.Add(1)
 	runtime.AddCleanup(ui, func(r *region) {
 		r.unmap()
