@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // An inflater of our own: deflate (RFC 1951) inside zlib framing (RFC
@@ -57,7 +60,7 @@ var inflateInterval int64 = 256 << 10
 
 // inflateCheckpoint is where decoding can resume: a block header at bit
 // bit of the deflate stream, where out bytes had been written. Its window
-// (the min(out, 32 KiB) bytes before out) is in inflateIndex.wins.
+// (the min(out, 32 KiB) bytes before out) is in inflateIndex.zwin.
 type inflateCheckpoint struct {
 	bit, out int64
 }
@@ -71,10 +74,16 @@ type inflateIndex struct {
 	name   string
 	secOff uint64 // the section's file offset, for errors
 
-	cps    []inflateCheckpoint
-	wins   []byte              // window i at wins[i*inflateWindow:], min(cps[i].out, 32 KiB) bytes
+	cps []inflateCheckpoint
+	// The checkpoints' windows, each deflated on its own (window i is
+	// zwin[zoff[i]:zoff[i+1]], min(cps[i].out, 32 KiB) bytes inflated):
+	// kept as they are, 32 KiB each, they were 1.3 MB of the Go
+	// compiler's batch for as long as any unit is left to decode; DWARF
+	// deflates 3 to 4 times, and a fill inflates one window, 32 KiB,
+	// on top of the tens or hundreds of KiB it decodes anyway.
+	zwin   []byte
+	zoff   []uint32
 	bounds []inflateCheckpoint // every block boundary, until retarget chooses among them
-	mem    *region
 }
 
 // inflateSrc describes a compressed stream for errors and reads.
@@ -659,9 +668,8 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 
 // inflateZlib decompresses the zlib stream of s into dst, whose length is
 // the declared size, checking the stream's length and Adler-32 sum. With
-// interval > 0 it returns the checkpoints it recorded, their windows in
-// memory from newWins (called once, with the most windows there can be).
-func inflateZlib(s inflateSrc, dst []byte, interval int64, newWins func(n int) ([]byte, *region)) (*inflateIndex, error) {
+// interval > 0 it returns the checkpoints it recorded.
+func inflateZlib(s inflateSrc, dst []byte, interval int64) (*inflateIndex, error) {
 	var hdr [2]byte
 	if s.n < 6 {
 		return nil, fmt.Errorf("%w: section %s at offset %#x: zlib stream of %d bytes", ErrMalformed, s.name, s.secOff, s.n)
@@ -677,7 +685,7 @@ func inflateZlib(s inflateSrc, dst []byte, interval int64, newWins func(n int) (
 	}
 	raw := s
 	raw.off, raw.n = s.off+2, s.n-2
-	ix, end, sum, err := inflateFull(raw, dst, interval, newWins)
+	ix, end, sum, err := inflateFull(raw, dst, interval)
 	if err != nil {
 		return nil, err
 	}
@@ -700,7 +708,7 @@ func inflateZlib(s inflateSrc, dst []byte, interval int64, newWins func(n int) (
 // inflateFull decompresses the raw deflate stream of s into dst, which it
 // must fill exactly, and returns the checkpoints (with interval > 0), the
 // stream's length in bytes and the Adler-32 of the output.
-func inflateFull(s inflateSrc, dst []byte, interval int64, newWins func(n int) ([]byte, *region)) (ix *inflateIndex, end int64, sum uint32, err error) {
+func inflateFull(s inflateSrc, dst []byte, interval int64) (ix *inflateIndex, end int64, sum uint32, err error) {
 	f := inflaters.Get().(*inflater)
 	defer inflaters.Put(f)
 	ix = &inflateIndex{src: s.src, off: s.off, n: s.n, size: int64(len(dst)), name: s.name, secOff: s.secOff}
@@ -738,20 +746,63 @@ func inflateFull(s inflateSrc, dst []byte, interval int64, newWins func(n int) (
 			}
 		}
 		ix.cps = slices.Clip(ix.cps)
-		if len(ix.cps) > 0 {
-			ix.wins, ix.mem = newWins(len(ix.cps))
-			ix.copyWindows(dst)
+		if err := ix.copyWindows(dst); err != nil {
+			return nil, 0, 0, err
 		}
 	}
 	return ix, (f.bitPos() + 7) / 8, f.sum.Sum32(), nil
 }
 
-// copyWindows copies the window of every checkpoint from out, the whole
-// output.
-func (ix *inflateIndex) copyWindows(out []byte) {
-	for i, cp := range ix.cps {
-		copy(ix.wins[i*inflateWindow:(i+1)*inflateWindow], out[max(0, cp.out-inflateWindow):cp.out])
+// copyWindows keeps the window of every checkpoint, deflated, from out,
+// the whole output.
+func (ix *inflateIndex) copyWindows(out []byte) error {
+	ix.zwin, ix.zoff = nil, nil
+	if len(ix.cps) == 0 {
+		return nil
 	}
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, flate.BestSpeed)
+	if err != nil {
+		return err
+	}
+	zoff := make([]uint32, 0, len(ix.cps)+1)
+	for _, cp := range ix.cps {
+		zoff = append(zoff, uint32(buf.Len()))
+		w.Reset(&buf)
+		if _, err := w.Write(out[max(0, cp.out-inflateWindow):cp.out]); err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		if buf.Len() > 1<<32-1 {
+			return errors.New("checkpoint windows of more than 4 GiB")
+		}
+	}
+	ix.zoff = append(zoff, uint32(buf.Len()))
+	ix.zwin = slices.Clip(bytes.Clone(buf.Bytes()))
+	return nil
+}
+
+// windowReaders are the inflaters of checkpoint windows (flate.Resetter).
+var windowReaders sync.Pool
+
+// window inflates checkpoint k's window into buf, which must hold 32 KiB,
+// and returns it.
+func (ix *inflateIndex) window(k int, buf []byte) ([]byte, error) {
+	n := int(min(ix.cps[k].out, inflateWindow))
+	src := bytes.NewReader(ix.zwin[ix.zoff[k]:ix.zoff[k+1]])
+	r, _ := windowReaders.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(src)
+	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
+		return nil, err
+	}
+	defer windowReaders.Put(r)
+	if _, err := io.ReadFull(r, buf[:n]); err != nil {
+		return nil, fmt.Errorf("checkpoint window %d of section %s: %w", k, ix.name, err)
+	}
+	return buf[:n], nil
 }
 
 // retarget moves the checkpoints, as many as there are, to the block
@@ -800,8 +851,13 @@ func (ix *inflateIndex) retarget(out []byte, targets []int) {
 		}
 	}
 	slices.SortFunc(cps, func(a, b inflateCheckpoint) int { return int(a.out - b.out) })
+	old, zwin, zoff := ix.cps, ix.zwin, ix.zoff
 	ix.cps = cps
-	ix.copyWindows(out)
+	if ix.copyWindows(out) != nil {
+		// Only a failing writer gets here: keep the evenly spaced
+		// checkpoints, whose windows are still good.
+		ix.cps, ix.zwin, ix.zoff = old, zwin, zoff
+	}
 	ix.bounds = nil
 }
 
@@ -820,10 +876,7 @@ func (ix *inflateIndex) release() {
 	if ix == nil {
 		return
 	}
-	if ix.mem != nil {
-		ix.mem.unmap()
-	}
-	ix.cps, ix.wins, ix.mem = nil, nil, nil
+	ix.cps, ix.zwin, ix.zoff = nil, nil, nil
 }
 
 // fill decompresses output bytes [lo, hi) again into dst[lo:hi] (dst is
@@ -843,12 +896,17 @@ func (ix *inflateIndex) fill(dst []byte, lo, hi int) error {
 	}
 	var cp inflateCheckpoint
 	var window []byte
-	if k > 0 {
-		cp = ix.cps[k-1]
-		window = ix.wins[(k-1)*inflateWindow:][:min(cp.out, inflateWindow)]
-	}
 	f := inflaters.Get().(*inflater)
 	defer inflaters.Put(f)
+	if k > 0 {
+		cp = ix.cps[k-1]
+		var err error
+		// Into the sliding buffer, where setOutput copies it
+		// (copy of overlapping equal ranges: nothing moves).
+		if window, err = ix.window(k-1, f.win); err != nil {
+			return err
+		}
+	}
 	f.dst, f.lo, f.hi, f.full = dst, int64(lo), int64(hi), false
 	f.onCp = nil
 	f.start(inflateSrc{ix.src, ix.off, ix.n, ix.name, ix.secOff}, cp.bit)

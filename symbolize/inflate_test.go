@@ -15,14 +15,12 @@ import (
 	kzlib "github.com/klauspost/compress/zlib"
 )
 
-func heapWins(n int) ([]byte, *region) { return make([]byte, n*inflateWindow), nil }
-
 // rawInflate decompresses the raw deflate stream data, declared to give
 // size bytes, recording checkpoints every interval bytes.
 func rawInflate(data []byte, size int, interval int64) ([]byte, *inflateIndex, error) {
 	out := make([]byte, size)
 	src := inflateSrc{src: bytes.NewReader(data), n: int64(len(data)), name: ".test"}
-	ix, _, _, err := inflateFull(src, out, interval, heapWins)
+	ix, _, _, err := inflateFull(src, out, interval)
 	return out, ix, err
 }
 
@@ -223,7 +221,7 @@ func TestInflateZlib(t *testing.T) {
 		comp := buf.Bytes()
 		inflate := func(comp []byte, size int) error {
 			out := make([]byte, size)
-			ix, err := inflateZlib(inflateSrc{src: bytes.NewReader(comp), n: int64(len(comp)), name: ".debug_test", secOff: 0x1234}, out, 4096, heapWins)
+			ix, err := inflateZlib(inflateSrc{src: bytes.NewReader(comp), n: int64(len(comp)), name: ".debug_test", secOff: 0x1234}, out, 4096)
 			if err == nil && !bytes.Equal(out, data) {
 				t.Fatalf("%s: output differs", w.name)
 			}
@@ -352,7 +350,7 @@ func BenchmarkInflate(b *testing.B) {
 	b.Run("ours", func(b *testing.B) {
 		b.SetBytes(int64(size))
 		for b.Loop() {
-			if _, err := inflateZlib(src, out, inflateInterval, heapWins); err != nil {
+			if _, err := inflateZlib(src, out, inflateInterval); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -381,7 +379,7 @@ func BenchmarkInflate(b *testing.B) {
 			}
 		}
 	})
-	ix, err := inflateZlib(src, out, inflateInterval, heapWins)
+	ix, err := inflateZlib(src, out, inflateInterval)
 	if err != nil {
 		b.Fatal(err)
 	}

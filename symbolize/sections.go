@@ -244,7 +244,7 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 		if resumable {
 			interval = inflateInterval
 		}
-		ix, err := inflateZlib(src, r.data, interval, checkpointWindows)
+		ix, err := inflateZlib(src, r.data, interval)
 		if err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 		}
 		if !resumable {
 			r.refill = func(lo, hi int) error {
-				_, err := inflateZlib(src, r.data, 0, nil)
+				_, err := inflateZlib(src, r.data, 0)
 				return err
 			}
 			return nil
@@ -312,14 +312,4 @@ func fileUnchanged(ra io.ReaderAt) func() error {
 		}
 		return nil
 	}
-}
-
-// checkpointWindows returns memory for n checkpoint windows: anonymous
-// memory outside the heap where it can be mapped (only the windows
-// written cost anything), else the heap.
-func checkpointWindows(n int) ([]byte, *region) {
-	if m, err := mapAnon(int64(n)*inflateWindow, false); err == nil {
-		return m.data, m
-	}
-	return make([]byte, n*inflateWindow), nil
 }
