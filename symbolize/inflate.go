@@ -42,10 +42,10 @@ import (
 // the decoder's fixed buffers.
 
 const (
-	inflateWindow = 32 << 10  // deflate's largest distance
-	inflateChunk  = 128 << 10 // new output between slides of the sliding buffer
-	inflateInBuf  = 32 << 10  // compressed bytes read at once
-	maxMatch      = 258       // deflate's longest match
+	inflateWindow = 32 << 10 // deflate's largest distance
+	inflateChunk  = 32 << 10 // new output between slides of the sliding buffer
+	inflateInBuf  = 32 << 10 // compressed bytes read at once
+	maxMatch      = 258      // deflate's longest match
 
 	litBits  = 10 // primary table bits, literal/length code
 	distBits = 8  // primary table bits, distance code
