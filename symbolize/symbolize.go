@@ -428,8 +428,11 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 			}
 		}
 	}
-	if s, ok := b.lookupSym(addr); ok {
-		return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name, File: s.file}), nil
+	if t := b.loadSyms(); t != nil {
+		if i, ok := t.find(addr); ok {
+			s := &t.syms[i]
+			return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name, File: t.fileOf(i)}), nil
+		}
 	}
 	if b.symErr != nil {
 		return buf, b.symErr

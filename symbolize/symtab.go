@@ -12,7 +12,6 @@ import (
 type symbol struct {
 	start, end uint64
 	name       string
-	file       string // STT_FILE scope of a local symbol, else ""
 }
 
 // symTable is a sorted, alias-resolved list of code symbols. maxEnd[i] is
@@ -21,18 +20,46 @@ type symbol struct {
 type symTable struct {
 	syms   []symbol
 	maxEnd []uint64
+	// files holds the STT_FILE scope of the local symbols that have
+	// one, by index in syms, in order: most symbols have none (a Go
+	// binary's none at all), and a field in every symbol was 16 bytes
+	// of heap each (0.32 MB for the Go compiler's 20,266 symbols).
+	files []symFile
+}
+
+// symFile is the STT_FILE scope of syms[i].
+type symFile struct {
+	i    int
+	file string
 }
 
 // lookup returns the innermost symbol covering addr: the one with the
 // greatest start <= addr whose range contains addr.
 func (t *symTable) lookup(addr uint64) (*symbol, bool) {
-	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].start > addr }) - 1
-	for ; i >= 0 && t.maxEnd[i] > addr; i-- {
-		if s := &t.syms[i]; addr < s.end {
-			return s, true
-		}
+	if i, ok := t.find(addr); ok {
+		return &t.syms[i], true
 	}
 	return nil, false
+}
+
+// find is lookup returning the symbol's index in syms.
+func (t *symTable) find(addr uint64) (int, bool) {
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].start > addr }) - 1
+	for ; i >= 0 && t.maxEnd[i] > addr; i-- {
+		if addr < t.syms[i].end {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// fileOf returns the STT_FILE scope of syms[i], "" for none.
+func (t *symTable) fileOf(i int) string {
+	j := sort.Search(len(t.files), func(j int) bool { return t.files[j].i >= i })
+	if j < len(t.files) && t.files[j].i == i {
+		return t.files[j].file
+	}
+	return ""
 }
 
 // rawSym is a symbol before sizing and alias resolution.
@@ -128,9 +155,13 @@ func buildSymTable(raw []rawSym) *symTable {
 				}
 			}
 		}
-		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name, file: raw[i].file})
+		if raw[i].file != "" {
+			t.files = append(t.files, symFile{len(t.syms), raw[i].file})
+		}
+		t.syms = append(t.syms, symbol{start: start, end: end, name: raw[i].name})
 		i = j
 	}
+	t.files = slices.Clip(t.files)
 	t.setMaxEnd()
 	return t
 }

@@ -365,3 +365,63 @@ func TestColdParts(t *testing.T) {
 		})
 	}
 }
+
+// TestSymtabLocalFile names, from the symbol table alone (no DWARF), two
+// static functions of the same name in two files with the file of their
+// STT_FILE scope, and a global function with none.
+func TestSymtabLocalFile(t *testing.T) {
+	gcc := needTool(t, "gcc")
+	dir := t.TempDir()
+	for _, f := range []struct{ name, src string }{
+		{"one.c", "static int helper(int v) { return v * 3 + 1; }\nint fone(int v) { return helper(v) + 2; }\n"},
+		{"two.c", "static int helper(int v) { return v * 5 + 7; }\nint ftwo(int v) { return helper(v) - 4; }\n"},
+		{"main.c", "int fone(int); int ftwo(int);\nint main(int argc, char **argv) { return fone(argc) + ftwo(argc); }\n"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(gcc, "-O0", "-g0", "-o", "prog", "one.c", "two.c", "main.c")
+	cmd.Dir = dir
+	if o, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, o)
+	}
+	p := filepath.Join(dir, "prog")
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.Symbols()
+	ef.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mustOpenOpts(t, p, Options{NoDebugFile: true})
+	defer b.Close()
+	want := map[string]string{}
+	file := ""
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FILE {
+			file = s.Name
+			continue
+		}
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || (s.Name != "helper" && s.Name != "fone") {
+			continue
+		}
+		f, err := b.Frames(s.Value, nil)
+		if err != nil || len(f) != 1 || f[0].Function != s.Name {
+			t.Fatalf("%s at %#x: %v (%v)", s.Name, s.Value, f, err)
+		}
+		exp := ""
+		if elf.ST_BIND(s.Info) == elf.STB_LOCAL {
+			exp = file
+		}
+		want[s.Name+" in "+exp] = f[0].File
+		if f[0].File != exp {
+			t.Errorf("%s at %#x: file %q, want %q", s.Name, s.Value, f[0].File, exp)
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("found %v: want helper in one.c and two.c and fone", want)
+	}
+}
