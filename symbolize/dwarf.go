@@ -37,10 +37,15 @@ type dwarfIndex struct {
 	// against the budget like decoded units.
 	names      map[dwarf.Offset]dieName
 	namesBytes int64
-	files      map[string]string // file names of decoded units, each kept once (under mu)
-	pending    int               // units with code ranges neither decoded nor failed; at 0, d and names are dropped
-	hasData    bool              // d was set at creation; immutable, unlike d
-	exec       [][2]uint64       // executable sections of the running binary
+	// File names of decoded units, each kept once (under mu): fileTab
+	// only grows (its elements are never written again, so a unit may
+	// keep a copy of its header and read it without mu), fileIdx finds
+	// a name in it.
+	fileTab []string
+	fileIdx map[string]uint32
+	pending int         // units with code ranges neither decoded nor failed; at 0, d and names are dropped
+	hasData bool        // d was set at creation; immutable, unlike d
+	exec    [][2]uint64 // executable sections of the running binary
 
 	// symName, when set, returns the symbol table's copy of a
 	// function's name at its address (Binary.sharedSymName).
@@ -183,7 +188,12 @@ type unitInfo struct {
 	kids    []rootRange // child ranges of scopes with many children, sorted by lo per scope
 	kidsHi  []uint32    // prefix maximum of kids[i].hi within each scope's run
 	kidRuns []kidRun
-	files   []string
+	// files maps the unit's file indexes (line rows, call files) to
+	// fileTab, the index's table of names as it was when the unit was
+	// decoded: 4 bytes per file and unit instead of a string header
+	// (12,573 of them in the Go compiler's units, 1,343 names).
+	files   []uint32
+	fileTab []string
 	names   []string // scope names, each once per unit
 	scopes  []scope
 	roots   []rootRange // subprogram ranges, sorted by lo
@@ -266,7 +276,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 }
 
 func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
-	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}, files: map[string]string{}}
+	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
 	var info, line []byte
 	var secs map[string][]byte
 	err := safely(name, func() error {
@@ -503,7 +513,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 // gives as views), and no one else reads them: decoding holds x.mu, or the
 // index is not yet published.
 func (x *dwarfIndex) release() {
-	x.d, x.names, x.namesBytes, x.files = nil, nil, 0, nil
+	x.d, x.names, x.namesBytes, x.fileTab, x.fileIdx = nil, nil, 0, nil, nil
 	x.dies, x.dieRd = nil, dieReader{}
 	x.drop = nil
 	x.secs.unmapAll()
@@ -644,9 +654,18 @@ func (ui *unitInfo) lookupFrames(b *Binary, addr uint64, buf []Frame) ([]Frame, 
 
 func (ui *unitInfo) file(i uint32) string {
 	if int(i) < len(ui.files) {
-		return ui.files[i]
+		return ui.fileTab[ui.files[i]]
 	}
 	return ""
+}
+
+// fileNames returns the unit's file table as names (tests).
+func (ui *unitInfo) fileNames() []string {
+	var out []string
+	for i := range ui.files {
+		out = append(out, ui.file(uint32(i)))
+	}
+	return out
 }
 
 // manyKids is the number of children above which a scope's children are
@@ -706,10 +725,11 @@ func (ui *unitInfo) bytes() int64 {
 	n := int64(unsafe.Sizeof(*ui)) + int64(ui.lines.size())
 	n += int64(len(ui.extra))*8 + int64(len(ui.kids)+len(ui.roots))*12 + int64(len(ui.kidsHi)+len(ui.rootHi))*4 + int64(len(ui.kidRuns))*8
 	n += int64(len(ui.scopes))*int64(unsafe.Sizeof(scope{})) + int64(len(ui.wide))*int64(unsafe.Sizeof(wideCall{}))
-	for _, l := range [][]string{ui.files, ui.names} {
-		for _, s := range l {
-			n += 16 + int64(len(s))
-		}
+	for _, f := range ui.files {
+		n += 16 + int64(len(ui.fileTab[f]))
+	}
+	for _, s := range ui.names {
+		n += 16 + int64(len(s))
 	}
 	return n
 }
@@ -780,25 +800,27 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*u
 	// versions do not have.
 	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
 	v5 := lr != nil && len(lr.Files()) > 0 && lr.Files()[0] != nil
-	fileName := func(lf *dwarf.LineFile) string {
-		if lf == nil {
-			return ""
-		}
-		name := lf.Name
-		if v5 {
-			name = underCompDir(compDir, name)
+	fileName := func(lf *dwarf.LineFile) uint32 {
+		name := ""
+		if lf != nil {
+			name = lf.Name
+			if v5 {
+				name = underCompDir(compDir, name)
+			}
 		}
 		// Units share most file names (a Go unit lists every file
 		// it inlined from: 12,573 names in the compiler's units,
 		// 1,343 of them distinct): keep each once.
-		if in, ok := x.files[name]; ok {
+		if in, ok := x.fileIdx[name]; ok {
 			return in
 		}
-		if x.files == nil {
-			x.files = map[string]string{}
+		if x.fileIdx == nil {
+			x.fileIdx = map[string]uint32{}
 		}
-		x.files[name] = name
-		return name
+		in := uint32(len(x.fileTab))
+		x.fileTab = append(x.fileTab, name)
+		x.fileIdx[name] = in
+		return in
 	}
 	fileOf := func(lf *dwarf.LineFile) uint32 {
 		fi, seen := fileIdx[lf]
@@ -948,7 +970,8 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*u
 	roots := bld.roots.s
 	sort.Slice(roots, func(i, j int) bool { return roots[i].lo < roots[j].lo })
 	addMaxHi(&bld.rootHi, roots)
-	ui.files = slices.Clip(append([]string(nil), ui.files...))
+	ui.files = slices.Clip(append([]uint32(nil), ui.files...))
+	ui.fileTab = x.fileTab
 	ui.names = slices.Clip(append([]string(nil), ui.names...))
 	if walked != nil {
 		walked()
