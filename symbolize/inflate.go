@@ -784,7 +784,7 @@ func (ix *inflateIndex) copyWindows(out []byte) error {
 		if err := w.Close(); err != nil {
 			return err
 		}
-		if buf.Len() > 1<<32-1 {
+		if uint64(buf.Len()) > 1<<32-1 {
 			return errors.New("checkpoint windows of more than 4 GiB")
 		}
 	}

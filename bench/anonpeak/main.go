@@ -79,7 +79,7 @@ func main() {
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var maxrss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxrss = ru.Maxrss
+		maxrss = int64(ru.Maxrss)
 	}
 	fmt.Fprintf(os.Stderr, "anonpeak: wall %.2f s, cpu %.2f s, maxrss %d kB, peak anon %d kB, last anon %d kB\n",
 		wall.Seconds(), cpu.Seconds(), maxrss, s[0], s[1])
