@@ -136,8 +136,10 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	var frames []symbolize.Frame
 	var num []byte
 	status := exitOK
-	one := func(tok string) {
-		addr, perr := parseAddr(tok)
+	// one takes the token as bytes (the input's buffer, or an argument):
+	// reading a batch allocates nothing per address.
+	one := func(tok []byte) {
+		addr, perr := parseAddr(string(tok))
 		if perr != nil {
 			fmt.Fprintf(stderr, "perfcheck %s: bad address %q\n", name, tok)
 			status = exitError
@@ -202,7 +204,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		for _, a := range fs.Args() {
-			one(a)
+			one([]byte(a))
 		}
 	} else {
 		var in io.Reader = os.Stdin
@@ -210,9 +212,22 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 			in = r
 		}
 		br := bufio.NewReaderSize(in, 64<<10)
+		var long []byte // a line longer than br's buffer, gathered
 		for {
-			line, err := br.ReadString('\n')
-			for _, tok := range strings.Fields(line) {
+			line, err := br.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				long = append(long, line...)
+				continue
+			}
+			if long != nil {
+				line = append(long, line...)
+				long = nil
+			}
+			for rest := line; ; {
+				var tok []byte
+				if tok, rest = nextField(rest); tok == nil {
+					break
+				}
 				one(tok)
 			}
 			// Answer as soon as the input pauses (an interactive pipe
@@ -284,6 +299,28 @@ const symbolizeGCPercent = 25
 var stdinOverride any
 
 // parseAddr reads a hex address, with or without 0x, as addr2line does.
+// nextField returns the first run of non-space bytes in b (space as
+// strings.Fields has it, for ASCII) and what follows it; tok is nil when
+// b holds no more.
+func nextField(b []byte) (tok, rest []byte) {
+	i := 0
+	for i < len(b) && asciiSpace(b[i]) {
+		i++
+	}
+	j := i
+	for j < len(b) && !asciiSpace(b[j]) {
+		j++
+	}
+	if i == j {
+		return nil, nil
+	}
+	return b[i:j], b[j:]
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
 func parseAddr(s string) (uint64, error) {
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
 	return strconv.ParseUint(s, 16, 64)

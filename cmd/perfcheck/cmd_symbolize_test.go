@@ -276,3 +276,34 @@ func TestSymbolizeDemangleFlag(t *testing.T) {
 		}
 	}
 }
+
+// Addresses on stdin are split as strings.Fields splits them: several to
+// a line, tabs, CRLF, a last line without a newline, and a line longer
+// than the 64 KiB read buffer (gathered whole, no address cut in two);
+// each answer in input order.
+func TestSymbolizeStdinTokens(t *testing.T) {
+	bin, work := buildSymbolizeProg(t)
+	w := fmt.Sprintf("%#x", work)
+	long := strings.Repeat(w+" ", (70<<10)/(len(w)+1)) // over 64 KiB, spans reads
+	in := "0x1 " + w + "\t0x2\r\n\n  " + w + "\n" + long + "\n\t" + w
+	want := 3 + 1 + strings.Count(long, w) + 1 // unknown answers count too
+	stdinOverride = strings.NewReader(in)
+	defer func() { stdinOverride = nil }()
+	var out, errb bytes.Buffer
+	if code := run([]string{"symbolize", "-a", "-e", bin}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3*want {
+		t.Fatalf("%d lines for %d addresses, want 3 each", len(lines), want)
+	}
+	for i := 0; i < want; i++ {
+		addr, fn := lines[3*i], lines[3*i+1]
+		switch {
+		case i == 0 && (addr != "0x0000000000000001" || fn != "??"),
+			i == 2 && (addr != "0x0000000000000002" || fn != "??"),
+			i != 0 && i != 2 && (addr != fmt.Sprintf("0x%016x", work) || fn != "work"):
+			t.Fatalf("answer %d: %q %q", i, addr, fn)
+		}
+	}
+}
