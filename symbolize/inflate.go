@@ -405,6 +405,24 @@ func (f *inflater) flush() error {
 	return nil
 }
 
+// block decodes one block, whose three header bits are hdr (BFINAL in
+// the low bit, BTYPE above it: RFC 1951 section 3.2.3).
+func (f *inflater) block(hdr uint32) error {
+	switch hdr >> 1 {
+	case 0:
+		return f.stored()
+	case 1:
+		lt, dt := fixedTables()
+		return f.huffman(lt, dt)
+	case 2:
+		if err := f.dynamic(); err != nil {
+			return err
+		}
+		return f.huffman(&f.lt, &f.dt)
+	}
+	return f.corrupt("reserved block type 3")
+}
+
 // run decodes blocks until the final one ends (nil) or, for a fill, until
 // the range is written (errInflateStop).
 func (f *inflater) run() error {
@@ -420,21 +438,7 @@ func (f *inflater) run() error {
 			return f.err
 		}
 		hdr := f.bits(3)
-		var err error
-		switch hdr >> 1 {
-		case 0:
-			err = f.stored()
-		case 1:
-			lt, dt := fixedTables()
-			err = f.huffman(lt, dt)
-		case 2:
-			if err = f.dynamic(); err == nil {
-				err = f.huffman(&f.lt, &f.dt)
-			}
-		default:
-			err = f.corrupt("reserved block type 3")
-		}
-		if err != nil {
+		if err := f.block(hdr); err != nil {
 			return err
 		}
 		if f.bitPos() > f.s.n*8 {

@@ -177,21 +177,7 @@ func blockTypes(t testing.TB, comp []byte) []int {
 	for {
 		hdr := f.bits(3)
 		types = append(types, int(hdr>>1))
-		var err error
-		switch hdr >> 1 {
-		case 0:
-			err = f.stored()
-		case 1:
-			lt, dt := fixedTables()
-			err = f.huffman(lt, dt)
-		case 2:
-			if err = f.dynamic(); err == nil {
-				err = f.huffman(&f.lt, &f.dt)
-			}
-		default:
-			t.Fatal("block type 3")
-		}
-		if err != nil {
+		if err := f.block(hdr); err != nil {
 			t.Fatal(err)
 		}
 		if hdr&1 != 0 {
