@@ -110,21 +110,24 @@ func pageSize(align uint64) uint64 {
 	return 1
 }
 
-// symbolValue finds a symbol's value in .symtab (then .dynsym) by name.
+// symbolValue finds a symbol's value in .symtab (then .dynsym) by name;
+// .symtab through the package's symbolValue, which does not decode the
+// whole table.
 func (b *Binary) symbolValue(name string) (uint64, bool) {
 	var v uint64
 	var found bool
 	_ = safely(b.path, func() error {
-		for _, read := range []func() ([]elf.Symbol, error){b.ef.Symbols, b.ef.DynamicSymbols} {
-			syms, err := read()
-			if err != nil {
-				continue
-			}
-			for _, s := range syms {
-				if s.Name == name {
-					v, found = s.Value, true
-					return nil
-				}
+		if v, found = symbolValue(b.ef, name); found {
+			return nil
+		}
+		syms, err := b.ef.DynamicSymbols()
+		if err != nil {
+			return nil
+		}
+		for _, s := range syms {
+			if s.Name == name {
+				v, found = s.Value, true
+				return nil
 			}
 		}
 		return nil
