@@ -1056,10 +1056,7 @@ func TestGoInlinesBigEndian(t *testing.T) {
 	var out [2]string
 	for i, ld := range []string{"", "-s -w"} {
 		out[i] = filepath.Join(dir, fmt.Sprintf("goprog-s390x-%d", i))
-		cmd := exec.Command(gobin, "build", "-o", out[i], "-ldflags="+ld, ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOOS=linux", "GOARCH=s390x")
-		if o, err := cmd.CombinedOutput(); err != nil {
+		if o, err := goBuildFor(gobin, dir, out[i], "s390x", "-ldflags="+ld); err != nil {
 			t.Fatalf("go build for s390x: %v\n%s", err, o)
 		}
 	}
@@ -1122,8 +1119,17 @@ func goProgDir(t *testing.T) string {
 // goBuild runs `go build -o out ARGS... .` in dir (pure Go, this
 // toolchain) and returns the output and the error.
 func goBuild(gobin, dir, out string, args ...string) ([]byte, error) {
+	return goBuildFor(gobin, dir, out, "", args...)
+}
+
+// goBuildFor is goBuild cross-compiling for linux/goarch ("": this
+// machine's).
+func goBuildFor(gobin, dir, out, goarch string, args ...string) ([]byte, error) {
 	cmd := exec.Command(gobin, append(append([]string{"build", "-o", out}, args...), ".")...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod")
+	if goarch != "" {
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+goarch)
+	}
 	return cmd.CombinedOutput()
 }

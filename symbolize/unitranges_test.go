@@ -34,10 +34,7 @@ func TestDIEReader(t *testing.T) {
 	{
 		dir := goProgDir(t)
 		p := filepath.Join(dir, "goprog-s390x")
-		cmd := exec.Command(needTool(t, "go"), "build", "-o", p, ".")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOOS=linux", "GOARCH=s390x")
-		if o, err := cmd.CombinedOutput(); err != nil {
+		if o, err := goBuildFor(needTool(t, "go"), dir, p, "s390x"); err != nil {
 			t.Fatalf("go build for s390x: %v\n%s", err, o)
 		}
 		bins["go s390x (big-endian)"] = p
