@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"debug/elf"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -20,10 +19,11 @@ func TestAppendSymtab(t *testing.T) {
 	dir := goProgDir(t)
 	bins := map[string]string{"go-amd64": buildGoProg(t)}
 	p386 := filepath.Join(dir, "goprog-386")
-	cmd := exec.Command(gobin, "build", "-o", p386, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOOS=linux", "GOARCH=386")
-	if o, err := cmd.CombinedOutput(); err != nil {
+	// goBuild passes the environment on (the amd64 program is built
+	// above, before it changes).
+	t.Setenv("GOOS", "linux")
+	t.Setenv("GOARCH", "386")
+	if o, err := goBuild(gobin, dir, p386); err != nil {
 		t.Fatalf("go build for 386: %v\n%s", err, o)
 	}
 	bins["go-386"] = p386
