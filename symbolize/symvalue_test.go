@@ -14,23 +14,26 @@ import (
 func TestSymbolValue(t *testing.T) {
 	p := buildGoProg(t)
 	defer func(n int) { symChunk = n }(symChunk)
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	first := map[string]uint64{}
+	for _, s := range syms {
+		if _, ok := first[s.Name]; !ok {
+			first[s.Name] = s.Value
+		}
+	}
+	if _, ok := first["go:func.*"]; !ok {
+		t.Fatalf("%s: no go:func.* symbol: the test would miss findGoFunc's case", p)
+	}
 	for _, chunk := range []int{symChunk, 100} {
 		symChunk = chunk
-		ef, err := elf.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ef.Close()
-		syms, err := ef.Symbols()
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		first := map[string]uint64{}
-		for _, s := range syms {
-			if _, ok := first[s.Name]; !ok {
-				first[s.Name] = s.Value
-			}
-		}
 		names := []string{"go:func.*"}
 		step := 1
 		if chunk < 1000 {
@@ -40,9 +43,6 @@ func TestSymbolValue(t *testing.T) {
 			if syms[i].Name != "" {
 				names = append(names, syms[i].Name)
 			}
-		}
-		if _, ok := first["go:func.*"]; !ok {
-			t.Fatalf("%s: no go:func.* symbol: the test would miss findGoFunc's case", p)
 		}
 		for _, n := range names {
 			v, ok := symbolValue(ef, n)
