@@ -233,14 +233,12 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 	}
 	if sd.info != nil {
 		for i := range sd.infoSpans {
-			dropSpanPages(sd.info, sd.infoSpans, i)
-			sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+			sd.dropSpan(sd.info, sd.infoSpans, i)
 		}
 	}
 	if sd.line != nil {
 		for k := range sd.lineSpans {
-			dropSpanPages(sd.line, sd.lineSpans, k)
-			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+			sd.dropSpan(sd.line, sd.lineSpans, k)
 		}
 	}
 }
@@ -355,12 +353,10 @@ func (x *dwarfIndex) dropUnit(u int32) {
 		// lists were read by it, present or filled.
 		sd.unitGone[u] = true
 		if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && !sd.infoSpans[i].gone {
-			dropSpanPages(sd.info, sd.infoSpans, int(i))
-			sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+			sd.dropSpan(sd.info, sd.infoSpans, int(i))
 		}
 		if k := sd.unitLine[u]; k >= 0 && sd.line != nil && !sd.lineSpans[k].gone {
-			dropSpanPages(sd.line, sd.lineSpans, int(k))
-			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+			sd.dropSpan(sd.line, sd.lineSpans, int(k))
 		}
 		if e := sd.unitRng[u]; sd.rng != nil && e[0] >= 0 && e[0] < e[1] {
 			sd.dropRng(e[0], e[1])
@@ -372,14 +368,12 @@ func (x *dwarfIndex) dropUnit(u int32) {
 	}
 	sd.unitGone[u] = true
 	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil {
-		dropSpanPages(sd.info, sd.infoSpans, int(i))
-		sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+		sd.dropSpan(sd.info, sd.infoSpans, int(i))
 	}
 	if k := sd.unitLine[u]; k >= 0 && sd.line != nil {
 		sd.lineUsers[k]--
 		if sd.lineUsers[k] == 0 {
-			dropSpanPages(sd.line, sd.lineSpans, int(k))
-			sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+			sd.dropSpan(sd.line, sd.lineSpans, int(k))
 		}
 	}
 	if e := sd.unitRng[u]; sd.rng != nil && e[0] >= 0 && e[0] < e[1] {
@@ -482,11 +476,13 @@ func rnglistEnd(sec []byte, off, addrSize int) int {
 	return len(sec)
 }
 
-// dropSpanPages marks spans[i] gone and drops its pages, together with
-// the page it shares with a neighbour already gone.
-func dropSpanPages(r *region, spans []dropSpan, i int) {
+// dropSpan marks spans[i] of r gone and drops its pages, together with
+// the page it shares with a neighbour already gone, and counts its bytes
+// in dropped.
+func (sd *sectionDrop) dropSpan(r *region, spans []dropSpan, i int) {
 	spans[i].gone = true
 	lo, hi := spans[i].lo, spans[i].hi
+	sd.dropped += int64(hi - lo)
 	if i > 0 && spans[i-1].gone && spans[i-1].hi == lo {
 		lo = spans[i-1].lo
 	}
@@ -647,14 +643,12 @@ func (x *dwarfIndex) redropDecoded() {
 	if sd.partial {
 		for _, i := range sd.filled.info {
 			if !sd.infoSpans[i].gone {
-				dropSpanPages(sd.info, sd.infoSpans, int(i))
-				sd.dropped += int64(sd.infoSpans[i].hi - sd.infoSpans[i].lo)
+				sd.dropSpan(sd.info, sd.infoSpans, int(i))
 			}
 		}
 		for _, k := range sd.filled.line {
 			if !sd.lineSpans[k].gone {
-				dropSpanPages(sd.line, sd.lineSpans, int(k))
-				sd.dropped += int64(sd.lineSpans[k].hi - sd.lineSpans[k].lo)
+				sd.dropSpan(sd.line, sd.lineSpans, int(k))
 			}
 		}
 		for _, e := range sd.filled.rng {
