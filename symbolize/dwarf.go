@@ -1149,7 +1149,6 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 			return err
 		}
 		enc.free()
-		*enc = lineEncoder{}
 		lr.Reset()
 	}
 	var seqs []lineSeq
@@ -1218,7 +1217,6 @@ func (x *dwarfIndex) decodeLines(lr *dwarf.LineReader, fileOf func(*dwarf.LineFi
 			return err
 		}
 		enc.free()
-		*enc = lineEncoder{}
 	}
 	rows := make([]lineRow, 0, nrows)
 	if err := each(func(r lineRow) error { rows = append(rows, r); return nil }); err != nil {

@@ -129,11 +129,13 @@ func (e *lineEncoder) table() lineTable {
 	return lineTable{blockAddr: e.addr.s, blockOff: e.off.s, data: e.data.s}
 }
 
-// free releases e's buffers: tables returned by table are invalid after.
+// free releases e's buffers and empties e, which can be used again:
+// tables returned by table are invalid after.
 func (e *lineEncoder) free() {
 	e.addr.free()
 	e.off.free()
 	e.data.free()
+	*e = lineEncoder{}
 }
 
 // clip returns a copy of the table on the heap, its slices at their
