@@ -467,27 +467,28 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		return nil, s.err
 	}
 	var ui *unitInfo
-	walked := false // the unit's section bytes were given back (decodeUnit's walked)
+	// walk gives the unit's section bytes back: from decodeUnit's
+	// walked, or after it when it failed first.
+	walked := false
+	walk := func(ok bool) {
+		x.rngDecoded(u, ok)
+		if ok {
+			x.dropUnit(u)
+		}
+		x.redropDecoded()
+		walked = true
+	}
 	err := safely(x.name, func() error {
 		x.needUnit(u)
 		var err error
 		if s.top-s.base > 1<<32-1 {
 			return fmt.Errorf("code ranges [%#x, %#x) span more than 4 GiB", s.base, s.top)
 		}
-		ui, err = x.decodeUnit(s.entry, s.base, func() {
-			x.rngDecoded(u, true)
-			x.dropUnit(u)
-			x.redropDecoded()
-			walked = true
-		})
+		ui, err = x.decodeUnit(s.entry, s.base, func() { walk(true) })
 		return err
 	})
 	if !walked {
-		x.rngDecoded(u, err == nil)
-		if err == nil {
-			x.dropUnit(u)
-		}
-		x.redropDecoded()
+		walk(err == nil)
 	}
 	x.pending--
 	if err == nil {
