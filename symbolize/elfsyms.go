@@ -61,10 +61,15 @@ func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
 			s.Info, s.Other = p[12], p[13]
 			s.Section = elf.SectionIndex(bo.Uint16(p[14:16]))
 		}
+		n := len(raw)
 		raw = a.add(raw, &s)
 		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
 			f := s
-			f.Name = strings.Clone(s.Name)
+			if len(raw) > n {
+				f.Name = raw[n].name // add kept a copy
+			} else {
+				f.Name = strings.Clone(s.Name)
+			}
 			ifuncs = append(ifuncs, f)
 		}
 	}
