@@ -218,18 +218,10 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 	// Fills start at units and line programs: put the checkpoints
 	// there (the sections are still whole).
 	if sd.info != nil {
-		t := make([]int, len(sd.infoSpans))
-		for i, sp := range sd.infoSpans {
-			t[i] = sp.lo
-		}
-		sd.info.ix.retarget(sd.info.data, t)
+		sd.info.ix.retarget(sd.info.data, spanStarts(sd.infoSpans))
 	}
 	if sd.line != nil {
-		t := make([]int, len(sd.lineSpans))
-		for i, sp := range sd.lineSpans {
-			t[i] = sp.lo
-		}
-		sd.line.ix.retarget(sd.line.data, t)
+		sd.line.ix.retarget(sd.line.data, spanStarts(sd.lineSpans))
 	}
 	if sd.info != nil {
 		for i := range sd.infoSpans {
@@ -301,6 +293,16 @@ func (sd *sectionDrop) lineExtent(line []byte, off int64, bo binary.ByteOrder) (
 		}
 	}
 	return unitExtent(line, off, bo)
+}
+
+// spanStarts returns where each of spans starts: the offsets where fills
+// of them begin, for inflateIndex.retarget.
+func spanStarts(spans []dropSpan) []int {
+	t := make([]int, len(spans))
+	for i, sp := range spans {
+		t[i] = sp.lo
+	}
+	return t
 }
 
 // unitExtent returns the extent of the unit (a .debug_info unit or a line

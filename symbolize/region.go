@@ -153,11 +153,7 @@ func (r *region) dropEarly(bo binary.ByteOrder) {
 	if len(spans) == 0 || spans[len(spans)-1].hi != len(r.data) {
 		return
 	}
-	t := make([]int, len(spans))
-	for i, sp := range spans {
-		t[i] = sp.lo
-	}
-	r.ix.retarget(r.data, t)
+	r.ix.retarget(r.data, spanStarts(spans))
 	r.early = spans
 	r.dropPages(0, len(r.data))
 }
