@@ -68,11 +68,8 @@ type inflateCheckpoint struct {
 // inflateIndex is what a section decompressed by inflateZlib keeps to fill
 // ranges of its output again later.
 type inflateIndex struct {
-	src    io.ReaderAt
-	off, n int64 // the deflate stream: file offset, bytes to the end of the section
-	size   int64 // decompressed size
-	name   string
-	secOff uint64 // the section's file offset, for errors
+	inflateSrc       // the deflate stream, to the end of the section
+	size       int64 // decompressed size
 
 	cps []inflateCheckpoint
 	// The checkpoints' windows, each deflated on its own (window i is
@@ -715,7 +712,7 @@ func inflateZlib(s inflateSrc, dst []byte, interval int64) (*inflateIndex, error
 func inflateFull(s inflateSrc, dst []byte, interval int64) (ix *inflateIndex, end int64, sum uint32, err error) {
 	f := inflaters.Get().(*inflater)
 	defer inflaters.Put(f)
-	ix = &inflateIndex{src: s.src, off: s.off, n: s.n, size: int64(len(dst)), name: s.name, secOff: s.secOff}
+	ix = &inflateIndex{inflateSrc: s, size: int64(len(dst))}
 	f.dst, f.lo, f.hi, f.full = dst, 0, int64(len(dst)), true
 	if f.sum == nil {
 		f.sum = adler32.New()
@@ -929,7 +926,7 @@ func (ix *inflateIndex) fill(dst []byte, lo, hi int) error {
 	}
 	f.dst, f.lo, f.hi, f.full = dst, int64(lo), int64(hi), false
 	f.onCp = nil
-	f.start(inflateSrc{ix.src, ix.off, ix.n, ix.name, ix.secOff}, cp.bit)
+	f.start(ix.inflateSrc, cp.bit)
 	f.setOutput(cp.out, window)
 	err := f.run()
 	f.dst = nil
