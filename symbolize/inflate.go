@@ -105,6 +105,16 @@ type huffTable struct {
 
 const huffLink = 1 << 5
 
+// entry returns the entry for the code at the start of b, the next input
+// bits, following the link to a subtable.
+func (h *huffTable) entry(b uint64) uint32 {
+	e := h.t[b&(1<<h.prim-1)]
+	if e&huffLink != 0 {
+		e = h.t[e>>16+uint32(b>>h.prim)&(1<<(e>>8&15)-1)]
+	}
+	return e
+}
+
 // build makes t the code of lengths (0: symbol unused). As zlib and
 // compress/flate, it accepts a complete code, a single code of length 1,
 // and no code at all (which fails when used); an over-subscribed or other
@@ -336,10 +346,7 @@ func (f *inflater) sym(h *huffTable) (uint32, error) {
 	if f.nb < 15 {
 		f.fill()
 	}
-	e := h.t[f.b&(1<<h.prim-1)]
-	if e&huffLink != 0 {
-		e = h.t[e>>16+uint32(f.b>>h.prim)&(1<<(e>>8&15)-1)]
-	}
+	e := h.entry(f.b)
 	n := uint(e & 31)
 	if n == 0 {
 		return 0, f.corrupt("invalid Huffman code")
@@ -559,8 +566,7 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 	b, nb := f.b, f.nb
 	in, ip := f.in, f.ip
 	win, wp, lim := f.win, f.wp, f.lim
-	lmask, dmask := uint64(1)<<lt.prim-1, uint64(1)<<dt.prim-1
-	ltab, dtab := lt.t, dt.t
+	ltab, lmask := lt.t, uint64(1)<<lt.prim-1 // for the second literal
 	save := func() { f.b, f.nb, f.in, f.ip, f.wp = b, nb, in, ip, wp }
 	for {
 		if wp >= lim {
@@ -585,10 +591,7 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 				b, nb, in, ip = f.b, f.nb, f.in, f.ip
 			}
 		}
-		e := ltab[b&lmask]
-		if e&huffLink != 0 {
-			e = ltab[e>>16+uint32(b>>lt.prim)&(1<<(e>>8&15)-1)]
-		}
+		e := lt.entry(b)
 		n := uint(e & 31)
 		if n == 0 {
 			save()
@@ -625,10 +628,7 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 		length := int(lenBase[s]) + int(b&(1<<x-1))
 		b >>= x
 		nb -= x
-		e = dtab[b&dmask]
-		if e&huffLink != 0 {
-			e = dtab[e>>16+uint32(b>>dt.prim)&(1<<(e>>8&15)-1)]
-		}
+		e = dt.entry(b)
 		n = uint(e & 31)
 		if n == 0 {
 			save()
