@@ -651,19 +651,16 @@ func (f *inflater) huffman(lt, dt *huffTable) error {
 		}
 		from := wp - dist
 		if dist >= length {
-
 			copy(win[wp:wp+length], win[from:from+length])
-		} else {
-			// Overlapping: the copy repeats the last dist bytes.
-			// Doubling copies keep it to a few calls.
-			end := wp + length
-			for wp < end {
-				c := copy(win[wp:end], win[from:wp])
-				wp += c
-			}
+			wp += length
 			continue
 		}
-		wp += length
+		// Overlapping: the copy repeats the last dist bytes. Doubling
+		// copies keep it to a few calls.
+		end := wp + length
+		for wp < end {
+			wp += copy(win[wp:end], win[from:wp])
+		}
 	}
 }
 
