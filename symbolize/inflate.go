@@ -689,15 +689,12 @@ func inflateZlib(s inflateSrc, dst []byte, interval int64) (*inflateIndex, error
 	}
 	var tr [4]byte
 	if end+4 > raw.n {
-		ix.release()
 		return nil, fmt.Errorf("%w: section %s at offset %#x: zlib stream: checksum missing", ErrMalformed, s.name, s.secOff)
 	}
 	if _, err := s.src.ReadAt(tr[:], raw.off+end); err != nil {
-		ix.release()
 		return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.name, s.secOff, err)
 	}
 	if want := binary.BigEndian.Uint32(tr[:]); want != sum {
-		ix.release()
 		return nil, fmt.Errorf("%w: section %s at offset %#x: zlib stream: Adler-32 %#08x, stream says %#08x", ErrMalformed, s.name, s.secOff, sum, want)
 	}
 	return ix, nil
@@ -726,11 +723,9 @@ func inflateFull(s inflateSrc, dst []byte, interval int64) (ix *inflateIndex, en
 	err = f.run()
 	f.dst, f.onCp = nil, nil
 	if err != nil {
-		ix.release()
 		return nil, 0, 0, err
 	}
 	if out := f.base + int64(f.wp); out != int64(len(dst)) {
-		ix.release()
 		return nil, 0, 0, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.name, s.secOff, out, len(dst))
 	}
 	if interval > 0 {

@@ -249,7 +249,6 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 			return err
 		}
 		if resumable && ix.maxGap() > partialMaxGap {
-			ix.release()
 			resumable = false
 		}
 		if !resumable {
