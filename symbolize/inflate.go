@@ -899,10 +899,7 @@ func (ix *inflateIndex) fill(dst []byte, lo, hi int) error {
 		return nil
 	}
 	// The last checkpoint at or before lo; the stream's start is one.
-	k := len(ix.cps)
-	for k > 0 && ix.cps[k-1].out > int64(lo) {
-		k--
-	}
+	k := ix.before(int64(lo))
 	var cp inflateCheckpoint
 	var window []byte
 	f := inflaters.Get().(*inflater)
@@ -935,14 +932,22 @@ func (ix *inflateIndex) fill(dst []byte, lo, hi int) error {
 // nearly: from the last checkpoint at or before lo to the first after hi
 // (or the end).
 func (ix *inflateIndex) around(lo, hi int) (a, b int) {
+	k := ix.before(int64(lo))
+	if k > 0 {
+		a = int(ix.cps[k-1].out)
+	}
 	b = int(ix.size)
-	for _, cp := range ix.cps {
-		if cp.out <= int64(lo) {
-			a = int(cp.out)
-		} else if cp.out >= int64(hi) {
+	for _, cp := range ix.cps[k:] {
+		if cp.out >= int64(hi) {
 			b = int(cp.out)
 			break
 		}
 	}
 	return a, b
+}
+
+// before returns how many checkpoints lie at or before output offset off:
+// a fill from off resumes at cps[k-1], or at the stream's start for 0.
+func (ix *inflateIndex) before(off int64) int {
+	return sort.Search(len(ix.cps), func(i int) bool { return ix.cps[i].out > off })
 }
