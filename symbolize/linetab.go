@@ -57,14 +57,29 @@ type lineEncoder struct {
 	addr growBuf[uint64]
 	off  growBuf[uint32]
 	data growBuf[byte]
-	n    int // rows in the current block
-	prev lineRow
-	tmp  [3 * binary.MaxVarintLen64]byte
+	n    int     // rows in the current block
+	prev lineRow // the row last encoded (a block's first is encoded from its base)
+	// last is the row last added, encoded or not (added: there is one).
+	last  lineRow
+	added bool
+	tmp   [3 * binary.MaxVarintLen64]byte
 }
 
+// add appends r, unless it has the file, line and column of the row added
+// before it: a lookup finds the last row at or below an address, and the
+// earlier row answers every address r would, the same. Go's line programs
+// repeat a row for each is_stmt and prologue_end change (454,720 of the
+// Go compiler's 1,173,375 rows: 1.1 MB of its tables). The order check
+// still sees every row, so rows out of order are found as if none was
+// left out.
 func (e *lineEncoder) add(r lineRow) error {
-	if e.n > 0 && r.addr < e.prev.addr {
+	if e.added && r.addr < e.last.addr {
 		return errLineOrder
+	}
+	same := e.added && r.file == e.last.file && r.line == e.last.line && r.col == e.last.col
+	e.last, e.added = r, true
+	if same {
+		return nil
 	}
 	if e.n == lineBlock || len(e.addr.s) == 0 {
 		if uint64(len(e.data.s)) > 1<<32-1 {
@@ -111,17 +126,18 @@ func (e *lineEncoder) reserve(n int) {
 // lineMark is an encoder's state between two rows (mark, rollback).
 type lineMark struct {
 	blocks, data, n int
-	prev            lineRow
+	prev, last      lineRow
+	added           bool
 }
 
 func (e *lineEncoder) mark() lineMark {
-	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev}
+	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev, e.last, e.added}
 }
 
 // rollback forgets the rows added since m was taken.
 func (e *lineEncoder) rollback(m lineMark) {
 	e.addr.s, e.off.s, e.data.s = e.addr.s[:m.blocks], e.off.s[:m.blocks], e.data.s[:m.data]
-	e.n, e.prev = m.n, m.prev
+	e.n, e.prev, e.last, e.added = m.n, m.prev, m.last, m.added
 }
 
 // table returns the rows added so far, in e's buffers.
@@ -152,8 +168,10 @@ func (t *lineTable) size() int {
 	return len(t.blockAddr)*8 + len(t.blockOff)*4 + len(t.data)
 }
 
-// lookup returns the last row whose address is <= addr; ok is false when
-// there is none.
+// lookup returns the position (file, line, column, or end of sequence)
+// of the last row added whose address is <= addr; ok is false when there
+// is none. The row's address may be an earlier one's: a row repeating the
+// position before it is not kept (lineEncoder.add).
 func (t *lineTable) lookup(addr uint64) (row lineRow, ok bool) {
 	ba := t.blockAddr
 	b := sort.Search(len(ba), func(i int) bool { return ba[i] > addr }) - 1

@@ -13,9 +13,12 @@ import (
 )
 
 // TestLineTable checks the packed line table against a plain search of the
-// rows it was built from: random rows with repeated addresses, end rows,
-// large and negative line steps, columns and file changes, looked up at
-// every row address, one byte either side and random addresses.
+// rows it was built from: random rows with repeated addresses, repeated
+// positions (which the table leaves out), end rows, large and negative
+// line steps, columns and file changes, looked up at every row address,
+// one byte either side and random addresses. A lookup's answer is the
+// row's file, line and column (and whether it ends a sequence), not its
+// address: a row left out answers through the one before it.
 func TestLineTable(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for _, n := range []int{0, 1, lineBlock - 1, lineBlock, lineBlock + 1, 1000} {
@@ -36,6 +39,15 @@ func TestLineTable(t *testing.T) {
 			if r.Intn(50) == 0 {
 				rows[i].line = 1<<32 - 1
 			}
+			if i > 0 && r.Intn(3) == 0 { // the position again (is_stmt changes)
+				rows[i].file, rows[i].line, rows[i].col = rows[i-1].file, rows[i-1].line, rows[i-1].col
+			}
+		}
+		distinct := 0
+		for i, row := range rows {
+			if i == 0 || row.file != rows[i-1].file || row.line != rows[i-1].line || row.col != rows[i-1].col {
+				distinct++
+			}
 		}
 		var enc lineEncoder
 		for _, row := range rows {
@@ -45,6 +57,9 @@ func TestLineTable(t *testing.T) {
 		}
 		tab := enc.table().clip()
 		enc.free()
+		if got := len(tab.all()); got != distinct {
+			t.Fatalf("%d rows, %d of them repeating the one before: table has %d rows, want %d", n, n-distinct, got, distinct)
+		}
 		want := func(a uint64) (lineRow, bool) {
 			i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > a }) - 1
 			if i < 0 {
@@ -55,6 +70,7 @@ func TestLineTable(t *testing.T) {
 		check := func(a uint64) {
 			got, gok := tab.lookup(a)
 			w, wok := want(a)
+			got.addr, w.addr = 0, 0
 			if got != w || gok != wok {
 				t.Fatalf("%d rows: lookup(%#x) = %+v, %v; want %+v, %v", n, a, got, gok, w, wok)
 			}
@@ -81,6 +97,17 @@ func TestLineTableOrder(t *testing.T) {
 	}
 	if err := enc.add(lineRow{addr: 9}); err != errLineOrder {
 		t.Fatalf("add of a lower address: %v, want errLineOrder", err)
+	}
+	// A row left out (the position of the row before) still counts:
+	// 15 after it is out of order, though above the last row kept.
+	enc.free()
+	for _, a := range []uint64{10, 20} {
+		if err := enc.add(lineRow{addr: a, line: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.add(lineRow{addr: 15, line: 8}); err != errLineOrder {
+		t.Fatalf("add of an address below a left-out row: %v, want errLineOrder", err)
 	}
 }
 
@@ -224,5 +251,33 @@ func TestRel(t *testing.T) {
 		if got := rel(c.addr, c.base); got != c.want {
 			t.Errorf("rel(%#x, %#x) = %#x, want %#x", c.addr, c.base, got, c.want)
 		}
+	}
+}
+
+// TestLineRollback checks that rolling back forgets the rows added since
+// the mark, for what the encoder leaves out and refuses too: a row that
+// repeats the last one kept before the mark is left out, and one below a
+// forgotten row's address is in order.
+func TestLineRollback(t *testing.T) {
+	var enc lineEncoder
+	defer enc.free()
+	must := func(r lineRow) {
+		t.Helper()
+		if err := enc.add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(lineRow{addr: 10, line: 1})
+	m := enc.mark()
+	must(lineRow{addr: 30, line: 2})
+	must(lineRow{addr: 40, line: 3})
+	enc.rollback(m)
+	must(lineRow{addr: 20, line: 1}) // the position of the row at 10
+	must(lineRow{addr: 25, line: 4})
+	tab := enc.table()
+	got := tab.all()
+	want := []lineRow{{addr: 10, line: 1}, {addr: 25, line: 4}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows after rollback: %+v, want %+v", got, want)
 	}
 }
