@@ -31,6 +31,8 @@ type dwarfIndex struct {
 	units  []unitSlot
 
 	mu sync.Mutex // serializes decoding (debug/dwarf readers share caches)
+	// arena holds the names decodes and refNames copy (under mu).
+	arena strArena
 	// names caches the names of DIEs that abstract origins and
 	// specifications refer to, across units (LTO and partial units
 	// refer across); namesBytes approximates its memory, which counts
@@ -547,6 +549,9 @@ func (x *dwarfIndex) evict(keep int32) {
 			return // only keep is decoded: it stays, however large
 		}
 		v := &x.units[victim]
+		// The names decoded from now on must not keep the
+		// victim's chunk alive.
+		x.arena.next()
 		x.used -= v.info.Load().size
 		v.info.Store(nil)
 		x.pending++
@@ -913,7 +918,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*u
 					}
 				}
 				if view {
-					name = strings.Clone(name)
+					name = x.arena.clone(name)
 				}
 				ui.names = append(ui.names, name)
 				nameIdx[name] = ni

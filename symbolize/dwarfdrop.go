@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // sectionDrop gives back the memory of decompressed .debug_info and
@@ -591,7 +590,7 @@ func (x *dwarfIndex) keepRefName(e *die) {
 	}
 	name, linkage, view := x.nameOf(e, 0)
 	if view {
-		name = strings.Clone(name)
+		name = x.arena.clone(name)
 	}
 	sd.refNames[e.off] = dieName{name, linkage}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -56,6 +55,7 @@ type goInline struct {
 	mapped bool
 	strMu  sync.RWMutex
 	strs   map[*byte]string
+	arena  strArena // the copies in strs (under strMu)
 }
 
 // pcRun is one run of a decoded pc-value table: val holds for pc offsets
@@ -549,7 +549,7 @@ func (g *goInline) cstring(b []byte, off int32) string {
 	if g.strs == nil {
 		g.strs = map[*byte]string{}
 	}
-	c := strings.Clone(v)
+	c := g.arena.clone(v)
 	g.strs[&s[0]] = c
 	return c
 }

@@ -246,6 +246,7 @@ type symAdder struct {
 	// views: the names given to add are views of a buffer that will be
 	// released, copied when kept.
 	views bool
+	arena strArena // where views are copied
 }
 
 // add appends s to raw if it is a code symbol.
@@ -315,7 +316,7 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 
 func (a *symAdder) keep(name string) string {
 	if a.views {
-		return strings.Clone(name)
+		return a.arena.clone(name)
 	}
 	return name
 }
