@@ -989,19 +989,10 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*u
 	ui.extra, ui.kids, ui.kidsHi, ui.kidRuns = bld.extra.s, bld.kids.s, bld.kidsHi.s, bld.kidRuns.s
 	ui.scopes, ui.roots, ui.rootHi, ui.wide = bld.scopes.s, bld.roots.s, bld.rootHi.s, bld.wide.s
 	if x.onHeap || !ui.moveOffHeap(&bld) {
-		// At their exact size: a decoded unit stays for the life
-		// of the Binary, and growth by doubling leaves up to half
-		// of each slice unused. (moveOffHeap copies exactly the
-		// lengths.)
-		ui.rootHi = slices.Clip(append([]uint32(nil), ui.rootHi...))
-		ui.wide = slices.Clip(append([]wideCall(nil), ui.wide...))
-		ui.scopes = slices.Clip(append([]scope(nil), ui.scopes...))
-		ui.extra = slices.Clip(append([]span32(nil), ui.extra...))
-		ui.roots = slices.Clip(append([]rootRange(nil), ui.roots...))
-		ui.kids = slices.Clip(append([]rootRange(nil), ui.kids...))
-		ui.kidsHi = slices.Clip(append([]uint32(nil), ui.kidsHi...))
-		ui.kidRuns = slices.Clip(append([]kidRun(nil), ui.kidRuns...))
-		ui.lines = ui.lines.clip()
+		// In one object of their exact size: a decoded unit stays
+		// for the life of the Binary, and growth by doubling leaves
+		// up to half of each slice unused.
+		ui.packOnHeap(&bld)
 	}
 	ui.size = ui.bytes()
 	return ui, nil

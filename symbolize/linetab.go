@@ -3,7 +3,6 @@ package symbolize
 import (
 	"encoding/binary"
 	"errors"
-	"slices"
 	"sort"
 )
 
@@ -152,15 +151,6 @@ func (e *lineEncoder) free() {
 	e.off.free()
 	e.data.free()
 	*e = lineEncoder{}
-}
-
-// clip returns a copy of the table on the heap, its slices at their
-// length.
-func (t lineTable) clip() lineTable {
-	t.blockAddr = slices.Clip(append([]uint64(nil), t.blockAddr...))
-	t.blockOff = slices.Clip(append([]uint32(nil), t.blockOff...))
-	t.data = slices.Clip(append([]byte(nil), t.data...))
-	return t
 }
 
 // size is the table's memory in bytes.

@@ -281,3 +281,12 @@ func TestLineRollback(t *testing.T) {
 		t.Fatalf("rows after rollback: %+v, want %+v", got, want)
 	}
 }
+
+// clip returns a copy of the table on the heap, its slices at their
+// length (an encoder's table is invalid once it is freed).
+func (t lineTable) clip() lineTable {
+	t.blockAddr = slices.Clip(append([]uint64(nil), t.blockAddr...))
+	t.blockOff = slices.Clip(append([]uint32(nil), t.blockOff...))
+	t.data = slices.Clip(append([]byte(nil), t.data...))
+	return t
+}

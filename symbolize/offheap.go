@@ -33,6 +33,42 @@ const offHeapMin = 16 << 10
 //
 // It reports whether the tables moved; when they did not, b is untouched.
 func (ui *unitInfo) moveOffHeap(b *unitBuild) bool {
+	size := ui.tablesSize()
+	if size < offHeapMin {
+		return false
+	}
+	r, err := mapAnon(int64(size), false)
+	if err != nil {
+		return false
+	}
+	ui.packTables(r.data, b)
+	offHeapMoved.Add(1)
+	runtime.AddCleanup(ui, func(r *region) {
+		r.unmap()
+		offHeapReleased.Add(1)
+	}, r)
+	return true
+}
+
+// packOnHeap copies the unit's tables into one heap object of their exact
+// size (what a unit too small for a mapping of its own gets): nine
+// objects of as many size classes each, for each of the compiler's 160
+// small units, were allocated among the decoding's garbage and left spans
+// part-empty for the rest of the batch.
+func (ui *unitInfo) packOnHeap(b *unitBuild) {
+	// As uint64s: aligned for every table (a []byte under 16 bytes
+	// would come from the tiny allocator, aligned to as little as 2).
+	n := (ui.tablesSize() + 7) / 8
+	if n == 0 {
+		ui.packTables(nil, b)
+		return
+	}
+	words := make([]uint64, n)
+	ui.packTables(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*n), b)
+}
+
+// tablesSize is the bytes packTables needs.
+func (ui *unitInfo) tablesSize() uintptr {
 	var size uintptr
 	size = need(size, ui.lines.blockAddr)
 	size = need(size, ui.lines.blockOff)
@@ -45,45 +81,39 @@ func (ui *unitInfo) moveOffHeap(b *unitBuild) bool {
 	size = need(size, ui.roots)
 	size = need(size, ui.rootHi)
 	size = need(size, ui.wide)
-	if size < offHeapMin {
-		return false
-	}
-	r, err := mapAnon(int64(size), false)
-	if err != nil {
-		return false
-	}
+	return size
+}
+
+// packTables copies the unit's tables into mem, tablesSize bytes aligned
+// for a uint64, freeing each of b's buffers (b may be nil) once its
+// table is copied.
+func (ui *unitInfo) packTables(mem []byte, b *unitBuild) {
 	if b == nil {
 		b = &unitBuild{}
 	}
 	var off uintptr
-	ui.lines.blockAddr = place(r.data, &off, ui.lines.blockAddr)
+	ui.lines.blockAddr = place(mem, &off, ui.lines.blockAddr)
 	b.lines.addr.free()
-	ui.lines.blockOff = place(r.data, &off, ui.lines.blockOff)
+	ui.lines.blockOff = place(mem, &off, ui.lines.blockOff)
 	b.lines.off.free()
-	ui.lines.data = place(r.data, &off, ui.lines.data)
+	ui.lines.data = place(mem, &off, ui.lines.data)
 	b.lines.data.free()
-	ui.extra = place(r.data, &off, ui.extra)
+	ui.extra = place(mem, &off, ui.extra)
 	b.extra.free()
-	ui.kids = place(r.data, &off, ui.kids)
+	ui.kids = place(mem, &off, ui.kids)
 	b.kids.free()
-	ui.kidsHi = place(r.data, &off, ui.kidsHi)
+	ui.kidsHi = place(mem, &off, ui.kidsHi)
 	b.kidsHi.free()
-	ui.kidRuns = place(r.data, &off, ui.kidRuns)
+	ui.kidRuns = place(mem, &off, ui.kidRuns)
 	b.kidRuns.free()
-	ui.scopes = place(r.data, &off, ui.scopes)
+	ui.scopes = place(mem, &off, ui.scopes)
 	b.scopes.free()
-	ui.roots = place(r.data, &off, ui.roots)
+	ui.roots = place(mem, &off, ui.roots)
 	b.roots.free()
-	ui.rootHi = place(r.data, &off, ui.rootHi)
+	ui.rootHi = place(mem, &off, ui.rootHi)
 	b.rootHi.free()
-	ui.wide = place(r.data, &off, ui.wide)
+	ui.wide = place(mem, &off, ui.wide)
 	b.wide.free()
-	offHeapMoved.Add(1)
-	runtime.AddCleanup(ui, func(r *region) {
-		r.unmap()
-		offHeapReleased.Add(1)
-	}, r)
-	return true
 }
 
 // need adds the aligned size of s to size.
