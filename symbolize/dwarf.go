@@ -486,7 +486,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		if s.top-s.base > 1<<32-1 {
 			return fmt.Errorf("code ranges [%#x, %#x) span more than 4 GiB", s.base, s.top)
 		}
-		ui, err = x.decodeUnit(s.entry, s.base, func() { walk(true) })
+		ui, err = x.decodeUnit(s.entry, s.base, func() { x.dropUnitLines(u) }, func() { walk(true) })
 		return err
 	})
 	if !walked {
@@ -775,14 +775,20 @@ func (ui *unitInfo) contains(i int32, off uint32) bool {
 }
 
 // decodeUnit reads one unit's line table and its subprogram/inlined
-// subroutine tree. Called with x.mu held. walked, if not nil, is called
+// subroutine tree. Called with x.mu held. linesRead, if not nil, is
+// called once the line program is read, before the DIEs are: the caller
+// may give its bytes back there. walked, if not nil, is called
 // once the unit's section bytes are read for good and the decode can no
 // longer fail, before the tables are copied out of their build buffers:
 // the caller gives the unit's section pages back there, so that they and
 // the tables' two copies are not all resident at once (for the Go
 // compiler's largest unit, 4 MB of filled sections and twice 2.7 MB of
 // tables: that moment was the batch's peak).
-func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*unitInfo, error) {
+// testHookDIEWalk, when set, is called by decodeUnit as it starts walking
+// a unit's DIEs (tests, with x.mu held).
+var testHookDIEWalk func()
+
+func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked func()) (*unitInfo, error) {
 	// The tables grow in a unitBuild (off the heap once large, see
 	// growBuf) and are copied out at their exact size below (off the
 	// heap, mostly); the build buffers are unmapped at return. Earlier,
@@ -851,6 +857,12 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, walked func()) (*u
 		for _, lf := range lr.Files() {
 			callFiles = append(callFiles, fileOf(lf))
 		}
+	}
+	if linesRead != nil {
+		linesRead()
+	}
+	if testHookDIEWalk != nil {
+		testHookDIEWalk()
 	}
 	// Walk the DIE tree. stack holds, per open DIE with children, the
 	// scope that encloses its descendants (-1 outside any function).

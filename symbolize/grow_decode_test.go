@@ -78,7 +78,9 @@ func quarantine(lo, n uintptr) bool {
 // buffer is freed by the copy (moveOffHeap), not after all are copied.
 // Every build mapping freed during a decode must find no span of
 // .debug_info filled (the decoding unit's included), and moveOffHeap
-// must return with the build holding nothing.
+// must return with the build holding nothing. Earlier, the unit's line
+// program goes once read: no line program may be filled as a DIE walk
+// starts.
 func TestDecodeGivesBackBeforeCopy(t *testing.T) {
 	p := buildGoProg(t)
 	b, x := openDropping(t, p, Options{NoDebugFile: true})
@@ -87,6 +89,16 @@ func TestDecodeGivesBackBeforeCopy(t *testing.T) {
 		t.Fatal("the sections do not refill by range: the test needs them to")
 	}
 	releases, present := 0, 0
+	walks, linesPresent := 0, 0
+	testHookDIEWalk = func() {
+		walks++
+		for _, s := range x.drop.lineSpans {
+			if !s.gone {
+				linesPresent++
+			}
+		}
+	}
+	defer func() { testHookDIEWalk = nil }()
 	testHookGrowFree = func(mem []byte) {
 		releases++
 		if sd := x.drop; sd != nil { // x.mu is held: this is a decode
@@ -107,6 +119,12 @@ func TestDecodeGivesBackBeforeCopy(t *testing.T) {
 	}
 	if present > 0 {
 		t.Errorf("%d unit spans of .debug_info still filled when build mappings were given up (%d releases): the unit's section bytes must go before its tables are copied", present, releases)
+	}
+	if walks == 0 {
+		t.Fatal("no DIE walk seen")
+	}
+	if linesPresent > 0 {
+		t.Errorf("%d line programs still filled as DIE walks started (%d walks): a unit's line program must go once read", linesPresent, walks)
 	}
 }
 
