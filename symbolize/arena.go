@@ -1,52 +1,89 @@
 package symbolize
 
 import (
-	"strings"
 	"unsafe"
 )
 
-// strArena copies strings that stay for the life of a Binary (symbol
-// names, function names read from DWARF) into shared chunks of the heap.
-// One heap object per name scattered them among the decoding's garbage of
-// the same size classes: after a collection at the end of the Go
-// compiler's 100,000-address batch, 1.7 MB of the heap's spans were free
-// slots next to live names (5.96 MB live in 7.65 MB of spans), which the
-// process kept resident. In chunks the names are dense, and a chunk is a
+// slab hands out slices of T carved from shared chunks of the heap, for
+// what stays as long as a Binary or a decoded unit: symbol and function
+// names, a unit's name and file tables, the tables of units too small for
+// a mapping. One heap object each scattered them among the decoding's
+// garbage: after a collection at the end of the Go compiler's
+// 100,000-address batch, 1.7 MB of the heap's spans were free slots next
+// to such objects (5.96 MB live in 7.65 MB of spans), which the process
+// kept resident. Carved from chunks, they are dense, and a chunk is a
 // span of its own.
 //
-// A chunk stays alive while any string in it does: callers keep the
-// strings Frames hands out after Close, so they may keep a chunk. When
-// the strings of a chunk belong to an evicted unit and are decoded again,
-// the new copies go to a new chunk (see dwarfIndex.evict), so eviction
-// frees what it evicts once the old units are collected.
+// A chunk stays alive while any slice (or string) carved from it does:
+// callers keep the strings Frames hands out after Close, so they may keep
+// a chunk. When a unit is evicted, the slabs start new chunks (next), so
+// that what is decoded again does not go to chunks the evicted units
+// keep alive; the old chunks go once their other users are collected.
 //
 // Not safe for concurrent use: each owner serializes its calls.
-type strArena struct {
-	buf []byte // the current chunk; its spare capacity is free
+type slab[T any] struct {
+	buf []T // the current chunk; its spare capacity is free
 }
 
-// arenaChunk is the size of a chunk: the largest small-object size class,
-// so a chunk fills its span exactly, and at most a few KiB are left unused
-// at a chunk's end.
-const arenaChunk = 32 << 10
+// slabChunk is the size of a chunk in bytes: the largest small-object
+// size class, so that a chunk fills its span exactly. Requests over an
+// eighth of it get an object of their own, so that at most an eighth of a
+// chunk is left unused at its end.
+const slabChunk = 32 << 10
 
-// clone returns a copy of s in the arena. Strings over an eighth of a
-// chunk are copied on their own.
-func (a *strArena) clone(s string) string {
-	if len(s) == 0 {
+// alloc returns n zeroed elements, its capacity n.
+func (s *slab[T]) alloc(n int) []T {
+	if n == 0 {
+		return nil
+	}
+	var zero T
+	size := unsafe.Sizeof(zero)
+	if uintptr(n) > slabChunk/8/max(size, 1) {
+		return make([]T, n)
+	}
+	if n > cap(s.buf)-len(s.buf) {
+		s.buf = make([]T, 0, slabChunk/max(size, 1))
+	}
+	k := len(s.buf)
+	s.buf = s.buf[:k+n]
+	return s.buf[k : k+n : k+n]
+}
+
+// copyOf returns a copy of v in the slab, its capacity its length.
+func (s *slab[T]) copyOf(v []T) []T {
+	d := s.alloc(len(v))
+	copy(d, v)
+	return d
+}
+
+// next makes the next allocation start a new chunk, so that what is
+// allocated from now on does not keep the current chunk alive.
+func (s *slab[T]) next() { s.buf = nil }
+
+// unitSlabs are the slabs a dwarfIndex's decodes allocate from.
+type unitSlabs struct {
+	strs  strArena     // names read from DWARF
+	names slab[string] // unitInfo.names
+	files slab[uint32] // unitInfo.files
+	words slab[uint64] // the tables of units kept on the heap (packOnHeap)
+}
+
+func (k *unitSlabs) next() {
+	k.strs.next()
+	k.names.next()
+	k.files.next()
+	k.words.next()
+}
+
+// strArena copies strings into a slab of bytes.
+type strArena struct{ slab[byte] }
+
+// clone returns a copy of str in the arena.
+func (a *strArena) clone(str string) string {
+	if len(str) == 0 {
 		return ""
 	}
-	if len(s) > arenaChunk/8 {
-		return strings.Clone(s)
-	}
-	if len(s) > cap(a.buf)-len(a.buf) {
-		a.buf = make([]byte, 0, arenaChunk)
-	}
-	n := len(a.buf)
-	a.buf = append(a.buf, s...)
-	return unsafe.String(&a.buf[n], len(s))
+	d := a.alloc(len(str))
+	copy(d, str)
+	return unsafe.String(&d[0], len(d))
 }
-
-// next makes the next clone start a new chunk, so that the strings cloned
-// from now on do not keep the current chunk alive.
-func (a *strArena) next() { a.buf = nil }

@@ -27,19 +27,19 @@ func TestStrArena(t *testing.T) {
 	if a.clone("") != "" {
 		t.Fatal("empty clone")
 	}
-	big := strings.Repeat("x", arenaChunk/8+1)
+	big := strings.Repeat("x", slabChunk/8+1)
 	before := len(a.buf)
 	if b := a.clone(big); b != big || len(a.buf) != before {
 		t.Fatalf("large clone: equal %v, arena grew by %d bytes", b == big, len(a.buf)-before)
 	}
 	a.next()
 	s3 := a.clone("main.main")
-	if c := chunk(s3); c >= chunk(s1) && c < chunk(s1)+arenaChunk {
+	if c := chunk(s3); c >= chunk(s1) && c < chunk(s1)+slabChunk {
 		t.Fatal("clone after next is in the previous chunk")
 	}
 	// Filling a chunk moves to a new one; every clone stays intact.
 	var all []string
-	for i := 0; len(all) < 2*arenaChunk/32; i++ {
+	for i := 0; len(all) < 2*slabChunk/32; i++ {
 		all = append(all, a.clone(strings.Repeat(string(rune('a'+i%26)), 32)))
 	}
 	a = strArena{}
@@ -51,5 +51,32 @@ func TestStrArena(t *testing.T) {
 	}
 	if s1 != "runtime" || s3 != "main.main" {
 		t.Fatalf("clones %q, %q after the arena was dropped", s1, s3)
+	}
+}
+
+// TestSlabAlloc checks that slices from a slab are zeroed, capped at
+// their length (an append must not write over the next slice), carved
+// from one chunk while they fit, and that a large one is its own object.
+func TestSlabAlloc(t *testing.T) {
+	var s slab[uint64]
+	a := s.alloc(3)
+	b := s.copyOf([]uint64{7, 8})
+	if len(a) != 3 || cap(a) != 3 || a[0]|a[1]|a[2] != 0 {
+		t.Fatalf("alloc(3) = %v, cap %d", a, cap(a))
+	}
+	if uintptr(unsafe.Pointer(&b[0]))-uintptr(unsafe.Pointer(&a[0])) != 3*8 {
+		t.Fatal("second slice not right after the first in the chunk")
+	}
+	a = append(a, 99)
+	if b[0] != 7 || b[1] != 8 {
+		t.Fatalf("append to the first slice wrote over the second: %v", b)
+	}
+	if s.alloc(0) != nil {
+		t.Fatal("alloc(0) not nil")
+	}
+	n := slabChunk/8/8 + 1
+	before := len(s.buf)
+	if big := s.alloc(n); len(big) != n || len(s.buf) != before {
+		t.Fatalf("alloc(%d): len %d, slab grew by %d", n, len(big), len(s.buf)-before)
 	}
 }

@@ -31,8 +31,8 @@ type dwarfIndex struct {
 	units  []unitSlot
 
 	mu sync.Mutex // serializes decoding (debug/dwarf readers share caches)
-	// arena holds the names decodes and refNames copy (under mu).
-	arena strArena
+	// keep is where decodes put what decoded units keep (under mu).
+	keep unitSlabs
 	// names caches the names of DIEs that abstract origins and
 	// specifications refer to, across units (LTO and partial units
 	// refer across); namesBytes approximates its memory, which counts
@@ -549,9 +549,9 @@ func (x *dwarfIndex) evict(keep int32) {
 			return // only keep is decoded: it stays, however large
 		}
 		v := &x.units[victim]
-		// The names decoded from now on must not keep the
-		// victim's chunk alive.
-		x.arena.next()
+		// What is decoded from now on must not keep the
+		// victim's chunks alive.
+		x.keep.next()
 		x.used -= v.info.Load().size
 		v.info.Store(nil)
 		x.pending++
@@ -930,7 +930,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 					}
 				}
 				if view {
-					name = x.arena.clone(name)
+					name = x.keep.strs.clone(name)
 				}
 				ui.names = append(ui.names, name)
 				nameIdx[name] = ni
@@ -988,9 +988,9 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 	roots := bld.roots.s
 	sort.Slice(roots, func(i, j int) bool { return roots[i].lo < roots[j].lo })
 	addMaxHi(&bld.rootHi, roots)
-	ui.files = slices.Clip(append([]uint32(nil), ui.files...))
+	ui.files = x.keep.files.copyOf(ui.files)
 	ui.fileTab = x.fileTab
-	ui.names = slices.Clip(append([]string(nil), ui.names...))
+	ui.names = x.keep.names.copyOf(ui.names)
 	if walked != nil {
 		walked()
 	}
@@ -1004,7 +1004,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 		// In one object of their exact size: a decoded unit stays
 		// for the life of the Binary, and growth by doubling leaves
 		// up to half of each slice unused.
-		ui.packOnHeap(&bld)
+		ui.packOnHeap(&bld, &x.keep.words)
 	}
 	ui.size = ui.bytes()
 	return ui, nil

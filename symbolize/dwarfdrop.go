@@ -604,7 +604,7 @@ func (x *dwarfIndex) keepRefName(e *die) {
 	}
 	name, linkage, view := x.nameOf(e, 0)
 	if view {
-		name = x.arena.clone(name)
+		name = x.keep.strs.clone(name)
 	}
 	sd.refNames[e.off] = dieName{name, linkage}
 }

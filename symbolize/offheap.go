@@ -50,21 +50,19 @@ func (ui *unitInfo) moveOffHeap(b *unitBuild) bool {
 	return true
 }
 
-// packOnHeap copies the unit's tables into one heap object of their exact
-// size (what a unit too small for a mapping of its own gets): nine
+// packOnHeap copies the unit's tables into one run of words of their size
+// from words (what a unit too small for a mapping of its own gets): nine
 // objects of as many size classes each, for each of the compiler's 160
 // small units, were allocated among the decoding's garbage and left spans
 // part-empty for the rest of the batch.
-func (ui *unitInfo) packOnHeap(b *unitBuild) {
-	// As uint64s: aligned for every table (a []byte under 16 bytes
-	// would come from the tiny allocator, aligned to as little as 2).
-	n := (ui.tablesSize() + 7) / 8
-	if n == 0 {
+func (ui *unitInfo) packOnHeap(b *unitBuild, words *slab[uint64]) {
+	// As uint64s: aligned for every table.
+	w := words.alloc(int((ui.tablesSize() + 7) / 8))
+	if len(w) == 0 {
 		ui.packTables(nil, b)
 		return
 	}
-	words := make([]uint64, n)
-	ui.packTables(unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*n), b)
+	ui.packTables(unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w)), b)
 }
 
 // tablesSize is the bytes packTables needs.
