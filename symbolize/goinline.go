@@ -44,7 +44,10 @@ type goInline struct {
 	// A table is decoded at its second use: the first scans it up to the
 	// pc only (and marks the slot usedOnce), which is half the work of a
 	// whole decode on average, and most functions of a large binary are
-	// looked up once or never.
+	// looked up once or never. Without a cache (nil) every lookup scans:
+	// where DWARF answers, this decoder only names what DWARF does not
+	// cover (the padding after Go functions, which never runs), and a
+	// slot per table was 0.47 MB of heap for the Go compiler.
 	tables []atomic.Pointer[[]pcRun]
 	cached atomic.Int64
 
@@ -89,7 +92,7 @@ const (
 //
 // sectionData reads a section (the one holding go:func.*); mapped says
 // whether pcln and what sectionData returns are file mappings.
-func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]byte, error), mapped bool) *goInline {
+func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]byte, error), mapped, cache bool) *goInline {
 	if len(pcln) < 8 {
 		return nil
 	}
@@ -164,7 +167,9 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 	if g.gofuncData == nil {
 		return nil
 	}
-	g.tables = make([]atomic.Pointer[[]pcRun], 3*g.nfunc)
+	if cache {
+		g.tables = make([]atomic.Pointer[[]pcRun], 3*g.nfunc)
+	}
 	return g
 }
 
@@ -382,6 +387,9 @@ func (g *goInline) findFunc(pc uint64) (fn, idx int, entry uint64, ok bool) {
 
 // value is pcvalue through the cache of decoded tables of function idx.
 func (g *goInline) value(idx, kind int, tab uint32, entry, pc uint64) (int32, bool) {
+	if g.tables == nil {
+		return g.pcvalue(tab, entry, pc)
+	}
 	slot := &g.tables[3*idx+kind]
 	runs := slot.Load()
 	if runs == nil || runs == usedOnce {

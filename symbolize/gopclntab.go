@@ -69,7 +69,9 @@ func (b *Binary) loadGo() *goTable {
 			if mapped {
 				secData = b.sectionData
 			}
-			g.inline = newGoInline(b.ef, data, secData, mapped)
+			// Where DWARF answers, the inline decoder only fills
+			// its gaps, too rarely to cache decoded tables for.
+			g.inline = newGoInline(b.ef, data, secData, mapped, b.loadDWARF() == nil)
 			b.gotab = g
 			return nil
 		})
