@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -470,5 +472,47 @@ func TestLineDroppedEarly(t *testing.T) {
 	sd.lineExtent(r.data, int64(r.early[0].lo+1), x.ef.ByteOrder)
 	if r.early != nil || string(r.data) != string(whole) {
 		t.Fatal("a program not found early did not make .debug_line whole again")
+	}
+}
+
+// TestLineReadBeforeInfo checks the order of the load's reads: .debug_line
+// (given back as soon as it is read) is read, and given back, before the
+// sections that stay whole until the unit table is built (.debug_info,
+// .debug_rnglists) start, so that it is never whole at the same time as
+// they are; the sections that stay whole anyway read alongside it.
+func TestLineReadBeforeInfo(t *testing.T) {
+	p := buildGoProg(t)
+	var mu sync.Mutex
+	var events []string
+	testHookLoadSection = func(name string, done bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			name += " done"
+		}
+		events = append(events, name)
+	}
+	defer func() { testHookLoadSection = nil }()
+	_, x := openDropping(t, p, Options{})
+	testHookLoadSection = nil
+	if x.secs.find(x.drop.line.data).early == nil {
+		t.Fatal(".debug_line was not given back at load: the test would check nothing")
+	}
+	at := func(ev string) int {
+		t.Helper()
+		i := slices.Index(events, ev)
+		if i < 0 {
+			t.Fatalf("no %q in the load's reads %v", ev, events)
+		}
+		return i
+	}
+	lineDone := at("line done")
+	for _, name := range []string{"info", "rnglists"} {
+		if at(name) < lineDone {
+			t.Errorf("%s read before .debug_line was given back: %v", name, events)
+		}
+	}
+	if at("abbrev") > lineDone {
+		t.Errorf(".debug_abbrev (whole anyway) not read alongside .debug_line: %v", events)
 	}
 }
