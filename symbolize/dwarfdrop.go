@@ -410,7 +410,7 @@ func (sd *sectionDrop) dropRng(lo, hi int) {
 		j++
 	}
 	sd.rngGone = slices.Replace(sd.rngGone, i, j, dropSpan{lo: lo, hi: hi, gone: true})
-	sd.dropped += int64(sd.rng.dropPages(lo, hi))
+	sd.dropped += int64(sd.rng.giveBack(lo, hi))
 }
 
 // rngTouch is called before the decoder reads .debug_rnglists[lo:hi]: it
@@ -504,7 +504,7 @@ func (sd *sectionDrop) dropSpan(r *region, spans []dropSpan, i int) {
 	if i+1 < len(spans) && spans[i+1].gone && spans[i+1].lo == hi {
 		hi = spans[i+1].hi
 	}
-	r.dropPages(lo, hi)
+	r.giveBack(lo, hi)
 }
 
 // needUnit makes unit u's DIEs and line program readable before it is

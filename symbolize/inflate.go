@@ -738,12 +738,25 @@ func inflateFull(s inflateSrc, dst []byte, interval int64) (ix *inflateIndex, en
 				last = b.out
 			}
 		}
+		// Their windows are kept (deflated) only when the output
+		// is first given back (keepWindows): most sections move
+		// the checkpoints first (retarget), which keeps its own.
 		ix.cps = slices.Clip(ix.cps)
-		if err := ix.copyWindows(dst); err != nil {
-			return nil, 0, 0, err
-		}
 	}
 	return ix, (f.bitPos() + 7) / 8, f.sum.Sum32(), nil
+}
+
+// keepWindows keeps the windows of the checkpoints, from out, the whole
+// output, unless they are kept already: a fill needs them, so the output
+// must not be given back before. Deflating them is a tenth of loading a
+// section, so it waits until then (for .debug_info and .debug_line,
+// retarget keeps the windows of the checkpoints it places, and
+// inflateFull's evenly spaced ones were deflated for nothing).
+func (ix *inflateIndex) keepWindows(out []byte) error {
+	if ix == nil || ix.zoff != nil || len(ix.cps) == 0 {
+		return nil
+	}
+	return ix.copyWindows(out)
 }
 
 // copyWindows keeps the window of every checkpoint, deflated, from out,
@@ -799,6 +812,9 @@ var windowReaders sync.Pool
 // window inflates checkpoint k's window into buf, which must hold 32 KiB,
 // and returns it.
 func (ix *inflateIndex) window(k int, buf []byte) ([]byte, error) {
+	if ix.zoff == nil {
+		return nil, fmt.Errorf("checkpoint window %d of section %s: not kept (output given back before keepWindows)", k, ix.name)
+	}
 	n := int(min(ix.cps[k].out, inflateWindow))
 	src := bytes.NewReader(ix.zwin[ix.zoff[k]:ix.zoff[k+1]])
 	r, _ := windowReaders.Get().(io.ReadCloser)
@@ -864,7 +880,7 @@ func (ix *inflateIndex) retarget(out []byte, targets []int) {
 	ix.cps = cps
 	if ix.copyWindows(out) != nil {
 		// Only a failing writer gets here: keep the evenly spaced
-		// checkpoints, whose windows are still good.
+		// checkpoints, and their windows if they were kept.
 		ix.cps, ix.zwin, ix.zoff = old, zwin, zoff
 	}
 	ix.bounds = nil

@@ -30,6 +30,9 @@ func rawInflate(data []byte, size int, interval int64) ([]byte, *inflateIndex, e
 // that exactly [lo, hi) was written, with want's bytes.
 func checkFills(t testing.TB, ix *inflateIndex, want []byte, r *rand.Rand) {
 	t.Helper()
+	if err := ix.keepWindows(want); err != nil {
+		t.Fatal(err)
+	}
 	dst := bytes.Repeat([]byte{0xa5}, len(want))
 	sentinel := bytes.Repeat([]byte{0xa5}, len(want))
 	try := func(lo, hi int) {
@@ -362,6 +365,9 @@ func BenchmarkInflate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if err := ix.keepWindows(out); err != nil {
+		b.Fatal(err)
+	}
 	b.Logf("%d bytes, %d checkpoints", size, len(ix.cps))
 	b.Run("fill64k", func(b *testing.B) {
 		r := rand.New(rand.NewSource(1))
@@ -428,4 +434,40 @@ func TestInflateRetarget(t *testing.T) {
 	}
 	t.Logf("%d checkpoints: %d bytes decoded before %d targets, %d evenly spaced", n, skip(), len(targets), even)
 	checkFills(t, ix, data, r)
+}
+
+// TestInflateKeepsWindowsLate checks that a full pass records checkpoints
+// without deflating their windows (the first give-back or retarget keeps
+// them), that a fill before then is an error rather than wrong bytes, and
+// that keepWindows keeps them once.
+func TestInflateKeepsWindowsLate(t *testing.T) {
+	data := testInputs(t)["text"]
+	var buf bytes.Buffer
+	zw := zlib.NewWriter(&buf)
+	zw.Write(data)
+	zw.Close()
+	out := make([]byte, len(data))
+	ix, err := inflateZlib(inflateSrc{src: bytes.NewReader(buf.Bytes()), n: int64(buf.Len()), name: ".debug_test"}, out, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ix.cps) == 0 {
+		t.Fatal("no checkpoints: the test would check nothing")
+	}
+	if ix.zoff != nil || ix.zwin != nil {
+		t.Fatal("the full pass deflated the windows")
+	}
+	dst := make([]byte, len(out))
+	last := int(ix.cps[len(ix.cps)-1].out)
+	if err := ix.fill(dst, last, last+1); err == nil {
+		t.Fatal("a fill from a checkpoint whose window is not kept succeeded")
+	}
+	if err := ix.keepWindows(out); err != nil {
+		t.Fatal(err)
+	}
+	zwin := ix.zwin
+	if err := ix.keepWindows(make([]byte, len(out))); err != nil || &ix.zwin[0] != &zwin[0] {
+		t.Fatalf("keepWindows again: %v, windows replaced %v", err, &ix.zwin[0] != &zwin[0])
+	}
+	checkFills(t, ix, data, rand.New(rand.NewSource(1)))
 }

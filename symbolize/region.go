@@ -155,7 +155,18 @@ func (r *region) dropEarly(bo binary.ByteOrder) {
 	}
 	r.ix.retarget(r.data, spanStarts(spans))
 	r.early = spans
-	r.dropPages(0, len(r.data))
+	r.giveBack(0, len(r.data))
+}
+
+// giveBack is dropPages for a region whose bytes fills will bring back:
+// the checkpoints' windows are kept first (inflateIndex.keepWindows), from
+// the bytes as they are before anything is given back. Should that fail,
+// nothing is given back (the bytes stay, and a fill of them fails).
+func (r *region) giveBack(lo, hi int) int {
+	if r.ix.keepWindows(r.data) != nil {
+		return 0
+	}
+	return r.dropPages(lo, hi)
 }
 
 // wholeAgain fills a region given back early whole again, for a reader
