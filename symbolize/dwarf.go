@@ -784,6 +784,21 @@ func (ui *unitInfo) contains(i int32, off uint32) bool {
 // the tables' two copies are not all resident at once (for the Go
 // compiler's largest unit, 4 MB of filled sections and twice 2.7 MB of
 // tables: that moment was the batch's peak).
+// skipsChildren reports whether the DIEs below a DIE of this tag are of no
+// interest to a decode (nor to keepAllRefNames, which walks as decodeUnit
+// does): nothing below them holds code ranges or inlined calls.
+func skipsChildren(tag dwarf.Tag) bool {
+	switch tag {
+	case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+		dwarf.TagEnumerationType, dwarf.TagVariable, dwarf.TagFormalParameter,
+		dwarf.TagSubroutineType, dwarf.TagArrayType, dwarf.TagBaseType,
+		dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
+		dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
+		return true
+	}
+	return false
+}
+
 // testHookDIEWalk, when set, is called by decodeUnit as it starts walking
 // a unit's DIEs (tests, with x.mu held).
 var testHookDIEWalk func()
@@ -967,16 +982,13 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 				}
 			}
 			encl = id
-		case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
-			dwarf.TagEnumerationType, dwarf.TagVariable, dwarf.TagFormalParameter,
-			dwarf.TagSubroutineType, dwarf.TagArrayType, dwarf.TagBaseType,
-			dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
-			dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
-			// Nothing below these holds code ranges of interest.
-			if err := w.skipChildren(&e); err != nil {
-				return nil, err
+		default:
+			if skipsChildren(e.tag) {
+				if err := w.skipChildren(&e); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
 		}
 		if e.children {
 			stack = append(stack, encl)

@@ -259,18 +259,12 @@ func (x *dwarfIndex) keepAllRefNames() {
 			if err != nil || !ok {
 				break
 			}
-			switch e.tag {
-			case dwarf.TagSubprogram:
+			switch {
+			case e.tag == dwarf.TagSubprogram:
 				x.keepRefName(&e)
-			case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
-				dwarf.TagEnumerationType, dwarf.TagVariable, dwarf.TagFormalParameter,
-				dwarf.TagSubroutineType, dwarf.TagArrayType, dwarf.TagBaseType,
-				dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType,
-				dwarf.TagMember, dwarf.TagCallSite, tagGNUCallSite:
-				// decodeUnit skips these children too.
-				if w.skipChildren(&e) != nil {
-					break
-				}
+			case skipsChildren(e.tag):
+				// An error here is the next step's too.
+				w.skipChildren(&e)
 			}
 		}
 	}
