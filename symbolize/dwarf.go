@@ -665,15 +665,6 @@ func (ui *unitInfo) file(i uint32) string {
 	return ""
 }
 
-// fileNames returns the unit's file table as names (tests).
-func (ui *unitInfo) fileNames() []string {
-	var out []string
-	for i := range ui.files {
-		out = append(out, ui.file(uint32(i)))
-	}
-	return out
-}
-
 // manyKids is the number of children above which a scope's children are
 // searched by address rather than scanned: a large Go or C++ function can
 // have over a thousand inlined calls directly inside it.

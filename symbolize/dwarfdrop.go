@@ -719,25 +719,3 @@ func (sd *sectionDrop) fillRng(lo, hi int) {
 	}
 	sd.refills++
 }
-
-// keepWhole fills every dropped byte again and stops dropping: tests
-// compare an index that drops with one that keeps its sections whole.
-func (x *dwarfIndex) keepWhole() {
-	sd := x.drop
-	for _, r := range []*region{sd.info, sd.line, sd.rng} {
-		if r != nil {
-			if err := r.refill(0, len(r.data)); err != nil {
-				panic(err)
-			}
-			r.early = nil
-		}
-	}
-	for i := range sd.infoSpans {
-		sd.infoSpans[i].gone = false
-	}
-	for i := range sd.lineSpans {
-		sd.lineSpans[i].gone = false
-	}
-	sd.rngGone = nil
-	sd.disabled = true
-}
