@@ -516,3 +516,56 @@ func TestLineReadBeforeInfo(t *testing.T) {
 		t.Errorf(".debug_abbrev (whole anyway) not read alongside .debug_line: %v", events)
 	}
 }
+
+// TestKeepAllRefNamesAsOneWalk checks that the names kept at load by two
+// walks over halves of .debug_info are those one walk of every unit
+// finds: every subprogram DIE that other DIEs can refer to (inline or
+// declaration), with its name, in a program of many units.
+func TestKeepAllRefNamesAsOneWalk(t *testing.T) {
+	p := buildGoProg(t)
+	_, x := openDropping(t, p, Options{})
+	_, rx := openDropping(t, p, Options{})
+	rx.mu.Lock()
+	defer rx.mu.Unlock()
+	rx.keepWhole()
+	want := map[dwarf.Offset]string{}
+	var e die
+	for u := range rx.units {
+		w, err := rx.walker(rx.units[u].entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ok, err := w.next(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			switch {
+			case e.tag == dwarf.TagSubprogram:
+				if e.has&(hasInline|hasDecl) != 0 {
+					name, _, _ := rx.nameOf(&e, 0)
+					want[e.off] = name
+				}
+			case skipsChildren(e.tag):
+				if err := w.skipChildren(&e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if len(x.units) < 4 || len(want) < 100 {
+		t.Fatalf("%d units, %d referable subprograms: the test would check little", len(x.units), len(want))
+	}
+	got := x.drop.refNames
+	if len(got) != len(want) {
+		t.Errorf("%d names kept, one walk finds %d", len(got), len(want))
+	}
+	for off, name := range want {
+		if dn, ok := got[off]; !ok || dn.name != name {
+			t.Fatalf("DIE %#x: kept %q (%v), one walk finds %q", off, dn.name, ok, name)
+		}
+	}
+}
