@@ -836,9 +836,8 @@ func (ix *inflateIndex) window(k int, buf []byte) ([]byte, error) {
 // takes their windows from out, which must still hold the whole output.
 // Evenly spaced checkpoints leave a fill on average half an interval to
 // decode before its start; placed by the units they leave less for the
-// same memory. The choice is greedy: each checkpoint in turn goes to the
-// boundary that most reduces the total distance from targets back to the
-// checkpoint before them.
+// same memory. The choice is greedy (placeGreedy) unless that would take
+// too long (a binary with gigabytes of DWARF), then linear (placeSpaced).
 func (ix *inflateIndex) retarget(out []byte, targets []int) {
 	n := len(ix.cps)
 	if n == 0 || len(ix.bounds) <= n || len(targets) == 0 {
@@ -846,6 +845,67 @@ func (ix *inflateIndex) retarget(out []byte, targets []int) {
 		return
 	}
 	targets = slices.Sorted(slices.Values(targets))
+	var cps []inflateCheckpoint
+	if retargetGreedy(n, len(ix.bounds), len(targets)) {
+		cps = ix.placeGreedy(n, targets)
+	} else {
+		cps = ix.placeSpaced(n, targets)
+	}
+	slices.SortFunc(cps, func(a, b inflateCheckpoint) int { return int(a.out - b.out) })
+	old, zwin, zoff := ix.cps, ix.zwin, ix.zoff
+	ix.cps = cps
+	if ix.copyWindows(out) != nil {
+		// Only a failing writer gets here: keep the evenly spaced
+		// checkpoints, and their windows if they were kept.
+		ix.cps, ix.zwin, ix.zoff = old, zwin, zoff
+	}
+	ix.bounds = nil
+}
+
+// retargetWork bounds the greedy placement's work (checkpoints x
+// boundaries x targets): about 4 million for the Go compiler's
+// .debug_info (40 x 500 x 215), but a binary with gigabytes of DWARF has
+// thousands of each, and the greedy choice would take hours.
+var retargetWork int64 = 1 << 28
+
+// retargetGreedy reports whether retarget places n checkpoints among
+// bounds block boundaries for targets greedily (else placeSpaced).
+func retargetGreedy(n, bounds, targets int) bool {
+	return int64(n)*int64(bounds)*int64(targets) <= retargetWork
+}
+
+// placeSpaced chooses up to n checkpoints in linear time: walking the
+// targets in order, the last block boundary at or before a target, once
+// the target is an n-th of the output past the previous checkpoint. A
+// fill then decodes from at most that far before its target plus the
+// distance from the target before it to its boundary, as evenly spaced
+// checkpoints would, but starting at boundaries next to targets.
+func (ix *inflateIndex) placeSpaced(n int, targets []int) []inflateCheckpoint {
+	interval := max(ix.size/int64(n), 1)
+	var cps []inflateCheckpoint
+	last := int64(0)
+	for _, t := range targets {
+		if len(cps) == n {
+			break
+		}
+		if int64(t)-last < interval {
+			continue
+		}
+		// The last boundary at or before t.
+		j := sort.Search(len(ix.bounds), func(j int) bool { return ix.bounds[j].out > int64(t) }) - 1
+		if j < 0 || ix.bounds[j].out <= last {
+			continue
+		}
+		cps = append(cps, ix.bounds[j])
+		last = ix.bounds[j].out
+	}
+	return cps
+}
+
+// placeGreedy chooses n checkpoints among the block boundaries one at a
+// time, each where it most reduces the total distance from the targets
+// back to the checkpoint before them.
+func (ix *inflateIndex) placeGreedy(n int, targets []int) []inflateCheckpoint {
 	from := make([]int64, len(targets)) // where a fill of each target would start
 	used := make([]bool, len(ix.bounds))
 	var cps []inflateCheckpoint
@@ -875,15 +935,7 @@ func (ix *inflateIndex) retarget(out []byte, targets []int) {
 			from[k] = max(from[k], b.out)
 		}
 	}
-	slices.SortFunc(cps, func(a, b inflateCheckpoint) int { return int(a.out - b.out) })
-	old, zwin, zoff := ix.cps, ix.zwin, ix.zoff
-	ix.cps = cps
-	if ix.copyWindows(out) != nil {
-		// Only a failing writer gets here: keep the evenly spaced
-		// checkpoints, and their windows if they were kept.
-		ix.cps, ix.zwin, ix.zoff = old, zwin, zoff
-	}
-	ix.bounds = nil
+	return cps
 }
 
 // maxGap returns the most output between two checkpoints, or between a

@@ -471,3 +471,72 @@ func TestInflateKeepsWindowsLate(t *testing.T) {
 	}
 	checkFills(t, ix, data, rand.New(rand.NewSource(1)))
 }
+
+// TestInflateRetargetSpaced checks the linear placement retarget falls
+// back to when the greedy one would cost too much: chosen for a binary
+// with gigabytes of DWARF (and not for the Go compiler's), at most as
+// many checkpoints as before, each a block boundary, and every target at
+// most two intervals plus a block's output past the checkpoint before
+// it; fills from them are right.
+func TestInflateRetargetSpaced(t *testing.T) {
+	if !retargetGreedy(40, 500, 215) {
+		t.Error("the Go compiler's .debug_info (40 checkpoints, 500 boundaries, 215 units) not placed greedily")
+	}
+	if retargetGreedy(4000, 65000, 20000) {
+		t.Error("1 GB of DWARF (4,000 checkpoints, 65,000 boundaries, 20,000 units) placed greedily")
+	}
+	data := testInputs(t)["mixed"]
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	r := rand.New(rand.NewSource(7))
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 1+r.Intn(20<<10))
+		w.Write(data[off : off+n])
+		w.Flush()
+		off += n
+	}
+	w.Close()
+	got, ix, err := rawInflate(buf.Bytes(), len(data), 32<<10)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("inflate: %v", err)
+	}
+	targets := make([]int, 200)
+	for i := range targets {
+		targets[i] = r.Intn(len(data))
+	}
+	bounds := map[inflateCheckpoint]bool{}
+	maxBlock := int64(0)
+	for i, b := range ix.bounds {
+		bounds[b] = true
+		if i > 0 {
+			maxBlock = max(maxBlock, b.out-ix.bounds[i-1].out)
+		}
+	}
+	n := len(ix.cps)
+	if n < 4 {
+		t.Fatalf("%d checkpoints: the test would check little", n)
+	}
+	defer func(w int64) { retargetWork = w }(retargetWork)
+	retargetWork = 0
+	ix.retarget(got, targets)
+	if len(ix.cps) == 0 || len(ix.cps) > n {
+		t.Fatalf("%d checkpoints placed, had %d", len(ix.cps), n)
+	}
+	interval := int64(len(data)) / int64(n)
+	for _, cp := range ix.cps {
+		if !bounds[cp] {
+			t.Fatalf("checkpoint %+v is not a block boundary", cp)
+		}
+	}
+	for _, tg := range targets {
+		k := ix.before(int64(tg))
+		from := int64(0)
+		if k > 0 {
+			from = ix.cps[k-1].out
+		}
+		if d := int64(tg) - from; d > 2*interval+maxBlock {
+			t.Fatalf("target %d: %d bytes past the checkpoint before it (interval %d, largest block %d)", tg, d, interval, maxBlock)
+		}
+	}
+	checkFills(t, ix, data, r)
+}
