@@ -16,13 +16,18 @@ import (
 //
 // A chunk stays alive while any slice (or string) carved from it does:
 // callers keep the strings Frames hands out after Close, so they may keep
-// a chunk. When a unit is evicted, the slabs start new chunks (next), so
-// that what is decoded again does not go to chunks the evicted units
-// keep alive; the old chunks go once their other users are collected.
+// a chunk. So chunks suit what is never given back before the Binary is.
+// Decoded units are, when the decoded DWARF outgrows its budget: once
+// a unit is evicted, its slabs allocate exactly (exact), as they did
+// before, so that an evicted unit's memory goes with it; with chunks
+// every unit decoded again started new ones and kept them all alive
+// (under a budget of 107 kB for a C program of 401 small units, 11.3 MB
+// of heap against 1.9 MB with exact allocations).
 //
 // Not safe for concurrent use: each owner serializes its calls.
 type slab[T any] struct {
-	buf []T // the current chunk; its spare capacity is free
+	buf   []T  // the current chunk; its spare capacity is free
+	exact bool // every allocation its own object, of its size
 }
 
 // slabChunk is the size of a chunk in bytes: the largest small-object
@@ -38,7 +43,7 @@ func (s *slab[T]) alloc(n int) []T {
 	}
 	var zero T
 	size := unsafe.Sizeof(zero)
-	if uintptr(n) > slabChunk/8/max(size, 1) {
+	if s.exact || uintptr(n) > slabChunk/8/max(size, 1) {
 		return make([]T, n)
 	}
 	if n > cap(s.buf)-len(s.buf) {
@@ -56,9 +61,8 @@ func (s *slab[T]) copyOf(v []T) []T {
 	return d
 }
 
-// next makes the next allocation start a new chunk, so that what is
-// allocated from now on does not keep the current chunk alive.
-func (s *slab[T]) next() { s.buf = nil }
+// allocExact makes every later allocation an object of its own.
+func (s *slab[T]) allocExact() { s.buf, s.exact = nil, true }
 
 // unitSlabs are the slabs a dwarfIndex's decodes allocate from.
 type unitSlabs struct {
@@ -68,11 +72,13 @@ type unitSlabs struct {
 	words slab[uint64] // the tables of units kept on the heap (packOnHeap)
 }
 
-func (k *unitSlabs) next() {
-	k.strs.next()
-	k.names.next()
-	k.files.next()
-	k.words.next()
+// allocExact makes every later allocation an object of its own (see
+// slab): called as a unit is evicted.
+func (k *unitSlabs) allocExact() {
+	k.strs.allocExact()
+	k.names.allocExact()
+	k.files.allocExact()
+	k.words.allocExact()
 }
 
 // strArena copies strings into a slab of bytes.

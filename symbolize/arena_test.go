@@ -9,8 +9,9 @@ import (
 
 // TestStrArena checks that clones are equal copies, that small ones share
 // a chunk (the point: one heap object for many names), that a large one
-// gets its own, that next starts a new chunk, and that a clone outlives
-// both the arena and the source it was copied from.
+// gets its own, that a clone outlives both the arena and the source it
+// was copied from, and that after allocExact each clone is its own
+// object.
 func TestStrArena(t *testing.T) {
 	var a strArena
 	src := []byte("runtime.mallocgc")
@@ -32,11 +33,6 @@ func TestStrArena(t *testing.T) {
 	if b := a.clone(big); b != big || len(a.buf) != before {
 		t.Fatalf("large clone: equal %v, arena grew by %d bytes", b == big, len(a.buf)-before)
 	}
-	a.next()
-	s3 := a.clone("main.main")
-	if c := chunk(s3); c >= chunk(s1) && c < chunk(s1)+slabChunk {
-		t.Fatal("clone after next is in the previous chunk")
-	}
 	// Filling a chunk moves to a new one; every clone stays intact.
 	var all []string
 	for i := 0; len(all) < 2*slabChunk/32; i++ {
@@ -49,8 +45,19 @@ func TestStrArena(t *testing.T) {
 			t.Fatalf("clone %d is %q after the arena was dropped", i, s)
 		}
 	}
-	if s1 != "runtime" || s3 != "main.main" {
-		t.Fatalf("clones %q, %q after the arena was dropped", s1, s3)
+	if s1 != "runtime" {
+		t.Fatalf("clone %q after the arena was dropped", s1)
+	}
+	// Exact from now on: each clone its own object, none in a chunk.
+	var e strArena
+	e.clone("warm") // a chunk exists
+	e.allocExact()
+	x1, x2 := e.clone("main.main"), e.clone("main.init")
+	if x1 != "main.main" || x2 != "main.init" || e.buf != nil {
+		t.Fatalf("exact clones %q, %q; slab still has a chunk: %v", x1, x2, e.buf != nil)
+	}
+	if chunk(x2) == chunk(x1)+uintptr(len(x1)) {
+		t.Fatal("exact clones laid out one after the other, as in a chunk")
 	}
 }
 

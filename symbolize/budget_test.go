@@ -2,10 +2,12 @@ package symbolize
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -94,14 +96,21 @@ func TestDecodedBudget(t *testing.T) {
 // of them with an inlined helper each, and returns its path.
 func buildMultiUnit(t *testing.T) string {
 	t.Helper()
+	return buildUnits(t, 12)
+}
+
+// buildUnits compiles a C program of n+1 compilation units, n of them
+// with an inlined helper each, and returns its path.
+func buildUnits(t *testing.T, n int) string {
+	t.Helper()
 	gcc := needTool(t, "gcc")
-	// Twelve units, each with an inlined helper, so that lookups have
-	// inline chains and every unit decodes quickly.
+	// Units each with an inlined helper, so that lookups have inline
+	// chains and every unit decodes quickly.
 	dir := t.TempDir()
 	args := []string{"-O2", "-g", "-o", filepath.Join(dir, "multi")}
 	var mainSrc strings.Builder
 	mainSrc.WriteString("#include <stdio.h>\n")
-	for i := range 12 {
+	for i := range n {
 		f := filepath.Join(dir, fmt.Sprintf("u%d.c", i))
 		os.WriteFile(f, []byte(fmt.Sprintf(`static inline int sq%[1]d(int v) { return v * v + %[1]d; }
 int f%[1]d(int n) { int s = 0; for (int k = 0; k < n; k++) s += sq%[1]d(k) ^ (s >> 3); return s; }
@@ -110,7 +119,7 @@ int f%[1]d(int n) { int s = 0; for (int k = 0; k < n; k++) s += sq%[1]d(k) ^ (s 
 		fmt.Fprintf(&mainSrc, "int f%d(int);\n", i)
 	}
 	mainSrc.WriteString("int main(int argc, char **argv) { int s = 0;\n")
-	for i := range 12 {
+	for i := range n {
 		fmt.Fprintf(&mainSrc, "s += f%d(argc * 100);\n", i)
 	}
 	mainSrc.WriteString("printf(\"%d\\n\", s); return 0; }\n")
@@ -132,4 +141,55 @@ func mustOpenOpts(t *testing.T, p string, o Options) *Binary {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// TestEvictionGivesBackMemory symbolizes a program of 201 small units
+// under a budget of a quarter of its decoded DWARF, so that units are
+// evicted and decoded again thousands of times, and checks that the heap
+// grows by little more than the budget: an evicted unit's memory must go
+// with it (with names and tables carved from shared chunks, each unit
+// decoded again kept chunks of its own alive: 11 MB for 107 kB of budget).
+func TestEvictionGivesBackMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("heap figures are the race detector's too; TestDecodedBudget runs eviction under it")
+	}
+	p := buildUnits(t, 200)
+	addrs := textAddrs(t, p, 4000)
+	ref := mustOpenOpts(t, p, Options{MaxDecodedDWARF: -1})
+	for _, a := range addrs {
+		ref.Frames(a, nil)
+	}
+	total := ref.loadDWARF().used
+	budget := total / 4
+	b := mustOpenOpts(t, p, Options{MaxDecodedDWARF: budget})
+	b.Warnings()
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := heap()
+	r := rand.New(rand.NewSource(1))
+	var buf []Frame
+	for range 5 {
+		for _, i := range r.Perm(len(addrs)) {
+			buf, _ = b.Frames(addrs[i], buf)
+		}
+	}
+	grew := heap() - before
+	x := b.loadDWARF()
+	x.mu.Lock()
+	ev := x.evictions
+	x.mu.Unlock()
+	if ev < 1000 {
+		t.Fatalf("%d evictions: the test would check little", ev)
+	}
+	t.Logf("%d units, %d bytes decoded unbounded, budget %d: %d evictions, heap grew %d bytes", len(x.units), total, budget, ev, grew)
+	if limit := 4*budget + 1<<20; grew > limit {
+		t.Errorf("heap grew by %d bytes under a budget of %d (limit %d): evicted units' memory kept", grew, budget, limit)
+	}
+	runtime.KeepAlive(ref)
+	runtime.KeepAlive(b)
 }

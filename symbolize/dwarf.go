@@ -549,9 +549,9 @@ func (x *dwarfIndex) evict(keep int32) {
 			return // only keep is decoded: it stays, however large
 		}
 		v := &x.units[victim]
-		// What is decoded from now on must not keep the
-		// victim's chunks alive.
-		x.keep.next()
+		// Units are given back: what is decoded from now on
+		// must go with them (see slab).
+		x.keep.allocExact()
 		x.used -= v.info.Load().size
 		v.info.Store(nil)
 		x.pending++
