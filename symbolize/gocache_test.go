@@ -48,3 +48,22 @@ func TestGoInlineCacheOnlyWithoutDWARF(t *testing.T) {
 		t.Fatal("nothing was cached: the second round did not compare against cached tables")
 	}
 }
+
+// TestCachePCTables checks when .gopclntab's tables are cached: without a
+// DWARF index, or with one that holds no DWARF (a debug file of symbols
+// only, DWARF that failed to load), and not beside DWARF that answers.
+func TestCachePCTables(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dw   *dwarfIndex
+		want bool
+	}{
+		{"no index", nil, true},
+		{"index without DWARF", &dwarfIndex{}, true},
+		{"DWARF", &dwarfIndex{hasData: true}, false},
+	} {
+		if got := cachePCTables(c.dw); got != c.want {
+			t.Errorf("%s: cache %v, want %v", c.name, got, c.want)
+		}
+	}
+}

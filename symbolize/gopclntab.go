@@ -69,9 +69,7 @@ func (b *Binary) loadGo() *goTable {
 			if mapped {
 				secData = b.sectionData
 			}
-			// Where DWARF answers, the inline decoder only fills
-			// its gaps, too rarely to cache decoded tables for.
-			g.inline = newGoInline(b.ef, data, secData, mapped, b.loadDWARF() == nil)
+			g.inline = newGoInline(b.ef, data, secData, mapped, cachePCTables(b.loadDWARF()))
 			b.gotab = g
 			return nil
 		})
@@ -116,4 +114,13 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		return nil
 	})
 	return out, ok, err
+}
+
+// cachePCTables reports whether .gopclntab's decoded tables are worth
+// caching beside dw, the binary's DWARF index: only where DWARF does not
+// answer (none, or an index without DWARF: a separate debug file of
+// symbols only, or DWARF that failed to load). Where it does, the table
+// only fills its gaps, too rarely to cache for.
+func cachePCTables(dw *dwarfIndex) bool {
+	return dw == nil || !dw.hasData
 }
