@@ -751,12 +751,16 @@ func inflateFull(s inflateSrc, dst []byte, interval int64) (ix *inflateIndex, en
 // must not be given back before. Deflating them is a tenth of loading a
 // section, so it waits until then (for .debug_info and .debug_line,
 // retarget keeps the windows of the checkpoints it places, and
-// inflateFull's evenly spaced ones were deflated for nothing).
-func (ix *inflateIndex) keepWindows(out []byte) error {
+// inflateFull's evenly spaced ones were deflated for nothing). Should
+// deflating fail (only a failing writer could), the checkpoints go:
+// fills then decode from the stream's start, slower but right.
+func (ix *inflateIndex) keepWindows(out []byte) {
 	if ix == nil || ix.zoff != nil || len(ix.cps) == 0 {
-		return nil
+		return
 	}
-	return ix.copyWindows(out)
+	if ix.copyWindows(out) != nil {
+		ix.cps, ix.zwin, ix.zoff = nil, nil, nil
+	}
 }
 
 // copyWindows keeps the window of every checkpoint, deflated, from out,

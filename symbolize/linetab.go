@@ -51,7 +51,7 @@ var errLineOrder = errors.New("line rows out of address order")
 
 // lineEncoder appends rows, in address order, to a lineTable it builds in
 // growBufs (off the heap once large): table returns the table in them,
-// which the caller copies out (moveOffHeap, or clip) before free.
+// which the caller copies out (moveOffHeap or packOnHeap) before free.
 type lineEncoder struct {
 	addr growBuf[uint64]
 	off  growBuf[uint32]

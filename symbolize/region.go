@@ -160,12 +160,9 @@ func (r *region) dropEarly(bo binary.ByteOrder) {
 
 // giveBack is dropPages for a region whose bytes fills will bring back:
 // the checkpoints' windows are kept first (inflateIndex.keepWindows), from
-// the bytes as they are before anything is given back. Should that fail,
-// nothing is given back (the bytes stay, and a fill of them fails).
+// the bytes as they are before anything is given back.
 func (r *region) giveBack(lo, hi int) int {
-	if r.ix.keepWindows(r.data) != nil {
-		return 0
-	}
+	r.ix.keepWindows(r.data)
 	return r.dropPages(lo, hi)
 }
 
