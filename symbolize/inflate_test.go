@@ -381,21 +381,7 @@ func BenchmarkInflate(b *testing.B) {
 // distance decoded before the targets no larger than with evenly spaced
 // checkpoints.
 func TestInflateRetarget(t *testing.T) {
-	data := testInputs(t)["mixed"]
-	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
-	r := rand.New(rand.NewSource(6))
-	for off := 0; off < len(data); {
-		n := min(len(data)-off, 1+r.Intn(20<<10))
-		w.Write(data[off : off+n])
-		w.Flush()
-		off += n
-	}
-	w.Close()
-	got, ix, err := rawInflate(buf.Bytes(), len(data), 32<<10)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("inflate: %v", err)
-	}
+	data, got, ix, r := manyBlocks(t, 6)
 	targets := make([]int, 40)
 	for i := range targets {
 		targets[i] = r.Intn(len(data))
@@ -487,21 +473,7 @@ func TestInflateRetargetSpaced(t *testing.T) {
 	if retargetGreedy(4000, 65000, 20000) {
 		t.Error("1 GB of DWARF (4,000 checkpoints, 65,000 boundaries, 20,000 units) placed greedily")
 	}
-	data := testInputs(t)["mixed"]
-	var buf bytes.Buffer
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
-	r := rand.New(rand.NewSource(7))
-	for off := 0; off < len(data); {
-		n := min(len(data)-off, 1+r.Intn(20<<10))
-		w.Write(data[off : off+n])
-		w.Flush()
-		off += n
-	}
-	w.Close()
-	got, ix, err := rawInflate(buf.Bytes(), len(data), 32<<10)
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("inflate: %v", err)
-	}
+	data, got, ix, r := manyBlocks(t, 7)
 	targets := make([]int, 200)
 	for i := range targets {
 		targets[i] = r.Intn(len(data))
@@ -541,4 +513,28 @@ func TestInflateRetargetSpaced(t *testing.T) {
 		}
 	}
 	checkFills(t, ix, data, r)
+}
+
+// manyBlocks deflates the "mixed" input flushed at random points (a block
+// boundary at each, every 20 KiB at most) with a generator seeded seed,
+// and inflates it with checkpoints every 32 KiB: data, the output, its
+// index and the generator.
+func manyBlocks(t *testing.T, seed int64) (data, got []byte, ix *inflateIndex, r *rand.Rand) {
+	t.Helper()
+	data = testInputs(t)["mixed"]
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	r = rand.New(rand.NewSource(seed))
+	for off := 0; off < len(data); {
+		n := min(len(data)-off, 1+r.Intn(20<<10))
+		w.Write(data[off : off+n])
+		w.Flush()
+		off += n
+	}
+	w.Close()
+	got, ix, err := rawInflate(buf.Bytes(), len(data), 32<<10)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("inflate: %v", err)
+	}
+	return data, got, ix, r
 }
