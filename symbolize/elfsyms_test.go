@@ -40,15 +40,7 @@ func TestAppendSymtab(t *testing.T) {
 	}
 	for name, p := range bins {
 		t.Run(name, func(t *testing.T) {
-			ef, err := elf.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ef.Close()
-			syms, err := ef.Symbols()
-			if err != nil {
-				t.Fatal(err)
-			}
+			ef, syms := elfSymbols(t, p)
 			want := appendELFSyms(nil, ef, syms)
 			var wantIF []elf.Symbol
 			for _, s := range syms {

@@ -36,6 +36,22 @@ func elfSymbol(t *testing.T, p, name string) elf.Symbol {
 	return elf.Symbol{}
 }
 
+// elfSymbols opens p with debug/elf, for the test's life, and returns it
+// with its .symtab symbols as debug/elf reads them.
+func elfSymbols(t *testing.T, p string) (*elf.File, []elf.Symbol) {
+	t.Helper()
+	ef, err := elf.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ef.Close() })
+	syms, err := ef.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return ef, syms
+}
+
 func mustFrames(t *testing.T, s Symbolizer, addr uint64) []Frame {
 	t.Helper()
 	fr, err := s.Frames(addr, nil)

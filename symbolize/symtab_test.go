@@ -387,15 +387,7 @@ func TestSymtabLocalFile(t *testing.T) {
 		t.Fatalf("gcc: %v\n%s", err, o)
 	}
 	p := filepath.Join(dir, "prog")
-	ef, err := elf.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := ef.Symbols()
-	ef.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, syms := elfSymbols(t, p)
 	b := mustOpenOpts(t, p, Options{NoDebugFile: true})
 	defer b.Close()
 	found := map[string]bool{} // "name in file"

@@ -1,9 +1,6 @@
 package symbolize
 
-import (
-	"debug/elf"
-	"testing"
-)
+import "testing"
 
 // TestSymbolValue checks symbolValue, which reads .symtab and its strings
 // in chunks, against a search of elf.File.Symbols on a Go program:
@@ -14,15 +11,7 @@ import (
 func TestSymbolValue(t *testing.T) {
 	p := buildGoProg(t)
 	defer func(n int) { symChunk = n }(symChunk)
-	ef, err := elf.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
-	syms, err := ef.Symbols()
-	if err != nil {
-		t.Fatalf("%s: %v", p, err)
-	}
+	ef, syms := elfSymbols(t, p)
 	first := map[string]uint64{}
 	for _, s := range syms {
 		if _, ok := first[s.Name]; !ok {
