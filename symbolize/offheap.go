@@ -90,28 +90,24 @@ func (ui *unitInfo) packTables(mem []byte, b *unitBuild) {
 		b = &unitBuild{}
 	}
 	var off uintptr
-	ui.lines.blockAddr = place(mem, &off, ui.lines.blockAddr)
-	b.lines.addr.free()
-	ui.lines.blockOff = place(mem, &off, ui.lines.blockOff)
-	b.lines.off.free()
-	ui.lines.data = place(mem, &off, ui.lines.data)
-	b.lines.data.free()
-	ui.extra = place(mem, &off, ui.extra)
-	b.extra.free()
-	ui.kids = place(mem, &off, ui.kids)
-	b.kids.free()
-	ui.kidsHi = place(mem, &off, ui.kidsHi)
-	b.kidsHi.free()
-	ui.kidRuns = place(mem, &off, ui.kidRuns)
-	b.kidRuns.free()
-	ui.scopes = place(mem, &off, ui.scopes)
-	b.scopes.free()
-	ui.roots = place(mem, &off, ui.roots)
-	b.roots.free()
-	ui.rootHi = place(mem, &off, ui.rootHi)
-	b.rootHi.free()
-	ui.wide = place(mem, &off, ui.wide)
-	b.wide.free()
+	placeFree(mem, &off, &ui.lines.blockAddr, &b.lines.addr)
+	placeFree(mem, &off, &ui.lines.blockOff, &b.lines.off)
+	placeFree(mem, &off, &ui.lines.data, &b.lines.data)
+	placeFree(mem, &off, &ui.extra, &b.extra)
+	placeFree(mem, &off, &ui.kids, &b.kids)
+	placeFree(mem, &off, &ui.kidsHi, &b.kidsHi)
+	placeFree(mem, &off, &ui.kidRuns, &b.kidRuns)
+	placeFree(mem, &off, &ui.scopes, &b.scopes)
+	placeFree(mem, &off, &ui.roots, &b.roots)
+	placeFree(mem, &off, &ui.rootHi, &b.rootHi)
+	placeFree(mem, &off, &ui.wide, &b.wide)
+}
+
+// placeFree moves the table *t into mem (place), then frees g, the build
+// buffer that held it: once *t no longer points into it.
+func placeFree[T any](mem []byte, off *uintptr, t *[]T, g *growBuf[T]) {
+	*t = place(mem, off, *t)
+	g.free()
 }
 
 // need adds the aligned size of s to size.
