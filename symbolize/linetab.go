@@ -58,10 +58,10 @@ type lineEncoder struct {
 	data growBuf[byte]
 	n    int     // rows in the current block
 	prev lineRow // the row last encoded (a block's first is encoded from its base)
-	// last is the row last added, encoded or not (added: there is one).
-	last  lineRow
-	added bool
-	tmp   [3 * binary.MaxVarintLen64]byte
+	// last is the row last added, encoded or not; there is one when a
+	// row is encoded (the first row added always is).
+	last lineRow
+	tmp  [3 * binary.MaxVarintLen64]byte
 }
 
 // add appends r, unless it has the file, line and column of the row added
@@ -72,11 +72,12 @@ type lineEncoder struct {
 // still sees every row, so rows out of order are found as if none was
 // left out.
 func (e *lineEncoder) add(r lineRow) error {
-	if e.added && r.addr < e.last.addr {
+	added := len(e.addr.s) > 0
+	if added && r.addr < e.last.addr {
 		return errLineOrder
 	}
-	same := e.added && r.file == e.last.file && r.line == e.last.line && r.col == e.last.col
-	e.last, e.added = r, true
+	same := added && r.file == e.last.file && r.line == e.last.line && r.col == e.last.col
+	e.last = r
 	if same {
 		return nil
 	}
@@ -126,17 +127,16 @@ func (e *lineEncoder) reserve(n int) {
 type lineMark struct {
 	blocks, data, n int
 	prev, last      lineRow
-	added           bool
 }
 
 func (e *lineEncoder) mark() lineMark {
-	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev, e.last, e.added}
+	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev, e.last}
 }
 
 // rollback forgets the rows added since m was taken.
 func (e *lineEncoder) rollback(m lineMark) {
 	e.addr.s, e.off.s, e.data.s = e.addr.s[:m.blocks], e.off.s[:m.blocks], e.data.s[:m.data]
-	e.n, e.prev, e.last, e.added = m.n, m.prev, m.last, m.added
+	e.n, e.prev, e.last = m.n, m.prev, m.last
 }
 
 // table returns the rows added so far, in e's buffers.
