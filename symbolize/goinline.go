@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,9 +21,8 @@ import (
 // frames report !ok and the caller fall back to debug/gosym's single frame.
 type goInline struct {
 	pcln   []byte // .gopclntab
-	order  binary.ByteOrder
-	big    bool // order is big-endian (get32 calls it directly: through the interface, it was a tenth of a batch)
-	ptr    int  // pointer size
+	big    bool   // the byte order is big-endian (get32 calls it directly: through the interface, it was a tenth of a batch)
+	ptr    int    // pointer size
 	minLC  uint64
 	text   uint64 // pcHeader.textStart
 	nfunc  int
@@ -100,7 +98,7 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 	if bo.Uint32(pcln) != 0xfffffff1 || pcln[4] != 0 || pcln[5] != 0 {
 		return nil
 	}
-	g := &goInline{pcln: pcln, order: bo, big: bo == binary.BigEndian, minLC: uint64(pcln[6]), ptr: int(pcln[7]), mapped: mapped}
+	g := &goInline{pcln: pcln, big: bo == binary.BigEndian, minLC: uint64(pcln[6]), ptr: int(pcln[7]), mapped: mapped}
 	if g.ptr != 4 && g.ptr != 8 || g.minLC == 0 {
 		return nil
 	}
@@ -174,98 +172,43 @@ func newGoInline(ef *elf.File, pcln []byte, sectionData func(*elf.Section) ([]by
 }
 
 // symbolValue returns the value of the first symbol of ef's symbol table
-// (.symtab) named one of names, as a search of ef.Symbols() would, but
-// reading the table and its strings in chunks: ef.Symbols() decodes every
-// symbol, with its name as a string, for one (5.6 MB on the heap for the
-// Go compiler's 60,000 symbols, live at once at the start of a batch,
-// which made the heap's high-water mark). The string table is scanned for
-// the offsets where a name starts (followed by its NUL), then the symbols
-// for one whose name is at such an offset.
+// (.symtab) named one of names, as a search of ef.Symbols() would, without
+// decoding every symbol with its name as a string (5.6 MB on the heap for
+// the Go compiler's 60,000 symbols): both tables are read off the heap
+// (tableBytes) and only the names compared.
 func symbolValue(ef *elf.File, names ...string) (uint64, bool) {
 	symtab := ef.SectionByType(elf.SHT_SYMTAB)
 	if symtab == nil || symtab.Link == 0 || int(symtab.Link) >= len(ef.Sections) {
 		return 0, false
 	}
-	size, valueAt := 24, 8 // Elf64_Sym: name, info, other, shndx, value
+	size := elf.Sym64Size
 	if ef.Class == elf.ELFCLASS32 {
-		size, valueAt = 16, 4 // Elf32_Sym: name, value, ...
+		size = elf.Sym32Size
 	}
-	if symtab.Size%uint64(size) != 0 {
+	data, freeData, err := tableBytes(symtab)
+	if err != nil {
 		return 0, false
 	}
-	at := map[uint32]bool{}
-	longest := 0
-	for _, n := range names {
-		longest = max(longest, len(n)+1)
-	}
-	// chunks calls fn on the section's bytes in chunks of chunk bytes
-	// (the last one shorter), each preceded by the last keep bytes of
-	// the one before; fn gets the offset of its first byte in the
-	// section and stops the reading by returning false. chunks reports
-	// whether the section could be read.
-	chunks := func(s *elf.Section, keep, chunk int, fn func(off uint64, p []byte) bool) bool {
-		r := s.Open()
-		buf := make([]byte, keep+chunk)
-		var off uint64 // section offset of buf[0]
-		n := 0         // bytes in buf
-		for {
-			m, err := io.ReadFull(r, buf[n:])
-			n += m
-			if n > 0 && !fn(off, buf[:n]) {
-				return true
-			}
-			if err != nil {
-				return err == io.EOF || err == io.ErrUnexpectedEOF
-			}
-			k := min(keep, n)
-			copy(buf, buf[n-k:n])
-			off += uint64(n - k)
-			n = k
-		}
-	}
-	if !chunks(ef.Sections[symtab.Link], longest-1, symChunk, func(off uint64, p []byte) bool {
-		for _, name := range names {
-			pat := append([]byte(name), 0)
-			for i := 0; ; {
-				j := bytes.Index(p[i:], pat)
-				if j < 0 {
-					break
-				}
-				if o := off + uint64(i+j); o <= 1<<32-1 {
-					at[uint32(o)] = true
-				}
-				i += j + 1
-			}
-		}
-		return true
-	}) || len(at) == 0 {
+	defer freeData()
+	if len(data)%size != 0 {
 		return 0, false
 	}
-	var v uint64
-	found := false
-	chunks(symtab, 0, max(symChunk/size, 1)*size, func(off uint64, p []byte) bool {
-		for i := 0; i+size <= len(p); i += size {
-			if off+uint64(i) == 0 {
-				continue // the null symbol, which Symbols skips
+	strs, freeStrs, err := tableBytes(ef.Sections[symtab.Link])
+	if err != nil {
+		return 0, false
+	}
+	defer freeStrs()
+	bo := ef.ByteOrder
+	for p := data[min(size, len(data)):]; len(p) >= size; p = p[size:] { // entry 0 is the null symbol
+		if slices.Contains(names, stringAt(strs, bo.Uint32(p))) {
+			if size == elf.Sym64Size {
+				return bo.Uint64(p[8:]), true
 			}
-			if at[ef.ByteOrder.Uint32(p[i:])] {
-				if size == 24 {
-					v = ef.ByteOrder.Uint64(p[i+valueAt:])
-				} else {
-					v = uint64(ef.ByteOrder.Uint32(p[i+valueAt:]))
-				}
-				found = true
-				return false
-			}
+			return uint64(bo.Uint32(p[4:])), true
 		}
-		return true
-	})
-	return v, found
+	}
+	return 0, false
 }
-
-// symChunk is the size of symbolValue's reads (tests make it small, to
-// cross many chunk boundaries).
-var symChunk = 64 << 10
 
 // findGoFunc returns the address of go:func.*: from the symbol table when
 // there is one, else from runtime.firstmoduledata, found as the word in the
@@ -468,7 +411,7 @@ func (g *goInline) u32(b []byte, off int) (uint32, bool) {
 	return g.get32(b[off:]), true
 }
 
-// get32 is g.order.Uint32(b) with the byte order's code inlined.
+// get32 is the table's byte order's Uint32(b) with the byte order's code inlined.
 func (g *goInline) get32(b []byte) uint32 {
 	if g.big {
 		return binary.BigEndian.Uint32(b)
