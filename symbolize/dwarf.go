@@ -765,16 +765,6 @@ func (ui *unitInfo) contains(i int32, off uint32) bool {
 	return false
 }
 
-// decodeUnit reads one unit's line table and its subprogram/inlined
-// subroutine tree. Called with x.mu held. linesRead, if not nil, is
-// called once the line program is read, before the DIEs are: the caller
-// may give its bytes back there. walked, if not nil, is called
-// once the unit's section bytes are read for good and the decode can no
-// longer fail, before the tables are copied out of their build buffers:
-// the caller gives the unit's section pages back there, so that they and
-// the tables' two copies are not all resident at once (for the Go
-// compiler's largest unit, 4 MB of filled sections and twice 2.7 MB of
-// tables: that moment was the batch's peak).
 // skipsChildren reports whether the DIEs below a DIE of this tag are of no
 // interest to a decode (nor to keepAllRefNames, which walks as decodeUnit
 // does): nothing below them holds code ranges or inlined calls.
@@ -794,6 +784,16 @@ func skipsChildren(tag dwarf.Tag) bool {
 // a unit's DIEs (tests, with x.mu held).
 var testHookDIEWalk func()
 
+// decodeUnit reads one unit's line table and its subprogram/inlined
+// subroutine tree. Called with x.mu held. linesRead is called once the
+// line program is read, before the DIEs are: the caller may give its
+// bytes back there. walked is called once the unit's section bytes are
+// read for good and the decode can no longer fail, before the tables are
+// copied out of their build buffers:
+// the caller gives the unit's section pages back there, so that they and
+// the tables' two copies are not all resident at once (for the Go
+// compiler's largest unit, 4 MB of filled sections and twice 2.7 MB of
+// tables: that moment was the batch's peak).
 func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked func()) (*unitInfo, error) {
 	// The tables grow in a unitBuild (off the heap once large, see
 	// growBuf) and are copied out at their exact size below (off the
@@ -864,9 +864,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 			callFiles = append(callFiles, fileOf(lf))
 		}
 	}
-	if linesRead != nil {
-		linesRead()
-	}
+	linesRead()
 	if testHookDIEWalk != nil {
 		testHookDIEWalk()
 	}
@@ -994,9 +992,7 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64, linesRead, walked 
 	ui.files = x.keep.files.copyOf(ui.files)
 	ui.fileTab = x.fileTab
 	ui.names = x.keep.names.copyOf(ui.names)
-	if walked != nil {
-		walked()
-	}
+	walked()
 	// The tables are copied out of bld, which is freed on return:
 	// into one mapping of the unit's own (which frees each build
 	// buffer as soon as it is copied), or onto the heap.

@@ -28,8 +28,7 @@ const offHeapMin = 16 << 10
 // The tables are in b's buffers (ui's slices are theirs); each buffer is
 // freed as soon as its table is copied, so that the unit's tables are not
 // resident twice over at any moment (the mapping's pages are not
-// populated ahead: they become resident as the copies fill them). b may be
-// nil (tests): then nothing is freed.
+// populated ahead: they become resident as the copies fill them).
 //
 // It reports whether the tables moved; when they did not, b is untouched.
 func (ui *unitInfo) moveOffHeap(b *unitBuild) bool {
@@ -83,12 +82,9 @@ func (ui *unitInfo) tablesSize() uintptr {
 }
 
 // packTables copies the unit's tables into mem, tablesSize bytes aligned
-// for a uint64, freeing each of b's buffers (b may be nil) once its
+// for a uint64, freeing each of b's buffers once its
 // table is copied.
 func (ui *unitInfo) packTables(mem []byte, b *unitBuild) {
-	if b == nil {
-		b = &unitBuild{}
-	}
 	var off uintptr
 	placeFree(mem, &off, &ui.lines.blockAddr, &b.lines.addr)
 	placeFree(mem, &off, &ui.lines.blockOff, &b.lines.off)
