@@ -298,7 +298,6 @@ const symbolizeGCPercent = 25
 // stdinOverride lets tests feed stdin to runSymbolize in-process.
 var stdinOverride any
 
-// parseAddr reads a hex address, with or without 0x, as addr2line does.
 // nextField returns the first run of non-space bytes in b (space as
 // strings.Fields has it, for ASCII) and what follows it; tok is nil when
 // b holds no more.
@@ -321,6 +320,7 @@ func asciiSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
+// parseAddr reads a hex address, with or without 0x, as addr2line does.
 func parseAddr(s string) (uint64, error) {
 	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
 	return strconv.ParseUint(s, 16, 64)
