@@ -751,24 +751,31 @@ func (sd *sectionDrop) fillRng(lo, hi int) {
 	r := sd.rng
 	a, b := r.ix.around(lo, hi)
 	i := sort.Search(len(sd.rngGone), func(i int) bool { return sd.rngGone[i].hi > a })
-	var keep []dropSpan
-	for j := i; j < len(sd.rngGone) && sd.rngGone[j].lo < b; j++ {
-		g := sd.rngGone[j]
-		fa, fb := max(g.lo, a), min(g.hi, b)
-		if err := r.refill(fa, fb); err != nil {
-			panic(fmt.Errorf("decompressing again range lists whose pages were dropped: %w", err))
-		}
-		sd.fills++
-		sd.filled.rng = append(sd.filled.rng, [2]int{fa, fb})
-		if g.lo < fa {
-			keep = append(keep, dropSpan{lo: g.lo, hi: fa, gone: true})
-		}
-		if fb < g.hi {
-			keep = append(keep, dropSpan{lo: fb, hi: g.hi, gone: true})
-		}
-		sd.rngGone = slices.Replace(sd.rngGone, j, j+1, keep...)
-		j += len(keep) - 1
-		keep = keep[:0]
+	j := i
+	for j < len(sd.rngGone) && sd.rngGone[j].lo < b {
+		j++
 	}
 	sd.refills++
+	if i == j {
+		return
+	}
+	// One decode for every dropped extent in [a, b): they resume from
+	// the same checkpoint, and the bytes between them are written
+	// again with what they hold.
+	fa, fb := max(sd.rngGone[i].lo, a), min(sd.rngGone[j-1].hi, b)
+	if err := r.refill(fa, fb); err != nil {
+		panic(fmt.Errorf("decompressing again range lists whose pages were dropped: %w", err))
+	}
+	for _, g := range sd.rngGone[i:j] {
+		sd.fills++
+		sd.filled.rng = append(sd.filled.rng, [2]int{max(g.lo, a), min(g.hi, b)})
+	}
+	var keep []dropSpan
+	if g := sd.rngGone[i]; g.lo < fa {
+		keep = append(keep, dropSpan{lo: g.lo, hi: fa, gone: true})
+	}
+	if g := sd.rngGone[j-1]; fb < g.hi {
+		keep = append(keep, dropSpan{lo: fb, hi: g.hi, gone: true})
+	}
+	sd.rngGone = slices.Replace(sd.rngGone, i, j, keep...)
 }
