@@ -409,30 +409,18 @@ func (x *dwarfIndex) dropUnitLines(u int32) {
 // u was decoded.
 func (x *dwarfIndex) dropUnit(u int32) {
 	sd := x.drop
-	if sd == nil || sd.disabled {
+	if sd == nil || sd.disabled || !sd.partial && sd.unitGone[u] {
 		return
 	}
-	if sd.partial {
-		// The unit's spans were filled for its decode; its range
-		// lists were read by it, present or filled.
-		sd.unitGone[u] = true
-		if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && !sd.infoSpans[i].gone {
-			sd.dropSpan(sd.info, sd.infoSpans, int(i))
-		}
-		x.dropUnitLines(u)
-		if e := sd.unitRng[u]; sd.rng != nil && e[0] >= 0 && e[0] < e[1] {
-			sd.dropRng(e[0], e[1])
-		}
-		return
-	}
-	if sd.unitGone[u] {
-		return
-	}
+	// Partial: the unit's spans were filled for its decode; its range
+	// lists were read by it, present or filled.
 	sd.unitGone[u] = true
-	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil {
+	if i := sd.unitInfo[u]; i >= 0 && sd.info != nil && !sd.infoSpans[i].gone {
 		sd.dropSpan(sd.info, sd.infoSpans, int(i))
 	}
-	if k := sd.unitLine[u]; k >= 0 && sd.line != nil {
+	if sd.partial {
+		x.dropUnitLines(u)
+	} else if k := sd.unitLine[u]; k >= 0 && sd.line != nil {
 		sd.lineUsers[k]--
 		if sd.lineUsers[k] == 0 {
 			sd.dropSpan(sd.line, sd.lineSpans, int(k))
