@@ -71,7 +71,7 @@ type sectionDrop struct {
 	disabled bool  // too many refills: the sections stay whole
 
 	// partial: every dropped section refills ranges (zlib with
-	// checkpoints, region.partial). Then .debug_info and .debug_line
+	// checkpoints, region.ix). Then .debug_info and .debug_line
 	// are dropped whole right after the index's load, each unit's DIEs
 	// and line program are filled again just before its decode, and
 	// whatever was filled for a decode (its own spans, the spans of
@@ -191,7 +191,7 @@ func (x *dwarfIndex) initDrop(info, line, rnglists []byte) {
 	}
 	sd.partial = true
 	for _, r := range []*region{sd.info, sd.line, sd.rng} {
-		if r != nil && !r.partial {
+		if r != nil && r.ix == nil {
 			sd.partial = false
 		}
 	}

@@ -39,12 +39,11 @@ type region struct {
 	// refill writes the section's bytes into data again (decompresses
 	// it once more) after pages of an anonymous region were dropped
 	// (see dropPages); nil for a mapping of the file, whose dropped
-	// pages come back from the file on the next read. With partial,
+	// pages come back from the file on the next read. With ix set,
 	// it writes data[lo:hi] and nothing else, decompressing from the
 	// checkpoint before lo (ix); otherwise it writes the whole section.
-	refill  func(lo, hi int) error
-	partial bool
-	ix      *inflateIndex // the checkpoints of a partial region, released with it
+	refill func(lo, hi int) error
+	ix     *inflateIndex // the checkpoints of a partial region (refill by range), released with it
 
 	// early, when set, is the section's DWARF units (line programs),
 	// found while it was whole: its pages were all given back then

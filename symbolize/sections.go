@@ -35,7 +35,7 @@ const maxAnonSection = 4 << 30
 //
 // A zlib section is decompressed by our inflater (inflate.go); with
 // resumable, it records checkpoints, so that the region can later fill any
-// range of its bytes again alone (region.partial).
+// range of its bytes again alone (region.ix).
 //
 // With early (and resumable), the section is given back as soon as it is
 // decompressed (see earlySections).
@@ -132,7 +132,7 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, rs *regionSet, r
 				r.unmap()
 				return nil, err
 			}
-			if early && r.partial {
+			if early && r.ix != nil {
 				r.dropEarly(ef.ByteOrder)
 			}
 			rs.add(r)
@@ -253,7 +253,7 @@ var testHookLoadSection func(name string, done bool)
 // fillRegion decompresses the section s (the stream at off, comp bytes,
 // in raw) into r.data and sets r.refill. A zlib stream goes through our
 // inflater: with resumable, the region keeps its checkpoints and refills
-// only the range asked (r.partial); otherwise a refill decompresses it
+// only the range asked (r.ix); otherwise a refill decompresses it
 // whole again. zstd goes through klauspost/compress, and its refill is
 // whole: resuming a zstd stream mid-frame would need the same work for
 // zstd blocks, which no producer here makes worth it (objcopy writes one
@@ -287,7 +287,7 @@ func fillRegion(r *region, s *elf.Section, raw io.ReaderAt, off, comp int64, typ
 			}
 			return nil
 		}
-		r.ix, r.partial = ix, true
+		r.ix = ix
 		r.refill = func(lo, hi int) error {
 			if err := unchanged(); err != nil {
 				return err
