@@ -761,6 +761,7 @@ func (ix *inflateIndex) keepWindows(out []byte) {
 	if ix.copyWindows(out) != nil {
 		ix.cps, ix.zwin, ix.zoff = nil, nil, nil
 	}
+	ix.bounds = nil // the checkpoints stay where they are (retarget needs out)
 }
 
 // copyWindows keeps the window of every checkpoint, deflated, from out,
