@@ -179,9 +179,8 @@ func TestCFIFilesIdentity(t *testing.T) {
 		t.Fatal("gcc gave no build-id")
 	}
 	mmap := func(s *Session, pid int32, ino uint64) *DSO {
-		s.Mmap(&MapEvent{PID: pid, TID: pid, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true,
-			HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: ino})
-		return s.tracker.Lookup(pid, perfdata.CPUModeUser, 0x400000).DSO
+		s.Update(mmap2Rec(pid, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, ino, 0))
+		return s.dsoOf(s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, 0x400000))
 	}
 	table := []perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: st.BuildID}}
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -614,8 +615,8 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 // addresses (reloaded during the recording).
 func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 	n := 0
-	for _, m := range s.tracker.kernel.maps {
-		if m.DSO != d {
+	for _, m := range s.tracker.Maps(addrspace.KernelPID) {
+		if m.Kind != KindModule || s.dsoOf(m) != d {
 			continue
 		}
 		if n > 0 && m.Start != start {

@@ -33,14 +33,27 @@ func FuzzSession(f *testing.F) {
 			pid := int32(arg%4) - 1
 			switch op % 6 {
 			case 0:
-				s.Mmap(&MapEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), Start: u64(), Len: u64(), Pgoff: u64(),
-					Path: paths[int(arg)%len(paths)], Exec: arg&0x80 == 0, HasDevIno: arg&0x40 != 0, Ino: uint64(arg)})
+				var misc uint16
+				if arg&0x80 != 0 {
+					misc = miscMmapData
+				}
+				h := recHeader(perfdata.RecordMmap, perfdata.CPUMode(arg%6), misc)
+				start, length, pgoff, path := u64(), u64(), u64(), paths[int(arg)%len(paths)]
+				if arg&0x40 != 0 {
+					h.RecType = perfdata.RecordMmap2
+					s.Update(&perfdata.Mmap2{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+						Addr: start, Len: length, PgOff: pgoff, Filename: path, Ino: uint64(arg)})
+				} else {
+					s.Update(&perfdata.Mmap{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+						Addr: start, Len: length, PgOff: pgoff, Filename: path})
+				}
 			case 1:
-				s.Fork(pid, int32(arg%3), pid, 0)
+				s.Update(forkRec(pid, int32(arg%3), pid, 0))
 			case 2:
-				s.Comm(pid, pid, "c", arg&1 == 1)
+				s.Update(commRec(pid, pid, "c", arg&1 == 1))
 			case 3:
-				s.Exit(pid, pid)
+				s.Update(&perfdata.Exit{RecordHeader: recHeader(perfdata.RecordExit, perfdata.CPUModeUser, 0),
+					PID: uint32(pid), TID: uint32(pid)})
 			default:
 				n := int(arg % 8)
 				chain := make([]uint64, 0, n)

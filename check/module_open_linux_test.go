@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // openCounter counts the opens of one file, as the kernel reports them
@@ -106,8 +106,8 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
 	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true})
-	d := s.tracker.kernel.maps[0].DSO
+	s.Update(mmapRec(-1, modBase, 0x4000, 0, ko))
+	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id
 	s.planModuleNames(d, found)
 	if d.modNames != "kallsyms" {

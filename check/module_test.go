@@ -141,7 +141,7 @@ func moduleSession(t *testing.T, opts Options, path string, id perfdata.BuildID,
 	t.Helper()
 	s := NewSession(opts)
 	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: path, Exec: true})
+	s.Update(mmapRec(-1, modBase, 0x4000, 0, path))
 	for i, off := range offs {
 		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
 	}

@@ -73,7 +73,8 @@ int main(void) { new_only_hot(100); return 0; }
 type synthetic struct {
 	path    string
 	bid     perfdata.BuildID
-	ev      MapEvent
+	ev      *perfdata.Mmap2
+	noInode bool // feed ev as an MMAP record, without device and inode
 	ip      uint64
 	devino  bool
 	noTable bool
@@ -83,9 +84,12 @@ type synthetic struct {
 // samples at old_only_hot, as perf would have recorded them.
 func (sy *synthetic) session(opts Options) *Session {
 	s := NewSession(opts)
-	s.Comm(100, 100, "prog", true)
-	ev := sy.ev
-	s.Mmap(&ev)
+	s.Update(commRec(100, 100, "prog", true))
+	if ev := sy.ev; sy.noInode {
+		s.Update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
+	} else {
+		s.Update(ev)
+	}
 	for i := 0; i < 10; i++ {
 		s.Sample(&SampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
 			Callchain: []uint64{contextUser, sy.ip}})
@@ -117,9 +121,7 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 		path: path,
 		bid:  perfdata.BuildID(id.BuildID),
 		ip:   start + off - pgoff + 4,
-		ev: MapEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, Start: start, Len: seg.Off + seg.Filesz - pgoff,
-			Pgoff: pgoff, Path: path, Exec: true, HasDevIno: true,
-			Maj: fid.Maj, Min: fid.Min, Ino: fid.Ino},
+		ev:   mmap2Rec(100, start, seg.Off+seg.Filesz-pgoff, pgoff, path, fid.Maj, fid.Min, fid.Ino, 0),
 	}
 }
 
@@ -233,7 +235,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("replaced: named from the replacement:\n%s", n)
 	}
 	// Without dev/inode (MMAP records), the mtime against the recording's end.
-	sy.ev.HasDevIno = false
+	sy.noInode = true
 	res = finish(t, sy.session(Options{RecordingEnd: end}))
 	if d = dsoOf(t, res, path); d.Verdict != Replaced || !strings.Contains(d.Reason, "after the recording ended") {
 		t.Fatalf("no build-id, mtime after the end: %+v", d)
@@ -261,7 +263,7 @@ func TestAmbiguousTable(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
-	sy.ev.HasDevIno = false
+	sy.noInode = true
 	s := sy.session(Options{})
 	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
@@ -273,9 +275,9 @@ func TestAmbiguousTable(t *testing.T) {
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
 	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/leaf", Exec: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x8000, Len: 0x1000, Path: "/nonexistent/caller", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x1000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s.Update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
+	s.Update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
+	s.Update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// Kernel leaf, user callers: markers switch modes; the first kernel
 	// entry repeats the IP.
 	s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,

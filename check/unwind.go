@@ -71,13 +71,14 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 			look--
 		}
 		out = append(out, look)
-		m := s.tracker.Lookup(pid, perfdata.CPUModeUser, look)
-		if m == nil || m.Kind != KindFile || m.DSO == nil {
+		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, look)
+		if m == nil || m.Kind != KindFile {
 			return out, false
 		}
-		t := s.cfiFor(m.DSO)
+		d := s.dsoOf(m)
+		t := s.cfiFor(d)
 		if t == nil {
-			m.DSO.unwindStops++
+			d.unwindStops++
 			return out, true
 		}
 		va, ok := elfAddr(t.loads, m.Offset(look))
