@@ -2,11 +2,11 @@
 // be trusted, and gives the names that can.
 //
 // It joins the other packages: perfdata's records rebuild every process's
-// address space (package addrspace), each sampled address — the leaf and every
-// callchain entry, user and kernel, and on x86-64 the user frames unwound
-// from --call-graph dwarf stack copies with the call-frame information of
-// binaries proven to be the ones that ran — is resolved to a DSO and a file
-// offset,
+// address space (package addrspace), each sampled address — the leaf and
+// every callchain entry, user and kernel, and on x86-64 the user frames
+// unwound from --call-graph dwarf stack copies (package unwind) with the
+// call-frame information of binaries proven to be the ones that ran — is
+// resolved to a DSO and a file offset,
 // each DSO gets its recorded identity (the MMAP2 build-id, else the header's
 // build-id table, else MMAP2's device and inode, else the path) and a
 // Verdict (verified, mismatch, missing, unverified, replaced, or no-file for

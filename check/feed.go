@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // Reading a recording and checking its samples are two halves of similar
@@ -273,7 +274,7 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // the batch) has its key taken again.
 func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 	var se SampleEvent
-	var us UserStack
+	var us unwind.UserStack
 	keys := s.keyBuf[:0]
 	var touched uint64
 	for i := range b.ops {
@@ -321,7 +322,7 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 		}
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
-			us = UserStack{Mask: u.mask,
+			us = unwind.UserStack{Mask: u.mask,
 				Regs:  b.words[u.regsLo : u.regsLo+u.regs : u.regsLo+u.regs],
 				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
 			se.User = &us

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // fingerprint renders everything a Result says that reading order could
@@ -105,7 +106,7 @@ func feedDirect(t *testing.T, s *Session, f Recording) {
 			}
 			if r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
 				n := min(r.StackUserDynSize, uint64(len(r.StackUser)))
-				e.User = &UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
+				e.User = &unwind.UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
 			}
 			s.Sample(&e)
 		default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // Perf's callchain context markers (include/uapi/linux/perf_event.h,
@@ -40,8 +41,9 @@ type SampleEvent struct {
 	// Callchain.
 	StackUser bool
 	// User, when set, holds that copy with the user registers; the user
-	// frames are then recovered from it (see UserStack).
-	User *UserStack
+	// frames are then recovered from it (unwind.Walk). It aliases the
+	// reader's buffers: valid only during Sample.
+	User *unwind.UserStack
 
 	// chainHash, when chainHashed, is Callchain's digest under the
 	// session's two raw-stack seeds, taken while the batch is read and
@@ -130,7 +132,7 @@ type Session struct {
 	raws     rawTable
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
-	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
+	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
@@ -168,7 +170,7 @@ func NewSession(opts Options) *Session {
 		dsoIdx:    make(map[dsoKey]int32),
 		special:   make(map[string]int32),
 		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*cfiTable),
+		cfi:       make(map[*DSO]*unwind.Table),
 		aggs:      make(map[aggKey]*aggVal),
 		commIdx:   make(map[string]int32),
 	}

@@ -2,120 +2,38 @@ package check
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
-// perf's x86-64 register indexes (arch/x86/include/uapi/asm/perf_regs.h)
-// for each DWARF register number 0..16 (rax, rdx, rcx, rbx, rsi, rdi, rbp,
-// rsp, r8..r15, rip).
-var perfRegOfDwarf = [dwNum]int{0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8}
-
-// maxUnwind bounds the frames recovered from one stack copy (perf's
-// default --call-graph dwarf stack is 8 kB; PERF_MAX_STACK_DEPTH is 127).
-const maxUnwind = 127
-
-// UserStack is a sample's copy of the user registers and stack
-// (PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER, perf record
-// --call-graph dwarf). It aliases the reader's buffers: valid only during
-// Session.Sample.
-type UserStack struct {
-	Mask  uint64   // attr.sample_regs_user
-	Regs  []uint64 // one per bit of Mask, in bit order
-	Stack []byte   // the valid part of the copy (dyn_size bytes), from the user SP up
-}
-
-// unwindUser recovers the user frames of a stack copy with the CFI of the
-// binaries it runs through, as perf's unwind__get_entries does, and
-// appends their addresses to out (leaf first). It stops at the first frame
-// whose binary is not proven to be the one that ran (cfiFor): unwinding
-// with a replaced file's CFI would invent callers.
+// unwindUser recovers the user frames of a stack copy (unwind.Walk) and
+// appends their addresses to out (leaf first). It stops at the first
+// frame whose binary is not proven to be the one that ran (cfiFor):
+// unwinding with a replaced file's CFI would invent callers.
 //
 // unproven reports that the walk stopped at a binary that could not be
 // proven, rather than at the end of the stack, of the copy or of the CFI.
-func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64, unproven bool) {
-	var regs [dwNum]uint64
-	var valid [dwNum]bool
-	for dw, pr := range perfRegOfDwarf {
-		if u.Mask&(1<<pr) == 0 {
-			continue
-		}
-		i := bits.OnesCount64(u.Mask & (1<<pr - 1))
-		if i < len(u.Regs) {
-			regs[dw], valid[dw] = u.Regs[i], true
-		}
-	}
-	if !valid[dwRA] || !valid[dwRSP] {
-		return out, false
-	}
-	sp0 := regs[dwRSP]
-	read := func(a uint64) (uint64, bool) {
-		if a < sp0 || a-sp0 > uint64(len(u.Stack)) || uint64(len(u.Stack))-(a-sp0) < 8 {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint64(u.Stack[a-sp0:]), true
-	}
-	for depth := 0; depth < maxUnwind; depth++ {
-		pc := regs[dwRA]
-		look := pc
-		if depth > 0 {
-			// A return address: the call is the instruction before, and
-			// that is the address perf's DWARF unwinders report for a
-			// caller (unwind-libdw.c: not an activation frame, pc - 1).
-			look--
-		}
-		out = append(out, look)
-		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, look)
+func (s *Session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
+	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
+		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, pc)
 		if m == nil || m.Kind != KindFile {
-			return out, false
+			return nil, 0
 		}
 		d := s.dsoOf(m)
 		t := s.cfiFor(d)
 		if t == nil {
 			d.unwindStops++
-			return out, true
+			unproven = true
+			return nil, 0
 		}
-		va, ok := elfAddr(t.loads, m.Offset(look))
-		if !ok {
-			return out, false
-		}
-		f := t.find(va)
-		if f == nil {
-			return out, false
-		}
-		rw, err := f.rowAt(va)
-		if err != nil || rw.cfaReg >= dwNum || !valid[rw.cfaReg] {
-			return out, false
-		}
-		cfa := regs[rw.cfaReg] + uint64(rw.cfaOff)
-		if cfa <= regs[dwRSP] && depth > 0 {
-			return out, false // the stack must grow towards the caller
-		}
-		var next [dwNum]uint64
-		var nvalid [dwNum]bool
-		for i := range dwNum {
-			switch r := rw.regs[i]; r.kind {
-			case 0:
-				next[i], nvalid[i] = regs[i], valid[i]
-			case 1:
-				next[i], nvalid[i] = read(cfa + uint64(r.off))
-			case 3:
-				next[i], nvalid[i] = cfa+uint64(r.off), true
-			}
-		}
-		if rw.regs[dwRA].kind != 1 || !nvalid[dwRA] || next[dwRA] == 0 {
-			return out, false
-		}
-		next[dwRSP], nvalid[dwRSP] = cfa, true
-		regs, valid = next, nvalid
-	}
-	return out, false
+		return t, m.Offset(pc)
+	}, out)
+	return out, unproven
 }
 
 // cfiFor returns the CFI to unwind through d, or nil (d.cfiWhy then says
@@ -141,7 +59,7 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 // Unwinding runs while the records are read, before the verdicts, so it
 // asks the Locator itself and keeps the answer on d for judge to reuse (one
 // lookup per DSO, one debuginfod download).
-func (s *Session) cfiFor(d *DSO) *cfiTable {
+func (s *Session) cfiFor(d *DSO) *unwind.Table {
 	if t, ok := s.cfi[d]; ok {
 		return t
 	}
