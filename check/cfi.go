@@ -127,4 +127,3 @@ func elfLoads(ef *elf.File, exec bool) []load {
 // hostile recording names any path, and a FIFO there would block a plain
 // open forever (buildidcache.OpenRegular).
 func openRegular(path string) (*os.File, error) { return buildidcache.OpenRegular(path) }
-

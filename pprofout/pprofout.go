@@ -21,15 +21,11 @@
 //
 // # Security
 //
-// Convert reads nothing but the Result, except the ELF program headers of
-// the binaries the check verified (to lay out their mappings the way pprof's
-// symbolizers expect); those reads are bounded by debug/elf and a failure
-// only costs the layout hint. Strings from the recording (paths, comms,
-// names) are copied into the profile as they are.
+// Convert reads nothing but the Result: it opens no file. Strings from the
+// recording (paths, comms, names) are copied into the profile as they are.
 package pprofout
 
 import (
-	"debug/elf"
 	"fmt"
 	"io"
 	"sort"
@@ -248,7 +244,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 			// that file offset), so that pprof's symbolizers, given the
 			// same binary later, find file offset = Address - Start +
 			// Offset and the virtual address from the program headers.
-			pg := textPageOffset(d, s.lo)
+			pg := textPageOffset(res, d, s.lo)
 			base := next
 			m.Start = base + pg
 			m.Offset = pg
@@ -428,35 +424,13 @@ func yesNo(b bool) string {
 
 // textPageOffset is the file offset, rounded down to a page, at which the
 // loader maps the executable segment that holds offset lo: what perf
-// recorded as the pgoff of the sampled mapping. It reads the program
-// headers of the verified binary when there is one; otherwise (refused or
-// unreadable) it takes lo's page, which is enough for pprof, whose
-// symbolizer picks the segment by file offset.
-func textPageOffset(d *check.DSO, lo uint64) uint64 {
-	if d.Trusted() && d.FoundPath != "" && !strings.HasPrefix(d.FoundPath, "/proc/") {
-		if off, ok := execSegmentOffset(d.FoundPath, lo); ok {
-			return off &^ 0xfff
-		}
+// recorded as the pgoff of the sampled mapping. The check gives it for a
+// verified binary (Result.ExecSegment); otherwise (refused or unreadable)
+// it is lo's page, which is enough for pprof, whose symbolizer picks the
+// segment by file offset.
+func textPageOffset(res *check.Result, d *check.DSO, lo uint64) uint64 {
+	if off, ok := res.ExecSegment(d, lo); ok {
+		return off &^ 0xfff
 	}
 	return lo &^ 0xfff
-}
-
-func execSegmentOffset(path string, lo uint64) (off uint64, ok bool) {
-	defer func() {
-		// debug/elf documents that malformed input may panic.
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	for _, ph := range f.Progs {
-		if ph.Type == elf.PT_LOAD && ph.Flags&elf.PF_X != 0 && ph.Off <= lo && lo < ph.Off+ph.Filesz {
-			return ph.Off, true
-		}
-	}
-	return 0, false
 }
