@@ -354,7 +354,8 @@ func (d *decoder) fitsU64s(n uint64, what string) bool {
 }
 
 // decodeSample decodes a SAMPLE payload (the bytes after the header) in
-// the order of evsel__parse_sample (tools/perf/util/evsel.c, FORMAT §3.2).
+// the order of evsel__parse_sample (tools/perf/util/evsel.c; docs/perfdata-format.md,
+// "Samples").
 // s.RecordHeader must be set already; its SampleID is filled here. With
 // skipArrays the u64 arrays (callchain, branch stack, branch counters,
 // registers) are checked exactly as they would be decoded, with the same
@@ -572,7 +573,8 @@ func idHeaderSize(st SampleType) int {
 	return n
 }
 
-// decodeSampleID decodes a sample_id trailer (FORMAT §3.1) from b, which
+// decodeSampleID decodes a sample_id trailer (perf_evsel__parse_id_sample in
+// tools/perf/util/evsel.c; docs/perfdata-format.md) from b, which
 // holds exactly the trailer's bytes.
 func decodeSampleID(b []byte, order binary.ByteOrder, st SampleType, id *SampleIDInfo) {
 	*id = SampleIDInfo{Fields: st & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier)}
