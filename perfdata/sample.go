@@ -310,10 +310,11 @@ func (d *decoder) u64sView(buf []uint64, n uint64, what string) ([]uint64, []uin
 
 // resetSample clears every field of s after its RecordHeader, keeping the
 // slices' storage for reuse, and sets Fields. It writes the fields one by
-// one: assigning a Sample literal that keeps s's own header made the
-// compiler copy the header out and back through the stack, which stalled
-// (a third of a skimming decode's time). TestResetSampleEveryField fails
-// when a field is added to Sample and not here.
+// one: assigning a Sample literal that keeps s's own header makes the
+// compiler copy the header out and back through the stack, a stall that
+// weighs on a skimming decode (bench/README.md, "The reader").
+// TestResetSampleEveryField fails when a field is added to Sample and not
+// here.
 func resetSample(s *Sample, st SampleType) {
 	s.Fields = st
 	s.IP, s.Addr, s.Period = 0, 0, 0
