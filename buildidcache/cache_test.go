@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -222,7 +223,7 @@ func TestAddMismatchAndNoBuildID(t *testing.T) {
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	none := buildC(t, dir, "none", "-Wl,--build-id=none")
 	c := &Cache{Dir: filepath.Join(dir, "cache")}
-	if _, err := c.AddFile(prog, "/usr/bin/prog", BuildID{1, 2, 3, 4}); !errors.Is(err, ErrMismatch) {
+	if _, err := c.AddFile(prog, "/usr/bin/prog", buildid.ID{1, 2, 3, 4}); !errors.Is(err, ErrMismatch) {
 		t.Errorf("mismatch: err = %v", err)
 	}
 	if _, err := c.Add(none); !errors.Is(err, ErrNoBuildID) {
@@ -377,7 +378,7 @@ func TestOldStyleEntries(t *testing.T) {
 	os.MkdirAll(filepath.Join(cache, ".build-id", h[:2]), 0o755)
 	b, _ := os.ReadFile(prog)
 	os.WriteFile(filepath.Join(cache, ".build-id", h[:2], h[2:]), b, 0o755)
-	kid := BuildID{0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}
+	kid := buildid.ID{0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}
 	os.MkdirAll(filepath.Join(cache, "[kernel.kallsyms]"), 0o755)
 	os.WriteFile(filepath.Join(cache, "[kernel.kallsyms]", kid.String()), []byte("ffffffff81000000 T _text\n"), 0o644)
 
@@ -447,7 +448,7 @@ func TestFIFOPathDoesNotHang(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := New(Options{BuildIDDir: "-", DebugDirs: []string{dir}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
-			Resolve(context.Background(), Query{BuildID: BuildID{1, 2, 3, 4}, Path: fifo})
+			Resolve(context.Background(), Query{BuildID: buildid.ID{1, 2, 3, 4}, Path: fifo})
 		done <- err
 	}()
 	select {
@@ -476,7 +477,7 @@ func TestPaddedBuildID(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(c.Dir, ".build-id", "01", "02030405060708")); err != nil {
 		t.Fatal(err)
 	}
-	padded := BuildID{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	padded := buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	if _, ok := c.Has(padded); !ok {
 		t.Error("Has(padded) = false")
 	}
@@ -536,7 +537,7 @@ func TestPlantedLinks(t *testing.T) {
 			t.Errorf("planted entry listed: %+v", e)
 		}
 	}
-	if _, ok := c.Has(BuildID{0xab, 0xcd, 0xef, 0, 0x11}); ok {
+	if _, ok := c.Has(buildid.ID{0xab, 0xcd, 0xef, 0, 0x11}); ok {
 		t.Error("Has accepts a planted link")
 	}
 	// Prune to one byte: every real entry may go, but the .build-id tree

@@ -27,7 +27,7 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 		return
 	}
 	const loc = "perf-cache"
-	for _, name := range s.q.BuildID.lookupNames() {
+	for _, name := range lookupNames(s.q.BuildID) {
 		link := filepath.Join(r.buildIDDir, ".build-id", name[:2], name[2:])
 		st, err := os.Stat(link)
 		if err != nil {
@@ -46,7 +46,7 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 		}
 	}
 	if s.q.Kind == KindKernel && len(s.verified) == 0 {
-		for _, name := range s.q.BuildID.lookupNames() {
+		for _, name := range lookupNames(s.q.BuildID) {
 			r.checkCacheFile(s, filepath.Join(r.buildIDDir, "[kernel.kallsyms]", name), "kallsyms")
 		}
 	}
@@ -94,7 +94,7 @@ func isELF(path string) bool {
 func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 	const loc = "debug-dir"
 	for _, d := range r.debugDirs {
-		for _, name := range s.q.BuildID.lookupNames() {
+		for _, name := range lookupNames(s.q.BuildID) {
 			base := filepath.Join(d, ".build-id", name[:2], name[2:])
 			s.check(loc, "debug", base+".debug")
 			if s.q.Kind == KindUser || s.q.Kind == KindModule {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
 
 // Kind says what a mapping is, because the kernel, its modules and the vDSO
@@ -47,8 +49,8 @@ func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 // Query asks for the file with one build-id.
 type Query struct {
 	// BuildID is required; it may be zero-padded to 20 bytes as older
-	// perf writes it (see BuildID.Matches).
-	BuildID BuildID
+	// perf writes it (see buildid.ID.Matches).
+	BuildID buildid.ID
 	// Path is the recorded file name (from perf.data; untrusted). It
 	// serves the path-based lookups: <debug-dir>/<Path>.debug,
 	// .gnu_debuglink and the recorded file itself.
@@ -121,7 +123,7 @@ func (c Candidate) MarshalJSON() ([]byte, error) {
 
 // Result is a successful lookup.
 type Result struct {
-	BuildID BuildID
+	BuildID buildid.ID
 	// Identity is the first verified candidate in lookup order: it proves
 	// which binary ran.
 	Identity Candidate
@@ -140,7 +142,7 @@ type Result struct {
 // NotFoundError is returned when no candidate verified. It wraps
 // ErrNotFound and lists what was tried and what was rejected.
 type NotFoundError struct {
-	BuildID  BuildID
+	BuildID  buildid.ID
 	Path     string
 	Tried    []string
 	Rejected []Candidate
@@ -216,7 +218,7 @@ type Resolver struct {
 	vdsoImg  []byte
 	vdsoID   *Identity
 	kernOnce sync.Once
-	kernID   BuildID
+	kernID   buildid.ID
 }
 
 // New returns a Resolver configured by opts.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -59,7 +60,7 @@ type MapEvent struct {
 	Maj, Min  uint32
 	Ino       uint64
 	InoGen    uint64
-	BuildID   perfdata.BuildID // MMAP2 in the build-id form (perf record --buildid-mmap)
+	BuildID   buildid.ID // MMAP2 in the build-id form (perf record --buildid-mmap)
 	Prot      uint32
 	Flags     uint32
 }

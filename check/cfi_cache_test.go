@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -203,7 +204,7 @@ func TestCFIFilesIdentity(t *testing.T) {
 	}
 
 	s = NewSession(Options{BuildIDDir: t.TempDir()})
-	other := append(perfdata.BuildID(nil), st.BuildID...)
+	other := append(buildid.ID(nil), st.BuildID...)
 	other[0] ^= 0xff
 	s.AddBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
 	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "2 build-ids") {

@@ -52,8 +52,8 @@ func codeFileCandidates(d *DSO, opts *Options) []string {
 	if d.Kind == KindFile && len(d.BuildID) > 0 {
 		disk := opts.diskPath(d.Path)
 		if disk != d.symPath && disk != d.FoundPath {
-			// sameBuildID allows for perf's zero padding to 20 bytes.
-			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && sameBuildID(id.BuildID, d.BuildID) {
+			// Matches allows for perf's zero padding to 20 bytes.
+			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && id.BuildID.Matches(d.BuildID) {
 				out = append(out, disk)
 			}
 		}

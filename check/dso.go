@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -64,22 +65,22 @@ type DSO struct {
 	Kind Kind
 
 	// Recorded identity.
-	BuildID       perfdata.BuildID // nil when none was recorded
-	BuildIDSource string           // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
-	Dev           *DevIno          // from MMAP2 in the dev/inode form, nil otherwise
+	BuildID       buildid.ID // nil when none was recorded
+	BuildIDSource string     // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
+	Dev           *DevIno    // from MMAP2 in the dev/inode form, nil otherwise
 	// Candidates are the build-ids the header's table holds for this path
 	// when there are several and this DSO could not be tied to one.
-	Candidates []perfdata.BuildID
+	Candidates []buildid.ID
 
 	Verdict      Verdict
 	Reason       string
-	Source       string           // the locator that found the binary (verified), or "path"
-	FoundPath    string           // the file symbols come from, or the file examined at the path
-	FoundBuildID perfdata.BuildID // the build-id of the file found (verified) or now at the path
-	GoBuildID    string           // the Go build-id of the file at the path, when it has one
-	Advice       string           // what to do about it, "" when nothing
-	Rejected     []string         // candidates the locator refused, with reasons
-	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
+	Source       string     // the locator that found the binary (verified), or "path"
+	FoundPath    string     // the file symbols come from, or the file examined at the path
+	FoundBuildID buildid.ID // the build-id of the file found (verified) or now at the path
+	GoBuildID    string     // the Go build-id of the file at the path, when it has one
+	Advice       string     // what to do about it, "" when nothing
+	Rejected     []string   // candidates the locator refused, with reasons
+	SymbolError  string     // why the binary could not be opened for symbols, "" when it could
 	// Notes are limits met with this DSO that do not change its verdict:
 	// where --call-graph dwarf unwinding stopped at it and why, what the
 	// symbolizer had to skip in its file (malformed DWARF, perf map lines).
@@ -106,11 +107,11 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *Located         // its answer
-	cfiErr      error            // or the error
-	cfiWhy      string           // why unwinding cannot pass through this DSO, "" when it can
-	unwindStops uint64           // samples whose unwinding stopped at this DSO for that reason
+	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *Located   // its answer
+	cfiErr      error      // or the error
+	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
 }
 
 // Symbolized reports whether names are given for this DSO's frames.
@@ -203,7 +204,7 @@ func (s *Session) assignTableBuildIDs() {
 		name   string
 		kernel bool
 	}
-	table := map[tkey][]perfdata.BuildID{}
+	table := map[tkey][]buildid.ID{}
 	zero := map[tkey]bool{}
 	for _, e := range s.buildIDs {
 		var kernel bool
@@ -221,7 +222,7 @@ func (s *Session) assignTableBuildIDs() {
 		}
 		dup := false
 		for _, b := range table[k] {
-			if sameBuildID(b, e.BuildID) {
+			if b.Matches(e.BuildID) {
 				dup = true
 			}
 		}
@@ -229,7 +230,7 @@ func (s *Session) assignTableBuildIDs() {
 			table[k] = append(table[k], e.BuildID)
 		}
 	}
-	lookup := func(d *DSO) []perfdata.BuildID {
+	lookup := func(d *DSO) []buildid.ID {
 		switch d.Kind {
 		case KindKernel:
 			return table[tkey{"[kernel.kallsyms]", true}]
@@ -346,7 +347,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 		var found *Located
 		var err error
-		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) && !isContextErr(d.cfiErr) {
+		if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 			// The unwinder asked already, for the same identity.
 			found, err = d.cfiFound, d.cfiErr
 		} else {
@@ -376,7 +377,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			// No .ko with the build-id anywhere; the module loaded now
 			// may be it (its build-id note is in /sys/module).
 			name := moduleName(d.Path)
-			if id, err := runningModuleBuildID(name); err == nil && sameBuildID(id, d.BuildID) {
+			if id, err := runningModuleBuildID(name); err == nil && id.Matches(d.BuildID) {
 				d.Verdict = Verified
 				d.Source = "running-module"
 				d.FoundPath = filepath.Join(sysRoot, "module", name)
@@ -580,7 +581,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 		why = append(why, "the recording maps it at more than one address")
 	} else if id, err := runningModuleBuildID(name); err != nil {
 		why = append(why, "it is not loaded now ("+err.Error()+")")
-	} else if !sameBuildID(id, d.BuildID) {
+	} else if !id.Matches(d.BuildID) {
 		why = append(why, "the module loaded now has build-id "+id.String())
 	} else if base, err := runningModuleBase(name); err != nil {
 		why = append(why, err.Error())
@@ -661,7 +662,7 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		return true
 	}
 	t, ok := o.wallTime(d.firstTime)
-	if !ok || o.RecordingEnd.IsZero() || !sameBuildID(st.BuildID, d.BuildID) ||
+	if !ok || o.RecordingEnd.IsZero() || !st.BuildID.Matches(d.BuildID) ||
 		!st.MTime.After(t) || st.MTime.After(o.RecordingEnd) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"runtime"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -248,7 +249,7 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags,
 			}
 			if r.HasBuildID() {
-				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+				e.BuildID = append(buildid.ID(nil), r.BuildID...)
 			} else {
 				e.HasDevIno = true
 				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration

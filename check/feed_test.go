@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -115,7 +116,7 @@ func feedDirect(t *testing.T, s *Session, f Recording) {
 			e := &MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
 				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags}
 			if r.HasBuildID() {
-				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+				e.BuildID = append(buildid.ID(nil), r.BuildID...)
 			} else {
 				e.HasDevIno = true
 				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration

@@ -11,18 +11,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // Located is a binary (or symbol list) whose build-id matched the recorded
 // one.
 type Located struct {
-	Path     string           // the file that proved the identity (the first verified)
-	Source   string           // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
-	BuildID  perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
-	SymPath  string           // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
-	Rejected []string         // candidates refused on the way, with reasons
+	Path     string     // the file that proved the identity (the first verified)
+	Source   string     // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
+	BuildID  buildid.ID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+	SymPath  string     // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
+	Rejected []string   // candidates refused on the way, with reasons
 
 	module *moduleImage // Path decompressed, when it is a compressed module
 }
@@ -76,7 +76,7 @@ type Locator interface {
 type Query struct {
 	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
 	Kind    Kind
-	BuildID perfdata.BuildID
+	BuildID buildid.ID
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
 
@@ -112,13 +112,13 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		// Under --symfs the recording comes from elsewhere: this host's
 		// kernel and vdso are not candidates.
 	case q.Kind == KindKernel:
-		if id, err := buildidcache.KernelBuildID(); err == nil && sameBuildID(id, q.BuildID) {
-			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: perfdata.BuildID(id)}, nil
+		if id, err := buildidcache.KernelBuildID(); err == nil && id.Matches(q.BuildID) {
+			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: id}, nil
 		}
 		tried = append(tried, "/sys/kernel/notes")
 	case q.Kind == KindVDSO:
-		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
-			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
+		if _, ident, err := buildidcache.VDSO(); err == nil && ident.BuildID.Matches(q.BuildID) {
+			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: ident.BuildID}, nil
 		}
 		tried = append(tried, "running vdso")
 	default:
@@ -157,14 +157,14 @@ func cacheCandidates(dir string, q Query) []string {
 // place in the cache is the proof. For a compressed module it also
 // returns the decompressed image the build-id was read from
 // (buildidcache.ReadModuleIdentity).
-func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error) {
+func fileHasBuildID(p string, k Kind, id buildid.ID) (bool, []byte, error) {
 	switch k {
 	case KindKernel:
 		st, err := os.Stat(p)
 		return err == nil && st.Mode().IsRegular(), nil, err
 	case KindModule:
 		ident, img, err := buildidcache.ReadModuleIdentity(p)
-		if err != nil || !sameBuildID(ident.BuildID, id) {
+		if err != nil || !ident.BuildID.Matches(id) {
 			return false, nil, err
 		}
 		return true, img, nil
@@ -173,13 +173,7 @@ func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error)
 	if err != nil {
 		return false, nil, err
 	}
-	return sameBuildID(ident.BuildID, id), nil, nil
-}
-
-// sameBuildID compares build-ids the way buildidcache does: equal, or equal
-// after zero padding (perf before 5.9 padded every build-id to 20 bytes).
-func sameBuildID(a []byte, b []byte) bool {
-	return buildidcache.BuildID(a).Matches(buildidcache.BuildID(b))
+	return ident.BuildID.Matches(id), nil, nil
 }
 
 // fileState is what the file at a path looks like now.
@@ -190,7 +184,7 @@ type fileState struct {
 	Maj, Min  uint32
 	Ino       uint64
 	MTime     time.Time
-	BuildID   perfdata.BuildID // nil when it has none (or is not ELF)
+	BuildID   buildid.ID // nil when it has none (or is not ELF)
 	GoBuildID string
 	IsELF     bool
 	IdentErr  error
@@ -240,7 +234,7 @@ func statFile(p string) *fileState {
 	}
 	s.IsELF = true
 	if len(ident.BuildID) > 0 {
-		s.BuildID = perfdata.BuildID(ident.BuildID)
+		s.BuildID = ident.BuildID
 	}
 	s.GoBuildID = ident.GoBuildID
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -146,12 +147,12 @@ func (p *preopener) close() {
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
 func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locator, pre *preopener) {
-	var id perfdata.BuildID
+	var id buildid.ID
 	for _, e := range ids {
 		if e.CPUMode != perfdata.CPUModeKernel || e.Filename != "[kernel.kallsyms]" || e.BuildID.IsZero() {
 			continue
 		}
-		if id != nil && !sameBuildID(id, e.BuildID) {
+		if id != nil && !id.Matches(e.BuildID) {
 			return // two kernels: leave it to the verdicts
 		}
 		id = e.BuildID

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
@@ -22,7 +21,7 @@ func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &Res
 
 // Locate implements Locator.
 func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	bq := buildidcache.Query{BuildID: buildidcache.BuildID(q.BuildID), Path: q.Path, PID: q.PID}
+	bq := buildidcache.Query{BuildID: q.BuildID, Path: q.Path, PID: q.PID}
 	switch q.Kind {
 	case KindKernel:
 		bq.Kind = buildidcache.KindKernel
@@ -43,7 +42,7 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 	loc := &Located{
 		Path:    res.Identity.Path,
 		Source:  res.Identity.Locator,
-		BuildID: perfdata.BuildID(res.BuildID),
+		BuildID: res.BuildID,
 		SymPath: res.Best.Path,
 		module:  newModuleImage(res.Identity.Module),
 	}

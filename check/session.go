@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -240,7 +241,7 @@ func (s *Session) onMap(m *Mapping) {
 			pid:       m.PID,
 		}
 		if len(e.BuildID) > 0 {
-			d.BuildID = append(perfdata.BuildID(nil), e.BuildID...)
+			d.BuildID = append(buildid.ID(nil), e.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
 		if m.Kind == KindKernel {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -42,7 +42,7 @@ type SymbolLookup interface {
 	// nil when it has none (a kallsyms listing, a perf map). A file can
 	// be replaced between the verdict and the open: names are used only
 	// when this is the build-id the verdict rests on.
-	BuildID() []byte
+	BuildID() buildid.ID
 	Close() error
 }
 
@@ -101,7 +101,7 @@ func (o defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 //     one is not seen here (its device, inode and mtime were the
 //     evidence).
 func (d *DSO) proveLookup(lk SymbolLookup) error {
-	got := perfdata.BuildID(lk.BuildID())
+	got := lk.BuildID()
 	where := d.symPath
 	if d.modNames == "kallsyms" {
 		where = "module " + moduleName(d.Path) + " loaded now"
@@ -205,12 +205,12 @@ func (l *symLookup) Close() error { return l.bin.Close() }
 
 // BuildID implements SymbolLookup: the build-id symbolize read from the
 // file it opened.
-func (l *symLookup) BuildID() []byte { return l.bin.BuildID() }
+func (l *symLookup) BuildID() buildid.ID { return l.bin.BuildID() }
 
 // readLoads returns the PT_LOAD segments of an ELF file, executable ones
 // first: an offset in two segments (they may share a page) belongs to the
 // code. With want, the file must carry that build-id (readELF).
-func readLoads(path string, want perfdata.BuildID) (loads []load, err error) {
+func readLoads(path string, want buildid.ID) (loads []load, err error) {
 	err = readELF(path, want, func(ef *elf.File) error {
 		loads = append(elfLoads(ef, true), elfLoads(ef, false)...)
 		return nil

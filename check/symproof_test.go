@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // The file a DSO is named from must be the one its verdict rests on. These
@@ -65,19 +65,19 @@ func (o *swapOpener) done(t *testing.T) {
 	}
 }
 
-func fileBuildID(t *testing.T, path string) perfdata.BuildID {
+func fileBuildID(t *testing.T, path string) buildid.ID {
 	t.Helper()
 	id, err := buildidcache.ReadFileIdentity(path)
 	if err != nil || len(id.BuildID) == 0 {
 		t.Fatalf("build-id of %s: %v", path, err)
 	}
-	return perfdata.BuildID(id.BuildID)
+	return id.BuildID
 }
 
 // assertRefused checks that d, replaced before its names were read, is
 // shown as offsets with verdict want, every sample through it untrusted,
 // and that no name of either build appears.
-func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID perfdata.BuildID) {
+func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID buildid.ID) {
 	t.Helper()
 	if d.Verdict != want || d.Symbolized() || !strings.Contains(d.Reason, "changed since") {
 		t.Errorf("verdict %v (%s), symbolized %v; want %v, unsymbolized, the change said", d.Verdict, d.Reason, d.Symbolized(), want)
@@ -268,7 +268,7 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 type idLookup struct{ id []byte }
 
 func (l idLookup) Lookup(uint64) ([]Frame, error) { return nil, nil }
-func (l idLookup) BuildID() []byte                { return l.id }
+func (l idLookup) BuildID() buildid.ID            { return l.id }
 func (l idLookup) Close() error                   { return nil }
 
 // What each kind of symbol source can prove for a verified kernel: a
@@ -283,19 +283,19 @@ func TestProveLookupKernel(t *testing.T) {
 	id := fileBuildID(t, withID)
 	kallsyms := filepath.Join(dir, "kallsyms")
 	os.WriteFile(kallsyms, []byte("ffffffff81000000 T _text\nffffffff81001000 T core_fn\n"), 0o644)
-	other := append(perfdata.BuildID(nil), id...)
+	other := append(buildid.ID(nil), id...)
 	other[0] ^= 0xff
 
 	for _, c := range []struct {
 		name string
-		path string           // opened with the default opener, or
-		lk   SymbolLookup     // a caller's lookup
-		want perfdata.BuildID // recorded
+		path string       // opened with the default opener, or
+		lk   SymbolLookup // a caller's lookup
+		want buildid.ID   // recorded
 		ok   bool
 	}{
 		{"listing", kallsyms, nil, id, true},
 		{"vmlinux", withID, nil, id, true},
-		{"vmlinux padded", withID, nil, append(append(perfdata.BuildID(nil), id...), make([]byte, 20-len(id))...), true},
+		{"vmlinux padded", withID, nil, append(append(buildid.ID(nil), id...), make([]byte, 20-len(id))...), true},
 		{"vmlinux of another build", withID, nil, other, false},
 		{"vmlinux without build-id", noID, nil, id, false},
 		{"caller's listing", "", idLookup{}, id, true},
@@ -385,7 +385,7 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
 	vs := funcs["mod_first"]
-	res := moduleSession(t, Options{}, ko, make(perfdata.BuildID, 20), []uint64{vs[0] + vs[1]/2})
+	res := moduleSession(t, Options{}, ko, make(buildid.ID, 20), []uint64{vs[0] + vs[1]/2})
 	d := mustDSO(t, res, ko, Unverified)
 	if got := moduleNames(res, d)[vs[0]+vs[1]/2]; got != "mod_first" {
 		t.Errorf("named %q, want mod_first (%s; %s)", got, d.Reason, d.SymbolError)

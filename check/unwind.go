@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -209,7 +210,7 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 			}
 		}
 		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
-			if st := statFile(disk); st.Exists && sameBuildID(st.BuildID, id) {
+			if st := statFile(disk); st.Exists && st.BuildID.Matches(id) {
 				out = append(out, disk)
 			}
 		}
@@ -241,8 +242,8 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
 // holds for a user path (a zero one is perf 6.1's placeholder in pipe mode
 // and with -z: no identity).
-func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
-	var ids []perfdata.BuildID
+func (s *Session) tableBuildIDs(path string) []buildid.ID {
+	var ids []buildid.ID
 	for _, e := range s.buildIDs {
 		if e.Filename != path || e.BuildID.IsZero() {
 			continue
@@ -254,7 +255,7 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 		}
 		dup := false
 		for _, b := range ids {
-			dup = dup || sameBuildID(b, e.BuildID)
+			dup = dup || b.Matches(e.BuildID)
 		}
 		if !dup {
 			ids = append(ids, e.BuildID)
@@ -272,7 +273,7 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 // with id, written after d was mapped and before the recording ended.
 // Mappings read later cannot be foreseen; if they prove the replacement,
 // d's verdict says so and every stack through d is untrusted.
-func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
+func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if d.Dev == nil {
 		return ""
 	}
@@ -283,7 +284,7 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 	}
 	for _, p := range s.dsos {
 		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
-			if st != nil && d.Dev.now(st) == inodeSame && sameBuildID(st.BuildID, id) {
+			if st != nil && d.Dev.now(st) == inodeSame && st.BuildID.Matches(id) {
 				// This inode is the file at the path now, whose
 				// build-id the table holds (as judge concludes).
 				return ""
@@ -295,7 +296,7 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		return ""
 	}
 	t, ok := o.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
+	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && st.BuildID.Matches(id) &&
 		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}

@@ -122,14 +122,14 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	if id := elfBuildID(ef); len(b.buildID) > 0 && len(id) > 0 {
 		if !bytes.Equal(id, b.buildID) {
 			f.Close()
-			return nil, nil, "", fmt.Errorf("debug file %s has build-id %x, %s has %x", p, id, b.path, b.buildID)
+			return nil, nil, "", fmt.Errorf("debug file %s has build-id %s, %s has %s", p, id, b.path, b.buildID)
 		}
 	} else if len(b.buildID) > 0 && b.debugLink == "" {
 		// Found by the binary's build-id, it must carry it: objcopy
 		// --only-keep-debug keeps the note, and with no debuglink CRC
 		// nothing else would tie the file to the binary.
 		f.Close()
-		return nil, nil, "", fmt.Errorf("debug file %s has no build-id, %s has %x", p, b.path, b.buildID)
+		return nil, nil, "", fmt.Errorf("debug file %s has no build-id, %s has %s", p, b.path, b.buildID)
 	} else if b.debugLink != "" {
 		h := crc32.NewIEEE()
 		if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
@@ -68,10 +69,10 @@ type Symbolizer interface {
 
 // DebugQuery describes the separate debug file a binary asks for.
 type DebugQuery struct {
-	Path         string // the binary's path
-	BuildID      []byte // its NT_GNU_BUILD_ID, nil when it has none
-	DebugLink    string // the .gnu_debuglink file name, "" when absent
-	DebugLinkCRC uint32 // CRC-32 of the debug file named by DebugLink
+	Path         string     // the binary's path
+	BuildID      buildid.ID // its NT_GNU_BUILD_ID, nil when it has none
+	DebugLink    string     // the .gnu_debuglink file name, "" when absent
+	DebugLinkCRC uint32     // CRC-32 of the debug file named by DebugLink
 }
 
 // Options tune a Binary. The zero value demangles and looks for separate
@@ -133,7 +134,7 @@ type Binary struct {
 	f  *os.File
 	ef *elf.File // nil for symbol lists
 
-	buildID   []byte
+	buildID   buildid.ID
 	debugLink string
 	linkCRC   uint32
 	loads     []elf.ProgHeader
@@ -299,7 +300,7 @@ func (b *Binary) Path() string { return b.path }
 func (b *Binary) Kind() Kind { return b.kind }
 
 // BuildID returns the binary's NT_GNU_BUILD_ID, nil when it has none.
-func (b *Binary) BuildID() []byte { return b.buildID }
+func (b *Binary) BuildID() buildid.ID { return b.buildID }
 
 // DebugFile returns the separate debug file whose DWARF the binary uses, ""
 // when it uses its own or none. It forces the DWARF index to load.
@@ -495,7 +496,7 @@ func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
 }
 
 // elfBuildID returns the NT_GNU_BUILD_ID note's descriptor.
-func elfBuildID(ef *elf.File) []byte {
+func elfBuildID(ef *elf.File) buildid.ID {
 	for _, s := range ef.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue

@@ -460,13 +460,13 @@ func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 // fillOne caches one DSO; ok is false for mappings that have no binary to
 // cache (anonymous memory, JIT code, [vsyscall]).
 func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids []int) (cacheAddJSON, bool) {
-	a := cacheAddJSON{Path: d.Path, BuildID: buildidcache.BuildID(d.BuildID).String()}
+	a := cacheAddJSON{Path: d.Path, BuildID: d.BuildID.String()}
 	switch d.Kind {
 	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
 	default:
 		return a, false
 	}
-	bid := buildidcache.BuildID(d.BuildID)
+	bid := d.BuildID
 	if bid.IsZero() {
 		a.Status, a.Reason = "skipped", "no build-id recorded: nothing to file it under"
 		return a, true

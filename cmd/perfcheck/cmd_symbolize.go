@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -77,7 +78,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
 	if *buildID != "" {
-		id, err := buildidcache.ParseBuildID(*buildID)
+		id, err := buildid.Parse(*buildID)
 		if err != nil {
 			return errorf(stderr, name, "--build-id: %v", err)
 		}
