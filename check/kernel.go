@@ -17,6 +17,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 var (
@@ -219,12 +220,12 @@ type moduleLookup struct {
 // BuildID implements SymbolLookup.
 func (l *moduleLookup) BuildID() buildid.ID { return l.buildID }
 
-func (l *moduleLookup) Lookup(off uint64) ([]Frame, error) {
+func (l *moduleLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].start > off }) - 1
 	if i < 0 || off >= l.syms[i].end || l.syms[i].name == "" {
 		return nil, fmt.Errorf("module offset %#x: %w", off, errNoModuleSymbol)
 	}
-	return []Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
+	return []symbolize.Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
 }
 
 func (l *moduleLookup) Close() error { return nil }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Location is one distinct (DSO, offset) of the recording, shared by every
@@ -24,7 +25,7 @@ type Location struct {
 	// Frames are the source frames at this location, leaf (innermost
 	// inline) first; nil when the DSO is not symbolized (its verdict
 	// refuses names, or symbolization failed: see SymbolError).
-	Frames      []Frame
+	Frames      []symbolize.Frame
 	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
 }
 

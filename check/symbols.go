@@ -12,16 +12,6 @@ import (
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
-// Frame is one source-level frame of a location, leaf first within it.
-type Frame struct {
-	Function string `json:"function,omitempty"` // demangled
-	RawName  string `json:"raw_name,omitempty"` // as stored in the binary
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"` // inlined into the next frame of the location
-}
-
 // SymbolOpener opens the file a verified (or unverified) DSO is symbolized
 // with. The default uses the symbolize package. An opener need not check
 // what it opened: the check compares the build-id its lookup reports with
@@ -36,7 +26,7 @@ type SymbolOpener interface {
 // SymbolLookup resolves offsets of one DSO to frames, leaf first. It must
 // be safe for concurrent use.
 type SymbolLookup interface {
-	Lookup(off uint64) ([]Frame, error)
+	Lookup(off uint64) ([]symbolize.Frame, error)
 	// BuildID returns the GNU build-id of the file the names are read
 	// from, as read from that file once open (not from its path again),
 	// nil when it has none (a kallsyms listing, a perf map). A file can
@@ -182,7 +172,7 @@ type symLookup struct {
 // errNoSegment means a file offset is in no PT_LOAD segment.
 var errNoSegment = errors.New("offset in no PT_LOAD segment")
 
-func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
+func (l *symLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	addr := off
 	if l.fileOffsets {
 		var ok bool
@@ -194,11 +184,7 @@ func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Frame, len(fr))
-	for i, f := range fr {
-		out[i] = Frame{Function: f.Function, RawName: f.RawName, File: f.File, Line: f.Line, Column: f.Column, Inlined: f.Inlined}
-	}
-	return out, nil
+	return fr, nil
 }
 
 func (l *symLookup) Close() error { return l.bin.Close() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // The file a DSO is named from must be the one its verdict rests on. These
@@ -267,9 +268,9 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 // idLookup is a caller's lookup that reports the build-id id.
 type idLookup struct{ id []byte }
 
-func (l idLookup) Lookup(uint64) ([]Frame, error) { return nil, nil }
-func (l idLookup) BuildID() buildid.ID            { return l.id }
-func (l idLookup) Close() error                   { return nil }
+func (l idLookup) Lookup(uint64) ([]symbolize.Frame, error) { return nil, nil }
+func (l idLookup) BuildID() buildid.ID                      { return l.id }
+func (l idLookup) Close() error                             { return nil }
 
 // What each kind of symbol source can prove for a verified kernel: a
 // kallsyms listing has no build-id (it is proven by where it was found),

@@ -39,6 +39,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Options tune Convert.
@@ -180,7 +181,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 
 	// Functions, deduplicated by value as pprof's own builders do.
 	funcs := map[profile.Function]*profile.Function{}
-	function := func(f check.Frame) *profile.Function {
+	function := func(f symbolize.Frame) *profile.Function {
 		key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
 		if key.Name == "" {
 			key.Name = f.RawName

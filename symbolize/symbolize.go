@@ -43,19 +43,19 @@ var (
 type Frame struct {
 	// Function is the demangled function name ([Options.NoDemangle]
 	// keeps it raw). Empty when unknown.
-	Function string
+	Function string `json:"function,omitempty"`
 	// RawName is the name as stored in the binary: the linkage (mangled)
 	// name when the debug info or symbol table has one.
-	RawName string
+	RawName string `json:"raw_name,omitempty"`
 	// File is the source file, a full path when the debug info gives
 	// one. Empty when unknown.
-	File string
+	File string `json:"file,omitempty"`
 	// Line and Column are 1-based; 0 means unknown.
-	Line   int
-	Column int
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
 	// Inlined is true when this frame's code was inlined into the next
 	// frame of the slice (every frame but the last of a lookup).
-	Inlined bool
+	Inlined bool `json:"inlined,omitempty"`
 }
 
 // Symbolizer resolves addresses of one binary. addr is a file address (an
