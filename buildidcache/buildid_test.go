@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 func TestLookupNames(t *testing.T) {
@@ -496,7 +497,7 @@ func TestReadIdentityCompressed(t *testing.T) {
 				t.Errorf("%+v, want %v", id, want)
 			}
 			res, err := New(Options{BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
-				Resolve(context.Background(), Query{BuildID: want, Path: out, Kind: KindModule})
+				Resolve(context.Background(), Query{BuildID: want, Path: out, Kind: dso.Module})
 			if err != nil || res.Identity.Compression != c.kind {
 				t.Errorf("resolve: %+v %v", res, err)
 			}

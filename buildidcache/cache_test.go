@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -143,13 +144,13 @@ func TestAddKernelAndVDSO(t *testing.T) {
 	c := &Cache{Dir: t.TempDir()}
 	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
 	if e, err := c.AddKernel(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindKernel})
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: dso.Kernel})
 		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "kallsyms" {
 			t.Errorf("kernel: %+v %v", res, err)
 		}
 	}
 	if e, err := c.AddVDSO(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindVDSO})
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: dso.VDSO})
 		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "vdso" {
 			t.Errorf("vdso: %+v %v", res, err)
 		}
@@ -387,7 +388,7 @@ func TestOldStyleEntries(t *testing.T) {
 	if err != nil || res.Identity.Path != filepath.Join(cache, ".build-id", h[:2], h[2:]) {
 		t.Errorf("old-style binary: %+v %v", res, err)
 	}
-	res, err = r.Resolve(context.Background(), Query{BuildID: kid, Kind: KindKernel, Path: "[kernel.kallsyms]"})
+	res, err = r.Resolve(context.Background(), Query{BuildID: kid, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
 	if err != nil || res.Identity.Role != "kallsyms" || res.Identity.Verified != "cache-key" {
 		t.Errorf("old-style kallsyms: %+v %v", res, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -140,20 +141,20 @@ func newDebuginfod(opts Options) *debuginfod {
 }
 
 func (r *Resolver) lookDebuginfodDebuginfo(ctx context.Context, s *search) {
-	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == KindVDSO {
+	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == dso.VDSO {
 		return
 	}
 	// A kernel's debuginfo is a vmlinux of hundreds of megabytes; when a
 	// kallsyms or vmlinux already verified, function names are there and
 	// the download is not worth it by default.
-	if s.q.Kind == KindKernel && len(s.verified) > 0 {
+	if s.q.Kind == dso.Kernel && len(s.verified) > 0 {
 		return
 	}
 	r.lookDebuginfod(ctx, s, "debuginfo")
 }
 
 func (r *Resolver) lookDebuginfodExecutable(ctx context.Context, s *search) {
-	if len(s.verified) > 0 || s.q.Kind == KindKernel {
+	if len(s.verified) > 0 || s.q.Kind == dso.Kernel {
 		return
 	}
 	r.lookDebuginfod(ctx, s, "executable")

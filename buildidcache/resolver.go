@@ -15,36 +15,8 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 )
-
-// Kind says what a mapping is, because the kernel, its modules and the vDSO
-// are cached and found differently from user binaries.
-type Kind int
-
-// Kinds of mappings.
-const (
-	KindUser   Kind = iota // an executable or shared library
-	KindKernel             // [kernel.kallsyms] or a vmlinux
-	KindModule             // a kernel module (.ko)
-	KindVDSO               // [vdso]
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindUser:
-		return "user"
-	case KindKernel:
-		return "kernel"
-	case KindModule:
-		return "module"
-	case KindVDSO:
-		return "vdso"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// MarshalText makes a Kind print as its name in JSON.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Query asks for the file with one build-id.
 type Query struct {
@@ -55,7 +27,10 @@ type Query struct {
 	// serves the path-based lookups: <debug-dir>/<Path>.debug,
 	// .gnu_debuglink and the recorded file itself.
 	Path string
-	Kind Kind
+	// Kind says how the binary is cached and found: dso.File (the zero
+	// value), dso.Kernel, dso.Module or dso.VDSO; the other kinds have no
+	// binary to look up.
+	Kind dso.Kind
 	// PID, when positive and the process still lives, adds a lookup under
 	// /proc/PID/root, which sees the process's mount namespace
 	// (containers), after the recorded path on this host: a file there
@@ -98,7 +73,7 @@ type Candidate struct {
 	// Image is the in-memory file for the running vDSO.
 	Image []byte `json:"-"`
 	// Module is the decompressed image of a compressed kernel module
-	// (KindModule queries), the bytes its build-id was read from: read
+	// (dso.Module queries), the bytes its build-id was read from: read
 	// its symbols from them instead of decompressing Path again. nil
 	// otherwise.
 	Module []byte `json:"-"`
@@ -305,7 +280,7 @@ func (s *search) check(locator, role, path string) bool {
 	var id *Identity
 	var module []byte
 	var err error
-	if s.q.Kind == KindModule {
+	if s.q.Kind == dso.Module {
 		// Decompressed once, kept for the symbols (ReadModuleIdentity).
 		id, module, err = ReadModuleIdentity(path)
 	} else {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -116,7 +117,7 @@ func TestResolvePerfCache(t *testing.T) {
 	}
 	// The kernel: perf copied kallsyms under the running kernel's build-id.
 	if kid, err := KernelBuildID(); err == nil && hit("[kernel.kallsyms]") {
-		res, err := r.Resolve(ctx, Query{BuildID: kid, Path: "[kernel.kallsyms]", Kind: KindKernel})
+		res, err := r.Resolve(ctx, Query{BuildID: kid, Path: "[kernel.kallsyms]", Kind: dso.Kernel})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestResolvePerfCache(t *testing.T) {
 	}
 	// The vDSO: perf wrote it as <root>/[vdso]/<bid>/vdso.
 	if _, vid, err := VDSO(); err == nil && hit("[vdso]") {
-		res, err := r.Resolve(ctx, Query{BuildID: vid.BuildID, Path: "[vdso]", Kind: KindVDSO})
+		res, err := r.Resolve(ctx, Query{BuildID: vid.BuildID, Path: "[vdso]", Kind: dso.VDSO})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -331,7 +332,7 @@ func TestResolveSymFSAndProcRoot(t *testing.T) {
 func TestResolveRunningKernelAndVDSO(t *testing.T) {
 	r := New(noNet(t))
 	if kid, err := KernelBuildID(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: kid, Kind: KindKernel, Path: "[kernel.kallsyms]"})
+		res, err := r.Resolve(context.Background(), Query{BuildID: kid, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +341,7 @@ func TestResolveRunningKernelAndVDSO(t *testing.T) {
 		}
 	}
 	if img, vid, err := VDSO(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: vid.BuildID, Kind: KindVDSO, Path: "[vdso]"})
+		res, err := r.Resolve(context.Background(), Query{BuildID: vid.BuildID, Kind: dso.VDSO, Path: "[vdso]"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -837,8 +838,8 @@ func TestNoNetworkUnlessConfigured(t *testing.T) {
 	for _, q := range []Query{
 		{BuildID: mustID(t, prog).BuildID, Path: prog},
 		{BuildID: buildid.ID(bytes.Repeat([]byte{0xab}, 20)), Path: "/nonexistent"},
-		{BuildID: buildid.ID(bytes.Repeat([]byte{0xcd}, 20)), Kind: KindKernel, Path: "[kernel.kallsyms]"},
-		{BuildID: buildid.ID(bytes.Repeat([]byte{0xef}, 20)), Kind: KindModule, Path: "/lib/modules/x.ko"},
+		{BuildID: buildid.ID(bytes.Repeat([]byte{0xcd}, 20)), Kind: dso.Kernel, Path: "[kernel.kallsyms]"},
+		{BuildID: buildid.ID(bytes.Repeat([]byte{0xef}, 20)), Kind: dso.Module, Path: "/lib/modules/x.ko"},
 	} {
 		r.Resolve(ctx, q)
 	}

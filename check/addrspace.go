@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -13,34 +14,6 @@ import (
 // "[kernel.kallsyms]_text" and module MMAP records carry pid -1
 // (HOST_KERNEL_ID in tools/perf/util/machine.h).
 const KernelPID = -1
-
-// Kind says what a mapping is, so that a frame in it gets an honest label.
-type Kind uint8
-
-// Mapping kinds.
-const (
-	KindFile     Kind = iota // a regular file (executable or shared library)
-	KindKernel               // the kernel image, [kernel.kallsyms]
-	KindModule               // a kernel module
-	KindVDSO                 // [vdso] (or [vdso32], [vdsox32])
-	KindVsyscall             // [vsyscall]: a fixed kernel page, no file, no build-id
-	KindAnon                 // anonymous memory: //anon, [anon:...], [heap], [stack], no name
-	KindJIT                  // anonymous executable memory of a process with a /tmp/perf-PID.map
-	KindUnknown              // an address no mapping covers
-	KindGuest                // guest or hypervisor code: not this machine's to resolve
-)
-
-var kindNames = [...]string{"file", "kernel", "module", "vdso", "vsyscall", "anon", "jit", "unknown", "guest"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind?"
-}
-
-// MarshalText makes a Kind a JSON string.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // MapEvent is one MMAP or MMAP2 record, reduced to what address-space
 // tracking and identity need. It is the tracker's own input type, so the
@@ -71,7 +44,7 @@ type MapEvent struct {
 type Mapping struct {
 	Start, Limit uint64 // [Start, Limit)
 	Pgoff        uint64 // file offset of Start; for the kernel, the address of _text
-	Kind         Kind
+	Kind         dso.Kind
 	PID          int32 // owning process, KernelPID for kernel maps
 	Time         uint64
 	Event        *MapEvent // the record that created it (after any split, the original)
@@ -223,26 +196,26 @@ func isKernelMap(e *MapEvent) bool {
 
 // classify gives the Kind of a recorded file name, using perf's names
 // (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory, is_vdso_map).
-func classify(e *MapEvent) Kind {
+func classify(e *MapEvent) dso.Kind {
 	p := e.Path
 	if isKernelMap(e) {
 		if strings.HasPrefix(p, "[kernel.kallsyms]") || strings.HasPrefix(p, "[guest.kernel.kallsyms") {
-			return KindKernel
+			return dso.Kernel
 		}
-		return KindModule
+		return dso.Module
 	}
 	switch {
 	case p == "[vdso]" || p == "[vdso32]" || p == "[vdsox32]":
-		return KindVDSO
+		return dso.VDSO
 	case p == "[vsyscall]":
-		return KindVsyscall
+		return dso.Vsyscall
 	case p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
 		strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
 		p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
 		strings.HasPrefix(p, "/memfd:"):
-		return KindAnon
+		return dso.Anon
 	}
-	return KindFile
+	return dso.File
 }
 
 // Mmap records an MMAP or MMAP2 event. Non-executable (data) maps are kept
@@ -264,7 +237,7 @@ func (t *Tracker) Mmap(e *MapEvent) *Mapping {
 	if isKernelMap(e) {
 		t.kgen = t.bump()
 		m.PID = KernelPID
-		if m.Kind == KindKernel {
+		if m.Kind == dso.Kernel {
 			t.ktext = m
 		} else {
 			t.kernel.insert(m)
@@ -272,8 +245,8 @@ func (t *Tracker) Mmap(e *MapEvent) *Mapping {
 	} else {
 		p := t.proc(e.PID)
 		p.gen = t.bump()
-		if m.Kind == KindAnon && e.Exec && p.jitMap {
-			m.Kind = KindJIT
+		if m.Kind == dso.Anon && e.Exec && p.jitMap {
+			m.Kind = dso.JIT
 		}
 		p.space.insert(m)
 	}
@@ -332,9 +305,9 @@ func (t *Tracker) SetJITMap(pid int32) {
 	p.jitMap = true
 	p.gen = t.bump()
 	for i, m := range p.space.maps {
-		if m.Kind == KindAnon && m.Event.Exec {
+		if m.Kind == dso.Anon && m.Event.Exec {
 			c := *m
-			c.Kind = KindJIT
+			c.Kind = dso.JIT
 			p.space.maps[i] = &c
 		}
 	}

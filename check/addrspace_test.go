@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -103,20 +104,20 @@ func TestTrackerKernel(t *testing.T) {
 	mmap(tr, 7, 0x400000, 0x1000, 0, "/bin/x")
 
 	m := tr.Lookup(7, perfdata.CPUModeKernel, 0xffffffff81234567)
-	if m == nil || m.Kind != KindKernel || m.Offset(0xffffffff81234567) != 0xffffffff81234567 {
+	if m == nil || m.Kind != dso.Kernel || m.Offset(0xffffffff81234567) != 0xffffffff81234567 {
 		t.Fatalf("kernel text lookup: %+v", m)
 	}
 	m = tr.Lookup(7, perfdata.CPUModeKernel, 0xffffffffc0001234)
-	if m == nil || m.Kind != KindModule || m.Offset(0xffffffffc0001234) != 0x1234 {
+	if m == nil || m.Kind != dso.Module || m.Offset(0xffffffffc0001234) != 0x1234 {
 		t.Fatalf("module lookup: %+v", m)
 	}
 	// Any pid sees the same kernel.
-	if m := tr.Lookup(99, perfdata.CPUModeKernel, 0xffffffff81000010); m == nil || m.Kind != KindKernel {
+	if m := tr.Lookup(99, perfdata.CPUModeKernel, 0xffffffff81000010); m == nil || m.Kind != dso.Kernel {
 		t.Fatalf("kernel lookup from unknown pid: %+v", m)
 	}
 	// A user-mode lookup of a user address does not find kernel maps, and a
 	// guest address finds nothing.
-	if m := tr.Lookup(7, perfdata.CPUModeUser, 0x400010); m == nil || m.Kind != KindFile {
+	if m := tr.Lookup(7, perfdata.CPUModeUser, 0x400010); m == nil || m.Kind != dso.File {
 		t.Fatalf("user lookup: %+v", m)
 	}
 	if m := tr.Lookup(7, perfdata.CPUModeGuestKernel, 0xffffffff81000010); m != nil {
@@ -125,15 +126,15 @@ func TestTrackerKernel(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	for path, want := range map[string]Kind{
-		"/usr/lib/libc.so.6": KindFile,
-		"[vdso]":             KindVDSO,
-		"[vsyscall]":         KindVsyscall,
-		"//anon":             KindAnon,
-		"[heap]":             KindAnon,
-		"[stack]":            KindAnon,
-		"[anon:v8]":          KindAnon,
-		"":                   KindAnon,
+	for path, want := range map[string]dso.Kind{
+		"/usr/lib/libc.so.6": dso.File,
+		"[vdso]":             dso.VDSO,
+		"[vsyscall]":         dso.Vsyscall,
+		"//anon":             dso.Anon,
+		"[heap]":             dso.Anon,
+		"[stack]":            dso.Anon,
+		"[anon:v8]":          dso.Anon,
+		"":                   dso.Anon,
 	} {
 		if got := classify(&MapEvent{PID: 5, Mode: perfdata.CPUModeUser, Path: path}); got != want {
 			t.Errorf("classify(%q) = %v, want %v", path, got, want)
@@ -142,7 +143,7 @@ func TestClassify(t *testing.T) {
 	tr := NewTracker()
 	tr.SetJITMap(5)
 	m := tr.Mmap(&MapEvent{PID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "//anon", Exec: true})
-	if m.Kind != KindJIT {
+	if m.Kind != dso.JIT {
 		t.Errorf("anon exec map with a perf map: %v, want jit", m.Kind)
 	}
 }

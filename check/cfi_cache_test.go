@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -21,7 +22,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 	err := res.EachSample(func(s *Sample) error {
 		var fr []string
 		for _, l := range s.Stack.Locations() {
-			if l.DSO.Kind == KindFile {
+			if l.DSO.Kind == dso.File {
 				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -25,7 +26,7 @@ func TestCodeFileCandidatesBuildID(t *testing.T) {
 		{"a prefix", id[:8], false},
 		{"another", buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbc}, false},
 	} {
-		d := &DSO{Path: bin, Kind: KindFile, BuildID: c.rec}
+		d := &DSO{Path: bin, Kind: dso.File, BuildID: c.rec}
 		got := slices.Contains(codeFileCandidates(d, &Options{}), bin)
 		if got != c.want {
 			t.Errorf("recorded build-id %s (%s): file with %s a candidate: %v, want %v", c.rec, c.name, id, got, c.want)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -62,7 +63,7 @@ func (di *DevIno) compare(o DevIno) inodeMatch {
 // during the recording) are different DSOs.
 type DSO struct {
 	Path string // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
-	Kind Kind
+	Kind dso.Kind
 
 	// Recorded identity.
 	BuildID       buildid.ID // nil when none was recorded
@@ -232,16 +233,16 @@ func (s *Session) assignTableBuildIDs() {
 	}
 	lookup := func(d *DSO) []buildid.ID {
 		switch d.Kind {
-		case KindKernel:
+		case dso.Kernel:
 			return table[tkey{"[kernel.kallsyms]", true}]
-		case KindModule:
+		case dso.Module:
 			for _, n := range moduleTableNames(d.Path) {
 				if ids := table[tkey{n, true}]; len(ids) > 0 {
 					return ids
 				}
 			}
 			return nil
-		case KindFile, KindVDSO:
+		case dso.File, dso.VDSO:
 			return table[tkey{d.Path, false}]
 		}
 		return nil
@@ -268,8 +269,8 @@ func (s *Session) assignTableBuildIDs() {
 			continue
 		}
 		ids := lookup(d)
-		d.tableZero = zero[tkey{d.Path, d.Kind == KindKernel || d.Kind == KindModule}] ||
-			d.Kind == KindKernel && zero[tkey{"[kernel.kallsyms]", true}]
+		d.tableZero = zero[tkey{d.Path, d.Kind == dso.Kernel || d.Kind == dso.Module}] ||
+			d.Kind == dso.Kernel && zero[tkey{"[kernel.kallsyms]", true}]
 		switch {
 		case len(ids) == 0:
 		case len(ids) == 1:
@@ -302,16 +303,16 @@ func (s *Session) assignTableBuildIDs() {
 func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateCache) {
 	o := &s.opts
 	switch d.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		d.Verdict = NoFile
-		d.Reason = map[Kind]string{
-			KindAnon:     "anonymous memory: no file, no identity; addresses shown raw",
-			KindUnknown:  "no mapping covered these addresses when they were sampled",
-			KindGuest:    "guest code: not this machine's to resolve",
-			KindVsyscall: "the kernel's fixed vsyscall page: no file, no identity",
+		d.Reason = map[dso.Kind]string{
+			dso.Anon:     "anonymous memory: no file, no identity; addresses shown raw",
+			dso.Unknown:  "no mapping covered these addresses when they were sampled",
+			dso.Guest:    "guest code: not this machine's to resolve",
+			dso.Vsyscall: "the kernel's fixed vsyscall page: no file, no identity",
 		}[d.Kind]
 		return
-	case KindJIT:
+	case dso.JIT:
 		p := o.jitMapPath(d.pid)
 		st := statFile(p)
 		if !st.Exists {
@@ -364,7 +365,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			if found.Source == "running-kernel" {
 				d.needReloc = true
 			}
-			if d.Kind == KindModule {
+			if d.Kind == dso.Module {
 				s.planModuleNames(d, found)
 			}
 			s.replacedDuringRecording(d, states)
@@ -373,7 +374,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		if !errors.Is(err, ErrNotFound) {
 			d.Reason = "lookup failed: " + err.Error() + "; "
 		}
-		if d.Kind == KindModule && o.SymFS == "" {
+		if d.Kind == dso.Module && o.SymFS == "" {
 			// No .ko with the build-id anywhere; the module loaded now
 			// may be it (its build-id note is in /sys/module).
 			name := moduleName(d.Path)
@@ -388,12 +389,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			}
 		}
 		switch d.Kind {
-		case KindKernel:
+		case dso.Kernel:
 			d.Verdict = Mismatch
 			d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
 			d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
 			return
-		case KindVDSO:
+		case dso.VDSO:
 			d.Verdict = Missing
 			d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
 			d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
@@ -427,7 +428,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 
 	// No build-id recorded.
 	switch d.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if o.SymFS != "" {
 			d.Verdict = Missing
 			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
@@ -451,7 +452,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 		d.needReloc = true
 		return
-	case KindVDSO:
+	case dso.VDSO:
 		d.Verdict = NoFile
 		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
 		return
@@ -530,7 +531,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Reason += " (" + st.IdentErr.Error() + ")"
 		}
 	}
-	if d.Kind == KindModule && d.symPath != "" {
+	if d.Kind == dso.Module && d.symPath != "" {
 		// A module without a build-id, trusted by its path: named from
 		// the .ko there when its layout allows it.
 		d.modNames = "ko"
@@ -647,7 +648,7 @@ func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 // the proof that it is the same.
 func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	o := &s.opts
-	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.SymFS != "" {
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.SymFS != "" {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // Located is a binary (or symbol list) whose build-id matched the recorded
@@ -75,7 +76,7 @@ type Locator interface {
 // Query is what a Locator is asked.
 type Query struct {
 	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
-	Kind    Kind
+	Kind    dso.Kind
 	BuildID buildid.ID
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
@@ -108,15 +109,15 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		}
 	}
 	switch {
-	case (q.Kind == KindKernel || q.Kind == KindVDSO) && l.SymFS != "":
+	case (q.Kind == dso.Kernel || q.Kind == dso.VDSO) && l.SymFS != "":
 		// Under --symfs the recording comes from elsewhere: this host's
 		// kernel and vdso are not candidates.
-	case q.Kind == KindKernel:
+	case q.Kind == dso.Kernel:
 		if id, err := buildidcache.KernelBuildID(); err == nil && id.Matches(q.BuildID) {
 			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: id}, nil
 		}
 		tried = append(tried, "/sys/kernel/notes")
-	case q.Kind == KindVDSO:
+	case q.Kind == dso.VDSO:
 		if _, ident, err := buildidcache.VDSO(); err == nil && ident.BuildID.Matches(q.BuildID) {
 			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: ident.BuildID}, nil
 		}
@@ -140,9 +141,9 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 func cacheCandidates(dir string, q Query) []string {
 	id := q.BuildID.String()
 	switch q.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		return []string{filepath.Join(dir, "[kernel.kallsyms]", id, "kallsyms")}
-	case KindVDSO:
+	case dso.VDSO:
 		return []string{filepath.Join(dir, "[vdso]", id, "vdso")}
 	}
 	if len(id) < 3 {
@@ -157,12 +158,12 @@ func cacheCandidates(dir string, q Query) []string {
 // place in the cache is the proof. For a compressed module it also
 // returns the decompressed image the build-id was read from
 // (buildidcache.ReadModuleIdentity).
-func fileHasBuildID(p string, k Kind, id buildid.ID) (bool, []byte, error) {
+func fileHasBuildID(p string, k dso.Kind, id buildid.ID) (bool, []byte, error) {
 	switch k {
-	case KindKernel:
+	case dso.Kernel:
 		st, err := os.Stat(p)
 		return err == nil && st.Mode().IsRegular(), nil, err
-	case KindModule:
+	case dso.Module:
 		ident, img, err := buildidcache.ReadModuleIdentity(p)
 		if err != nil || !ident.BuildID.Matches(id) {
 			return false, nil, err

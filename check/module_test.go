@@ -18,6 +18,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -238,7 +239,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 
 	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Kind != KindModule || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
+	if d.Kind != dso.Module || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
 		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized(), d.Reason)
 	}
 	got := moduleNames(res, d)

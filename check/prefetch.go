@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -28,7 +29,7 @@ type memoLocator struct {
 
 type memoKey struct {
 	path    string
-	kind    Kind
+	kind    dso.Kind
 	buildID string
 	pid     int
 }
@@ -79,7 +80,7 @@ type preopener struct {
 
 type preKey struct {
 	path string
-	kind Kind
+	kind dso.Kind
 }
 
 type preopened struct {
@@ -96,7 +97,7 @@ func newPreopener(base SymbolOpener) *preopener {
 }
 
 // start begins opening path on its own goroutine.
-func (p *preopener) start(path string, kind Kind) {
+func (p *preopener) start(path string, kind dso.Kind) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -114,7 +115,7 @@ func (p *preopener) start(path string, kind Kind) {
 }
 
 // Open implements SymbolOpener.
-func (p *preopener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (p *preopener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	o := p.ahead[k]
@@ -160,11 +161,11 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locato
 	if id == nil {
 		return
 	}
-	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: KindKernel, BuildID: id})
+	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
 	if err != nil {
 		return
 	}
 	if p := found.symbolFile(); p != "" {
-		pre.start(p, KindKernel)
+		pre.start(p, dso.Kernel)
 	}
 }

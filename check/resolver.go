@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
@@ -21,16 +22,11 @@ func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &Res
 
 // Locate implements Locator.
 func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	bq := buildidcache.Query{BuildID: q.BuildID, Path: q.Path, PID: q.PID}
+	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
 	switch q.Kind {
-	case KindKernel:
-		bq.Kind = buildidcache.KindKernel
-	case KindModule:
-		bq.Kind = buildidcache.KindModule
-	case KindVDSO:
-		bq.Kind = buildidcache.KindVDSO
+	case dso.Kernel, dso.Module, dso.VDSO:
 	default:
-		bq.Kind = buildidcache.KindUser
+		bq.Kind = dso.File // the lookup knows only binaries of these four kinds
 	}
 	res, err := l.R.Resolve(ctx, bq)
 	if err != nil {

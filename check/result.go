@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -447,7 +448,7 @@ func (s *Session) perfMapNotes(res *Result) {
 		opener = defaultOpener{}
 	}
 	for _, d := range res.DSOs {
-		if d.Kind != KindJIT || d.symPath == "" {
+		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
 		}
 		lk, err := opener.Open(d.symPath, d.Kind)
@@ -491,7 +492,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 		}
 	}
 	for _, d := range dsos {
-		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
+		if d.Kind == dso.VDSO && d.Verdict == Verified && d.symPath == "" {
 			// Verified against the running vdso, which exists only in
 			// memory: symbolize from a private temporary copy.
 			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {

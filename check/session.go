@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -63,7 +64,7 @@ type frameRef struct {
 }
 
 type dsoKey struct {
-	kind    Kind
+	kind    dso.Kind
 	path    string
 	buildID string // from MMAP2 (build-id form)
 	devino  [4]uint64
@@ -180,7 +181,7 @@ func (s *Session) Tracker() *Tracker { return s.tracker }
 
 // Mmap feeds an MMAP or MMAP2 record.
 func (s *Session) Mmap(e *MapEvent) {
-	if classify(e) == KindAnon && e.Exec && !isKernelMap(e) && !s.jitPIDs[e.PID] {
+	if classify(e) == dso.Anon && e.Exec && !isKernelMap(e) && !s.jitPIDs[e.PID] {
 		// perf looks for /tmp/perf-PID.map when an anonymous executable
 		// map appears (map__new in tools/perf/util/map.c).
 		s.jitPIDs[e.PID] = true
@@ -219,9 +220,9 @@ func (s *Session) onMap(m *Mapping) {
 	e := m.Event
 	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
 	switch m.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		// No identity: one pseudo DSO per name.
-	case KindJIT:
+	case dso.JIT:
 		k.pid = m.PID
 	default:
 		if len(e.BuildID) > 0 {
@@ -244,7 +245,7 @@ func (s *Session) onMap(m *Mapping) {
 			d.BuildID = append(buildid.ID(nil), e.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
-		if m.Kind == KindKernel {
+		if m.Kind == dso.Kernel {
 			if i := strings.IndexByte(e.Path, ']'); i >= 0 && i+1 < len(e.Path) {
 				d.relocSym = e.Path[i+1:]
 				d.relocAddr = m.Pgoff
@@ -264,13 +265,13 @@ func (s *Session) onMap(m *Mapping) {
 func dsoPath(m *Mapping) string {
 	p := m.Event.Path
 	switch m.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if i := strings.IndexByte(p, ']'); i >= 0 {
 			return p[:i+1]
 		}
-	case KindJIT:
+	case dso.JIT:
 		return "/tmp/perf-" + strconv.Itoa(int(m.PID)) + ".map"
-	case KindAnon:
+	case dso.Anon:
 		switch {
 		case p == "":
 			return "[anon]"
@@ -281,7 +282,7 @@ func dsoPath(m *Mapping) string {
 	return p
 }
 
-func (s *Session) specialDSO(name string, k Kind) int32 {
+func (s *Session) specialDSO(name string, k dso.Kind) int32 {
 	if i, ok := s.special[name]; ok {
 		return i
 	}
@@ -295,7 +296,7 @@ func (s *Session) specialDSO(name string, k Kind) int32 {
 func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-		return frameRef{dso: s.specialDSO("[guest]", KindGuest), off: ip}
+		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
 	}
 	m := s.tracker.Lookup(pid, mode, ip)
 	if m == nil {
@@ -303,13 +304,13 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 			// No kernel map was recorded (perf record without kernel
 			// access, or -e ...:u with a stray kernel address): the
 			// kernel is still the DSO, without a map to check it by.
-			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", KindKernel), off: ip}
+			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", dso.Kernel), off: ip}
 		}
-		return frameRef{dso: s.specialDSO("[unknown]", KindUnknown), off: ip}
+		return frameRef{dso: s.specialDSO("[unknown]", dso.Unknown), off: ip}
 	}
 	var off uint64
 	switch m.Kind {
-	case KindFile, KindVDSO, KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		off = m.Offset(ip)
 	default:
 		// Kernel text (perf sets pgoff = start, so offset = address),

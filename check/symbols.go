@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -18,9 +19,9 @@ import (
 // the one the DSO's verdict rests on (docs/check-symbols.md).
 type SymbolOpener interface {
 	// Open returns a lookup for path. kind tells how offsets map to the
-	// file's addresses: for KindFile, KindVDSO and KindModule an offset is
-	// a file offset; for KindKernel and KindJIT it is an address.
-	Open(path string, kind Kind) (SymbolLookup, error)
+	// file's addresses: for dso.File, dso.VDSO and dso.Module an offset is
+	// a file offset; for dso.Kernel and dso.JIT it is an address.
+	Open(path string, kind dso.Kind) (SymbolLookup, error)
 }
 
 // SymbolLookup resolves offsets of one DSO to frames, leaf first. It must
@@ -43,14 +44,14 @@ type defaultOpener struct {
 	reopen func(path string)
 }
 
-func (o defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (o defaultOpener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
 	b, err := symbolize.Open(path, symbolize.Options{})
 	if err != nil {
 		return nil, err
 	}
 	l := &symLookup{bin: b}
-	if kind == KindFile || kind == KindVDSO || kind == KindModule {
-		if b.Kind() != symbolize.KindELF {
+	if kind == dso.File || kind == dso.VDSO || kind == dso.Module {
+		if b.Format() != symbolize.FormatELF {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
 		}
@@ -102,8 +103,8 @@ func (d *DSO) proveLookup(lk SymbolLookup) error {
 		}
 		return nil
 	}
-	if len(got) == 0 && d.Kind == KindKernel {
-		if sl, ok := lk.(*symLookup); !ok || sl.bin.Kind() == symbolize.KindKallsyms {
+	if len(got) == 0 && d.Kind == dso.Kernel {
+		if sl, ok := lk.(*symLookup); !ok || sl.bin.Format() == symbolize.FormatKallsyms {
 			return nil
 		}
 	}

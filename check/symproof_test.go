@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -41,7 +42,7 @@ func (o *swapOpener) renameOver(path, src string) {
 	o.swap[path] = func() error { return os.Rename(src, path) }
 }
 
-func (o *swapOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (o *swapOpener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
 	o.mu.Lock()
 	if fn := o.swap[path]; fn != nil {
 		delete(o.swap, path)
@@ -305,11 +306,11 @@ func TestProveLookupKernel(t *testing.T) {
 		lk := c.lk
 		if lk == nil {
 			var err error
-			if lk, err = (defaultOpener{}).Open(c.path, KindKernel); err != nil {
+			if lk, err = (defaultOpener{}).Open(c.path, dso.Kernel); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 		}
-		d := &DSO{Path: "[kernel.kallsyms]", Kind: KindKernel, Verdict: Verified, BuildID: c.want, Source: "debug-dir", symPath: c.path}
+		d := &DSO{Path: "[kernel.kallsyms]", Kind: dso.Kernel, Verdict: Verified, BuildID: c.want, Source: "debug-dir", symPath: c.path}
 		err := d.proveLookup(lk)
 		lk.Close()
 		if (err == nil) != c.ok {
@@ -317,7 +318,7 @@ func TestProveLookupKernel(t *testing.T) {
 		}
 	}
 	// A caller's lookup without a build-id for a file: refused.
-	d := &DSO{Path: "/bin/x", Kind: KindFile, Verdict: Verified, BuildID: id, symPath: "/bin/x"}
+	d := &DSO{Path: "/bin/x", Kind: dso.File, Verdict: Verified, BuildID: id, symPath: "/bin/x"}
 	if err := d.proveLookup(idLookup{}); err == nil {
 		t.Error("a file's lookup without a build-id was accepted")
 	}
@@ -333,7 +334,7 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 	otherID := buildKO(t, other, modSrcV2, "")
 	name := "perfcheck_test"
 	d := func() *DSO {
-		return &DSO{Path: ko, Kind: KindModule, Verdict: Verified, BuildID: id, Source: "running-module",
+		return &DSO{Path: ko, Kind: dso.Module, Verdict: Verified, BuildID: id, Source: "running-module",
 			FoundPath: ko, modNames: "kallsyms", symPath: filepath.Join(procRoot, "kallsyms")}
 	}
 

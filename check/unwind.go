@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -73,7 +74,7 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 		}
 		out = append(out, look)
 		m := s.tracker.Lookup(pid, perfdata.CPUModeUser, look)
-		if m == nil || m.Kind != KindFile || m.DSO == nil {
+		if m == nil || m.Kind != dso.File || m.DSO == nil {
 			return out, false
 		}
 		t := s.cfiFor(m.DSO)
@@ -283,7 +284,7 @@ func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
 		st = statFile(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
-		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
+		if p != d && p.Kind == dso.File && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
 			if st != nil && d.Dev.now(st) == inodeSame && st.BuildID.Matches(id) {
 				// This inode is the file at the path now, whose
 				// build-id the table holds (as judge concludes).

@@ -38,6 +38,7 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -82,7 +83,7 @@ func refused(d *check.DSO) bool { return !d.Trusted() }
 // kernel, JIT code and file-less memory) rather than file offsets.
 func addrKind(d *check.DSO) bool {
 	switch d.Kind {
-	case check.KindFile, check.KindVDSO, check.KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		return false
 	}
 	return true
@@ -217,7 +218,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 			// Addresses are real: keep them, and a mapping that spans them.
 			m.Start = s.lo &^ 0xfff
 			m.Limit = (s.hi | 0xfff) + 1
-			if d.Kind == check.KindKernel {
+			if d.Kind == dso.Kernel {
 				// perf's kernel map: an address is its own offset.
 				m.Offset = m.Start
 			}
@@ -409,7 +410,7 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		return -1
 	}
 	for i, d := range dsos {
-		if d.Kind != check.KindFile {
+		if d.Kind != dso.File {
 			continue
 		}
 		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]

@@ -103,33 +103,35 @@ type Options struct {
 // with every unit an address falls in.
 const DefaultMaxDecodedDWARF = 256 << 20
 
-// Kind says what a Binary was opened from.
-type Kind int
+// Format says what kind of file a Binary was opened from. It is not a
+// mapping's kind (dso.Kind): a kernel mapping may be read from an ELF
+// vmlinux or from a kallsyms list.
+type Format int
 
 const (
-	KindELF      Kind = iota // an ELF executable, library, vdso, vmlinux or module
-	KindKallsyms             // a kallsyms text file (/proc/kallsyms, perf's cache)
-	KindPerfMap              // a perf JIT map, /tmp/perf-PID.map
+	FormatELF      Format = iota // an ELF executable, library, vdso, vmlinux or module
+	FormatKallsyms               // a kallsyms text file (/proc/kallsyms, perf's cache)
+	FormatPerfMap                // a perf JIT map, /tmp/perf-PID.map
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindELF:
+func (f Format) String() string {
+	switch f {
+	case FormatELF:
 		return "elf"
-	case KindKallsyms:
+	case FormatKallsyms:
 		return "kallsyms"
-	case KindPerfMap:
+	case FormatPerfMap:
 		return "perf-map"
 	}
-	return fmt.Sprintf("Kind(%d)", int(k))
+	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Binary is one opened binary (or symbol list). It is safe for concurrent
 // use; its indexes are built on first need.
 type Binary struct {
-	path string
-	kind Kind
-	opts Options
+	path   string
+	format Format
+	opts   Options
 
 	f  *os.File
 	ef *elf.File // nil for symbol lists
@@ -202,10 +204,10 @@ func Open(path string, opts Options) (*Binary, error) {
 	defer func() { f.Close(); b.f = nil }()
 	base := filepath.Base(path)
 	if strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map") {
-		b.kind = KindPerfMap
+		b.format = FormatPerfMap
 		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path, b.warn)
 	} else {
-		b.kind = KindKallsyms
+		b.format = FormatKallsyms
 		b.syms, b.symErr = readKallsyms(bufio.NewReader(f), path)
 	}
 	b.symOnce.Do(func() {})
@@ -218,19 +220,19 @@ func Open(path string, opts Options) (*Binary, error) {
 // OpenKallsyms reads a kallsyms listing ("ADDR TYPE NAME [MODULE]" lines)
 // from r; name is used in errors.
 func OpenKallsyms(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindKallsyms)
+	return openList(r, name, opts, FormatKallsyms)
 }
 
 // OpenPerfMap reads a perf JIT map ("START SIZE NAME" lines) from r; name is
 // used in errors.
 func OpenPerfMap(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindPerfMap)
+	return openList(r, name, opts, FormatPerfMap)
 }
 
-func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
-	b := &Binary{path: name, opts: opts, kind: k}
+func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error) {
+	b := &Binary{path: name, opts: opts, format: k}
 	br := bufio.NewReader(r)
-	if k == KindPerfMap {
+	if k == FormatPerfMap {
 		b.syms, b.symErr = readPerfMap(br, name, b.warn)
 	} else {
 		b.syms, b.symErr = readKallsyms(br, name)
@@ -243,7 +245,7 @@ func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
 }
 
 func (b *Binary) openELF() error {
-	b.kind = KindELF
+	b.format = FormatELF
 	err := safely(b.path, func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
@@ -296,8 +298,8 @@ func elfOpenError(path string, f *os.File, err error) error {
 // Path returns the path the binary was opened from.
 func (b *Binary) Path() string { return b.path }
 
-// Kind returns what the binary was opened from.
-func (b *Binary) Kind() Kind { return b.kind }
+// Format returns what kind of file the binary was opened from.
+func (b *Binary) Format() Format { return b.format }
 
 // BuildID returns the binary's NT_GNU_BUILD_ID, nil when it has none.
 func (b *Binary) BuildID() buildid.ID { return b.buildID }
@@ -324,7 +326,7 @@ func (b *Binary) DebugFile() string {
 // corrupt section otherwise looks merely less detailed.
 func (b *Binary) Warnings() []string {
 	b.closeMu.RLock()
-	if b.kind == KindELF && !b.closed {
+	if b.format == FormatELF && !b.closed {
 		b.loadDWARF()
 		b.loadSyms()
 		b.loadGo()
@@ -403,7 +405,7 @@ func (b *Binary) Frames(addr uint64, buf []Frame) (_ []Frame, err error) {
 }
 
 func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
-	if b.kind == KindELF {
+	if b.format == FormatELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 func init() {
@@ -462,7 +463,7 @@ func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids []int) (cacheAddJSON, bool) {
 	a := cacheAddJSON{Path: d.Path, BuildID: d.BuildID.String()}
 	switch d.Kind {
-	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
+	case dso.File, dso.Module, dso.Kernel, dso.VDSO:
 	default:
 		return a, false
 	}
@@ -491,20 +492,20 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids
 		return a, true
 	}
 	switch d.Kind {
-	case check.KindKernel, check.KindVDSO:
+	case dso.Kernel, dso.VDSO:
 		if e, ok := c.Has(bid); ok {
 			return done(e, nil)
 		}
 	}
 	switch d.Kind {
-	case check.KindKernel:
+	case dso.Kernel:
 		kid, err := buildidcache.KernelBuildID()
 		if err != nil || !kid.Matches(bid) {
 			a.Status, a.Reason = "skipped", "recorded on another kernel than the running one ("+kid.String()+")"
 			return a, true
 		}
 		return done(c.AddKernel())
-	case check.KindVDSO:
+	case dso.VDSO:
 		_, id, err := buildidcache.VDSO()
 		if err != nil || !id.BuildID.Matches(bid) {
 			a.Status, a.Reason = "skipped", "the running vDSO has another build-id"
