@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -371,7 +372,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			s.replacedDuringRecording(d, states)
 			return
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, buildidcache.ErrNotFound) {
 			d.Reason = "lookup failed: " + err.Error() + "; "
 		}
 		if d.Kind == dso.Module && o.SymFS == "" {

@@ -2,7 +2,6 @@ package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +65,7 @@ func (l *Located) symbolFile() string {
 
 // A Locator finds a binary by build-id. Each answer must have been verified
 // (the file's build-id equals id) before it is returned; an error wrapping
-// ErrNotFound means no locator has it. The buildidcache package's Resolver
+// buildidcache.ErrNotFound means no locator has it. The buildidcache package's Resolver
 // is the full implementation (perf cache, debug dirs, debuginfod, path);
 // PathLocator is a minimal one.
 type Locator interface {
@@ -81,10 +80,6 @@ type Query struct {
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
 
-// ErrNotFound is wrapped by a Locator's error when no binary with the
-// build-id was found.
-var ErrNotFound = errors.New("check: no binary with the recorded build-id found")
-
 // PathLocator is a self-contained Locator: perf's build-id cache
 // (BuildIDDir, laid out as perf 6.x writes it: .build-id/xx/rest links,
 // [kernel.kallsyms]/ID/kallsyms, [vdso]/ID/vdso), then the recorded path
@@ -97,7 +92,7 @@ type PathLocator struct {
 // Locate implements Locator.
 func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	if len(q.BuildID) == 0 || q.BuildID.IsZero() {
-		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, ErrNotFound)
+		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, buildidcache.ErrNotFound)
 	}
 	var tried []string
 	if l.BuildIDDir != "" {
@@ -132,7 +127,7 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		}
 		tried = append(tried, p)
 	}
-	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), ErrNotFound)
+	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), buildidcache.ErrNotFound)
 }
 
 // cacheCandidates lists where perf's cache keeps a binary with q's build-id

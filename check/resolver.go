@@ -31,7 +31,9 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 	res, err := l.R.Resolve(ctx, bq)
 	if err != nil {
 		if errors.Is(err, buildidcache.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+			// Wrapped, not flattened, so that errors.As reaches the
+			// *buildidcache.NotFoundError and its Tried and Rejected.
+			return nil, fmt.Errorf("check: no binary with the recorded build-id found: %w", err)
 		}
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/ulikunitz/xz"
 )
 
@@ -66,7 +67,7 @@ func DefaultDebugFile(q DebugQuery) (string, error) {
 			tried = append(tried, p)
 		}
 	}
-	return "", fmt.Errorf("%w: no debug file for %s (tried %v)", ErrNotFound, q.Path, tried)
+	return "", fmt.Errorf("no debug file for %s (tried %v): %w", q.Path, tried, buildidcache.ErrNotFound)
 }
 
 func fileExists(p string) bool {
@@ -98,7 +99,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	}
 	p, err := loc(DebugQuery{Path: b.path, BuildID: b.buildID, DebugLink: b.debugLink, DebugLinkCRC: b.linkCRC})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, buildidcache.ErrNotFound) {
 			return nil, nil, "", nil
 		}
 		return nil, nil, "", err

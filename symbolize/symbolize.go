@@ -27,9 +27,6 @@ var (
 	// ErrMalformed means the binary or one of its tables could not be
 	// decoded; the message names the file and, where known, the offset.
 	ErrMalformed = errors.New("symbolize: malformed input")
-	// ErrNotFound is what an [Options.DebugFile] locator returns when it
-	// has no separate debug file for the binary.
-	ErrNotFound = errors.New("symbolize: not found")
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
 	ErrNoMapping = errors.New("symbolize: mapping not covered by a PT_LOAD segment")
@@ -82,9 +79,9 @@ type Options struct {
 	NoDemangle bool
 	// DebugFile locates the separate debug file of a binary whose own
 	// file has no DWARF. It returns the path, or an error wrapping
-	// [ErrNotFound]. The returned file is checked (build-id, else the
-	// debuglink CRC) before use. nil means [DefaultDebugFile]; use
-	// NoDebugFile to disable the search.
+	// [buildidcache.ErrNotFound] when there is none. The returned file
+	// is checked (build-id, else the debuglink CRC) before use. nil means
+	// [DefaultDebugFile]; use NoDebugFile to disable the search.
 	DebugFile func(q DebugQuery) (string, error)
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
