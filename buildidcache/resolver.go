@@ -322,17 +322,21 @@ func isDir(p string) bool {
 // (or, with IdentityOnly, at the first verified file). When nothing
 // verifies it returns a *NotFoundError.
 func (r *Resolver) Resolve(ctx context.Context, q Query) (*Result, error) {
-	if q.BuildID.IsZero() {
-		return nil, fmt.Errorf("resolve %q: %w", q.Path, ErrNoBuildID)
-	}
-	s := &search{q: &q}
-	steps := []func(context.Context, *search){
+	return r.resolve(ctx, q,
 		r.lookPerfCache,
 		r.lookDebugDirs,
 		r.lookDebuginfodDebuginfo,
 		r.lookPath,
 		r.lookDebuginfodExecutable,
+	)
+}
+
+// resolve runs the lookup steps in order until the answer cannot improve.
+func (r *Resolver) resolve(ctx context.Context, q Query, steps ...func(context.Context, *search)) (*Result, error) {
+	if q.BuildID.IsZero() {
+		return nil, fmt.Errorf("resolve %q: %w", q.Path, ErrNoBuildID)
 	}
+	s := &search{q: &q}
 	for _, step := range steps {
 		if s.done() || ctx.Err() != nil {
 			break

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,10 +81,10 @@ type Query struct {
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
 
-// PathLocator is a self-contained Locator: perf's build-id cache
-// (BuildIDDir, laid out as perf 6.x writes it: .build-id/xx/rest links,
-// [kernel.kallsyms]/ID/kallsyms, [vdso]/ID/vdso), then the recorded path
-// under SymFS, then, for the kernel and the vdso, the running ones.
+// PathLocator is a minimal Locator: perf's build-id cache in BuildIDDir
+// (read by buildidcache.Cache.Resolve, the one reader of perf's layout),
+// then the recorded path under SymFS, then, for the kernel and the vdso,
+// the running ones.
 type PathLocator struct {
 	BuildIDDir string // "" = no cache
 	SymFS      string // a root prefixed to recorded paths, as perf's --symfs
@@ -96,11 +97,16 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	}
 	var tried []string
 	if l.BuildIDDir != "" {
-		for _, p := range cacheCandidates(l.BuildIDDir, q) {
-			if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID, module: newModuleImage(img)}, nil
+		c := &buildidcache.Cache{Dir: l.BuildIDDir}
+		res, err := c.Resolve(lookupQuery(q))
+		if err == nil {
+			return located(res), nil
+		}
+		if nf := (*buildidcache.NotFoundError)(nil); errors.As(err, &nf) {
+			tried = append(tried, nf.Tried...)
+			for _, r := range nf.Rejected {
+				tried = append(tried, r.Locator+": "+r.Path)
 			}
-			tried = append(tried, p)
 		}
 	}
 	switch {
@@ -128,24 +134,6 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		tried = append(tried, p)
 	}
 	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), buildidcache.ErrNotFound)
-}
-
-// cacheCandidates lists where perf's cache keeps a binary with q's build-id
-// (tools/perf/util/build-id.c: build_id_cache__linkname and
-// build_id_cache__cachedir).
-func cacheCandidates(dir string, q Query) []string {
-	id := q.BuildID.String()
-	switch q.Kind {
-	case dso.Kernel:
-		return []string{filepath.Join(dir, "[kernel.kallsyms]", id, "kallsyms")}
-	case dso.VDSO:
-		return []string{filepath.Join(dir, "[vdso]", id, "vdso")}
-	}
-	if len(id) < 3 {
-		return nil
-	}
-	link := filepath.Join(dir, ".build-id", id[:2], id[2:])
-	return []string{filepath.Join(link, "elf"), link, filepath.Join(link, "debug")}
 }
 
 // fileHasBuildID reports whether the file at p carries id. A kallsyms file

@@ -22,13 +22,7 @@ func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &Res
 
 // Locate implements Locator.
 func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
-	switch q.Kind {
-	case dso.Kernel, dso.Module, dso.VDSO:
-	default:
-		bq.Kind = dso.File // the lookup knows only binaries of these four kinds
-	}
-	res, err := l.R.Resolve(ctx, bq)
+	res, err := l.R.Resolve(ctx, lookupQuery(q))
 	if err != nil {
 		if errors.Is(err, buildidcache.ErrNotFound) {
 			// Wrapped, not flattened, so that errors.As reaches the
@@ -37,6 +31,23 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 		}
 		return nil, err
 	}
+	return located(res), nil
+}
+
+// lookupQuery is q as buildidcache asks it.
+func lookupQuery(q Query) buildidcache.Query {
+	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
+	switch q.Kind {
+	case dso.Kernel, dso.Module, dso.VDSO:
+	default:
+		bq.Kind = dso.File // the lookup knows only binaries of these four kinds
+	}
+	return bq
+}
+
+// located is what a Locator answers for buildidcache's res: the file that
+// proves the identity, and the richest one to symbolize with.
+func located(res *buildidcache.Result) *Located {
 	loc := &Located{
 		Path:    res.Identity.Path,
 		Source:  res.Identity.Locator,
@@ -57,5 +68,5 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 	for _, c := range res.Rejected {
 		loc.Rejected = append(loc.Rejected, c.Locator+" "+c.Path+": "+c.Reason())
 	}
-	return loc, nil
+	return loc
 }

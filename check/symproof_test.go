@@ -244,7 +244,10 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 		if d.Source != "perf-cache" {
 			t.Fatalf("vdso verified by %s, want perf-cache", d.Source)
 		}
-		cached := filepath.Join(w.cache(), "[vdso]", d.BuildID.String(), "vdso")
+		cached := d.FoundPath // the cache's vdso file, as the lookup named it
+		if !strings.HasPrefix(cached, w.cache()) || filepath.Base(cached) != "vdso" {
+			t.Fatalf("vdso found at %s, want its file in the cache %s", cached, w.cache())
+		}
 		other := w.path("other.so")
 		w.gcc(other, libV1, "-shared", "-fPIC")
 
