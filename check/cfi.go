@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 )
 
 // This file reads the call-frame information of an x86-64 ELF file
@@ -104,11 +105,7 @@ func readELF(path string, want buildid.ID, fn func(ef *elf.File) error) (err err
 			return err
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
+	defer safeelf.Recover(path, &err)
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)

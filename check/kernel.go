@@ -17,6 +17,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -394,11 +395,7 @@ func koTextSymsOf(path string, image []byte, limit uint64, want buildid.ID) (l *
 			return nil, err
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			l, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
+	defer safeelf.Recover(path, &err) // l is nil after a panic: it is set only by the last return
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -39,6 +39,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/dso"
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -444,13 +445,7 @@ func textPageOffset(d *check.DSO, lo uint64) uint64 {
 }
 
 func execSegmentOffset(path string, lo uint64) (off uint64, ok bool) {
-	defer func() {
-		// debug/elf documents that malformed input may panic.
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	f, err := elf.Open(path)
+	f, err := safeelf.Open(path)
 	if err != nil {
 		return 0, false
 	}
