@@ -179,8 +179,8 @@ type elfReader struct {
 
 	// noteBudget is what note sections and segments may still cost in
 	// bytes read: the file's size, so that many note headers pointing at
-	// the same or overlapping bytes cannot multiply the reads (2,000
-	// sections over one 1 MiB region once cost 2 GB). noteSeen remembers
+	// the same or overlapping bytes cannot multiply the reads
+	// (TestReadIdentityNoteBudget). noteSeen remembers
 	// the first regions read, so that a region inside one of them with
 	// the same alignment is not read again.
 	noteBudget int64

@@ -365,10 +365,10 @@ func (c *Cache) existing(root *os.Root, bid buildid.ID) (*Entry, bool) {
 // keep. perf inject --jit does that to its own entries: a second injection
 // of a recording opens every jitted-PID-N.so with O_TRUNC and writes code
 // with a new random build-id into the inode the cache links
-// (docs/symbolize.md). A debug
+// (docs/buildidcache.md). A debug
 // file stays linked: it comes from a debug directory's .build-id tree,
 // whose files package managers replace by renaming, never in place, and
-// it is the larger file (libc's: 4 MB against 1.9 MB).
+// it is usually the larger file.
 func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
 	if c.HardLink || e.OldStyle {
 		return e, nil

@@ -363,10 +363,9 @@ func Write(w io.Writer, res *check.Result, opts Options) error {
 }
 
 // WriteProfile writes p to w as Profile.Write does (a gzipped protobuf),
-// compressing with klauspost/compress's gzip, which at the same default
-// level is several times faster than compress/gzip for a few percent more
-// bytes: on the 128 MB bench recording's profile (3.7 MB of protobuf),
-// Profile.Write spent more time compressing than Convert building it.
+// compressing with klauspost/compress's gzip rather than compress/gzip:
+// on a large profile the standard compressor costs more than building the
+// profile (docs/pprof.md, "Compression"; figures in bench/README.md).
 func WriteProfile(w io.Writer, p *profile.Profile) error {
 	zw := gzip.NewWriter(w)
 	if err := p.WriteUncompressed(zw); err != nil {

@@ -104,13 +104,11 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	defer b.Close()
 	// A batch decodes much of the binary's DWARF, making garbage,
-	// while the heap that stays (names, file names, the symbol table:
-	// 4.4 MB for the Go compiler; the decoded tables are off the heap)
+	// while the heap that stays (names, file names, the symbol table)
 	// is small. The default GOGC=100 lets the heap grow to twice what
-	// stays before each collection. 25 keeps the Go compiler's
-	// 100,000-address batch 1.5 MB lower in peak RSS than 50 for no
-	// CPU cost we could measure with DWARF, and 5 to 10% more without
-	// (docs/symbolize.md, "Performance"). A GOGC the user set wins.
+	// stays before each collection; a lower target trades a little CPU
+	// for a lower peak (bench/README.md, "Symbolization"). A GOGC the
+	// user set wins.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(symbolizeGCPercent))
 	}
