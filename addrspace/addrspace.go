@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -13,34 +15,6 @@ import (
 // (HOST_KERNEL_ID in tools/perf/util/machine.h), 0xffffffff as perfdata
 // reads it.
 const KernelPID = ^uint32(0)
-
-// Kind says what a mapping is, so that a frame in it gets an honest label.
-type Kind uint8
-
-// Mapping kinds.
-const (
-	KindFile     Kind = iota // a regular file (executable or shared library)
-	KindKernel               // the kernel image, [kernel.kallsyms]
-	KindModule               // a kernel module
-	KindVDSO                 // [vdso] (or [vdso32], [vdsox32])
-	KindVsyscall             // [vsyscall]: a fixed kernel page, no file, no build-id
-	KindAnon                 // anonymous memory: //anon, [anon:...], [heap], [stack], no name
-	KindJIT                  // anonymous executable memory of a process with a /tmp/perf-PID.map
-	KindUnknown              // an address no mapping covers
-	KindGuest                // guest or hypervisor code: not this machine's to resolve
-)
-
-var kindNames = [...]string{"file", "kernel", "module", "vdso", "vsyscall", "anon", "jit", "unknown", "guest"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind?"
-}
-
-// MarshalText makes a Kind a JSON string.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Mapping is one range of a process's (or the kernel's) address space, as
 // an MMAP or MMAP2 record made it. Mappings are immutable once created: a
@@ -52,7 +26,7 @@ type Mapping struct {
 	// Pgoff is the file offset of Start; for the kernel map, the address
 	// of the symbol its name follows ("[kernel.kallsyms]_text": _text).
 	Pgoff uint64
-	Kind  Kind
+	Kind  dso.Kind
 	PID   uint32 // the owning process, KernelPID for the kernel's maps
 	// ID numbers the MMAP and MMAP2 records a Tracker took, from 0: the
 	// pieces a later mapping cuts out of this one share it, so that a
@@ -67,7 +41,7 @@ type Mapping struct {
 	// MMAP2 only: the build-id form (perf record --buildid-mmap) sets
 	// BuildID, the device and inode form sets HasDevIno and Maj, Min, Ino
 	// and InoGeneration.
-	BuildID            perfdata.BuildID
+	BuildID            buildid.ID
 	HasDevIno          bool
 	Maj, Min           uint32
 	Ino, InoGeneration uint64
@@ -177,11 +151,11 @@ type process struct {
 type Tracker struct {
 	// HasPerfMap, when set, reports whether a perf map (/tmp/perf-PID.map,
 	// written by a JIT) describes the code of process pid: its anonymous
-	// executable mappings are then KindJIT. It is asked once per process,
+	// executable mappings are then dso.JIT. It is asked once per process,
 	// when its first anonymous executable mapping appears, as perf's
 	// map__new (tools/perf/util/map.c) looks for the file; a process made
 	// by a later FORK of the same pid is asked again. When nil, the
-	// Tracker reads nothing and makes no KindJIT mapping.
+	// Tracker reads nothing and makes no dso.JIT mapping.
 	HasPerfMap func(pid uint32) bool
 
 	procs  map[uint32]*process
@@ -237,7 +211,7 @@ func (t *Tracker) Update(rec perfdata.Record) *Mapping {
 			Prot: r.Prot, Flags: r.Flags,
 		}
 		if r.HasBuildID() {
-			m.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+			m.BuildID = append(buildid.ID(nil), r.BuildID...)
 		} else {
 			m.HasDevIno = true
 			m.Maj, m.Min, m.Ino, m.InoGeneration = r.Maj, r.Min, r.Ino, r.InoGeneration
@@ -260,25 +234,25 @@ func isKernelMap(pid uint32, mode perfdata.CPUMode) bool {
 
 // classify gives the Kind of a recorded file name, using perf's names
 // (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory, is_vdso_map).
-func classify(p string, kernel bool) Kind {
+func classify(p string, kernel bool) dso.Kind {
 	if kernel {
 		if strings.HasPrefix(p, "[kernel.kallsyms]") || strings.HasPrefix(p, "[guest.kernel.kallsyms") {
-			return KindKernel
+			return dso.Kernel
 		}
-		return KindModule
+		return dso.Module
 	}
 	switch {
 	case p == "[vdso]" || p == "[vdso32]" || p == "[vdsox32]":
-		return KindVDSO
+		return dso.VDSO
 	case p == "[vsyscall]":
-		return KindVsyscall
+		return dso.Vsyscall
 	case p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
 		strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
 		p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
 		strings.HasPrefix(p, "/memfd:"):
-		return KindAnon
+		return dso.Anon
 	}
-	return KindFile
+	return dso.File
 }
 
 // mmap adds the mapping m of an MMAP or MMAP2 record of cpumode mode, its
@@ -296,14 +270,14 @@ func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
 	if kernel {
 		t.kgen = t.bump()
 		m.PID = KernelPID
-		if m.Kind == KindKernel {
+		if m.Kind == dso.Kernel {
 			t.ktext = m
 		} else {
 			t.kernel.insert(m)
 		}
 		return m
 	}
-	if m.Kind == KindAnon && m.Exec && t.HasPerfMap != nil {
+	if m.Kind == dso.Anon && m.Exec && t.HasPerfMap != nil {
 		if p := t.proc(m.PID); !p.askedPerfMap {
 			p.askedPerfMap = true
 			if t.HasPerfMap(m.PID) {
@@ -313,8 +287,8 @@ func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
 	}
 	p := t.proc(m.PID)
 	p.gen = t.bump()
-	if m.Kind == KindAnon && m.Exec && p.jitMap {
-		m.Kind = KindJIT
+	if m.Kind == dso.Anon && m.Exec && p.jitMap {
+		m.Kind = dso.JIT
 	}
 	p.space.insert(m)
 	return m
@@ -328,9 +302,9 @@ func (t *Tracker) setJITMap(p *process) {
 	p.jitMap = true
 	p.gen = t.bump()
 	for i, m := range p.space.maps {
-		if m.Kind == KindAnon && m.Exec {
+		if m.Kind == dso.Anon && m.Exec {
 			c := *m
-			c.Kind = KindJIT
+			c.Kind = dso.JIT
 			p.space.maps[i] = &c
 		}
 	}

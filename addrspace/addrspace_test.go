@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -149,45 +151,45 @@ func TestKernel(t *testing.T) {
 
 	m := tr.Lookup(7, perfdata.CPUModeKernel, 0xffffffff81234567)
 	require.NotNil(t, m)
-	assert.Equal(t, KindKernel, m.Kind)
+	assert.Equal(t, dso.Kernel, m.Kind)
 	assert.Equal(t, uint64(0xffffffff81234567), m.Offset(0xffffffff81234567))
 	m = tr.Lookup(7, perfdata.CPUModeKernel, 0xffffffffc0001234)
 	require.NotNil(t, m)
-	assert.Equal(t, KindModule, m.Kind)
+	assert.Equal(t, dso.Module, m.Kind)
 	assert.Equal(t, uint64(0x1234), m.Offset(0xffffffffc0001234))
 	// Any pid sees the same kernel.
 	m = tr.Lookup(99, perfdata.CPUModeKernel, 0xffffffff81000010)
 	require.NotNil(t, m)
-	assert.Equal(t, KindKernel, m.Kind)
+	assert.Equal(t, dso.Kernel, m.Kind)
 	// A user-mode lookup of a user address does not find kernel maps, and
 	// a guest address finds nothing.
 	m = tr.Lookup(7, perfdata.CPUModeUser, 0x400010)
 	require.NotNil(t, m)
-	assert.Equal(t, KindFile, m.Kind)
+	assert.Equal(t, dso.File, m.Kind)
 	assert.Nil(t, tr.Lookup(7, perfdata.CPUModeGuestKernel, 0xffffffff81000010))
 	// A user-mode address that no user map covers falls back to the
 	// modules, as perf's thread__find_map does.
 	m = tr.Lookup(7, perfdata.CPUModeUser, 0xffffffffc0000010)
 	require.NotNil(t, m)
-	assert.Equal(t, KindModule, m.Kind)
+	assert.Equal(t, dso.Module, m.Kind)
 
 	maps := tr.Maps(KernelPID)
 	require.Len(t, maps, 2)
-	assert.Equal(t, KindModule, maps[0].Kind)
+	assert.Equal(t, dso.Module, maps[0].Kind)
 	assert.Same(t, k, maps[1])
 }
 
 // An MMAP2 record's identity comes through in either of its forms.
 func TestMmap2Identity(t *testing.T) {
 	tr := New()
-	id := perfdata.BuildID{0xde, 0xad, 0xbe, 0xef}
+	id := buildid.ID{0xde, 0xad, 0xbe, 0xef}
 	r := &perfdata.Mmap2{RecordHeader: header(perfdata.RecordMmap2, perfdata.CPUModeUser, miscMmapBuildID),
 		PID: 2, TID: 2, Addr: 0x1000, Len: 0x1000, Filename: "/bin/a", BuildID: id, Prot: 5, Flags: 2}
 	r.SampleID.Time = 42
 	m := tr.Update(r)
 	id[0] = 0 // perfdata reuses the record's storage: the tracker keeps a copy
 	require.NotNil(t, m)
-	assert.Equal(t, perfdata.BuildID{0xde, 0xad, 0xbe, 0xef}, m.BuildID)
+	assert.Equal(t, buildid.ID{0xde, 0xad, 0xbe, 0xef}, m.BuildID)
 	assert.False(t, m.HasDevIno)
 	assert.Equal(t, uint64(42), m.Time)
 	assert.Equal(t, uint32(5), m.Prot)
@@ -205,20 +207,20 @@ func TestMmap2Identity(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	for path, want := range map[string]Kind{
-		"/usr/lib/libc.so.6": KindFile,
-		"[vdso]":             KindVDSO,
-		"[vsyscall]":         KindVsyscall,
-		"//anon":             KindAnon,
-		"[heap]":             KindAnon,
-		"[stack]":            KindAnon,
-		"[anon:v8]":          KindAnon,
-		"":                   KindAnon,
+	for path, want := range map[string]dso.Kind{
+		"/usr/lib/libc.so.6": dso.File,
+		"[vdso]":             dso.VDSO,
+		"[vsyscall]":         dso.Vsyscall,
+		"//anon":             dso.Anon,
+		"[heap]":             dso.Anon,
+		"[stack]":            dso.Anon,
+		"[anon:v8]":          dso.Anon,
+		"":                   dso.Anon,
 	} {
 		assert.Equal(t, want, classify(path, false), "classify(%q)", path)
 	}
-	assert.Equal(t, KindKernel, classify("[kernel.kallsyms]_text", true))
-	assert.Equal(t, KindModule, classify("[xfs]", true))
+	assert.Equal(t, dso.Kernel, classify("[kernel.kallsyms]_text", true))
+	assert.Equal(t, dso.Module, classify("[xfs]", true))
 }
 
 // A process with a perf map has JIT code in its anonymous executable maps,
@@ -233,13 +235,13 @@ func TestPerfMap(t *testing.T) {
 	}
 	data := tr.Update(&perfdata.Mmap{RecordHeader: header(perfdata.RecordMmap, perfdata.CPUModeUser, miscMmapData),
 		PID: 5, TID: 5, Addr: 0x1000, Len: 0x1000, Filename: "//anon"})
-	assert.Equal(t, KindAnon, data.Kind)
+	assert.Equal(t, dso.Anon, data.Kind)
 	m := mmap(tr, 5, 0x2000, 0x1000, 0, "//anon")
-	assert.Equal(t, KindJIT, m.Kind)
+	assert.Equal(t, dso.JIT, m.Kind)
 	mmap(tr, 5, 0x3000, 0x1000, 0, "//anon")
-	assert.Equal(t, KindAnon, tr.Lookup(5, perfdata.CPUModeUser, 0x1000).Kind)
+	assert.Equal(t, dso.Anon, tr.Lookup(5, perfdata.CPUModeUser, 0x1000).Kind)
 	mmap(tr, 6, 0x2000, 0x1000, 0, "//anon")
-	assert.Equal(t, KindAnon, tr.Lookup(6, perfdata.CPUModeUser, 0x2000).Kind)
+	assert.Equal(t, dso.Anon, tr.Lookup(6, perfdata.CPUModeUser, 0x2000).Kind)
 	assert.Equal(t, []uint32{5, 6}, asked)
 
 	// A new process of pid 6 is asked again.
@@ -256,8 +258,8 @@ func TestPerfMapLate(t *testing.T) {
 	// The first anonymous executable map asks; nothing before it changes.
 	f := mmap(tr, 8, 0x1000, 0x1000, 0, "/bin/java")
 	j := mmap(tr, 8, 0x9000, 0x1000, 0, "[anon:jit]")
-	assert.Equal(t, KindFile, f.Kind)
-	assert.Equal(t, KindJIT, j.Kind)
+	assert.Equal(t, dso.File, f.Kind)
+	assert.Equal(t, dso.JIT, j.Kind)
 }
 
 // Generations change exactly when a lookup could answer differently.

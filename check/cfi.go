@@ -6,14 +6,15 @@ import (
 	"io"
 	"os"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // readCFI reads the unwind tables of the ELF file at path, which must
 // carry build-id want when want is not nil (readELF).
-func readCFI(path string, want perfdata.BuildID) (t *unwind.Table, err error) {
+func readCFI(path string, want buildid.ID) (t *unwind.Table, err error) {
 	err = readELF(path, want, func(ef *elf.File) error {
 		t, err = unwind.NewTable(ef)
 		if err != nil {
@@ -33,7 +34,7 @@ func readCFI(path string, want perfdata.BuildID) (t *unwind.Table, err error) {
 // a path the locator verified can change before it is opened again.
 // debug/elf may panic on malformed input; that becomes an error naming the
 // file.
-func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (err error) {
+func readELF(path string, want buildid.ID, fn func(ef *elf.File) error) (err error) {
 	f, err := openRegular(path)
 	if err != nil {
 		return err
@@ -48,11 +49,7 @@ func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (e
 			return err
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
+	defer safeelf.Recover(path, &err)
 	ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -64,7 +61,7 @@ func readELF(path string, want perfdata.BuildID, fn func(ef *elf.File) error) (e
 // read from path, carries build-id want: the file at a path the locator
 // verified can change before it is opened again, so the build-id is
 // checked on the bytes that are then read.
-func checkBuildID(path string, r io.ReaderAt, size int64, want perfdata.BuildID) error {
+func checkBuildID(path string, r io.ReaderAt, size int64, want buildid.ID) error {
 	id, err := imageBuildID(path, r, size)
 	if err != nil {
 		return err
@@ -74,7 +71,7 @@ func checkBuildID(path string, r io.ReaderAt, size int64, want perfdata.BuildID)
 
 // imageBuildID reads the build-id of the ELF image r (of size bytes), read
 // from path; nil when it has none.
-func imageBuildID(path string, r io.ReaderAt, size int64) (perfdata.BuildID, error) {
+func imageBuildID(path string, r io.ReaderAt, size int64) (buildid.ID, error) {
 	ident, err := buildidcache.ReadIdentity(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -82,13 +79,13 @@ func imageBuildID(path string, r io.ReaderAt, size int64) (perfdata.BuildID, err
 	if len(ident.BuildID) == 0 {
 		return nil, nil
 	}
-	return perfdata.BuildID(ident.BuildID), nil
+	return ident.BuildID, nil
 }
 
 // wantBuildID reports a *changedError unless id, the build-id read from
 // the file at path once open, is want (or its zero-padded form).
-func wantBuildID(path string, id, want perfdata.BuildID) error {
-	if len(id) == 0 || !sameBuildID(id, want) {
+func wantBuildID(path string, id, want buildid.ID) error {
+	if len(id) == 0 || !id.Matches(want) {
 		return &changedError{path: path, got: id, want: want}
 	}
 	return nil
@@ -99,7 +96,7 @@ func wantBuildID(path string, id, want perfdata.BuildID) error {
 // not want (nil: none).
 type changedError struct {
 	path      string
-	got, want perfdata.BuildID
+	got, want buildid.ID
 }
 
 func (e *changedError) Error() string {

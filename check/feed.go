@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"runtime"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
 )
@@ -250,7 +251,7 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 	case *perfdata.Mmap2:
 		c := *r
 		if r.HasBuildID() {
-			c.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
+			c.BuildID = append(buildid.ID(nil), r.BuildID...)
 		}
 		return &c
 	case *perfdata.Comm:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // openCounter counts the opens of one file, as the kernel reports them
@@ -101,7 +102,7 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
 	fakeRunning(t, ko, "perfcheck_test", modBase)
-	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: KindModule, BuildID: id})
+	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: dso.Module, BuildID: id})
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}

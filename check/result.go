@@ -12,7 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Location is one distinct (DSO, offset) of the recording, shared by every
@@ -24,7 +26,7 @@ type Location struct {
 	// Frames are the source frames at this location, leaf (innermost
 	// inline) first; nil when the DSO is not symbolized (its verdict
 	// refuses names, or symbolization failed: see SymbolError).
-	Frames      []Frame
+	Frames      []symbolize.Frame
 	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
 }
 
@@ -466,7 +468,7 @@ func (s *Session) perfMapNotes(res *Result) {
 		opener = defaultOpener{}
 	}
 	for _, d := range res.DSOs {
-		if d.Kind != KindJIT || d.symPath == "" {
+		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
 		}
 		lk, err := opener.Open(d.symPath, d.Kind)
@@ -510,7 +512,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 		}
 	}
 	for _, d := range dsos {
-		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
+		if d.Kind == dso.VDSO && d.Verdict == Verified && d.symPath == "" {
 			// Verified against the running vdso, which exists only in
 			// memory: symbolize from a private temporary copy.
 			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {

@@ -3,6 +3,8 @@ package check
 import (
 	"debug/elf"
 	"strings"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // segment is an executable PT_LOAD segment of a binary: its file offset
@@ -23,7 +25,7 @@ func execSegments(locs []*Location) map[*DSO][]segment {
 		}
 		segs[d] = nil
 		switch d.Kind {
-		case KindFile, KindVDSO:
+		case dso.File, dso.VDSO:
 		default:
 			continue
 		}

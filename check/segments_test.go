@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // A verified binary's executable segment is in the Result, read from the
@@ -26,7 +28,7 @@ func TestExecSegment(t *testing.T) {
 	}
 	require.NotNil(t, text)
 
-	seen := map[Kind]bool{}
+	seen := map[dso.Kind]bool{}
 	for _, l := range res.Locations {
 		d := l.DSO
 		off, ok := res.ExecSegment(d, l.Offset)
@@ -37,10 +39,10 @@ func TestExecSegment(t *testing.T) {
 			assert.Equal(t, text.Off, off)
 			_, ok = res.ExecSegment(d, text.Off+text.Filesz)
 			assert.False(t, ok, "past the segment")
-		case d.Kind == KindKernel:
+		case d.Kind == dso.Kernel:
 			assert.False(t, ok, "kernel offsets are addresses")
 		}
 		seen[d.Kind] = true
 	}
-	assert.True(t, seen[KindKernel], "the recording has kernel frames")
+	assert.True(t, seen[dso.Kernel], "the recording has kernel frames")
 }

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
 )
@@ -65,7 +67,7 @@ type frameRef struct {
 }
 
 type dsoKey struct {
-	kind    Kind
+	kind    dso.Kind
 	path    string
 	buildID string // from MMAP2 (build-id form)
 	devino  [4]uint64
@@ -205,9 +207,9 @@ func (s *Session) AddBuildIDs(entries []perfdata.BuildIDEntry) {
 func (s *Session) onMap(m *addrspace.Mapping) {
 	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
 	switch m.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		// No identity: one pseudo DSO per name.
-	case KindJIT:
+	case dso.JIT:
 		k.pid = int32(m.PID)
 	default:
 		if len(m.BuildID) > 0 {
@@ -227,10 +229,10 @@ func (s *Session) onMap(m *addrspace.Mapping) {
 			pid:       int32(m.PID),
 		}
 		if len(m.BuildID) > 0 {
-			d.BuildID = append(perfdata.BuildID(nil), m.BuildID...)
+			d.BuildID = append(buildid.ID(nil), m.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
-		if m.Kind == KindKernel {
+		if m.Kind == dso.Kernel {
 			if i := strings.IndexByte(m.Path, ']'); i >= 0 && i+1 < len(m.Path) {
 				d.relocSym = m.Path[i+1:]
 				d.relocAddr = m.Pgoff
@@ -256,13 +258,13 @@ func (s *Session) dsoOf(m *addrspace.Mapping) *DSO { return s.dsos[s.mapDSO[m.ID
 func dsoPath(m *addrspace.Mapping) string {
 	p := m.Path
 	switch m.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if i := strings.IndexByte(p, ']'); i >= 0 {
 			return p[:i+1]
 		}
-	case KindJIT:
+	case dso.JIT:
 		return "/tmp/perf-" + strconv.Itoa(int(int32(m.PID))) + ".map"
-	case KindAnon:
+	case dso.Anon:
 		switch {
 		case p == "":
 			return "[anon]"
@@ -273,7 +275,7 @@ func dsoPath(m *addrspace.Mapping) string {
 	return p
 }
 
-func (s *Session) specialDSO(name string, k Kind) int32 {
+func (s *Session) specialDSO(name string, k dso.Kind) int32 {
 	if i, ok := s.special[name]; ok {
 		return i
 	}
@@ -287,7 +289,7 @@ func (s *Session) specialDSO(name string, k Kind) int32 {
 func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-		return frameRef{dso: s.specialDSO("[guest]", KindGuest), off: ip}
+		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
 	}
 	m := s.tracker.Lookup(uint32(pid), mode, ip)
 	if m == nil {
@@ -295,13 +297,13 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 			// No kernel map was recorded (perf record without kernel
 			// access, or -e ...:u with a stray kernel address): the
 			// kernel is still the DSO, without a map to check it by.
-			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", KindKernel), off: ip}
+			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", dso.Kernel), off: ip}
 		}
-		return frameRef{dso: s.specialDSO("[unknown]", KindUnknown), off: ip}
+		return frameRef{dso: s.specialDSO("[unknown]", dso.Unknown), off: ip}
 	}
 	var off uint64
 	switch m.Kind {
-	case KindFile, KindVDSO, KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		off = m.Offset(ip)
 	default:
 		// Kernel text (perf sets pgoff = start, so offset = address),

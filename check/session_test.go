@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -72,7 +73,7 @@ int main(void) { new_only_hot(100); return 0; }
 
 type synthetic struct {
 	path    string
-	bid     perfdata.BuildID
+	bid     buildid.ID
 	ev      *perfdata.Mmap2
 	noInode bool // feed ev as an MMAP record, without device and inode
 	ip      uint64
@@ -119,7 +120,7 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 	}
 	return &synthetic{
 		path: path,
-		bid:  perfdata.BuildID(id.BuildID),
+		bid:  id.BuildID,
 		ip:   start + off - pgoff + 4,
 		ev:   mmap2Rec(100, start, seg.Off+seg.Filesz-pgoff, pgoff, path, fid.Maj, fid.Min, fid.Ino, 0),
 	}
@@ -202,7 +203,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 
 	res = finish(t, sy.session(Options{}))
 	d = dsoOf(t, res, path)
-	if d.Verdict != Mismatch || d.FoundBuildID == nil || sameBuildID(d.FoundBuildID, sy.bid) {
+	if d.Verdict != Mismatch || d.FoundBuildID == nil || d.FoundBuildID.Matches(sy.bid) {
 		t.Fatalf("rebuilt, no cache: %+v", d)
 	}
 	if res.TrustedSamples != 0 || res.UntrustedLeafSamples != 10 || res.UntrustedAnySamples != 10 {
@@ -265,7 +266,7 @@ func TestAmbiguousTable(t *testing.T) {
 	sy := newSynthetic(t, path)
 	sy.noInode = true
 	s := sy.session(Options{})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{1, 2, 3}, Filename: path}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
 	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized() {
@@ -282,7 +283,7 @@ func TestCallchainOnlyDSOVisible(t *testing.T) {
 	// entry repeats the IP.
 	s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
 		Callchain: []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser, 0x1010, 0x8010, 0x8020}})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
 	res := finish(t, s)
 	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 5 {
 		t.Fatalf("stack: %+v", res.Stacks[0])

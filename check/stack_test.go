@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -21,7 +22,7 @@ func TestStackLocationsLazy(t *testing.T) {
 	// A build-id in the table for a file that is not there: missing, so
 	// untrusted; the other is memory without a file (no-file), trusted,
 	// where an offset is the address.
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
 	type want struct {
 		frames []string // "path+offset", leaf first
 		n      uint64

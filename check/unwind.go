@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
 )
@@ -21,7 +23,7 @@ import (
 func (s *Session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
 	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
 		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, pc)
-		if m == nil || m.Kind != KindFile {
+		if m == nil || m.Kind != dso.File {
 			return nil, 0
 		}
 		d := s.dsoOf(m)
@@ -128,7 +130,7 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 			}
 		}
 		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
-			if st := statFile(disk); st.Exists && sameBuildID(st.BuildID, id) {
+			if st := statFile(disk); st.Exists && st.BuildID.Matches(id) {
 				out = append(out, disk)
 			}
 		}
@@ -160,8 +162,8 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
 // holds for a user path (a zero one is perf 6.1's placeholder in pipe mode
 // and with -z: no identity).
-func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
-	var ids []perfdata.BuildID
+func (s *Session) tableBuildIDs(path string) []buildid.ID {
+	var ids []buildid.ID
 	for _, e := range s.buildIDs {
 		if e.Filename != path || e.BuildID.IsZero() {
 			continue
@@ -173,7 +175,7 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 		}
 		dup := false
 		for _, b := range ids {
-			dup = dup || sameBuildID(b, e.BuildID)
+			dup = dup || b.Matches(e.BuildID)
 		}
 		if !dup {
 			ids = append(ids, e.BuildID)
@@ -191,7 +193,7 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 // with id, written after d was mapped and before the recording ended.
 // Mappings read later cannot be foreseen; if they prove the replacement,
 // d's verdict says so and every stack through d is untrusted.
-func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
+func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if d.Dev == nil {
 		return ""
 	}
@@ -201,8 +203,8 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		st = statFile(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
-		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
-			if st != nil && d.Dev.now(st) == inodeSame && sameBuildID(st.BuildID, id) {
+		if p != d && p.Kind == dso.File && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
+			if st != nil && d.Dev.now(st) == inodeSame && st.BuildID.Matches(id) {
 				// This inode is the file at the path now, whose
 				// build-id the table holds (as judge concludes).
 				return ""
@@ -214,7 +216,7 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 		return ""
 	}
 	t, ok := o.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
+	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && st.BuildID.Matches(id) &&
 		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}

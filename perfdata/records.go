@@ -1,6 +1,10 @@
 package perfdata
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/perfcheck/perfcheck/buildid"
+)
 
 // RecordType is perf_event_header.type: kernel records (1..63, from
 // include/uapi/linux/perf_event.h) and records the perf tool writes itself
@@ -192,7 +196,7 @@ type Mmap2 struct {
 	InoGeneration uint64
 	// BuildID is valid when HasBuildID(); it aliases storage reused by the
 	// next record, copy it to keep it.
-	BuildID  BuildID
+	BuildID  buildid.ID
 	Prot     uint32
 	Flags    uint32
 	Filename string

@@ -34,7 +34,9 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Options tune Convert.
@@ -77,7 +79,7 @@ func refused(d *check.DSO) bool { return !d.Trusted() }
 // kernel, JIT code and file-less memory) rather than file offsets.
 func addrKind(d *check.DSO) bool {
 	switch d.Kind {
-	case check.KindFile, check.KindVDSO, check.KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		return false
 	}
 	return true
@@ -256,7 +258,7 @@ func (b *builder) addMapping(d *check.DSO, s *span) {
 func layOutAddresses(m *profile.Mapping, d *check.DSO, s *span) {
 	m.Start = s.lo &^ 0xfff
 	m.Limit = (s.hi | 0xfff) + 1
-	if d.Kind == check.KindKernel {
+	if d.Kind == dso.Kernel {
 		// perf's kernel map: an address is its own offset.
 		m.Offset = m.Start
 	}
@@ -341,7 +343,7 @@ func (b *builder) addLocations() {
 }
 
 // function returns the profile's function for frame f, added on first use.
-func (b *builder) function(f check.Frame) *profile.Function {
+func (b *builder) function(f symbolize.Frame) *profile.Function {
 	key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
 	if key.Name == "" {
 		key.Name = f.RawName
@@ -466,7 +468,7 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		return -1
 	}
 	for i, d := range dsos {
-		if d.Kind != check.KindFile {
+		if d.Kind != dso.File {
 			continue
 		}
 		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]

@@ -3,31 +3,31 @@ package symbolize
 import (
 	"fmt"
 	"runtime/debug"
+
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 )
 
-// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym, and
-// turns a panic inside it into an error wrapping ErrMalformed that names
-// the file. Those packages document that malformed input may make them
-// panic (an index out of range on a corrupt offset); our own decoders check
-// every length instead and never rely on recover. The panic value is kept
-// in the message so that a bug of ours caught here stays visible.
+// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym,
+// through safeelf.Do, and makes the error of a recovered panic wrap
+// ErrMalformed as well, so that it names the file and says what it means.
 //
 // Every loader runs inside safely, and the loaders read mapped sections
 // (see region) from Warnings, DebugFile and Symbol as well as from Frames:
 // f runs with debug.SetPanicOnFault (which is per goroutine), so that a
 // file truncated under its mapping fails the load with ErrMalformed
 // instead of killing the process with SIGBUS.
-func safely(name string, f func() error) (err error) {
+func safely(name string, f func() error) error {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if err = faultErr(name, r); err != nil {
-				return
-			}
-			err = fmt.Errorf("%w: %s: decoder panic: %v", ErrMalformed, name, r)
+	err := safeelf.Do(name, f)
+	// Only a panic in f itself, not an error f returned from a nested
+	// safely, which wraps ErrMalformed already.
+	if pe, ok := err.(*safeelf.PanicError); ok {
+		if ferr := faultErr(name, pe.Value); ferr != nil {
+			return ferr
 		}
-	}()
-	return f()
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return err
 }
 
 // faultErr is the error for a recovered panic r when it is a memory fault

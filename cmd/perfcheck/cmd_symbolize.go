@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -25,21 +26,11 @@ func init() {
 	})
 }
 
-// symbolizeFrameJSON is one frame in --json output.
-type symbolizeFrameJSON struct {
-	Function string `json:"function,omitempty"`
-	RawName  string `json:"raw_name,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"`
-}
-
 // symbolizeAddrJSON is the answer for one address in --json output.
 type symbolizeAddrJSON struct {
-	Address string               `json:"address"`
-	Frames  []symbolizeFrameJSON `json:"frames"`
-	Error   string               `json:"error,omitempty"`
+	Address string            `json:"address"`
+	Frames  []symbolize.Frame `json:"frames"`
+	Error   string            `json:"error,omitempty"`
 }
 
 func runSymbolize(args []string, stdout, stderr io.Writer) int {
@@ -77,7 +68,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
 	if *buildID != "" {
-		id, err := buildidcache.ParseBuildID(*buildID)
+		id, err := buildid.Parse(*buildID)
 		if err != nil {
 			return errorf(stderr, name, "--build-id: %v", err)
 		}
@@ -146,7 +137,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 		var lerr error
 		frames, lerr = b.Frames(addr, frames)
 		if *jsonOut {
-			r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolizeFrameJSON{}}
+			r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolize.Frame{}}
 			if lerr != nil && !errors.Is(lerr, symbolize.ErrUnknownAddr) {
 				r.Error = lerr.Error()
 			}
@@ -154,9 +145,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 			if !*inlines && len(fr) > 1 {
 				fr = fr[:1]
 			}
-			for _, f := range fr {
-				r.Frames = append(r.Frames, symbolizeFrameJSON(f))
-			}
+			r.Frames = append(r.Frames, fr...) // a copy: frames is reused for the next address
 			results = append(results, r)
 			return
 		}
