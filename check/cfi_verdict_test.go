@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -49,9 +50,9 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 		t.Fatal("rewriting in place changed the inode")
 	}
 	const perfT = 1_000_000_000 // perf time of the mapping = wall time `mapped`
-	s := NewSession(Options{BuildIDDir: t.TempDir(), RecordingEnd: time.Now(),
-		Clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}})
-	s.Update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
+	s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
+	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d := s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why := s.cfiFiles(d)
 	s.judge(context.Background(), d, s.locator(), &stateCache{})
@@ -66,9 +67,9 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	if err := os.Chtimes(bin, mapped.Add(-time.Minute), mapped.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	s = NewSession(Options{BuildIDDir: t.TempDir(), RecordingEnd: time.Now(),
-		Clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}})
-	s.Update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
+	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
+	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d = s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why = s.cfiFiles(d)
 	s.judge(context.Background(), d, s.locator(), &stateCache{})

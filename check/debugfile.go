@@ -16,7 +16,7 @@ import (
 // binary that proved the identity, or the file at the recorded path when
 // it has the recorded build-id — give the mapping instead; the debug
 // file still gives the names.
-func openDSO(opener SymbolOpener, d *DSO, opts *Options) (SymbolLookup, error) {
+func openDSO(opener symbolOpener, d *DSO, opts *Options) (symbolLookup, error) {
 	lk, err := opener.Open(d.symPath, d.Kind)
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ type DSO struct {
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
 	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *Located   // its answer
+	cfiFound    *located   // its answer
 	cfiErr      error      // or the error
 	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
 	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
@@ -123,44 +123,82 @@ func (d *DSO) Symbolized() bool { return d.symPath != "" }
 // Trusted reports whether the DSO's frames keep a sample trusted.
 func (d *DSO) Trusted() bool { return d.Verdict.Trusted() }
 
-// Options tune a check.
+// Options tune a check. The zero value does what `perfcheck check` does by
+// default: binaries are looked up in perf's build-id cache
+// ($PERF_BUILDID_DIR, else buildid.dir in ~/.perfconfig, else
+// $HOME/.debug), then /usr/lib/debug, then the servers of
+// $DEBUGINFOD_URLS (no network access when it is unset), then at the
+// recorded path (docs/buildidcache.md).
 type Options struct {
-	// Locator finds binaries by build-id; nil means a PathLocator with
-	// BuildIDDir and SymFS. Commands pass NewResolverLocator(
-	// buildidcache.New(...)) to get debug directories and debuginfod too.
-	Locator Locator
-	// BuildIDDir is perf's cache, used by the default Locator.
-	BuildIDDir string
-	// SymFS is prefixed to recorded paths when looking at files on disk.
-	SymFS string
-	// RecordingEnd is when the recording ended, in wall time: perf rewrites
-	// the header last, so a perf.data file's mtime is it. Zero when unknown
-	// (a pipe); Analyze fills it from the file.
-	RecordingEnd time.Time
-	// Clock converts perf time to wall time (CLOCK_DATA); nil when the
-	// recording has no clock data.
-	Clock *perfdata.ClockData
+	// Lookup says where binaries are looked up by build-id when Resolver
+	// is nil; its zero value is the default order above. Lookup.SymFS is
+	// also where recorded paths are looked at on disk.
+	Lookup buildidcache.Options
+	// Resolver, when set, looks binaries up instead of one Analyze builds
+	// from Lookup (and closes when it returns). The caller closes it; one
+	// Resolver shared by several analyses downloads each file once.
+	// Lookup.SymFS should then be the Resolver's SymFS.
+	Resolver *buildidcache.Resolver
 	// TrustPaths symbolizes replaced and mismatched DSOs through the file
 	// at the path anyway. Their frames stay marked untrusted.
 	TrustPaths bool
 	// NoSymbols skips symbolization (the check alone needs none).
 	NoSymbols bool
-	// KeepSamples keeps one small record per sample so Result.Samples can
-	// replay them (perfcheck script). Without it memory is bounded by the
-	// distinct stacks, not the samples.
+	// KeepSamples keeps one small record per sample so Result.EachSample
+	// can replay them (perfcheck script). Without it memory is bounded by
+	// the distinct stacks, not the samples.
 	KeepSamples bool
-	// Symbolizer opens symbol sources; nil means the symbolize package.
-	Symbolizer SymbolOpener
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
-	// KernelRelease is the recording's kernel release (the OSRELEASE
-	// feature); "" when unknown. Analyze fills it.
-	KernelRelease string
-	// Progress, when set, is called now and then during reading with the
-	// byte offset reached (for a progress bar).
-	Progress func(offset int64)
+	// Progress, when set, is told how the check advances: now and then
+	// during reading with the byte offset reached, then once when reading
+	// is done (for a progress bar). It is called from the goroutine that
+	// reads.
+	Progress func(Progress)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
+
+	locator    locator      // tests: replaces the Resolver
+	symbolizer symbolOpener // tests: replaces the symbolize package
+}
+
+// Progress is what Options.Progress is told.
+type Progress struct {
+	Phase Phase
+	// Offset is the byte offset reading has reached (PhaseRead).
+	Offset int64
+	// Locations is the number of distinct (DSO, offset) pairs the samples
+	// touch, all of them symbolized unless Options.NoSymbols, and DSOs the
+	// number of DSOs to locate (PhaseSymbolize).
+	Locations, DSOs int
+}
+
+// A Phase is a stage of a check.
+type Phase uint8
+
+// Phases of a check.
+const (
+	// PhaseRead: the recording is being read.
+	PhaseRead Phase = iota
+	// PhaseSymbolize: reading is done; binaries are located by build-id
+	// and the distinct locations symbolized, which on a large recording
+	// takes a while after the last byte is read.
+	PhaseSymbolize
+)
+
+// recInfo is what the check learns about the recording itself, beyond its
+// records: what Analyze reads from the file's metadata and header.
+type recInfo struct {
+	// end is when the recording ended, in wall time: perf rewrites the
+	// header last, so a perf.data file's mtime is it. Zero when unknown
+	// (a pipe).
+	end time.Time
+	// clock converts perf time to wall time (CLOCK_DATA); nil when the
+	// recording has none.
+	clock *perfdata.ClockData
+	// kernelRelease is the recording's kernel release (the OSRELEASE
+	// feature); "" when unknown.
+	kernelRelease string
 }
 
 func (o *Options) jitMapPath(pid int32) string {
@@ -179,18 +217,18 @@ func (o *Options) jitMapExists(pid int32) bool {
 // diskPath is where a recorded path is looked at: under SymFS when set,
 // cleaned as if rooted so that ".." in a recorded name cannot climb out.
 func (o *Options) diskPath(p string) string {
-	if o.SymFS == "" {
+	if o.Lookup.SymFS == "" {
 		return p
 	}
-	return filepath.Join(o.SymFS, filepath.Clean("/"+p))
+	return filepath.Join(o.Lookup.SymFS, filepath.Clean("/"+p))
 }
 
 // wallTime converts a perf timestamp to wall time through CLOCK_DATA.
-func (o *Options) wallTime(t uint64) (time.Time, bool) {
-	if o.Clock == nil || o.Clock.WallClockNS == 0 || t == 0 {
+func (r *recInfo) wallTime(t uint64) (time.Time, bool) {
+	if r.clock == nil || r.clock.WallClockNS == 0 || t == 0 {
 		return time.Time{}, false
 	}
-	ns := int64(o.Clock.WallClockNS) + (int64(t) - int64(o.Clock.ClockIDNS))
+	ns := int64(r.clock.WallClockNS) + (int64(t) - int64(r.clock.ClockIDNS))
 	return time.Unix(0, ns), true
 }
 
@@ -202,7 +240,7 @@ func (o *Options) wallTime(t uint64) (time.Time, bool) {
 // DSOs, which is the order of their first MMAP. That pairing is used only
 // when MMAP2's dev/inode split the path into exactly as many DSOs as there
 // are build-ids; otherwise the DSO keeps all candidates and no identity.
-func (s *Session) assignTableBuildIDs() {
+func (s *session) assignTableBuildIDs() {
 	type tkey struct {
 		name   string
 		kernel bool
@@ -302,7 +340,7 @@ func (s *Session) assignTableBuildIDs() {
 
 // judge gives d its verdict. It reads files and asks the locator; it is
 // safe to call for different DSOs concurrently.
-func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateCache) {
+func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateCache) {
 	o := &s.opts
 	switch d.Kind {
 	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
@@ -327,7 +365,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		d.Source = "perf-map"
 		d.symPath = p
 		d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
-		if !o.RecordingEnd.IsZero() && st.MTime.Before(o.RecordingEnd.Add(-24*time.Hour)) {
+		if !s.rec.end.IsZero() && st.MTime.Before(s.rec.end.Add(-24*time.Hour)) {
 			d.Verdict = Replaced
 			d.symPath = ""
 			d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
@@ -344,11 +382,11 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 
 	disk := o.diskPath(d.Path)
 	if d.BuildID != nil {
-		q := Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+		q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
-		var found *Located
+		var found *located
 		var err error
 		if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 			// The unwinder asked already, for the same identity.
@@ -376,7 +414,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		if !errors.Is(err, buildidcache.ErrNotFound) {
 			d.Reason = "lookup failed: " + err.Error() + "; "
 		}
-		if d.Kind == dso.Module && o.SymFS == "" {
+		if d.Kind == dso.Module && o.Lookup.SymFS == "" {
 			// No .ko with the build-id anywhere; the module loaded now
 			// may be it (its build-id note is in /sys/module).
 			name := moduleName(d.Path)
@@ -431,16 +469,16 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	// No build-id recorded.
 	switch d.Kind {
 	case dso.Kernel:
-		if o.SymFS != "" {
+		if o.Lookup.SymFS != "" {
 			d.Verdict = Missing
 			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
 			d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
 			return
 		}
 		rel := kernelRelease()
-		if o.KernelRelease != "" && rel != "" && o.KernelRelease != rel {
+		if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
 			d.Verdict = Replaced
-			d.Reason = "no kernel build-id recorded; the recording's kernel is " + o.KernelRelease + ", the running one " + rel
+			d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
 			d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
 			return
 		}
@@ -449,7 +487,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		d.FoundPath = "/proc/kallsyms"
 		d.symPath = "/proc/kallsyms"
 		d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
-		if o.KernelRelease == "" {
+		if s.rec.kernelRelease == "" {
 			d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
 		}
 		d.needReloc = true
@@ -470,7 +508,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
 	sameInode := false
-	if d.Dev != nil && o.SymFS == "" {
+	if d.Dev != nil && o.Lookup.SymFS == "" {
 		// Under --symfs the files are copies from elsewhere: their device
 		// and inode say nothing about the recorded ones. A different
 		// device is another view of the filesystem (overlayfs, a
@@ -484,7 +522,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 	}
 	if d.Verdict == 0 {
-		if why := o.modifiedAfterMapped(d, st); why != "" {
+		if why := s.rec.modifiedAfterMapped(d, st); why != "" {
 			d.Verdict = Replaced
 			d.Reason = "no build-id recorded; " + why
 		}
@@ -501,7 +539,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		switch {
 		case sameInode:
 			d.Reason = "no build-id recorded; same device and inode as recorded"
-		case o.RecordingEnd.IsZero() && o.Clock == nil:
+		case s.rec.end.IsZero() && s.rec.clock == nil:
 			d.Reason = "no build-id recorded and no recording time known: nothing to compare"
 		default:
 			d.Reason = "no build-id recorded; the file is older than the recording"
@@ -550,12 +588,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 // cfiFiles' choice of unwind tables both ask it, so that unwinding never
 // walks through the new build's tables beneath a frame the verdict calls
 // replaced.
-func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
-	if t, ok := o.wallTime(d.firstTime); ok && st.MTime.After(t) {
+func (r *recInfo) modifiedAfterMapped(d *DSO, st *fileState) string {
+	if t, ok := r.wallTime(d.firstTime); ok && st.MTime.After(t) {
 		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after it was mapped (" + t.UTC().Format(time.RFC3339) + ")"
 	}
-	if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
-		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + o.RecordingEnd.UTC().Format(time.RFC3339) + ")"
+	if !r.end.IsZero() && st.MTime.After(r.end) {
+		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + r.end.UTC().Format(time.RFC3339) + ")"
 	}
 	return ""
 }
@@ -566,7 +604,7 @@ func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
 // that proved the identity when its .text starts the module's text, else
 // not at all, with the reason. found is nil when only the loaded module
 // proved the identity. The symbols themselves are read when symbolizing.
-func (s *Session) planModuleNames(d *DSO, found *Located) {
+func (s *session) planModuleNames(d *DSO, found *located) {
 	d.symPath = ""
 	d.modNames = ""
 	// The lookup's decompressed image of a compressed .ko, taken (and so
@@ -578,7 +616,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	name := moduleName(d.Path)
 	var why []string
 	start, limit, ok := s.moduleRange(d)
-	if s.opts.SymFS != "" {
+	if s.opts.Lookup.SymFS != "" {
 		why = append(why, "under --symfs this machine's loaded modules are not the recording's")
 	} else if !ok {
 		why = append(why, "the recording maps it at more than one address")
@@ -616,7 +654,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 // moduleRange returns where the recording mapped module d: the start and
 // length of its kernel map; ok is false when it was mapped at several
 // addresses (reloaded during the recording).
-func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
+func (s *session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 	n := 0
 	for _, m := range s.tracker.Maps(addrspace.KernelPID) {
 		if m.Kind != dso.Module || s.dsoOf(m) != d {
@@ -648,9 +686,9 @@ func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 // nothing is concluded: a copy of the same file (git clone, cp, a package
 // reinstalled) has another inode and a new mtime too, and its build-id is
 // the proof that it is the same.
-func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
+func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	o := &s.opts
-	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.SymFS != "" {
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.Lookup.SymFS != "" {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))
@@ -664,9 +702,9 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return true
 	}
-	t, ok := o.wallTime(d.firstTime)
-	if !ok || o.RecordingEnd.IsZero() || !st.BuildID.Matches(d.BuildID) ||
-		!st.MTime.After(t) || st.MTime.After(o.RecordingEnd) {
+	t, ok := s.rec.wallTime(d.firstTime)
+	if !ok || s.rec.end.IsZero() || !st.BuildID.Matches(d.BuildID) ||
+		!st.MTime.After(t) || st.MTime.After(s.rec.end) {
 		return false
 	}
 	d.Verdict = Replaced
@@ -682,7 +720,7 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 // "[kernel.kallsyms]_text", stored as the kernel map's pgoff by
 // perf_event__synthesize_kernel_mmap) and relocates by the difference with
 // the same symbol now (machine__create_kernel_maps, map__reloc_vmlinux).
-func (s *Session) relocateKernel(d *DSO) {
+func (s *session) relocateKernel(d *DSO) {
 	if d.relocSym == "" {
 		// No kernel map was recorded, so nothing says where this boot's
 		// kernel was then: naming through this boot's kallsyms could be off

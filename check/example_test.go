@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
 )
 
 // Check a recording, print each DSO's verdict and the hottest trusted
 // leaf functions; frames of untrusted binaries print as dso+0xoffset.
 func ExampleAnalyze() {
-	r := buildidcache.New(buildidcache.Options{}) // perf's cache, /usr/lib/debug, $DEBUGINFOD_URLS, the path
-	res, err := check.Analyze(context.Background(), "perf.data", check.Options{Locator: check.NewResolverLocator(r)})
+	// The zero Options look where perfcheck check does: perf's cache,
+	// /usr/lib/debug, $DEBUGINFOD_URLS, the path.
+	res, err := check.Analyze(context.Background(), check.Path("perf.data"), check.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // Reading a recording and checking its samples are two halves of similar
 // cost (decoding and time-ordering the records; resolving and aggregating
-// the stacks). Session.feed runs them on two goroutines, so that they
+// the stacks). session.feed runs them on two goroutines, so that they
 // overlap on two cores: the reader converts records into batches, which
 // carry copies of what the perfdata iterator reuses (callchains, user
 // registers and stack copies), and the session consumes the batches in the
@@ -51,13 +51,13 @@ type feedOp struct {
 	event, pid, tid  int32
 	cpu              uint32
 	chainLo, chainHi int32  // the callchain in words; chainLo < 0: none (nil)
-	chainHash        uint64 // the first half of SampleEvent.chainHash
+	chainHash        uint64 // the first half of sampleEvent.chainHash
 	// aux indexes users for a sample (-1: no user stack to unwind) and
 	// others for the other records.
 	aux       int32
 	sample    bool // a sample; otherwise the record others[aux]
 	mode      perfdata.CPUMode
-	stackUser bool // the sample has a user stack copy (SampleEvent.StackUser)
+	stackUser bool // the sample has a user stack copy (sampleEvent.StackUser)
 }
 
 // feedUser is a sample's user stack copy (--call-graph dwarf): its
@@ -70,7 +70,7 @@ type feedUser struct {
 
 // aheadKey is a sample's raw-stack key as apply takes it ahead.
 type aheadKey struct {
-	chainHash [2]uint64 // the callchain's digest (SampleEvent.chainHash)
+	chainHash [2]uint64 // the callchain's digest (sampleEvent.chainHash)
 	key       rawKey
 	pg, kg    uint64
 	ok        bool
@@ -116,7 +116,7 @@ func (b *feedBatch) other(r perfdata.Record) {
 // feed reads every record of f in time order (perf's ordered delivery) and
 // feeds the session, keeping each sample's addresses in ips when it is not
 // nil.
-func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
+func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(), func(full *feedBatch) *feedBatch {
@@ -152,7 +152,7 @@ func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 // last) to handoff, which returns an empty batch to go on with. It runs on
 // its own goroutine when feed pipelines: it touches nothing of the session
 // but its options and its raw-stack seeds, both fixed when it was made.
-func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
+func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	n := 0
@@ -165,7 +165,7 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				return err
 			}
 			if s.opts.Progress != nil {
-				s.opts.Progress(rs.Record().Header().Offset)
+				s.opts.Progress(Progress{Phase: PhaseRead, Offset: rs.Record().Header().Offset})
 			}
 		}
 		if r, ok := rs.Record().(*perfdata.Sample); ok {
@@ -187,7 +187,7 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 
 // addSample adds sample r to b, or to the batch handoff returns for b
 // when b is full; it returns the batch it added to.
-func (s *Session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
+func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
 	var stack []byte
 	var regs []uint64
 	userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
@@ -241,7 +241,7 @@ func (s *Session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 }
 
 // copyUpdate returns a copy of r, which the reader will reuse, when it is
-// a record the session's tracker takes (Session.Update); nil otherwise.
+// a record the session's tracker takes (session.update); nil otherwise.
 // EXIT records are not copied: they change no address space.
 func copyUpdate(r perfdata.Record) perfdata.Record {
 	switch r := r.(type) {
@@ -273,8 +273,8 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // overlap, where a lookup per sample took one miss at a time. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
-func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
-	var se SampleEvent
+func (s *session) apply(b *feedBatch, ips *sampleIPs) {
+	var se sampleEvent
 	var us unwind.UserStack
 	keys := s.keyBuf[:0]
 	var touched uint64
@@ -290,7 +290,7 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 		}
 		if op.sample && op.aux < 0 {
 			k.pg, k.kg = s.tracker.Generation(uint32(op.pid))
-			e := SampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
+			e := sampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
 				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}
 			if op.chainLo >= 0 {
 				e.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
@@ -310,11 +310,11 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
-			s.Update(b.others[op.aux])
+			s.update(b.others[op.aux])
 			continue
 		}
 		k := &keys[i]
-		se = SampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
+		se = sampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
 			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser,
 			key: k.key, keyPG: k.pg, keyKG: k.kg, keyed: k.ok}
 		if op.chainLo >= 0 {
@@ -328,7 +328,7 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
 			se.User = &us
 		}
-		s.Sample(&se)
+		s.sample(&se)
 		if ips != nil {
 			ips.add(s, &se)
 		}

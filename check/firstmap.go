@@ -26,7 +26,7 @@ func (fm firstMaps) add(m *addrspace.Mapping, d *DSO) {
 }
 
 // FirstMapping returns the first executable mapping the recording made of
-// d, when the Result comes from Analyze, AnalyzeFile or AnalyzeReader.
+// d, when the Result comes from Analyze.
 func (r *Result) FirstMapping(d *DSO) (MappingRange, bool) {
 	m, ok := r.firstMaps[d]
 	return m, ok

@@ -15,7 +15,7 @@ func FuzzSession(f *testing.F) {
 	f.Add([]byte("\x00\x01\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x03\x05\x00\x00\x10\x10\x00\x00\x00\x00\x00\x00"))
 	f.Add(make([]byte, 200))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := NewSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
+		s := newSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
 		u64 := func() uint64 {
 			if len(b) < 8 {
 				b = nil
@@ -40,18 +40,18 @@ func FuzzSession(f *testing.F) {
 				start, length, pgoff, path := u64(), u64(), u64(), paths[int(arg)%len(paths)]
 				if arg&0x40 != 0 {
 					h.RecType = perfdata.RecordMmap2
-					s.Update(&perfdata.Mmap2{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+					s.update(&perfdata.Mmap2{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
 						Addr: start, Len: length, PgOff: pgoff, Filename: path, Ino: uint64(arg)})
 				} else {
-					s.Update(&perfdata.Mmap{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+					s.update(&perfdata.Mmap{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
 						Addr: start, Len: length, PgOff: pgoff, Filename: path})
 				}
 			case 1:
-				s.Update(forkRec(pid, int32(arg%3), pid, 0))
+				s.update(forkRec(pid, int32(arg%3), pid, 0))
 			case 2:
-				s.Update(commRec(pid, pid, "c", arg&1 == 1))
+				s.update(commRec(pid, pid, "c", arg&1 == 1))
 			case 3:
-				s.Update(&perfdata.Exit{RecordHeader: recHeader(perfdata.RecordExit, perfdata.CPUModeUser, 0),
+				s.update(&perfdata.Exit{RecordHeader: recHeader(perfdata.RecordExit, perfdata.CPUModeUser, 0),
 					PID: uint32(pid), TID: uint32(pid)})
 			default:
 				n := int(arg % 8)
@@ -59,10 +59,10 @@ func FuzzSession(f *testing.F) {
 				for i := 0; i < n; i++ {
 					chain = append(chain, u64())
 				}
-				s.Sample(&SampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
+				s.sample(&sampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
 			}
 		}
-		res, err := s.Finish(context.Background())
+		res, err := s.finish(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

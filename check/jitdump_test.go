@@ -181,7 +181,7 @@ func TestRealJitdump(t *testing.T) {
 	// Before perf inject the JIT code is anonymous memory: no file, no
 	// identity, no name (jitprog writes no /tmp/perf-PID.map).
 	t.Run("raw", func(t *testing.T) {
-		res := analyzeT(t, j.raw, Options{BuildIDDir: j.cache(), JITMapDir: t.TempDir()})
+		res := analyzeT(t, j.raw, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, JITMapDir: t.TempDir()})
 		anon := mustDSO(t, res, "//anon", NoFile)
 		if anon.HitsLeaf == 0 {
 			t.Errorf("no sample in the JIT's anonymous memory: %s", res.Report().Summary())
@@ -192,7 +192,7 @@ func TestRealJitdump(t *testing.T) {
 	data := j.inject("jit-injected.data")
 
 	t.Run("injected", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache(), KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
 		for i, so := range j.sos {
 			d := mustDSO(t, res, so, Verified)
 			if d.BuildIDSource != "header" || d.BuildID.String() != j.bids[i].String() {
@@ -242,7 +242,7 @@ func TestRealJitdump(t *testing.T) {
 
 	t.Run("without-cache", func(t *testing.T) {
 		// The files perf inject wrote beside the dump verify too.
-		res := analyzeT(t, data, Options{BuildIDDir: emptyCache})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: emptyCache}})
 		for _, so := range j.sos {
 			if d := mustDSO(t, res, so, Verified); d.Source != "path" {
 				t.Errorf("%s: source %q, want path", so, d.Source)
@@ -262,13 +262,13 @@ func TestRealJitdump(t *testing.T) {
 		}
 	}
 	t.Run("files-deleted", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache()})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 		for _, so := range j.sos {
 			if d := mustDSO(t, res, so, Verified); d.Source != "perf-cache" {
 				t.Errorf("%s: source %q, want perf-cache", so, d.Source)
 			}
 		}
-		res = analyzeT(t, data, Options{BuildIDDir: emptyCache})
+		res = analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: emptyCache}})
 		assertJITMissing(t, j, res)
 	})
 
@@ -287,7 +287,7 @@ func TestRealJitdump(t *testing.T) {
 		}
 	}
 	t.Run("cache-emptied", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache(), KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
 		assertJITMissing(t, j, res)
 		perfLeaves := j.perfLeafCounts(data)
 		for _, n := range jitNames {
@@ -318,12 +318,12 @@ func TestRealJitdump(t *testing.T) {
 func testReinjected(t *testing.T, j *jitWorld) {
 	first := j.inject("first.data")
 	firstIDs := append([]buildid.ID(nil), j.bids...)
-	res := analyzeT(t, first, Options{BuildIDDir: j.cache()})
+	res := analyzeT(t, first, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		mustDSO(t, res, so, Verified)
 	}
 	second := j.inject("second.data")
-	res2 := analyzeT(t, second, Options{BuildIDDir: j.cache()})
+	res2 := analyzeT(t, second, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		mustDSO(t, res2, so, Verified)
 	}
@@ -333,7 +333,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 
 	random := firstIDs[0].String() != j.bids[0].String()
 	t.Logf("perf's jitted build-ids: first %v, second %v (random: %v)", firstIDs, j.bids, random)
-	res = analyzeT(t, first, Options{BuildIDDir: j.cache()})
+	res = analyzeT(t, first, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	if !random {
 		for _, so := range j.sos {
 			mustDSO(t, res, so, Verified)
@@ -373,7 +373,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 		}
 	}
 	j.inject("third.data")
-	res2 = analyzeT(t, second, Options{BuildIDDir: j.cache()})
+	res2 = analyzeT(t, second, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		if d := mustDSO(t, res2, so, Verified); d.Source != "perf-cache" {
 			t.Errorf("%s: source %q, want perf-cache", so, d.Source)
@@ -391,7 +391,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 // analyzeT is world.analyze failing t, the (sub)test that asks.
 func analyzeT(t *testing.T, data string, opts Options) *Result {
 	t.Helper()
-	res, err := Analyze(context.Background(), data, opts)
+	res, err := Analyze(context.Background(), Path(data), opts)
 	if err != nil {
 		t.Fatalf("Analyze %s: %v", data, err)
 	}

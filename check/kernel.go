@@ -218,7 +218,7 @@ type moduleLookup struct {
 	buildID buildid.ID // of the module the names were read from, nil when it has none
 }
 
-// BuildID implements SymbolLookup.
+// BuildID implements symbolLookup.
 func (l *moduleLookup) BuildID() buildid.ID { return l.buildID }
 
 func (l *moduleLookup) Lookup(off uint64) ([]symbolize.Frame, error) {

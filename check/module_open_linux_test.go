@@ -72,9 +72,9 @@ func TestCompressedModuleReadOnce(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"path-locator", Options{BuildIDDir: cache}},
-		{"resolver", Options{Locator: NewResolverLocator(buildidcache.New(buildidcache.Options{
-			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}}))}},
+		{"lookup", Options{Lookup: buildidcache.Options{BuildIDDir: cache}}},
+		{"resolver", Options{locator: &resolverLocator{r: buildidcache.New(buildidcache.Options{
+			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}})}}},
 	} {
 		c.opens(t)
 		res := moduleSession(t, tc.opts, ko, id, offs)
@@ -102,12 +102,12 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
 	fakeRunning(t, ko, "perfcheck_test", modBase)
-	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: dso.Module, BuildID: id})
+	found, err := (&resolverLocator{r: buildidcache.New(isolated(cache))}).Locate(context.Background(), query{Path: ko, Kind: dso.Module, BuildID: id})
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
-	s := NewSession(Options{})
-	s.Update(mmapRec(-1, modBase, 0x4000, 0, ko))
+	s := newSession(Options{})
+	s.update(mmapRec(-1, modBase, 0x4000, 0, ko))
 	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id
 	s.planModuleNames(d, found)

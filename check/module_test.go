@@ -141,13 +141,13 @@ const modBase uint64 = 0xffffffffc0a1b000
 // entry, and one kernel sample at each offset.
 func moduleSession(t *testing.T, opts Options, path string, id buildid.ID, offs []uint64) *Result {
 	t.Helper()
-	s := NewSession(opts)
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
-	s.Update(mmapRec(-1, modBase, 0x4000, 0, path))
+	s := newSession(opts)
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
+	s.update(mmapRec(-1, modBase, 0x4000, 0, path))
 	for i, off := range offs {
-		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
+		s.sample(&sampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
 	}
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 		t.Fatal("readelf puts mod_init (.init.text) in .text")
 	}
 
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Kind != dso.Module || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
 		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized(), d.Reason)
@@ -252,7 +252,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 	// Rebuilt at the path with other code, nothing holding the old one:
 	// a mismatch, never named.
 	buildKO(t, ko, modSrcV2, "")
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Mismatch)
 	for off, fn := range moduleNames(res, d) {
 		if fn != "" {
@@ -272,7 +272,7 @@ func TestModuleTextNotFirst(t *testing.T) {
 	id := buildKO(t, ko, src, "SECTIONS { .text.hot : { *(.text.hot) } .text : { *(.text) } }\n")
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, []uint64{0x10, 0x20})
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, []uint64{0x10, 0x20})
 	d := mustDSO(t, res, ko, Verified)
 	if d.Symbolized() || !strings.Contains(d.Reason, ".text.hot precedes .text") {
 		t.Errorf("symbolized %v, reason %q", d.Symbolized(), d.Reason)
@@ -308,7 +308,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	if err := os.Rename(ko, kept); err != nil {
 		t.Fatal(err)
 	}
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Source != "running-module" || !strings.Contains(d.Reason, "named from /proc/kallsyms") {
 		t.Errorf("source %q, reason %q", d.Source, d.Reason)
@@ -326,7 +326,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	// Loaded at another address now (reloaded since): verified by its
 	// build-id, but kallsyms' addresses are not the recording's.
 	fakeRunning(t, kept, name, modBase+0x10000)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
 	if d.Symbolized() || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
 		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized(), d.Reason)
@@ -337,7 +337,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	other := filepath.Join(dir, "other.ko")
 	buildKO(t, other, modSrcV2, "")
 	fakeRunning(t, other, name, modBase)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Missing)
 	assertNoName(t, res, "mod_v2_only", "mod_v2_entry")
 
@@ -347,7 +347,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeRunning(t, ko, name, modBase+0x10000)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
 	got = moduleNames(res, d)
 	for fn, vs := range funcs {
@@ -447,7 +447,7 @@ func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
 		offs = append(offs, off)
 		want[off] = fn
 	}
-	res := moduleSession(t, Options{BuildIDDir: cache}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Source != "perf-cache" || !d.Symbolized() {
 		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized(), d.Reason)

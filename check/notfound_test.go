@@ -1,4 +1,4 @@
-package check_test
+package check
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/dso"
 )
 
@@ -29,8 +28,8 @@ func TestResolverLocatorNotFound(t *testing.T) {
 
 	// The test binary is at the recorded path, with another build-id (or
 	// none): a rejected candidate.
-	_, err = check.NewResolverLocator(r).Locate(context.Background(),
-		check.Query{Path: exe, Kind: dso.File, BuildID: absentID})
+	_, err = (&resolverLocator{r: r}).Locate(context.Background(),
+		query{Path: exe, Kind: dso.File, BuildID: absentID})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, buildidcache.ErrNotFound)
 	var nf *buildidcache.NotFoundError
@@ -42,13 +41,11 @@ func TestResolverLocatorNotFound(t *testing.T) {
 	assert.Error(t, nf.Rejected[0].Err)
 }
 
-func TestPathLocatorNotFound(t *testing.T) {
-	loc := &check.PathLocator{BuildIDDir: t.TempDir()}
-	for _, q := range []check.Query{
-		{Path: "/nonexistent/prog", Kind: dso.File, BuildID: absentID},
-		{Path: "/nonexistent/prog", Kind: dso.File}, // no build-id to look for
-	} {
-		_, err := loc.Locate(context.Background(), q)
-		assert.ErrorIs(t, err, buildidcache.ErrNotFound, "%+v", q)
-	}
+// A file neither in the cache nor at its path is not found.
+func TestResolverLocatorAbsent(t *testing.T) {
+	r := buildidcache.New(isolated(t.TempDir()))
+	defer r.Close()
+	loc := &resolverLocator{r: r}
+	_, err := loc.Locate(context.Background(), query{Path: "/nonexistent/prog", Kind: dso.File, BuildID: absentID})
+	assert.ErrorIs(t, err, buildidcache.ErrNotFound)
 }

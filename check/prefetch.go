@@ -20,9 +20,9 @@ import (
 // is kept (memoLocator), so the verdict, given after reading, rests on the
 // same single lookup (one query to a debuginfod server at most).
 
-// memoLocator remembers a Locator's answers, one lookup per query.
+// memoLocator remembers a locator.s answers, one lookup per query.
 type memoLocator struct {
-	base Locator
+	base locator
 	mu   sync.Mutex
 	memo map[memoKey]*memoEntry
 }
@@ -36,17 +36,17 @@ type memoKey struct {
 
 type memoEntry struct {
 	once  sync.Once
-	found *Located
+	found *located
 	err   error
 }
 
-func newMemoLocator(base Locator) *memoLocator {
+func newMemoLocator(base locator) *memoLocator {
 	return &memoLocator{base: base, memo: map[memoKey]*memoEntry{}}
 }
 
-// Locate implements Locator. A query asked while the same one is under way
+// Locate implements locator. A query asked while the same one is under way
 // waits for its answer. A cancelled lookup is not remembered.
-func (m *memoLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+func (m *memoLocator) Locate(ctx context.Context, q query) (*located, error) {
 	k := memoKey{q.Path, q.Kind, string(q.BuildID), q.PID}
 	m.mu.Lock()
 	e := m.memo[k]
@@ -66,11 +66,11 @@ func (m *memoLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	return e.found, e.err
 }
 
-// preopener is a SymbolOpener that can start opening a file before it is
+// preopener is a symbolOpener that can start opening a file before it is
 // asked for: Open of the same path and kind then takes the file opened
 // ahead (once); any other Open goes to the base opener.
 type preopener struct {
-	base SymbolOpener
+	base symbolOpener
 	mu   sync.Mutex
 	// ahead holds the files being opened or opened ahead and not yet
 	// taken.
@@ -85,11 +85,11 @@ type preKey struct {
 
 type preopened struct {
 	done chan struct{}
-	lk   SymbolLookup
+	lk   symbolLookup
 	err  error
 }
 
-func newPreopener(base SymbolOpener) *preopener {
+func newPreopener(base symbolOpener) *preopener {
 	if base == nil {
 		base = defaultOpener{}
 	}
@@ -114,8 +114,8 @@ func (p *preopener) start(path string, kind dso.Kind) {
 	}()
 }
 
-// Open implements SymbolOpener.
-func (p *preopener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
+// Open implements symbolOpener.
+func (p *preopener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	o := p.ahead[k]
@@ -144,10 +144,10 @@ func (p *preopener) close() {
 
 // prefetchKernel asks loc for the kernel the build-id table names and
 // starts opening the file the check will symbolize it with (the same
-// choice judge makes: Located.symbolFile). It does
+// choice judge makes: located.symbolFile). It does
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
-func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locator, pre *preopener) {
+func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc locator, pre *preopener) {
 	var id buildid.ID
 	for _, e := range ids {
 		if e.CPUMode != perfdata.CPUModeKernel || e.Filename != "[kernel.kallsyms]" || e.BuildID.IsZero() {
@@ -161,7 +161,7 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locato
 	if id == nil {
 		return
 	}
-	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
+	found, err := loc.Locate(ctx, query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
 	if err != nil {
 		return
 	}

@@ -9,20 +9,18 @@ import (
 	"github.com/perfcheck/perfcheck/dso"
 )
 
-// ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
-// directories, debuginfod, the recorded path, the running kernel and vdso)
-// to a Locator. The identity comes from the first verified candidate, the
-// file to symbolize with from the one with the most debug information.
-type ResolverLocator struct {
-	R *buildidcache.Resolver
+// resolverLocator is the locator Analyze uses: a buildidcache.Resolver
+// (perf's cache, debug directories, debuginfod, the recorded path, the
+// running kernel and vdso). The identity comes from the first verified
+// candidate, the file to symbolize with from the one with the most debug
+// information.
+type resolverLocator struct {
+	r *buildidcache.Resolver
 }
 
-// NewResolverLocator returns a Locator backed by r.
-func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &ResolverLocator{R: r} }
-
-// Locate implements Locator.
-func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	res, err := l.R.Resolve(ctx, lookupQuery(q))
+// Locate implements locator.
+func (l *resolverLocator) Locate(ctx context.Context, q query) (*located, error) {
+	res, err := l.r.Resolve(ctx, lookupQuery(q))
 	if err != nil {
 		if errors.Is(err, buildidcache.ErrNotFound) {
 			// Wrapped, not flattened, so that errors.As reaches the
@@ -31,11 +29,11 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 		}
 		return nil, err
 	}
-	return located(res), nil
+	return locatedOf(res), nil
 }
 
 // lookupQuery is q as buildidcache asks it.
-func lookupQuery(q Query) buildidcache.Query {
+func lookupQuery(q query) buildidcache.Query {
 	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
 	switch q.Kind {
 	case dso.Kernel, dso.Module, dso.VDSO:
@@ -45,10 +43,10 @@ func lookupQuery(q Query) buildidcache.Query {
 	return bq
 }
 
-// located is what a Locator answers for buildidcache's res: the file that
+// locatedOf is what a locator answers for buildidcache's res: the file that
 // proves the identity, and the richest one to symbolize with.
-func located(res *buildidcache.Result) *Located {
-	loc := &Located{
+func locatedOf(res *buildidcache.Result) *located {
+	loc := &located{
 		Path:    res.Identity.Path,
 		Source:  res.Identity.Locator,
 		BuildID: res.BuildID,

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 )
 
@@ -15,7 +16,7 @@ import (
 // file found by build-id; an offset outside it, and a DSO whose offsets
 // are addresses, have none.
 func TestExecSegment(t *testing.T) {
-	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: fixtureCache(t)})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
 	require.NoError(t, err)
 	ef, err := elf.Open("../testdata/perf/bin/libhot.so")
 	require.NoError(t, err)

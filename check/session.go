@@ -11,6 +11,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -28,8 +29,8 @@ const (
 	contextMax         = ^uint64(4095) + 1 // -4095
 )
 
-// SampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
-type SampleEvent struct {
+// sampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
+type sampleEvent struct {
 	Event     int // index of the event (attr) in the recording
 	PID, TID  int32
 	CPU       uint32
@@ -100,13 +101,16 @@ type compactSample struct {
 	comm   int32
 }
 
-// Session consumes a recording's events in perf's delivery order and
+// session consumes a recording's events in perf's delivery order and
 // collects, bounded by the number of distinct stacks, what the check needs.
 // Feed it with the methods Update, Sample and AddBuildIDs (or let Analyze
 // do it from a perf.data file), then call Finish.
-type Session struct {
+type session struct {
 	opts    Options
+	rec     recInfo
 	tracker *addrspace.Tracker
+	// ownResolver is the Resolver locator made, closed by finish.
+	ownResolver *buildidcache.Resolver
 
 	dsos   []*DSO
 	dsoIdx map[dsoKey]int32
@@ -164,9 +168,9 @@ type Session struct {
 	lastTime  uint64
 }
 
-// NewSession returns a session with opts.
-func NewSession(opts Options) *Session {
-	s := &Session{
+// newSession returns a session with opts.
+func newSession(opts Options) *session {
+	s := &session{
 		opts:      opts,
 		tracker:   addrspace.New(),
 		dsoIdx:    make(map[dsoKey]int32),
@@ -184,13 +188,10 @@ func NewSession(opts Options) *Session {
 	return s
 }
 
-// Tracker returns the session's address-space tracker.
-func (s *Session) Tracker() *addrspace.Tracker { return s.tracker }
-
 // Update feeds a record that changes the address spaces (MMAP, MMAP2,
 // COMM, FORK, EXIT); other records are ignored. Like every record of a
 // recording, it must come in perf's delivery order with the samples.
-func (s *Session) Update(rec perfdata.Record) {
+func (s *session) update(rec perfdata.Record) {
 	if m := s.tracker.Update(rec); m != nil {
 		s.onMap(m)
 	}
@@ -198,13 +199,13 @@ func (s *Session) Update(rec perfdata.Record) {
 
 // AddBuildIDs adds entries of the header's build-id table (the BUILD_ID
 // feature, or HEADER_BUILD_ID records in a pipe, which come at its end).
-func (s *Session) AddBuildIDs(entries []perfdata.BuildIDEntry) {
+func (s *session) addBuildIDs(entries []perfdata.BuildIDEntry) {
 	s.buildIDs = append(s.buildIDs, entries...)
 }
 
 // onMap gives each new mapping its DSO (m.ID is len(s.mapDSO): the
 // tracker numbers the mappings in the order it makes them).
-func (s *Session) onMap(m *addrspace.Mapping) {
+func (s *session) onMap(m *addrspace.Mapping) {
 	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
 	switch m.Kind {
 	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
@@ -251,7 +252,7 @@ func (s *Session) onMap(m *addrspace.Mapping) {
 }
 
 // dsoOf returns the DSO of a mapping of the session's tracker.
-func (s *Session) dsoOf(m *addrspace.Mapping) *DSO { return s.dsos[s.mapDSO[m.ID]] }
+func (s *session) dsoOf(m *addrspace.Mapping) *DSO { return s.dsos[s.mapDSO[m.ID]] }
 
 // dsoPath is the DSO's name: the recorded path, with perf's kernel map name
 // "[kernel.kallsyms]_text" shortened to the DSO name perf uses.
@@ -275,7 +276,7 @@ func dsoPath(m *addrspace.Mapping) string {
 	return p
 }
 
-func (s *Session) specialDSO(name string, k dso.Kind) int32 {
+func (s *session) specialDSO(name string, k dso.Kind) int32 {
 	if i, ok := s.special[name]; ok {
 		return i
 	}
@@ -286,7 +287,7 @@ func (s *Session) specialDSO(name string, k dso.Kind) int32 {
 }
 
 // resolve maps one address to a frameRef.
-func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
+func (s *session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
 		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
@@ -318,7 +319,7 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 // callchain, markers skipped; the callchain's first address normally
 // repeats the sample IP (perf_callchain_kernel/user store regs->ip first),
 // so it is dropped when equal, never counted twice.
-func (s *Session) Sample(e *SampleEvent) {
+func (s *session) sample(e *sampleEvent) {
 	s.samples++
 	if e.StackUser && e.User == nil {
 		s.stackUserSamples++
@@ -354,7 +355,7 @@ func (s *Session) Sample(e *SampleEvent) {
 
 // newAgg returns a zero aggVal, cut from a block so that the aggregates
 // are not one allocation each.
-func (s *Session) newAgg() *aggVal {
+func (s *session) newAgg() *aggVal {
 	if len(s.aggSlab) == 0 {
 		s.aggSlab = make([]aggVal, 256)
 	}
@@ -363,7 +364,7 @@ func (s *Session) newAgg() *aggVal {
 	return a
 }
 
-func (s *Session) commID(c string) int32 {
+func (s *session) commID(c string) int32 {
 	// Samples come in runs of one process: the last answer is the
 	// likely one (comparing a string with itself is one pointer test).
 	if c == s.lastComm && s.lastCommID >= 0 {
@@ -407,7 +408,7 @@ type rawFields struct {
 
 // rawKeyOf returns the raw-stack key of e under the maps' generations pg
 // and kg, with user the frames unwound from its user stack copy.
-func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey {
+func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey {
 	f := rawFields{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
 		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
 	var key rawKey
@@ -431,7 +432,7 @@ func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey 
 // process, with its maps unchanged, resolve the same way, so they are
 // looked up by their raw addresses and the maps' generations first, and
 // resolved only when new. The entry is valid until the next call.
-func (s *Session) stackOf(e *SampleEvent) *rawSlot {
+func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(uint32(e.PID))
 	user := s.userBuf[:0]
 	if e.User != nil {
@@ -521,7 +522,7 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 // across pid reuse, so an entry of maps since changed can no longer match.
 // Resolving and interning each frame again (a map lookup each) was a
 // twentieth of checking the 1 GB recording.
-func (s *Session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
+func (s *session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
 	m := &s.locMemo[(ip^ip>>16^uint64(uint32(pid))*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
 		return m.id
@@ -531,7 +532,7 @@ func (s *Session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int
 	return id
 }
 
-// locMemo is one entry of Session.locMemo.
+// locMemo is one entry of session.locMemo.
 type locMemo struct {
 	ip, pg, kg uint64
 	pid        int32
@@ -541,7 +542,7 @@ type locMemo struct {
 }
 
 // loc interns a resolved address.
-func (s *Session) loc(r frameRef) int32 {
+func (s *session) loc(r frameRef) int32 {
 	for int(r.dso) >= len(s.locIdx) {
 		s.locIdx = append(s.locIdx, nil)
 	}
@@ -560,7 +561,7 @@ func (s *Session) loc(r frameRef) int32 {
 }
 
 // stack returns stack id's location ids, leaf first.
-func (s *Session) stack(id int) []int32 { return s.stacks[id] }
+func (s *session) stack(id int) []int32 { return s.stacks[id] }
 
 // Stacks are stored in chunks that grow from stackChunkMin location ids
 // (256 KB) to stackChunkMax (8 MB), four times larger each time: a small
@@ -575,7 +576,7 @@ const (
 )
 
 // addStack stores a new stack's location ids.
-func (s *Session) addStack(refs []int32) {
+func (s *session) addStack(refs []int32) {
 	if cap(s.chunk)-len(s.chunk) < len(refs) {
 		n := stackChunkMin
 		if c := cap(s.chunk); c > 0 {
@@ -595,7 +596,7 @@ func (s *Session) addStack(refs []int32) {
 }
 
 // locationPtrs returns the array Stack.Locations fills with every distinct
-// stack's location pointers, one per frame (Session.frames): at 8 bytes a
+// stack's location pointers, one per frame (session.frames): at 8 bytes a
 // frame, the largest block a Result allocates (11.7 MB on the bench
 // recording), so its whole 2 MB pages are advised as huge pages before it
 // is first written (hugepage_linux.go).
@@ -608,7 +609,7 @@ func locationPtrs(frames int) []*Location {
 }
 
 // numStacks is the number of distinct stacks.
-func (s *Session) numStacks() int { return len(s.stacks) }
+func (s *session) numStacks() int { return len(s.stacks) }
 
 // u64Bytes views addresses as their bytes in memory, without copying
 // them, for hashing only (the byte order is the machine's; the digest

@@ -83,20 +83,20 @@ type synthetic struct {
 
 // record feeds a session with one process that maps path and takes 10
 // samples at old_only_hot, as perf would have recorded them.
-func (sy *synthetic) session(opts Options) *Session {
-	s := NewSession(opts)
-	s.Update(commRec(100, 100, "prog", true))
+func (sy *synthetic) session(opts Options) *session {
+	s := newSession(opts)
+	s.update(commRec(100, 100, "prog", true))
 	if ev := sy.ev; sy.noInode {
-		s.Update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
+		s.update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
 	} else {
-		s.Update(ev)
+		s.update(ev)
 	}
 	for i := 0; i < 10; i++ {
-		s.Sample(&SampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
+		s.sample(&sampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
 			Callchain: []uint64{contextUser, sy.ip}})
 	}
 	if !sy.noTable {
-		s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: sy.bid, Filename: sy.path}})
+		s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: sy.bid, Filename: sy.path}})
 	}
 	return s
 }
@@ -126,9 +126,9 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 	}
 }
 
-func finish(t *testing.T, s *Session) *Result {
+func finish(t *testing.T, s *session) *Result {
 	t.Helper()
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("label %q", got)
 	}
 
-	res = finish(t, sy.session(Options{BuildIDDir: cache}))
+	res = finish(t, sy.session(Options{Lookup: buildidcache.Options{BuildIDDir: cache}}))
 	d = dsoOf(t, res, path)
 	if d.Verdict != Verified || d.Source != "perf-cache" {
 		t.Fatalf("rebuilt, cache kept: %+v", d)
@@ -237,7 +237,9 @@ func TestVerdictsSynthetic(t *testing.T) {
 	}
 	// Without dev/inode (MMAP records), the mtime against the recording's end.
 	sy.noInode = true
-	res = finish(t, sy.session(Options{RecordingEnd: end}))
+	s := sy.session(Options{})
+	s.rec.end = end
+	res = finish(t, s)
 	if d = dsoOf(t, res, path); d.Verdict != Replaced || !strings.Contains(d.Reason, "after the recording ended") {
 		t.Fatalf("no build-id, mtime after the end: %+v", d)
 	}
@@ -266,7 +268,7 @@ func TestAmbiguousTable(t *testing.T) {
 	sy := newSynthetic(t, path)
 	sy.noInode = true
 	s := sy.session(Options{})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
 	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized() {
@@ -275,15 +277,15 @@ func TestAmbiguousTable(t *testing.T) {
 }
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
-	s := NewSession(Options{})
-	s.Update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
-	s.Update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
-	s.Update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
+	s := newSession(Options{})
+	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
+	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
+	s.update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// Kernel leaf, user callers: markers switch modes; the first kernel
 	// entry repeats the IP.
-	s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
+	s.sample(&sampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
 		Callchain: []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser, 0x1010, 0x8010, 0x8020}})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
 	res := finish(t, s)
 	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 5 {
 		t.Fatalf("stack: %+v", res.Stacks[0])

@@ -13,20 +13,20 @@ import (
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
-// SymbolOpener opens the file a verified (or unverified) DSO is symbolized
+// symbolOpener opens the file a verified (or unverified) DSO is symbolized
 // with. The default uses the symbolize package. An opener need not check
 // what it opened: the check compares the build-id its lookup reports with
 // the one the DSO's verdict rests on (docs/check-symbols.md).
-type SymbolOpener interface {
+type symbolOpener interface {
 	// Open returns a lookup for path. kind tells how offsets map to the
 	// file's addresses: for dso.File, dso.VDSO and dso.Module an offset is
 	// a file offset; for dso.Kernel and dso.JIT it is an address.
-	Open(path string, kind dso.Kind) (SymbolLookup, error)
+	Open(path string, kind dso.Kind) (symbolLookup, error)
 }
 
-// SymbolLookup resolves offsets of one DSO to frames, leaf first. It must
+// symbolLookup resolves offsets of one DSO to frames, leaf first. It must
 // be safe for concurrent use.
-type SymbolLookup interface {
+type symbolLookup interface {
 	Lookup(off uint64) ([]symbolize.Frame, error)
 	// BuildID returns the GNU build-id of the file the names are read
 	// from, as read from that file once open (not from its path again),
@@ -44,7 +44,7 @@ type defaultOpener struct {
 	reopen func(path string)
 }
 
-func (o defaultOpener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
+func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	b, err := symbolize.Open(path, symbolize.Options{})
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (o defaultOpener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
 //     it had none. A file without a build-id replaced by another without
 //     one is not seen here (its device, inode and mtime were the
 //     evidence).
-func (d *DSO) proveLookup(lk SymbolLookup) error {
+func (d *DSO) proveLookup(lk symbolLookup) error {
 	got := lk.BuildID()
 	where := d.symPath
 	if d.modNames == "kallsyms" {
@@ -190,7 +190,7 @@ func (l *symLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 
 func (l *symLookup) Close() error { return l.bin.Close() }
 
-// BuildID implements SymbolLookup: the build-id symbolize read from the
+// BuildID implements symbolLookup: the build-id symbolize read from the
 // file it opened.
 func (l *symLookup) BuildID() buildid.ID { return l.bin.BuildID() }
 

@@ -27,7 +27,7 @@ import (
 // path is opened, then opens it with base; every rename is done before
 // the open, so the opener sees the new file.
 type swapOpener struct {
-	base SymbolOpener
+	base symbolOpener
 	mu   sync.Mutex
 	swap map[string]func() error // path → what replaces it, once
 	errs []error
@@ -42,7 +42,7 @@ func (o *swapOpener) renameOver(path, src string) {
 	o.swap[path] = func() error { return os.Rename(src, path) }
 }
 
-func (o *swapOpener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
+func (o *swapOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	o.mu.Lock()
 	if fn := o.swap[path]; fn != nil {
 		delete(o.swap, path)
@@ -106,7 +106,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		// The same opener with nothing to swap: verified and named.
 		path := filepath.Join(t.TempDir(), "prog")
 		sy := newSynthetic(t, path)
-		res := finish(t, sy.session(Options{Symbolizer: newSwapOpener()}))
+		res := finish(t, sy.session(Options{symbolizer: newSwapOpener()}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("%+v\n%s", d, names(res))
 		}
@@ -118,7 +118,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{Symbolizer: o}))
+		res := finish(t, sy.session(Options{symbolizer: o}))
 		o.done(t)
 		d := dsoOf(t, res, path)
 		assertRefused(t, res, d, Mismatch, newID)
@@ -136,7 +136,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{Symbolizer: o}))
+		res := finish(t, sy.session(Options{symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Replaced, newID)
 	})
@@ -152,7 +152,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		buildC(t, path+".v3", progV1, "-DV3")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v3")
-		res := finish(t, sy.session(Options{Symbolizer: o, TrustPaths: true}))
+		res := finish(t, sy.session(Options{symbolizer: o, TrustPaths: true}))
 		o.done(t)
 		d := dsoOf(t, res, path)
 		if d.Verdict != Mismatch || d.Symbolized() || !strings.Contains(d.SymbolError, "changed since") {
@@ -182,23 +182,23 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 			}
 		}
 		newID := fileBuildID(t, dbg+".v2")
-		loc := &fixedLocator{Located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
-		res := finish(t, sy.session(Options{Locator: loc}))
+		loc := &fixedLocator{located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
+		res := finish(t, sy.session(Options{locator: loc}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("before the swap: %+v\n%s", d, names(res))
 		}
 		o := newSwapOpener()
 		o.renameOver(dbg, dbg+".v2")
-		res = finish(t, sy.session(Options{Locator: loc, Symbolizer: o}))
+		res = finish(t, sy.session(Options{locator: loc, symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Mismatch, newID)
 	})
 }
 
-// fixedLocator answers every query with one Located.
-type fixedLocator struct{ l Located }
+// fixedLocator answers every query with one located.
+type fixedLocator struct{ l located }
 
-func (f *fixedLocator) Locate(_ context.Context, q Query) (*Located, error) {
+func (f *fixedLocator) Locate(_ context.Context, q query) (*located, error) {
 	l := f.l
 	return &l, nil
 }
@@ -220,7 +220,7 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 
 		o := newSwapOpener()
 		o.renameOver(bin, bin+".v2")
-		res = w.analyze(data, Options{Symbolizer: o})
+		res = w.analyze(data, Options{symbolizer: o})
 		o.done(t)
 		d := mustDSO(t, res, bin, Mismatch)
 		if !strings.Contains(d.Reason, "changed since") || d.Symbolized() {
@@ -238,7 +238,7 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 		bin := w.path("clock")
 		w.gcc(bin, vdsoSrc)
 		data := w.record("vdso-names.data", nil, bin)
-		opts := Options{BuildIDDir: w.cache()}
+		opts := Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}}
 		res := w.analyze(data, opts)
 		d := mustDSO(t, res, "[vdso]", Verified)
 		if d.Source != "perf-cache" {
@@ -253,7 +253,7 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 
 		o := newSwapOpener()
 		o.renameOver(cached, other)
-		opts.Symbolizer = o
+		opts.symbolizer = o
 		res = w.analyze(data, opts)
 		o.done(t)
 		d = mustDSO(t, res, "[vdso]", Mismatch)
@@ -294,7 +294,7 @@ func TestProveLookupKernel(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		path string       // opened with the default opener, or
-		lk   SymbolLookup // a caller's lookup
+		lk   symbolLookup // a caller's lookup
 		want buildid.ID   // recorded
 		ok   bool
 	}{
@@ -415,7 +415,7 @@ func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
 			swapErr = os.Rename(path+".v2", path)
 		}
 	}}
-	res := finish(t, sy.session(Options{Symbolizer: o}))
+	res := finish(t, sy.session(Options{symbolizer: o}))
 	if !swapped || swapErr != nil {
 		t.Fatalf("swapped %v: %v", swapped, swapErr)
 	}

@@ -3,6 +3,8 @@ package check
 import (
 	"context"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
 )
 
 // Top on the cshared-fp fixture (301 cpu-clock samples of 1001001 ns,
@@ -11,7 +13,7 @@ import (
 // hottest function is libhot.so's lib_mix with 155 samples, as perf report
 // --no-children says (docs/commands-check.md).
 func TestTop(t *testing.T) {
-	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: fixtureCache(t)})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

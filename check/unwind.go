@@ -20,7 +20,7 @@ import (
 //
 // unproven reports that the walk stopped at a binary that could not be
 // proven, rather than at the end of the stack, of the copy or of the CFI.
-func (s *Session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
+func (s *session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
 	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
 		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, pc)
 		if m == nil || m.Kind != dso.File {
@@ -50,7 +50,7 @@ func (s *Session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []
 // naming never disagree about which file ran:
 //   - a build-id recorded for the mapping (MMAP2 with --buildid-mmap, or the
 //     one entry the header's table holds for the path): the binary the
-//     Locator finds by it, in perf's build-id cache, a debug directory,
+//     locator finds by it, in perf's build-id cache, a debug directory,
 //     debuginfod or at the path, each verified by build-id before it is
 //     returned. The file at the path is never taken on its word: after a
 //     deploy it is another build, and the cached copy is the one that ran.
@@ -59,9 +59,9 @@ func (s *Session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []
 //     (modifiedAfterMapped, judge's rule for Replaced).
 //
 // Unwinding runs while the records are read, before the verdicts, so it
-// asks the Locator itself and keeps the answer on d for judge to reuse (one
+// asks the locator itself and keeps the answer on d for judge to reuse (one
 // lookup per DSO, one debuginfod download).
-func (s *Session) cfiFor(d *DSO) *unwind.Table {
+func (s *session) cfiFor(d *DSO) *unwind.Table {
 	if t, ok := s.cfi[d]; ok {
 		return t
 	}
@@ -86,7 +86,7 @@ func (s *Session) cfiFor(d *DSO) *unwind.Table {
 
 // cfiFiles returns the files proven to hold the code of d as it ran, best
 // first, or why there are none.
-func (s *Session) cfiFiles(d *DSO) ([]string, string) {
+func (s *session) cfiFiles(d *DSO) ([]string, string) {
 	o := &s.opts
 	id := d.BuildID // MMAP2's
 	if len(id) == 0 {
@@ -102,13 +102,13 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 		}
 	}
 	if len(id) > 0 {
-		q := Query{Path: d.Path, Kind: d.Kind, BuildID: id}
+		q := query{Path: d.Path, Kind: d.Kind, BuildID: id}
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
 		// The context of the Feed or Analyze reading the records, so that
 		// cancelling it cuts a debuginfod download short; Sample called
-		// directly has none, and a Locator bounds its own network waits
+		// directly has none, and a locator bounds its own network waits
 		// (buildidcache's debuginfod client has timeouts).
 		ctx := s.unwindCtx
 		if ctx == nil {
@@ -136,12 +136,12 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 		}
 		return out, ""
 	}
-	if d.Dev == nil || o.SymFS != "" {
+	if d.Dev == nil || o.Lookup.SymFS != "" {
 		return nil, "no build-id recorded for it and no device/inode that ties the file at the path to the mapping"
 	}
 	p := o.diskPath(d.Path)
 	st := statFile(p)
-	modified := o.modifiedAfterMapped(d, st)
+	modified := s.rec.modifiedAfterMapped(d, st)
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
@@ -162,7 +162,7 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
 // holds for a user path (a zero one is perf 6.1's placeholder in pipe mode
 // and with -z: no identity).
-func (s *Session) tableBuildIDs(path string) []buildid.ID {
+func (s *session) tableBuildIDs(path string) []buildid.ID {
 	var ids []buildid.ID
 	for _, e := range s.buildIDs {
 		if e.Filename != path || e.BuildID.IsZero() {
@@ -193,13 +193,13 @@ func (s *Session) tableBuildIDs(path string) []buildid.ID {
 // with id, written after d was mapped and before the recording ended.
 // Mappings read later cannot be foreseen; if they prove the replacement,
 // d's verdict says so and every stack through d is untrusted.
-func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
+func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if d.Dev == nil {
 		return ""
 	}
 	o := &s.opts
 	var st *fileState
-	if o.SymFS == "" {
+	if o.Lookup.SymFS == "" {
 		st = statFile(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
@@ -215,9 +215,9 @@ func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if st == nil {
 		return ""
 	}
-	t, ok := o.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && st.BuildID.Matches(id) &&
-		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
+	t, ok := s.rec.wallTime(d.firstTime)
+	if d.Dev.now(st) == inodeOther && ok && !s.rec.end.IsZero() && st.BuildID.Matches(id) &&
+		st.MTime.After(t) && !st.MTime.After(s.rec.end) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""
@@ -225,7 +225,7 @@ func (s *Session) replacedSoFar(d *DSO, id buildid.ID) string {
 
 // unwindContext makes ctx the one cfiFor's lookups run under until the
 // returned function is called (feed: defer s.unwindContext(ctx)()).
-func (s *Session) unwindContext(ctx context.Context) func() {
+func (s *session) unwindContext(ctx context.Context) func() {
 	s.unwindCtx = ctx
 	return func() { s.unwindCtx = nil }
 }

@@ -412,7 +412,10 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	opts := lf.options(stderr)
 	c := &buildidcache.Cache{Dir: opts.BuildIDDir, HardLink: *hard, DebugDirs: opts.DebugDirs}
 	// The check finds the DSOs samples touch; symbols are not needed.
-	res, err := check.Analyze(context.Background(), file, check.Options{BuildIDDir: c.Dir, SymFS: lf.symfs, NoSymbols: true})
+	// The lookup is perf's cache and the path alone, as fill's own
+	// lookups below come after: nothing is downloaded twice.
+	res, err := check.Analyze(context.Background(), check.Path(file), check.Options{NoSymbols: true,
+		Lookup: buildidcache.Options{BuildIDDir: c.Dir, SymFS: lf.symfs, DebugDirs: []string{}, DebuginfodURLs: []string{}}})
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
