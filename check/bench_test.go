@@ -79,7 +79,7 @@ func BenchmarkAnalyze(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if label == "top" && len(Top(res, false, 20)) == 0 {
+				if label == "top" && len(Top(res, TopOptions{N: 20})) == 0 {
 					b.Fatal("no top table")
 				}
 				b.ReportMetric(float64(len(res.Stacks)), "stacks")
@@ -99,8 +99,8 @@ func BenchmarkTop(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, byTotal := range []bool{false, true} {
-			if len(Top(res, byTotal, 20)) == 0 {
+		for _, by := range []TopOrder{BySelf, ByTotal} {
+			if len(Top(res, TopOptions{By: by, N: 20})) == 0 {
 				b.Fatal("no top table")
 			}
 		}

@@ -143,7 +143,7 @@ func (j *jitWorld) perfReportDSOs(data string) map[string]string {
 // jitSelf returns the top entries of res for the JIT names, by name.
 func jitSelf(t *testing.T, res *Result) map[string]TopEntry {
 	t.Helper()
-	tables := Top(res, false, 0)
+	tables := Top(res, TopOptions{})
 	if len(tables) != 1 {
 		t.Fatalf("%d top tables, want 1 (cpu-clock)", len(tables))
 	}
