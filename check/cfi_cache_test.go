@@ -153,9 +153,9 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], note) || !strings.Contains(d.Notes[0], "no binary with its build-id "+d.BuildID.String()) {
 		t.Errorf("library notes %q; want one saying %q and that build-id %s was not found", d.Notes, note, d.BuildID)
 	}
-	var rep *DSOReport
-	for i := range res.Report().DSOs {
-		if r := &res.Report().DSOs[i]; r.Path == lib {
+	var rep *DSO
+	for _, r := range res.Report().DSOs {
+		if r.Path == lib {
 			rep = r
 		}
 	}

@@ -60,38 +60,43 @@ func (di *DevIno) compare(o DevIno) inodeMatch {
 }
 
 // DSO is one binary (or pseudo binary) that mappings of the recording
-// refer to, with its recorded identity, the verdict and the evidence.
-// Mappings of the same path with different identities (a file that changed
-// during the recording) are different DSOs.
+// refer to, with its recorded identity, the verdict and the evidence: a
+// row of Result.DSOs and of Report.DSOs, whose JSON form `perfcheck check
+// --json` prints (docs/check-json.md). Mappings of the same path with
+// different identities (a file that changed during the recording) are
+// different DSOs.
 type DSO struct {
-	Path string // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
-	Kind dso.Kind
+	Path string   `json:"path"` // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
+	Kind dso.Kind `json:"kind"`
 
 	// Recorded identity.
-	BuildID       buildid.ID // nil when none was recorded
-	BuildIDSource string     // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
-	Dev           *DevIno    // from MMAP2 in the dev/inode form, nil otherwise
+	BuildID       buildid.ID `json:"build_id"`                  // nil when none was recorded
+	BuildIDSource string     `json:"build_id_source,omitempty"` // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
 	// Candidates are the build-ids the header's table holds for this path
 	// when there are several and this DSO could not be tied to one.
-	Candidates []buildid.ID
+	Candidates []buildid.ID `json:"candidate_build_ids,omitempty"`
+	Dev        *DevIno      `json:"dev,omitempty"` // from MMAP2 in the dev/inode form, nil otherwise
 
-	Verdict      Verdict
-	Reason       string
-	Source       string     // the locator that found the binary (verified), or "path"
-	FoundPath    string     // the file symbols come from, or the file examined at the path
-	FoundBuildID buildid.ID // the build-id of the file found (verified) or now at the path
-	GoBuildID    string     // the Go build-id of the file at the path, when it has one
-	Advice       string     // what to do about it, "" when nothing
-	Rejected     []string   // candidates the locator refused, with reasons
-	SymbolError  string     // why the binary could not be opened for symbols, "" when it could
+	Verdict      Verdict    `json:"verdict"`
+	Reason       string     `json:"reason"`
+	Source       string     `json:"source"`                // the locator that found the binary (verified), or "path"
+	FoundPath    string     `json:"found_path"`            // the file symbols come from, or the file examined at the path
+	FoundBuildID buildid.ID `json:"found_build_id"`        // the build-id of the file found (verified) or now at the path
+	GoBuildID    string     `json:"go_build_id,omitempty"` // the Go build-id of the file at the path, when it has one
+	Advice       string     `json:"-"`                     // what to do about it, "" when nothing (Report.Advice gathers them)
+	Rejected     []string   `json:"rejected,omitempty"`    // candidates the locator refused, with reasons
+	// Symbolized reports whether names are given for this DSO's frames:
+	// its verdict allows them and its binary could be opened for them.
+	Symbolized  bool   `json:"symbolized"`
+	SymbolError string `json:"symbol_error,omitempty"` // why the binary could not be opened for symbols, "" when it could
+
+	HitsLeaf uint64 `json:"hits_leaf"` // samples whose leaf is in this DSO
+	HitsAny  uint64 `json:"hits_any"`  // samples with a frame anywhere in this DSO (each sample once)
 	// Notes are limits met with this DSO that do not change its verdict:
 	// where --call-graph dwarf unwinding stopped at it and why, what the
 	// symbolizer had to skip in its file (malformed DWARF, perf map lines).
 	// Each once, in the order met.
-	Notes []string
-
-	HitsLeaf uint64 // samples whose leaf is in this DSO
-	HitsAny  uint64 // samples with a frame anywhere in this DSO (each sample once)
+	Notes []string `json:"notes,omitempty"`
 
 	index     int
 	tableZero bool   // the header's table has the path with an all-zero build-id
@@ -116,9 +121,6 @@ type DSO struct {
 	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
 	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
 }
-
-// Symbolized reports whether names are given for this DSO's frames.
-func (d *DSO) Symbolized() bool { return d.symPath != "" }
 
 // Trusted reports whether the DSO's frames keep a sample trusted.
 func (d *DSO) Trusted() bool { return d.Verdict.Trusted() }

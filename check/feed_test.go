@@ -29,7 +29,7 @@ func fingerprint(t *testing.T, res *Result) string {
 	for _, st := range res.Stacks {
 		fmt.Fprintf(&b, "stack %d:", st.ID)
 		for _, l := range st.Locations() {
-			fmt.Fprintf(&b, " %s", l.Raw())
+			fmt.Fprintf(&b, " %s", l.raw())
 		}
 		b.WriteByte('\n')
 	}

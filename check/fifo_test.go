@@ -93,7 +93,7 @@ func finishNotSymbolized(t *testing.T, fifo string, m perfdata.Record, smp *samp
 		return
 	}
 	for _, d := range res.DSOs {
-		if d.Path == fifo && d.Symbolized() {
+		if d.Path == fifo && d.Symbolized {
 			t.Errorf("%s: a FIFO is to be symbolized (%v: %s)", d.Path, d.Verdict, d.Reason)
 		}
 	}

@@ -239,8 +239,8 @@ func TestModuleNamedFromKO(t *testing.T) {
 
 	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Kind != dso.Module || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
-		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized(), d.Reason)
+	if d.Kind != dso.Module || !d.Symbolized || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
+		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized, d.Reason)
 	}
 	got := moduleNames(res, d)
 	for off, fn := range want {
@@ -274,8 +274,8 @@ func TestModuleTextNotFirst(t *testing.T) {
 	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
 	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, []uint64{0x10, 0x20})
 	d := mustDSO(t, res, ko, Verified)
-	if d.Symbolized() || !strings.Contains(d.Reason, ".text.hot precedes .text") {
-		t.Errorf("symbolized %v, reason %q", d.Symbolized(), d.Reason)
+	if d.Symbolized || !strings.Contains(d.Reason, ".text.hot precedes .text") {
+		t.Errorf("symbolized %v, reason %q", d.Symbolized, d.Reason)
 	}
 	for off, fn := range moduleNames(res, d) {
 		if fn != "" {
@@ -328,8 +328,8 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	fakeRunning(t, kept, name, modBase+0x10000)
 	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
-	if d.Symbolized() || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
-		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized(), d.Reason)
+	if d.Symbolized || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
+		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized, d.Reason)
 	}
 	assertNoName(t, res, "mod_first", "mod_entry")
 
@@ -449,8 +449,8 @@ func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
 	}
 	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Source != "perf-cache" || !d.Symbolized() {
-		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized(), d.Reason)
+	if d.Source != "perf-cache" || !d.Symbolized {
+		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized, d.Reason)
 	}
 	if !strings.Contains(d.Reason, "named from the .text symbols of ") {
 		t.Errorf("the cached module %s is not named from: %s", elfPath, d.Reason)

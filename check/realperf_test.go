@@ -291,7 +291,7 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 	for _, a := range res.Aggregates() {
 		total += a.Period
 		leaf := a.Stack.Locations()[0]
-		name := leaf.Raw()
+		name := leaf.raw()
 		if len(leaf.Frames) > 0 {
 			// The outermost frame of the leaf location is the function
 			// that holds the code, as perf report names it.

@@ -52,12 +52,12 @@ func (l *Location) String() string {
 			return f + " (" + l.DSO.Path + ")"
 		}
 	}
-	return l.Raw()
+	return l.raw()
 }
 
-// Raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
+// raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
 // trusted or not named.
-func (l *Location) Raw() string {
+func (l *Location) raw() string {
 	s := shortName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
 	if !l.DSO.Trusted() || l.DSO.Verdict == NoFile {
 		s += " [" + l.DSO.Verdict.String() + "]"
@@ -301,6 +301,9 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		s.perfMapNotes(res)
 	}
 	res.execSegs = execSegments(res.Locations)
+	for _, d := range touched {
+		d.Symbolized = d.symPath != "" && d.SymbolError == ""
+	}
 
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = s.aggs

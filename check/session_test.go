@@ -271,7 +271,7 @@ func TestAmbiguousTable(t *testing.T) {
 	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
-	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized() {
+	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized {
 		t.Fatalf("ambiguous: %+v", d)
 	}
 }

@@ -81,8 +81,8 @@ func fileBuildID(t *testing.T, path string) buildid.ID {
 // and that no name of either build appears.
 func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID buildid.ID) {
 	t.Helper()
-	if d.Verdict != want || d.Symbolized() || !strings.Contains(d.Reason, "changed since") {
-		t.Errorf("verdict %v (%s), symbolized %v; want %v, unsymbolized, the change said", d.Verdict, d.Reason, d.Symbolized(), want)
+	if d.Verdict != want || d.Symbolized || !strings.Contains(d.Reason, "changed since") {
+		t.Errorf("verdict %v (%s), symbolized %v; want %v, unsymbolized, the change said", d.Verdict, d.Reason, d.Symbolized, want)
 	}
 	if !bytes.Equal(d.FoundBuildID, newID) {
 		t.Errorf("found build-id %s, want the replacement's %s", d.FoundBuildID, newID)
@@ -155,8 +155,8 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		res := finish(t, sy.session(Options{symbolizer: o, TrustPaths: true}))
 		o.done(t)
 		d := dsoOf(t, res, path)
-		if d.Verdict != Mismatch || d.Symbolized() || !strings.Contains(d.SymbolError, "changed since") {
-			t.Errorf("verdict %v, symbolized %v, symbol error %q", d.Verdict, d.Symbolized(), d.SymbolError)
+		if d.Verdict != Mismatch || d.Symbolized || !strings.Contains(d.SymbolError, "changed since") {
+			t.Errorf("verdict %v, symbolized %v, symbol error %q", d.Verdict, d.Symbolized, d.SymbolError)
 		}
 		if n := names(res); strings.Contains(n, "old_only_hot") || strings.Contains(n, "new_only") {
 			t.Errorf("named:\n%s", n)
@@ -223,8 +223,8 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 		res = w.analyze(data, Options{symbolizer: o})
 		o.done(t)
 		d := mustDSO(t, res, bin, Mismatch)
-		if !strings.Contains(d.Reason, "changed since") || d.Symbolized() {
-			t.Errorf("reason %q, symbolized %v", d.Reason, d.Symbolized())
+		if !strings.Contains(d.Reason, "changed since") || d.Symbolized {
+			t.Errorf("reason %q, symbolized %v", d.Reason, d.Symbolized)
 		}
 		if res.UntrustedAnySamples != hits || hits == 0 {
 			t.Errorf("untrusted samples %d, want every sample through %s (%d)", res.UntrustedAnySamples, bin, hits)
@@ -366,8 +366,8 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 		t.Fatal("another build's listing was accepted")
 	}
 	m.refuseLookup(err)
-	if m.Verdict != Mismatch || m.Symbolized() || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
-		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized(), m.FoundBuildID, m.FoundPath)
+	if m.Verdict != Mismatch || m.Symbolized || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
+		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized, m.FoundBuildID, m.FoundPath)
 	}
 
 	// Reloaded elsewhere after the listing was read: the listing (still

@@ -40,7 +40,7 @@ func TestZeroOptionsDebuginfod(t *testing.T) {
 	d := dsoNamed(t, res, "cshared")
 	assert.Equal(t, Verified, d.Verdict, d.Reason)
 	assert.Equal(t, "debuginfod", d.Source)
-	assert.True(t, d.Symbolized())
+	assert.True(t, d.Symbolized)
 }
 
 // dsoNamed is the DSO of res whose path ends in /name.

@@ -124,7 +124,7 @@ func progressCallback(bar *progress, noSymbols bool) func(check.Progress) {
 }
 
 // notes are the limits the check met on this recording (Report.Notes) and
-// on each DSO samples touch (DSOReport.Notes: where dwarf unwinding stopped,
+// on each DSO samples touch (DSO.Notes: where dwarf unwinding stopped,
 // what a symbolizer skipped), each prefixed with its DSO's path, so that
 // top, script and pprof say what check says.
 func (a *analysis) notes(rep *check.Report) []string {

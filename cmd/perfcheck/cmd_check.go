@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -79,7 +80,7 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
 	for _, d := range rep.DSOs {
-		id := d.BuildID
+		id := d.BuildID.String()
 		if id == "" {
 			id = "-"
 		} else if len(id) > 12 {
@@ -127,7 +128,7 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		if d.Reason != "" {
 			fmt.Fprintf(w, "    %s\n", d.Reason)
 		}
-		if d.BuildID != "" {
+		if len(d.BuildID) > 0 {
 			src := d.BuildIDSource
 			if src == "" {
 				src = "recorded"
@@ -137,12 +138,12 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		for _, c := range d.Candidates {
 			fmt.Fprintf(w, "    candidate build-id: %s\n", c)
 		}
-		if d.FoundPath != "" && d.Verdict != check.Missing && (d.FoundPath != d.Path || d.FoundBuildID != d.BuildID) {
+		if d.FoundPath != "" && d.Verdict != check.Missing && (d.FoundPath != d.Path || !bytes.Equal(d.FoundBuildID, d.BuildID)) {
 			what := "file at the path"
 			if d.Verdict == check.Verified {
 				what = "binary used"
 			}
-			fb := d.FoundBuildID
+			fb := d.FoundBuildID.String()
 			if fb == "" {
 				fb = "no build-id"
 			}
