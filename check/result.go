@@ -194,8 +194,9 @@ type Result struct {
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
-	firstMaps firstMaps          // each DSO's first executable mapping (Analyze* only)
-	execSegs  map[*DSO][]segment // executable segments of found binaries (ExecSegment)
+	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	segMu     sync.Mutex
+	execSegs  map[*DSO][]segment // executable segments of found binaries, read by ExecSegment
 	comms     []string
 	opts      Options
 }
@@ -300,7 +301,6 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	} else {
 		s.perfMapNotes(res)
 	}
-	res.execSegs = execSegments(res.Locations)
 	for _, d := range touched {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
