@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -243,13 +244,43 @@ func (r *recInfo) wallTime(t uint64) (time.Time, bool) {
 // when MMAP2's dev/inode split the path into exactly as many DSOs as there
 // are build-ids; otherwise the DSO keeps all candidates and no identity.
 func (s *session) assignTableBuildIDs() {
-	type tkey struct {
-		name   string
-		kernel bool
+	t := newBuildIDTable(s.buildIDs)
+	byPath := s.pathPeers()
+	for _, d := range s.dsos {
+		if d.BuildID != nil {
+			continue
+		}
+		ids := t.lookup(d)
+		d.tableZero = t.zero[tableKey{d.Path, d.Kind == dso.Kernel || d.Kind == dso.Module}] ||
+			d.Kind == dso.Kernel && t.zero[tableKey{"[kernel.kallsyms]", true}]
+		switch {
+		case len(ids) == 0:
+		case len(ids) == 1:
+			d.BuildID = ids[0]
+			d.BuildIDSource = "header"
+		default:
+			pairByOrder(d, byPath[d.Path], ids)
+		}
 	}
-	table := map[tkey][]buildid.ID{}
-	zero := map[tkey]bool{}
-	for _, e := range s.buildIDs {
+}
+
+// tableKey is an entry's name in the header's build-id table, and whether
+// it is the kernel's (the kernel and its modules) or user space's.
+type tableKey struct {
+	name   string
+	kernel bool
+}
+
+// buildIDTable is the header's build-id table by name: the distinct
+// build-ids of each, and which names perf wrote an all-zero build-id for.
+type buildIDTable struct {
+	ids  map[tableKey][]buildid.ID
+	zero map[tableKey]bool
+}
+
+func newBuildIDTable(entries []perfdata.BuildIDEntry) *buildIDTable {
+	t := &buildIDTable{ids: map[tableKey][]buildid.ID{}, zero: map[tableKey]bool{}}
+	for _, e := range entries {
 		var kernel bool
 		switch e.CPUMode {
 		case perfdata.CPUModeKernel:
@@ -258,37 +289,40 @@ func (s *session) assignTableBuildIDs() {
 		default:
 			continue // a guest's DSO, not this machine's
 		}
-		k := tkey{e.Filename, kernel}
+		k := tableKey{e.Filename, kernel}
 		if e.BuildID.IsZero() {
-			zero[k] = true
+			t.zero[k] = true
 			continue
 		}
-		dup := false
-		for _, b := range table[k] {
-			if b.Matches(e.BuildID) {
-				dup = true
-			}
-		}
-		if !dup {
-			table[k] = append(table[k], e.BuildID)
+		if !slices.ContainsFunc(t.ids[k], e.BuildID.Matches) {
+			t.ids[k] = append(t.ids[k], e.BuildID)
 		}
 	}
-	lookup := func(d *DSO) []buildid.ID {
-		switch d.Kind {
-		case dso.Kernel:
-			return table[tkey{"[kernel.kallsyms]", true}]
-		case dso.Module:
-			for _, n := range moduleTableNames(d.Path) {
-				if ids := table[tkey{n, true}]; len(ids) > 0 {
-					return ids
-				}
+	return t
+}
+
+// lookup returns the build-ids the table holds for d.
+func (t *buildIDTable) lookup(d *DSO) []buildid.ID {
+	switch d.Kind {
+	case dso.Kernel:
+		return t.ids[tableKey{"[kernel.kallsyms]", true}]
+	case dso.Module:
+		for _, n := range moduleTableNames(d.Path) {
+			if ids := t.ids[tableKey{n, true}]; len(ids) > 0 {
+				return ids
 			}
-			return nil
-		case dso.File, dso.VDSO:
-			return table[tkey{d.Path, false}]
 		}
 		return nil
+	case dso.File, dso.VDSO:
+		return t.ids[tableKey{d.Path, false}]
 	}
+	return nil
+}
+
+// pathPeers groups the DSOs without a recorded build-id by path, in order
+// of creation, and sets each one's inodes: how many of its peers MMAP2's
+// dev/inode set apart.
+func (s *session) pathPeers() map[string][]*DSO {
 	byPath := map[string][]*DSO{}
 	for _, d := range s.dsos {
 		if d.BuildID == nil {
@@ -306,36 +340,28 @@ func (s *session) assignTableBuildIDs() {
 			p.inodes = n
 		}
 	}
-	for _, d := range s.dsos {
-		if d.BuildID != nil {
-			continue
+	return byPath
+}
+
+// pairByOrder gives d the build-id of ids at its place among peers, the
+// DSOs of its path in order of creation, when dev/inode split the path
+// into exactly as many DSOs as there are build-ids; otherwise d keeps them
+// all as candidates.
+func pairByOrder(d *DSO, peers []*DSO, ids []buildid.ID) {
+	paired := len(peers) == len(ids)
+	for _, p := range peers {
+		if p.Dev == nil {
+			paired = false
 		}
-		ids := lookup(d)
-		d.tableZero = zero[tkey{d.Path, d.Kind == dso.Kernel || d.Kind == dso.Module}] ||
-			d.Kind == dso.Kernel && zero[tkey{"[kernel.kallsyms]", true}]
-		switch {
-		case len(ids) == 0:
-		case len(ids) == 1:
-			d.BuildID = ids[0]
+	}
+	if !paired {
+		d.Candidates = ids
+		return
+	}
+	for i, p := range peers {
+		if p == d {
+			d.BuildID = ids[i]
 			d.BuildIDSource = "header"
-		default:
-			peers := byPath[d.Path]
-			paired := len(peers) == len(ids)
-			for _, p := range peers {
-				if p.Dev == nil {
-					paired = false
-				}
-			}
-			if paired {
-				for i, p := range peers {
-					if p == d {
-						d.BuildID = ids[i]
-						d.BuildIDSource = "header"
-					}
-				}
-			} else {
-				d.Candidates = ids
-			}
 		}
 	}
 }
@@ -343,162 +369,211 @@ func (s *session) assignTableBuildIDs() {
 // judge gives d its verdict. It reads files and asks the locator; it is
 // safe to call for different DSOs concurrently.
 func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateCache) {
-	o := &s.opts
 	switch d.Kind {
 	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		d.Verdict = NoFile
-		d.Reason = map[dso.Kind]string{
-			dso.Anon:     "anonymous memory: no file, no identity; addresses shown raw",
-			dso.Unknown:  "no mapping covered these addresses when they were sampled",
-			dso.Guest:    "guest code: not this machine's to resolve",
-			dso.Vsyscall: "the kernel's fixed vsyscall page: no file, no identity",
-		}[d.Kind]
+		d.Reason = noFileReasons[d.Kind]
 		return
 	case dso.JIT:
-		p := o.jitMapPath(d.pid)
-		st := statFile(p)
-		if !st.Exists {
-			d.Verdict = Missing
-			d.Reason = "JIT code; its perf map " + p + " is gone"
-			return
-		}
-		d.Verdict = Unverified
-		d.FoundPath = p
-		d.Source = "perf-map"
-		d.symPath = p
-		d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
-		if !s.rec.end.IsZero() && st.MTime.Before(s.rec.end.Add(-24*time.Hour)) {
-			d.Verdict = Replaced
-			d.symPath = ""
-			d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
-		}
+		s.judgeJIT(d)
 		return
 	}
-
 	if len(d.Candidates) > 0 {
 		d.Verdict = Replaced
 		d.Reason = fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them; record with --buildid-mmap", len(d.Candidates))
 		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return
 	}
-
-	disk := o.diskPath(d.Path)
 	if d.BuildID != nil {
-		q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
-		if d.pid > 0 {
-			q.PID = int(d.pid)
-		}
-		var found *located
-		var err error
-		if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
-			// The unwinder asked already, for the same identity.
-			found, err = d.cfiFound, d.cfiErr
-		} else {
-			found, err = loc.Locate(ctx, q)
-		}
-		if err == nil {
-			d.Verdict = Verified
-			d.Source = found.Source
-			d.FoundPath = found.Path
-			d.FoundBuildID = found.BuildID
-			d.Rejected = found.Rejected
-			d.symPath = found.symbolFile()
-			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
-			if found.Source == "running-kernel" {
-				d.needReloc = true
-			}
-			if d.Kind == dso.Module {
-				s.planModuleNames(d, found)
-			}
-			s.replacedDuringRecording(d, states)
-			return
-		}
-		if !errors.Is(err, buildidcache.ErrNotFound) {
-			d.Reason = "lookup failed: " + err.Error() + "; "
-		}
-		if d.Kind == dso.Module && o.Lookup.SymFS == "" {
-			// No .ko with the build-id anywhere; the module loaded now
-			// may be it (its build-id note is in /sys/module).
-			name := moduleName(d.Path)
-			if id, err := runningModuleBuildID(name); err == nil && id.Matches(d.BuildID) {
-				d.Verdict = Verified
-				d.Source = "running-module"
-				d.FoundPath = filepath.Join(sysRoot, "module", name)
-				d.FoundBuildID = id
-				d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
-				s.planModuleNames(d, nil)
-				return
-			}
-		}
-		switch d.Kind {
-		case dso.Kernel:
-			d.Verdict = Mismatch
-			d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
-			d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
-			return
-		case dso.VDSO:
-			d.Verdict = Missing
-			d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
-			d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
-			return
-		}
-		st := states.get(disk)
-		d.FoundPath = disk
-		switch {
-		case !st.Exists:
-			d.Verdict = Missing
-			d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
-			d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
-		case st.BuildID == nil:
-			d.Verdict = Mismatch
-			d.FoundBuildID = nil
-			d.GoBuildID = st.GoBuildID
-			d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
-			d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
-		default:
-			d.Verdict = Mismatch
-			d.FoundBuildID = st.BuildID
-			d.GoBuildID = st.GoBuildID
-			d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
-			d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
-		}
-		if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
-			d.symPath = disk
-		}
+		s.judgeBuildID(ctx, d, loc, states)
 		return
 	}
-
-	// No build-id recorded.
 	switch d.Kind {
 	case dso.Kernel:
-		if o.Lookup.SymFS != "" {
-			d.Verdict = Missing
-			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
-			d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
-			return
-		}
-		rel := kernelRelease()
-		if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
-			d.Verdict = Replaced
-			d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
-			d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
-			return
-		}
-		d.Verdict = Unverified
-		d.Source = "running-kernel"
-		d.FoundPath = "/proc/kallsyms"
-		d.symPath = "/proc/kallsyms"
-		d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
-		if s.rec.kernelRelease == "" {
-			d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
-		}
-		d.needReloc = true
-		return
+		s.judgeKernelWithoutBuildID(d)
 	case dso.VDSO:
 		d.Verdict = NoFile
 		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
+	default:
+		s.judgePath(d, states)
+	}
+}
+
+// noFileReasons say why a mapping without a file has no identity.
+var noFileReasons = map[dso.Kind]string{
+	dso.Anon:     "anonymous memory: no file, no identity; addresses shown raw",
+	dso.Unknown:  "no mapping covered these addresses when they were sampled",
+	dso.Guest:    "guest code: not this machine's to resolve",
+	dso.Vsyscall: "the kernel's fixed vsyscall page: no file, no identity",
+}
+
+// judgeJIT judges JIT code by its perf map: it has no identity, but it is
+// append-only, so its names are used unless the map predates the
+// recording.
+func (s *session) judgeJIT(d *DSO) {
+	o := &s.opts
+	p := o.jitMapPath(d.pid)
+	st := statFile(p)
+	if !st.Exists {
+		d.Verdict = Missing
+		d.Reason = "JIT code; its perf map " + p + " is gone"
 		return
 	}
+	d.Verdict = Unverified
+	d.FoundPath = p
+	d.Source = "perf-map"
+	d.symPath = p
+	d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
+	if !s.rec.end.IsZero() && st.MTime.Before(s.rec.end.Add(-24*time.Hour)) {
+		d.Verdict = Replaced
+		d.symPath = ""
+		d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
+	}
+}
+
+// judgeBuildID judges d, whose build-id was recorded: verified when the
+// locator finds a binary with it (or, for a module, the module loaded now
+// has it), else mismatch or missing by what is at the path.
+func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states *stateCache) {
+	found, err := s.lookup(ctx, d, loc)
+	if err == nil {
+		s.verified(d, found, states)
+		return
+	}
+	if !errors.Is(err, buildidcache.ErrNotFound) {
+		d.Reason = "lookup failed: " + err.Error() + "; "
+	}
+	if d.Kind == dso.Module && s.opts.Lookup.SymFS == "" && s.runningModuleMatches(d) {
+		return
+	}
+	switch d.Kind {
+	case dso.Kernel:
+		d.Verdict = Mismatch
+		d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
+		d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
+		return
+	case dso.VDSO:
+		d.Verdict = Missing
+		d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
+		d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
+		return
+	}
+	s.judgeAtPath(d, states)
+}
+
+// lookup asks loc for d's binary by build-id, unless the unwinder asked
+// already for the same identity (and was not cancelled).
+func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, error) {
+	q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+	if d.pid > 0 {
+		q.PID = int(d.pid)
+	}
+	if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
+		return d.cfiFound, d.cfiErr
+	}
+	return loc.Locate(ctx, q)
+}
+
+// verified gives d the verdict verified, with the binary found.
+func (s *session) verified(d *DSO, found *located, states *stateCache) {
+	d.Verdict = Verified
+	d.Source = found.Source
+	d.FoundPath = found.Path
+	d.FoundBuildID = found.BuildID
+	d.Rejected = found.Rejected
+	d.symPath = found.symbolFile()
+	d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
+	if found.Source == "running-kernel" {
+		d.needReloc = true
+	}
+	if d.Kind == dso.Module {
+		s.planModuleNames(d, found)
+	}
+	s.replacedDuringRecording(d, states)
+}
+
+// runningModuleMatches verifies module d against the module loaded now,
+// whose build-id note is in /sys/module, when no .ko with its build-id was
+// found anywhere; it reports whether it did.
+func (s *session) runningModuleMatches(d *DSO) bool {
+	name := moduleName(d.Path)
+	id, err := runningModuleBuildID(name)
+	if err != nil || !id.Matches(d.BuildID) {
+		return false
+	}
+	d.Verdict = Verified
+	d.Source = "running-module"
+	d.FoundPath = filepath.Join(sysRoot, "module", name)
+	d.FoundBuildID = id
+	d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
+	s.planModuleNames(d, nil)
+	return true
+}
+
+// judgeAtPath judges a file whose recorded build-id was found nowhere by
+// what is at its path now: missing, or a mismatch.
+func (s *session) judgeAtPath(d *DSO, states *stateCache) {
+	o := &s.opts
+	disk := o.diskPath(d.Path)
+	st := states.get(disk)
+	d.FoundPath = disk
+	switch {
+	case !st.Exists:
+		d.Verdict = Missing
+		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
+		d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+	case st.BuildID == nil:
+		d.Verdict = Mismatch
+		d.FoundBuildID = nil
+		d.GoBuildID = st.GoBuildID
+		d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
+		d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+	default:
+		d.Verdict = Mismatch
+		d.FoundBuildID = st.BuildID
+		d.GoBuildID = st.GoBuildID
+		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
+		d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+	}
+	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
+		d.symPath = disk
+	}
+}
+
+// judgeKernelWithoutBuildID judges a kernel recorded without a build-id by
+// the running kernel's release.
+func (s *session) judgeKernelWithoutBuildID(d *DSO) {
+	o := &s.opts
+	if o.Lookup.SymFS != "" {
+		d.Verdict = Missing
+		d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
+		d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
+		return
+	}
+	rel := kernelRelease()
+	if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
+		d.Verdict = Replaced
+		d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
+		d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
+		return
+	}
+	d.Verdict = Unverified
+	d.Source = "running-kernel"
+	d.FoundPath = "/proc/kallsyms"
+	d.symPath = "/proc/kallsyms"
+	d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
+	if s.rec.kernelRelease == "" {
+		d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
+	}
+	d.needReloc = true
+}
+
+// judgePath judges a file recorded without a build-id by the file at its
+// path: missing, replaced when something shows it changed (another inode,
+// modified after it was mapped), else unverified.
+func (s *session) judgePath(d *DSO, states *stateCache) {
+	o := &s.opts
+	disk := o.diskPath(d.Path)
 	st := states.get(disk)
 	d.FoundPath = disk
 	if !st.Exists {
@@ -547,23 +622,7 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateC
 			d.Reason = "no build-id recorded; the file is older than the recording"
 		}
 	}
-	switch {
-	case st.BuildID == nil && st.GoBuildID != "":
-		d.Reason += "; a Go binary without a GNU build-id"
-		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
-	case st.BuildID == nil && st.IsELF:
-		d.Reason += "; the binary has no build-id"
-		d.Advice = "link with -Wl,--build-id so profiles can be verified"
-	case st.BuildID != nil && len(s.buildIDs) == 0:
-		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	case st.BuildID != nil && d.tableZero:
-		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	case st.BuildID != nil:
-		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	}
+	noBuildIDAdvice(d, st, len(s.buildIDs) > 0)
 	if d.Verdict == Replaced && o.TrustPaths && st.IsELF {
 		d.symPath = disk
 	}
@@ -578,6 +637,29 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateC
 		// the .ko there when its layout allows it.
 		d.modNames = "ko"
 		_, d.modLimit, _ = s.moduleRange(d)
+	}
+}
+
+// noBuildIDAdvice says why d, recorded without a build-id, could not be
+// verified, and what would have made it verifiable; st is the file at its
+// path, table whether the recording has a build-id table.
+func noBuildIDAdvice(d *DSO, st *fileState, table bool) {
+	switch {
+	case st.BuildID == nil && st.GoBuildID != "":
+		d.Reason += "; a Go binary without a GNU build-id"
+		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
+	case st.BuildID == nil && st.IsELF:
+		d.Reason += "; the binary has no build-id"
+		d.Advice = "link with -Wl,--build-id so profiles can be verified"
+	case st.BuildID != nil && !table:
+		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	case st.BuildID != nil && d.tableZero:
+		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	case st.BuildID != nil:
+		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	}
 }
 
