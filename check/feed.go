@@ -28,10 +28,9 @@ import (
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
 // feedBatchOps × 64) bytes, 4.5 MiB, plus feedBatchBytes a batch for
 // --call-graph dwarf stack copies) whatever the size of the recording. A
-// batch holds some 1,500 samples of 80-frame callchains: with a fourth of
-// that (the batch size before), handing batches over woke a goroutine
-// twice as often, which cost 5% of the check's CPU and wall time on the
-// 1 GB bench recording.
+// batch holds some 1,500 samples of 80-frame callchains: large enough
+// that handing a batch over, which wakes a goroutine, is rare next to the
+// work on it.
 const (
 	feedBatches    = 4
 	feedBatchWords = 128 << 10 // callchain entries and user registers

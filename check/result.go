@@ -81,8 +81,8 @@ type Stack struct {
 // by every caller: do not modify it. It is safe for concurrent use.
 //
 // The first call on any stack of a Result builds every stack's location
-// pointers, one per frame (1.46 million, 11.7 MB on the bench recording):
-// `perfcheck check` never asks for them, so it does not pay for them.
+// pointers, one per frame, the largest block a Result holds: `perfcheck
+// check` never asks for them, so it does not pay for them.
 func (s *Stack) Locations() []*Location {
 	if s.set == nil {
 		return nil

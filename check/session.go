@@ -520,8 +520,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 // call sites), so the answers are kept in a small direct-mapped memo keyed
 // by everything that decides them: generations are never reused, even
 // across pid reuse, so an entry of maps since changed can no longer match.
-// Resolving and interning each frame again (a map lookup each) was a
-// twentieth of checking the 1 GB recording.
+// It saves resolving and interning each frame again (a map lookup each).
 func (s *session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
 	m := &s.locMemo[(ip^ip>>16^uint64(uint32(pid))*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
@@ -567,8 +566,8 @@ func (s *session) stack(id int) []int32 { return s.stacks[id] }
 // (256 KB) to stackChunkMax (8 MB), four times larger each time: a small
 // recording allocates little, a large one few chunks, and chunks from
 // hugeChunk up are laid on huge pages where the kernel allows (hugeInt32s):
-// on the bench recording's 1.5 million frames that is most of them, and
-// first touching 4 KB pages costs more than the stores.
+// on a large recording that is most of them, and first touching 4 KB
+// pages costs more than the stores.
 const (
 	stackChunkMin = 1 << 16
 	stackChunkMax = 1 << 21
@@ -597,9 +596,8 @@ func (s *session) addStack(refs []int32) {
 
 // locationPtrs returns the array Stack.Locations fills with every distinct
 // stack's location pointers, one per frame (session.frames): at 8 bytes a
-// frame, the largest block a Result allocates (11.7 MB on the bench
-// recording), so its whole 2 MB pages are advised as huge pages before it
-// is first written (hugepage_linux.go).
+// frame, the largest block a Result allocates, so its whole 2 MB pages are
+// advised as huge pages before it is first written (hugepage_linux.go).
 func locationPtrs(frames int) []*Location {
 	ptrs := make([]*Location, frames)
 	if len(ptrs) > 0 {
