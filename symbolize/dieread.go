@@ -600,9 +600,6 @@ type dieSections struct {
 	order                                                  binary.ByteOrder
 	units                                                  []unitHdr // sorted by offset
 	abbrevs                                                map[uint64]*abbrevTable
-	// touchRng, when set, is called before .debug_rnglists[lo:hi] is
-	// read (see dwarfIndex.rngTouch).
-	touchRng func(lo, hi int)
 }
 
 // dieReader reads the DIEs of one unit.
@@ -903,9 +900,6 @@ func (r *dieReader) rnglistx(idx uint64) uint64 {
 	c, ok := r.at(r.s.rnglists, ".debug_rnglists", r.rngBase+idx*uint64(r.offSize))
 	if !ok {
 		return 0
-	}
-	if r.s.touchRng != nil {
-		r.s.touchRng(c.pos, min(c.pos+r.offSize, len(c.b)))
 	}
 	off := c.fixed(r.offSize)
 	r.sub(&c)

@@ -49,12 +49,9 @@ func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
 	x.mu.Lock()
 	pending, released, names := x.pending, x.d == nil, x.names
 	x.mu.Unlock()
-	x.secs.mu.Lock()
-	mapped := len(x.secs.list)
-	x.secs.mu.Unlock()
-	if pending != 0 || !released || names != nil || mapped != 0 {
-		t.Errorf("every unit with code decoded (%d of %d units): pending %d, sections released %v, name cache %d entries, %d regions still mapped",
-			len(addrs), len(x.units), pending, released, len(names), mapped)
+	if pending != 0 || !released || names != nil || x.dies != nil {
+		t.Errorf("every unit with code decoded (%d of %d units): pending %d, sections released %v, name cache %d entries, DIE reader kept %v",
+			len(addrs), len(x.units), pending, released, len(names), x.dies != nil)
 	}
 	for i, a := range addrs {
 		if got := mustFrames(t, b, a); !reflect.DeepEqual(got, want[i]) {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,13 +161,8 @@ type Binary struct {
 	warnMu sync.Mutex
 	warns  []string // problems that degraded answers without failing them
 
-	// regions are sections kept outside the Go heap (see region). The
-	// DWARF index keeps its own, in dw.secs.
-	regions regionSet
-
-	// closeMu is held for reading by every call that reads section
-	// bytes (Frames, Warnings, DebugFile), for writing by Close, which
-	// unmaps them.
+	// closeMu is held for reading by every call that may load an index
+	// (and so read the files), for writing by Close, which closes them.
 	closeMu sync.RWMutex
 	closed  bool
 }
@@ -351,14 +345,8 @@ func (b *Binary) Close() error {
 	}
 	b.closed = true
 	// No lookup is in flight (they hold closeMu for reading), and none
-	// will start: the mappings can go, and so must every Go pointer
-	// into them. The runtime may later map its heap at the same
-	// addresses, and a stale pointer into a span it thinks free makes
-	// the garbage collector throw ("found bad pointer in Go heap"). The
-	// pclntab table and its decoder (their slices, the interned names'
-	// keys) point into the mapped .gopclntab; the DWARF reader into the
-	// mapped or decompressed sections.
-	b.regions.unmapAll()
+	// will start: the indexes can go, for a caller that keeps the
+	// Binary.
 	b.gotab = nil
 	if b.dw != nil {
 		b.dw.mu.Lock()
@@ -379,25 +367,13 @@ func (b *Binary) Close() error {
 // (which gives inlined frames), the Go pclntab, then the symbol tables; the
 // first that knows addr answers. When DWARF knows the line but not the
 // function (assembly units), the symbol table names the function.
-func (b *Binary) Frames(addr uint64, buf []Frame) (_ []Frame, err error) {
+func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 	buf = buf[:0]
 	b.closeMu.RLock()
 	defer b.closeMu.RUnlock()
 	if b.closed {
 		return buf, ErrClosed
 	}
-	// A fault on a mapped section (the file was truncated under us)
-	// fails this lookup rather than the process; see region.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			ferr := faultErr(b.path, r)
-			if ferr == nil {
-				panic(r)
-			}
-			buf, err = buf[:0], ferr
-		}
-	}()
 	return b.frames(addr, buf)
 }
 
@@ -445,7 +421,7 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 // the binary is closed.
 func (b *Binary) Symbol(addr uint64) (name string, start, size uint64, ok bool) {
 	// Loading the symbol table of a stripped binary opens its debug
-	// file's DWARF sections (see region): hold off Close meanwhile.
+	// file: hold off Close meanwhile.
 	b.closeMu.RLock()
 	defer b.closeMu.RUnlock()
 	if b.closed {

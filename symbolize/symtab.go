@@ -243,10 +243,9 @@ type symAdder struct {
 	ef   *elf.File
 	rel  bool
 	file string // the last STT_FILE symbol's name
-	// views: the names given to add are views of a buffer that will be
-	// released, copied when kept.
+	// views: the names given to add are views of a table read for
+	// the occasion, copied when kept.
 	views bool
-	arena strArena // where views are copied
 }
 
 // add appends s to raw if it is a code symbol.
@@ -316,7 +315,7 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 
 func (a *symAdder) keep(name string) string {
 	if a.views {
-		return a.arena.clone(name)
+		return strings.Clone(name)
 	}
 	return name
 }

@@ -62,11 +62,6 @@ func TestDIEReader(t *testing.T) {
 		x.mu.Lock()
 		unlock := sync.OnceFunc(x.mu.Unlock)
 		defer unlock()
-		if x.drop != nil {
-			// Units are read here outside decodes, which fill
-			// the bytes of compressed sections they need.
-			x.keepWhole()
-		}
 		lists, skips, dies := 0, 0, 0
 		for u := range x.units {
 			s := &x.units[u]
