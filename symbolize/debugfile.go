@@ -66,7 +66,7 @@ func DefaultDebugFile(q DebugQuery) (string, error) {
 			tried = append(tried, p)
 		}
 	}
-	return "", fmt.Errorf("%w: no debug file for %s (tried %v)", ErrNotFound, q.Path, tried)
+	return "", fmt.Errorf("%s: separate debug file (tried %v): %w", q.Path, tried, ErrNotFound)
 }
 
 func fileExists(p string) bool {
@@ -159,20 +159,20 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 	}
 	comp, err := s.Data()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	zr, err := xz.NewReader(bytes.NewReader(comp))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	limit := int64(len(comp)) * 50
 	limit = min(max(limit, 1<<20), maxMiniDebugInfo)
 	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x decompresses beyond %d bytes", ErrMalformed, b.path, s.Offset, limit)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
 	err = safely(b.path+" .gnu_debugdata", func() error {
@@ -181,7 +181,7 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata: %v", ErrMalformed, b.path, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata: %w", b.path, malformed(err))
 	}
 	return mini, nil
 }

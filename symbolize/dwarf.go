@@ -357,7 +357,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		x.release()
 	}
 	if err != nil {
-		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, err)
+		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, malformed(err))
 		return nil, s.err
 	}
 	s.info.Store(ui)

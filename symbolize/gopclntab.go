@@ -3,6 +3,7 @@ package symbolize
 import (
 	"debug/elf"
 	"debug/gosym"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -70,12 +71,12 @@ func (b *Binary) readGo(s *elf.Section) error {
 	// the table.
 	var hdr [8]byte
 	if h := pcln.window(0, hdr[:]); len(h) < 8 {
-		return fmt.Errorf("%w: section at offset %#x: %d bytes, too short for a header", ErrMalformed, s.Offset, len(h))
+		return fmt.Errorf("section at offset %#x: %w: %d bytes, too short for a header", s.Offset, ErrMalformed, len(h))
 	}
 	switch m := b.ef.ByteOrder.Uint32(pcln.window(0, hdr[:])); m {
 	case 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1:
 	default:
-		return fmt.Errorf("%w: section at offset %#x: unknown magic %#x", ErrMalformed, s.Offset, m)
+		return fmt.Errorf("section at offset %#x: %w: unknown magic %#x", s.Offset, ErrMalformed, m)
 	}
 	if t := b.ef.Section(".text"); t != nil {
 		g.textStart = t.Addr
@@ -99,6 +100,9 @@ func (g *goTable) gosym(name string) (*gosym.Table, error) {
 			g.sym = t
 			return err
 		})
+		if g.symErr != nil && !errors.Is(g.symErr, ErrMalformed) {
+			g.symErr = fmt.Errorf("%s: %w: %w", name, ErrMalformed, g.symErr)
+		}
 	})
 	return g.sym, g.symErr
 }
@@ -109,9 +113,9 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 			return out, true, nil
 		}
 	}
-	t, err := g.gosym(b.path)
+	t, err := g.gosym(b.path + ": .gopclntab")
 	if err != nil {
-		return buf, false, fmt.Errorf(".gopclntab: %w", err)
+		return buf, false, err
 	}
 	out = buf
 	err = safely(b.path, func() error {

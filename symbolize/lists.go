@@ -81,7 +81,7 @@ func readLineBytes(r *bufio.Reader, name string, fn func(line []byte, off int64)
 				buf = append(buf, line...)
 			}
 			if len(buf) > maxListLine {
-				return fmt.Errorf("%w: %s: line at offset %d longer than %d bytes", ErrMalformed, name, off, maxListLine)
+				return fmt.Errorf("%s: %w: line at offset %d longer than %d bytes", name, ErrMalformed, off, maxListLine)
 			}
 			line = buf
 		}
@@ -149,11 +149,11 @@ func (p *kallsymsParser) line(line []byte, off int64) error {
 	p.lines++
 	a, typ, sym, ok := splitKallsyms(line)
 	if !ok {
-		return fmt.Errorf("%w: %s: offset %d: not a kallsyms line: %.60q", ErrMalformed, p.name, off, line)
+		return fmt.Errorf("%s: %w: offset %d: not a kallsyms line: %.60q", p.name, ErrMalformed, off, line)
 	}
 	addr, ok := parseHex(a)
 	if !ok {
-		return fmt.Errorf("%w: %s: offset %d: bad address %.20q", ErrMalformed, p.name, off, a)
+		return fmt.Errorf("%s: %w: offset %d: bad address %.20q", p.name, ErrMalformed, off, a)
 	}
 	if addr != 0 {
 		p.nonZero = true
@@ -169,7 +169,7 @@ func (p *kallsymsParser) line(line []byte, off int64) error {
 		return nil
 	}
 	if uint64(len(p.names)+len(sym)) > math.MaxUint32 {
-		return fmt.Errorf("%w: %s: offset %d: too many symbol names", ErrMalformed, p.name, off)
+		return fmt.Errorf("%s: %w: offset %d: too many symbol names", p.name, ErrMalformed, off)
 	}
 	// Grow by doubling: append grows large slices by a quarter, which
 	// copies (and page-faults) each byte about five times.
@@ -188,10 +188,10 @@ func (p *kallsymsParser) line(line []byte, off int64) error {
 // table returns the symbol table of the lines taken.
 func (p *kallsymsParser) table() (*symTable, error) {
 	if p.lines > 0 && !p.nonZero {
-		return nil, fmt.Errorf("%w: %s: every address is zero (kernel.kptr_restrict hides them)", ErrMalformed, p.name)
+		return nil, fmt.Errorf("%s: %w: every address is zero (kernel.kptr_restrict hides them)", p.name, ErrMalformed)
 	}
 	if p.lines == 0 {
-		return nil, fmt.Errorf("%w: %s: empty kallsyms", ErrMalformed, p.name)
+		return nil, fmt.Errorf("%s: %w: empty kallsyms", p.name, ErrMalformed)
 	}
 	names := string(p.names)
 	raw := make([]rawSym, len(p.ents))
@@ -206,6 +206,27 @@ func (p *kallsymsParser) table() (*symTable, error) {
 		t.maxEnd[n-1] = t.syms[n-1].end
 	}
 	return t, nil
+}
+
+// kallsymsPeek is how much of a file kallsymsShaped reads.
+const kallsymsPeek = 4096
+
+// kallsymsShaped reports whether the first non-empty line of r (within
+// its first kallsymsPeek bytes) reads as a kallsyms line: a hexadecimal
+// address, a one-letter type and a name. It consumes nothing.
+func kallsymsShaped(r *bufio.Reader) bool {
+	b, _ := r.Peek(kallsymsPeek)
+	for len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte{'\n'})
+		line = bytes.TrimRight(line, "\r")
+		if len(line) > 0 {
+			a, _, _, ok := splitKallsyms(line)
+			_, hex := parseHex(a)
+			return ok && hex
+		}
+		b = rest
+	}
+	return false
 }
 
 // readPerfMap parses a perf JIT map: "START SIZE NAME" with START and SIZE
@@ -247,7 +268,7 @@ func readPerfMap(r *bufio.Reader, name string, warn func(string, ...any)) (*symT
 		return nil, err
 	}
 	if bad > 0 && len(entries) == 0 {
-		return nil, fmt.Errorf("%w: %s: offset %d: no valid perf map line (%d malformed)", ErrMalformed, name, firstBad, bad)
+		return nil, fmt.Errorf("%s: %w: offset %d: no valid perf map line (%d malformed)", name, ErrMalformed, firstBad, bad)
 	}
 	if bad > 0 && warn != nil {
 		warn("%s: %d malformed perf map line(s) skipped, the first at offset %d", name, bad, firstBad)

@@ -35,7 +35,7 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 		}
 		data, err := sec.Data()
 		if err != nil {
-			return out, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, name, sec.Offset, err)
+			return out, fmt.Errorf("section %s at offset %#x: %w: %w", name, sec.Offset, ErrMalformed, err)
 		}
 		var stubs []pltStub
 		if ef.Machine == elf.EM_AARCH64 {
@@ -212,7 +212,7 @@ func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, erro
 		}
 		d, err := s.Data()
 		if err != nil {
-			return m, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			return m, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 		}
 		bo := ef.ByteOrder
 		for i := 0; uint64(i)+entsize <= uint64(len(d)); i += int(entsize) {

@@ -1,6 +1,9 @@
 package symbolize
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym, and
 // turns a panic inside it into an error wrapping ErrMalformed that names
@@ -11,8 +14,18 @@ import "fmt"
 func safely(name string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %s: decoder panic: %v", ErrMalformed, name, r)
+			err = fmt.Errorf("%s: %w: decoder panic: %v", name, ErrMalformed, r)
 		}
 	}()
 	return f()
+}
+
+// malformed returns err wrapping ErrMalformed: itself when it does, else
+// "malformed input: " and err (a debug/elf, debug/dwarf or debug/gosym
+// error: input they could not decode).
+func malformed(err error) error {
+	if err == nil || errors.Is(err, ErrMalformed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }

@@ -52,7 +52,7 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) 
 		return s.Data() // stored as is, or a type debug/elf decides (and reports)
 	}
 	if c.size > uint64(c.n)*maxInflate+4096 || c.size > maxSection {
-		return nil, fmt.Errorf("%w: section %s at offset %#x: claims %d bytes from %d compressed", ErrMalformed, s.Name, s.Offset, c.size, c.n)
+		return nil, fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
 	}
 	return c.read(ra, s)
 }
@@ -68,7 +68,7 @@ func compressionOf(ef *elf.File, ra io.ReaderAt, s *elf.Section) (c compressed, 
 			c.hdr = 12
 		}
 		if s.FileSize < uint64(c.hdr) {
-			return c, false, fmt.Errorf("%w: section %s at offset %#x: compression header truncated", ErrMalformed, s.Name, s.Offset)
+			return c, false, fmt.Errorf("section %s at offset %#x: %w: compression header truncated", s.Name, s.Offset, ErrMalformed)
 		}
 		if _, err := ra.ReadAt(hdr[:c.hdr], int64(s.Offset)); err != nil {
 			return c, false, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
@@ -113,14 +113,14 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	case elf.COMPRESS_ZLIB:
 		zr, err := zlib.NewReader(src)
 		if err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			return nil, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 		}
 		defer zr.Close()
 		r = zr
 	default:
 		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(c.size+1<<20))
 		if err != nil {
-			return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			return nil, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 		}
 		defer zr.Close()
 		r = zr
@@ -129,10 +129,10 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	// the header.
 	out, err := readSized(r, c.size, uint64(c.n)*16+4096)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, fmt.Errorf("%w: section %s at offset %#x: decompresses to %d bytes, header says %d", ErrMalformed, s.Name, s.Offset, len(out), c.size)
+		return nil, fmt.Errorf("section %s at offset %#x: %w: decompresses to %d bytes, header says %d: %w", s.Name, s.Offset, ErrMalformed, len(out), c.size, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+		return nil, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 	}
 	return out, nil
 }

@@ -16,23 +16,28 @@ import (
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
-// Sentinel errors; every error this package returns wraps one of them (or an
-// *os.PathError from opening a file).
+// Sentinel errors. Every error this package returns wraps one of them (or
+// an *os.PathError from opening a file) with %w, and with it the cause
+// where there is one (an io.ErrUnexpectedEOF, a decompressor's error), so
+// that errors.Is and errors.As reach both. Messages begin with the file
+// they are about: "PATH: malformed input: WHAT[: CAUSE]".
 var (
 	// ErrUnknownAddr means no backend knows the address: it is outside
 	// every function and symbol of the binary.
-	ErrUnknownAddr = errors.New("symbolize: address not found")
+	ErrUnknownAddr = errors.New("address not found")
 	// ErrMalformed means the binary or one of its tables could not be
-	// decoded; the message names the file and, where known, the offset.
-	ErrMalformed = errors.New("symbolize: malformed input")
+	// decoded, or the file is neither an ELF file nor a symbol list
+	// (see [Open]); the message names the file and, where known, the
+	// offset.
+	ErrMalformed = errors.New("malformed input")
 	// ErrNotFound is what an [Options.DebugFile] locator returns when it
 	// has no separate debug file for the binary.
-	ErrNotFound = errors.New("symbolize: not found")
+	ErrNotFound = errors.New("not found")
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
-	ErrNoMapping = errors.New("symbolize: mapping not covered by a PT_LOAD segment")
+	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
 	// ErrClosed is returned by lookups on a closed Binary or Set.
-	ErrClosed = errors.New("symbolize: closed")
+	ErrClosed = errors.New("binary closed")
 )
 
 // Frame is one source-level frame. Frames returns them leaf first: the
@@ -172,9 +177,17 @@ type Binary struct {
 func openRegular(path string) (*os.File, error) { return regfile.Open(path) }
 
 // Open opens the binary at path. An ELF file (executable, shared library,
-// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
-// file is read as a perf JIT map when its name is perf-*.map and as kallsyms
-// otherwise.
+// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily. Any
+// other file is a symbol list, read at once:
+//
+//   - a perf JIT map when its name is perf-*.map;
+//   - kallsyms when its name is kallsyms (/proc/kallsyms, perf's cache
+//     [kernel.kallsyms]/BUILD-ID/kallsyms) or its first line reads as a
+//     kallsyms line: a hexadecimal address, a one-letter type and a name.
+//
+// Anything else (a text file such as /etc/passwd, an empty file) is an
+// error wrapping [ErrMalformed]. [OpenKallsyms] and [OpenPerfMap] read a
+// list whatever its name.
 func Open(path string, opts Options) (*Binary, error) {
 	// A recording names any path, and a FIFO there would block a plain
 	// open until a writer comes: O_NONBLOCK returns at once, and only a
@@ -194,12 +207,16 @@ func Open(path string, opts Options) (*Binary, error) {
 	}
 	defer func() { f.Close(); b.f = nil }()
 	base := filepath.Base(path)
-	if strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map") {
+	br := bufio.NewReader(f)
+	switch {
+	case strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map"):
 		b.kind = KindPerfMap
-		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path, b.warn)
-	} else {
+		b.syms, b.symErr = readPerfMap(br, path, b.warn)
+	case base == "kallsyms" || kallsymsShaped(br):
 		b.kind = KindKallsyms
-		b.syms, b.symErr = readKallsyms(bufio.NewReader(f), path)
+		b.syms, b.symErr = readKallsyms(br, path)
+	default:
+		return nil, fmt.Errorf("%s: %w: neither an ELF file nor a kallsyms listing or perf map", path, ErrMalformed)
 	}
 	b.symOnce.Do(func() {})
 	if b.symErr != nil {
@@ -281,9 +298,9 @@ func elfOpenError(path string, f *os.File, err error) error {
 		if st, serr := f.Stat(); serr == nil {
 			size = st.Size()
 		}
-		return fmt.Errorf("%w: %s: ELF headers or tables run past the end of the file (%d bytes): %w", ErrMalformed, path, size, io.ErrUnexpectedEOF)
+		return fmt.Errorf("%s: %w: ELF headers or tables run past the end of the file (%d bytes): %w", path, ErrMalformed, size, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	return fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
 }
 
 // Path returns the path the binary was opened from.
@@ -382,7 +399,7 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+				return buf[:0], err // names the file
 			}
 			if ok {
 				if out[len(out)-1].Function == "" {
@@ -397,7 +414,7 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 		if gt := b.loadGo(); gt != nil {
 			out, ok, err := gt.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+				return buf[:0], err // names the file
 			}
 			if ok {
 				return out, nil
@@ -444,10 +461,7 @@ func (b *Binary) lookupSym(addr uint64) (*symbol, bool) {
 
 func (b *Binary) loadSyms() *symTable {
 	b.symOnce.Do(func() {
-		b.syms, b.symErr = b.readELFSymbols()
-		if b.symErr != nil {
-			b.symErr = fmt.Errorf("%s: %w", b.path, b.symErr)
-		}
+		b.syms, b.symErr = b.readELFSymbols() // errors name the file
 		b.symsLoaded.Store(b.syms)
 	})
 	return b.syms

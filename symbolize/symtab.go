@@ -3,6 +3,7 @@ package symbolize
 import (
 	"cmp"
 	"debug/elf"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -197,7 +198,7 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		}
 		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
-			firstErr = err
+			firstErr = fmt.Errorf("%s: %w", b.path, err)
 		}
 		raw = append(raw, plt...)
 		return nil

@@ -81,9 +81,7 @@ func symbolizeWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	}
 	b, err := symbolize.Open(f.exe, opts)
 	if err != nil {
-		// The package's errors begin "symbolize: "; after our own
-		// "perfcheck symbolize: " prefix that would read twice.
-		return errorf(stderr, name, "%s", strings.TrimPrefix(err.Error(), "symbolize: "))
+		return errorf(stderr, name, "%v", err)
 	}
 	defer b.Close()
 	// A batch decodes much of the binary's DWARF, making garbage, while
@@ -363,7 +361,6 @@ func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate
 // symbolizeGCPercent is the garbage collector's target percentage while
 // perfcheck symbolize runs (see runSymbolize).
 const symbolizeGCPercent = 25
-
 
 // nextField returns the first run of non-space bytes in b (space as
 // strings.Fields has it, for ASCII) and what follows it; tok is nil when
