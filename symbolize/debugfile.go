@@ -110,7 +110,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 		return nil, nil, "", err
 	}
 	var ef *elf.File
-	err = safely(p, func() error {
+	err = safely(func() error {
 		var err error
 		ef, err = elf.NewFile(f)
 		return err
@@ -157,7 +157,7 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil, nil
 	}
-	comp, err := s.Data()
+	comp, err := sectionData(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
@@ -175,7 +175,7 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
-	err = safely(b.path+" .gnu_debugdata", func() error {
+	err = safely(func() error {
 		var err error
 		mini, err = elf.NewFile(bytes.NewReader(data))
 		return err

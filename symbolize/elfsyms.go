@@ -92,5 +92,5 @@ func tableBytes(s *elf.Section) ([]byte, error) {
 	if s.Size == 0 {
 		return nil, nil
 	}
-	return s.Data()
+	return sectionData(s)
 }

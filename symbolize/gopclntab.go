@@ -3,7 +3,6 @@ package symbolize
 import (
 	"debug/elf"
 	"debug/gosym"
-	"errors"
 	"fmt"
 	"sync"
 )
@@ -40,7 +39,7 @@ func (b *Binary) loadGo() *goTable {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			return
 		}
-		err := safely(b.path, func() error { return b.readGo(s) })
+		err := safely(func() error { return b.readGo(s) })
 		if err != nil {
 			b.goErr = fmt.Errorf("%s: .gopclntab: %w", b.path, err)
 			b.warn("%v (Go functions without DWARF fall back to symbol names)", b.goErr)
@@ -57,9 +56,9 @@ func (b *Binary) readGo(s *elf.Section) error {
 	g := &goTable{sec: s}
 	var pcln pclnTab
 	if cache || s.Flags&elf.SHF_COMPRESSED != 0 || s.FileSize != s.Size {
-		data, err := s.Data()
+		data, err := sectionData(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("section at offset %#x: %w", s.Offset, err)
 		}
 		g.data, pcln = data, memTab(data)
 	} else {
@@ -88,11 +87,11 @@ func (b *Binary) readGo(s *elf.Section) error {
 
 func (g *goTable) gosym(name string) (*gosym.Table, error) {
 	g.symOnce.Do(func() {
-		g.symErr = safely(name, func() error {
+		g.symErr = safely(func() error {
 			data := g.data
 			if data == nil {
 				var err error
-				if data, err = g.sec.Data(); err != nil {
+				if data, err = sectionData(g.sec); err != nil {
 					return err
 				}
 			}
@@ -100,8 +99,8 @@ func (g *goTable) gosym(name string) (*gosym.Table, error) {
 			g.sym = t
 			return err
 		})
-		if g.symErr != nil && !errors.Is(g.symErr, ErrMalformed) {
-			g.symErr = fmt.Errorf("%s: %w: %w", name, ErrMalformed, g.symErr)
+		if g.symErr != nil {
+			g.symErr = fmt.Errorf("%s: %w", name, malformed(g.symErr))
 		}
 	})
 	return g.sym, g.symErr
@@ -118,7 +117,7 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		return buf, false, err
 	}
 	out = buf
-	err = safely(b.path, func() error {
+	err = safely(func() error {
 		file, line, fn := t.PCToLine(addr)
 		if fn == nil {
 			return nil
@@ -128,7 +127,10 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		ok = true
 		return nil
 	})
-	return out, ok, err
+	if err != nil {
+		return buf, false, fmt.Errorf("%s: .gopclntab: %w", b.path, err)
+	}
+	return out, ok, nil
 }
 
 // cachePCTables reports whether .gopclntab's decoded tables are worth

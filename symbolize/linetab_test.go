@@ -147,6 +147,9 @@ func TestDecodeLinesOrder(t *testing.T) {
 		sx.sortLines = true
 		rows := 0
 		for u := range dx.units {
+			if dx.units[u].base == ^uint64(0) {
+				continue // no code: lookups never decode it
+			}
 			du, err1 := dx.unit(int32(u))
 			su, err2 := sx.unit(int32(u))
 			if err1 != nil || err2 != nil {

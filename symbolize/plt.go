@@ -33,7 +33,7 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 		if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size > 64<<20 {
 			continue
 		}
-		data, err := sec.Data()
+		data, err := sectionData(sec)
 		if err != nil {
 			return out, fmt.Errorf("section %s at offset %#x: %w: %w", name, sec.Offset, ErrMalformed, err)
 		}
@@ -210,7 +210,7 @@ func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, erro
 			!rela && (s.Type != elf.SHT_REL || s.Name != ".rel.plt" && s.Name != ".rel.dyn") {
 			continue
 		}
-		d, err := s.Data()
+		d, err := sectionData(s)
 		if err != nil {
 			return m, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 		}

@@ -49,12 +49,28 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) 
 		return nil, err
 	}
 	if !ok || c.typ != elf.COMPRESS_ZLIB && c.typ != elf.COMPRESS_ZSTD {
-		return s.Data() // stored as is, or a type debug/elf decides (and reports)
+		// Stored as is, or a type debug/elf decides (and reports).
+		d, err := sectionData(s)
+		if err != nil {
+			return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+		}
+		return d, nil
 	}
 	if c.size > uint64(c.n)*maxInflate+4096 || c.size > maxSection {
 		return nil, fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
 	}
 	return c.read(ra, s)
+}
+
+// sectionData is s.Data, except that a section that runs past the end of
+// the file gives io.ErrUnexpectedEOF rather than debug/elf's bare io.EOF,
+// which reads like a clean end.
+func sectionData(s *elf.Section) ([]byte, error) {
+	d, err := s.Data()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return d, err
 }
 
 // compressionOf reads the compression header of s; ok is false for a
@@ -183,7 +199,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		}
 		wg.Go(func() {
 			var b []byte
-			err := safely(s.Name, func() error {
+			err := safely(func() error {
 				var err error
 				b, err = sectionBytes(ef, ra, s)
 				return err

@@ -254,10 +254,10 @@ func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
 
 func (b *Binary) openELF() error {
 	b.kind = KindELF
-	err := safely(b.path, func() error {
+	err := safely(func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
-			return elfOpenError(b.path, b.f, err)
+			return err
 		}
 		b.ef = ef
 		for _, p := range ef.Progs {
@@ -279,10 +279,7 @@ func (b *Binary) openELF() error {
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrMalformed) {
-			return err // names the file already
-		}
-		return fmt.Errorf("%s: %w", b.path, err)
+		return elfOpenError(b.path, b.f, err)
 	}
 	return nil
 }
@@ -300,7 +297,7 @@ func elfOpenError(path string, f *os.File, err error) error {
 		}
 		return fmt.Errorf("%s: %w: ELF headers or tables run past the end of the file (%d bytes): %w", path, ErrMalformed, size, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("%s: %w: %w", path, ErrMalformed, err)
+	return fmt.Errorf("%s: %w", path, malformed(err))
 }
 
 // Path returns the path the binary was opened from.
