@@ -8,6 +8,7 @@ import (
 // files and columns that fit scope.callFC and for those that do not (at
 // and past 0xffff, and the no-file marker), among scopes with none.
 func TestCallSite(t *testing.T) {
+	t.Parallel()
 	type call struct{ file, line, col uint32 }
 	calls := []call{
 		{0, 0, 0}, {1, 2, 3}, {0xfffe, 7, 0xfffe}, {0xffff, 8, 1}, {2, 9, 0xffff},

@@ -20,6 +20,7 @@ import (
 // row's file, line and column (and whether it ends a sequence), not its
 // address: a row left out answers through the one before it.
 func TestLineTable(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(1))
 	for _, n := range []int{0, 1, lineBlock - 1, lineBlock, lineBlock + 1, 1000} {
 		rows := make([]lineRow, n)
@@ -90,6 +91,7 @@ func TestLineTable(t *testing.T) {
 // TestLineTableOrder checks that a row below the previous one is refused,
 // so that decodeLines falls back to sorting.
 func TestLineTableOrder(t *testing.T) {
+	t.Parallel()
 	var enc lineEncoder
 	if err := enc.add(lineRow{addr: 10}); err != nil {
 		t.Fatal(err)
@@ -118,6 +120,7 @@ func TestLineTableOrder(t *testing.T) {
 // .text.unlikely and .text.startup, before .text), which the test checks,
 // so the reordering is exercised.
 func TestDecodeLinesOrder(t *testing.T) {
+	t.Parallel()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +246,7 @@ func hasUnorderedSequences(t *testing.T, p string) bool {
 // base is 0, beyond 32 bits is the largest offset, which no lookup offset
 // reaches (lookupFrames treats such addresses as outside every scope).
 func TestRel(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr, base uint64
 		want       uint32
@@ -266,6 +270,7 @@ func TestRel(t *testing.T) {
 // repeats the last one kept before the mark is left out, and one below a
 // forgotten row's address is in order.
 func TestLineRollback(t *testing.T) {
+	t.Parallel()
 	var enc lineEncoder
 	must := func(r lineRow) {
 		t.Helper()

@@ -18,6 +18,7 @@ import (
 // wrapping ErrMalformed and io.ErrUnexpectedEOF (not a bare "EOF") that
 // names the file.
 func TestOpenTruncatedELF(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")

@@ -26,6 +26,7 @@ func rangeUnits(x *dwarfIndex) []uint64 {
 // raw sections, the name cache and the decode buffers must be released,
 // and lookups still give the same answers.
 func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
+	t.Parallel()
 	gcc := needTool(t, "gcc")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.c")
@@ -67,6 +68,7 @@ func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
 // decoded, outside the budget; it may hold at most what one unit's decode
 // needs.
 func TestDWARFNameCacheBounded(t *testing.T) {
+	t.Parallel()
 	p := buildMultiUnit(t)
 	ref := mustOpenOpts(t, p, Options{MaxDecodedDWARF: -1, NoDebugFile: true})
 	rx := ref.loadDWARF()

@@ -19,6 +19,7 @@ import (
 // rnglistx and line_strp forms) and DWARF 4 (.debug_ranges, strp), and
 // the test checks it met entries with DW_AT_ranges and skipped children.
 func TestDIEReader(t *testing.T) {
+	t.Parallel()
 	gcc := needTool(t, "gcc")
 	dir := t.TempDir()
 	bins := map[string]string{
