@@ -100,10 +100,9 @@ type Options struct {
 }
 
 // DefaultMaxDecodedDWARF is the default of [Options.MaxDecodedDWARF]: far
-// above what a profile's binaries need (the Go compiler, every unit
-// decoded, takes about 16 MiB), it bounds the memory of very large
-// binaries (browsers, databases) whose decoded index would otherwise grow
-// with every unit an address falls in.
+// above what a profile's binaries need, it bounds the memory of very
+// large binaries (browsers, databases) whose decoded index would otherwise
+// grow with every unit an address falls in.
 const DefaultMaxDecodedDWARF = 256 << 20
 
 // Kind says what a Binary was opened from.
@@ -467,9 +466,8 @@ func (b *Binary) loadSyms() *symTable {
 // sharedSymName returns the symbol table's own copy of name when the
 // table is loaded and its symbol at addr is named so. A Go unit's
 // functions have the names of their symbols, at the same addresses: a
-// decoded unit that kept its own copies (1.1 MB for the Go compiler)
-// would hold every name twice once perfcheck symbolize has loaded the
-// symbol table for its warnings.
+// decoded unit that kept its own copies would hold every name twice once
+// perfcheck symbolize has loaded the symbol table for its warnings.
 func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
 	t := b.symsLoaded.Load()
 	if t == nil {

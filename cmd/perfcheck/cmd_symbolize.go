@@ -359,7 +359,7 @@ func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate
 }
 
 // symbolizeGCPercent is the garbage collector's target percentage while
-// perfcheck symbolize runs (see runSymbolize).
+// perfcheck symbolize runs (see symbolizeWith).
 const symbolizeGCPercent = 25
 
 // nextField returns the first run of non-space bytes in b (space as
