@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
 
 // A file's identity, read from its notes; tinyELF is a minimal ELF file
@@ -51,7 +53,7 @@ func ExampleCache_Add() {
 func ExampleResolver_Resolve() {
 	r := New(Options{}) // perf's cache, /usr/lib/debug, $DEBUGINFOD_URLS
 	res, err := r.Resolve(context.Background(), Query{
-		BuildID: BuildID{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08},
+		BuildID: buildid.ID{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08},
 		Path:    "/usr/bin/app",
 	})
 	var nf *NotFoundError

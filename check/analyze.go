@@ -92,8 +92,7 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		defer pre.close()
 	}
 	s := NewSession(opts)
-	fm := firstMaps{}
-	fm.watch(s)
+	s.fm = firstMaps{}
 	// A file's build-id table is a header feature, known before the
 	// records (the unwinder checks binaries against it); a pipe's comes as
 	// HEADER_BUILD_ID records at its end, which the reader gathers into
@@ -159,7 +158,7 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	}
 	res.File = name
 	res.ips = ips
-	res.firstMaps = fm
+	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
 	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)

@@ -11,10 +11,10 @@ import (
 
 func steadySession() (*Session, *SampleEvent) {
 	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "app", true)
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x400000, Len: 0x100000, Path: "/bin/app", Exec: true})
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x7f0000000000, Len: 0x200000, Pgoff: 0x1000, Path: "/lib/libc.so.6", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x2000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s.Update(commRec(7, 7, "app", true))
+	s.Update(mmapRec(7, 0x400000, 0x100000, 0, "/bin/app"))
+	s.Update(mmapRec(7, 0x7f0000000000, 0x200000, 0x1000, "/lib/libc.so.6"))
+	s.Update(mmapRec(-1, 0xffffffff81000000, 0x2000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	chain := []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser}
 	for i := 0; i < 60; i++ {
 		chain = append(chain, 0x400000+uint64(i)*0x40)

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -20,7 +22,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 	err := res.EachSample(func(s *Sample) error {
 		var fr []string
 		for _, l := range s.Stack.Locations() {
-			if l.DSO.Kind == KindFile {
+			if l.DSO.Kind == dso.File {
 				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}
 		}
@@ -179,9 +181,8 @@ func TestCFIFilesIdentity(t *testing.T) {
 		t.Fatal("gcc gave no build-id")
 	}
 	mmap := func(s *Session, pid int32, ino uint64) *DSO {
-		s.Mmap(&MapEvent{PID: pid, TID: pid, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true,
-			HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: ino})
-		return s.tracker.Lookup(pid, perfdata.CPUModeUser, 0x400000).DSO
+		s.Update(mmap2Rec(pid, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, ino, 0))
+		return s.dsoOf(s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, 0x400000))
 	}
 	table := []perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: st.BuildID}}
 
@@ -203,7 +204,7 @@ func TestCFIFilesIdentity(t *testing.T) {
 	}
 
 	s = NewSession(Options{BuildIDDir: t.TempDir()})
-	other := append(perfdata.BuildID(nil), st.BuildID...)
+	other := append(buildid.ID(nil), st.BuildID...)
 	other[0] ^= 0xff
 	s.AddBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
 	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "2 build-ids") {

@@ -2,11 +2,11 @@
 // be trusted, and gives the names that can.
 //
 // It joins the other packages: perfdata's records rebuild every process's
-// address space (Tracker), each sampled address — the leaf and every
-// callchain entry, user and kernel, and on x86-64 the user frames unwound
-// from --call-graph dwarf stack copies with the call-frame information of
-// binaries proven to be the ones that ran — is resolved to a DSO and a file
-// offset,
+// address space (package addrspace), each sampled address — the leaf and
+// every callchain entry, user and kernel, and on x86-64 the user frames
+// unwound from --call-graph dwarf stack copies (package unwind) with the
+// call-frame information of binaries proven to be the ones that ran — is
+// resolved to a DSO and a file offset,
 // each DSO gets its recorded identity (the MMAP2 build-id, else the header's
 // build-id table, else MMAP2's device and inode, else the path) and a
 // Verdict (verified, mismatch, missing, unverified, replaced, or no-file for
@@ -38,10 +38,9 @@
 // samples (unless KeepSamples): stacks are deduplicated by their resolved
 // content, and each distinct location is symbolized once, in parallel.
 //
-// A Session can be fed events directly (Mmap, Fork, Comm, Exit, Sample,
-// AddBuildIDs, then Finish), and a Tracker alone rebuilds address spaces;
-// both take this package's own small event types, so they can be driven by
-// synthetic events.
+// A Session can be fed directly (Update with perfdata's MMAP, MMAP2, COMM,
+// FORK and EXIT records, Sample, AddBuildIDs, then Finish); an
+// addrspace.Tracker alone rebuilds address spaces.
 //
 // Binaries are found by a Locator: the buildidcache package's resolver
 // (perf's cache, debug directories, debuginfod, the path) or the

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -61,25 +65,25 @@ func (di *DevIno) compare(o DevIno) inodeMatch {
 // during the recording) are different DSOs.
 type DSO struct {
 	Path string // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
-	Kind Kind
+	Kind dso.Kind
 
 	// Recorded identity.
-	BuildID       perfdata.BuildID // nil when none was recorded
-	BuildIDSource string           // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
-	Dev           *DevIno          // from MMAP2 in the dev/inode form, nil otherwise
+	BuildID       buildid.ID // nil when none was recorded
+	BuildIDSource string     // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
+	Dev           *DevIno    // from MMAP2 in the dev/inode form, nil otherwise
 	// Candidates are the build-ids the header's table holds for this path
 	// when there are several and this DSO could not be tied to one.
-	Candidates []perfdata.BuildID
+	Candidates []buildid.ID
 
 	Verdict      Verdict
 	Reason       string
-	Source       string           // the locator that found the binary (verified), or "path"
-	FoundPath    string           // the file symbols come from, or the file examined at the path
-	FoundBuildID perfdata.BuildID // the build-id of the file found (verified) or now at the path
-	GoBuildID    string           // the Go build-id of the file at the path, when it has one
-	Advice       string           // what to do about it, "" when nothing
-	Rejected     []string         // candidates the locator refused, with reasons
-	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
+	Source       string     // the locator that found the binary (verified), or "path"
+	FoundPath    string     // the file symbols come from, or the file examined at the path
+	FoundBuildID buildid.ID // the build-id of the file found (verified) or now at the path
+	GoBuildID    string     // the Go build-id of the file at the path, when it has one
+	Advice       string     // what to do about it, "" when nothing
+	Rejected     []string   // candidates the locator refused, with reasons
+	SymbolError  string     // why the binary could not be opened for symbols, "" when it could
 	// Notes are limits met with this DSO that do not change its verdict:
 	// where --call-graph dwarf unwinding stopped at it and why, what the
 	// symbolizer had to skip in its file (malformed DWARF, perf map lines).
@@ -106,11 +110,11 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *Located         // its answer
-	cfiErr      error            // or the error
-	cfiWhy      string           // why unwinding cannot pass through this DSO, "" when it can
-	unwindStops uint64           // samples whose unwinding stopped at this DSO for that reason
+	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *Located   // its answer
+	cfiErr      error      // or the error
+	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
 }
 
 // Symbolized reports whether names are given for this DSO's frames.
@@ -203,7 +207,7 @@ func (s *Session) assignTableBuildIDs() {
 		name   string
 		kernel bool
 	}
-	table := map[tkey][]perfdata.BuildID{}
+	table := map[tkey][]buildid.ID{}
 	zero := map[tkey]bool{}
 	for _, e := range s.buildIDs {
 		var kernel bool
@@ -221,7 +225,7 @@ func (s *Session) assignTableBuildIDs() {
 		}
 		dup := false
 		for _, b := range table[k] {
-			if sameBuildID(b, e.BuildID) {
+			if b.Matches(e.BuildID) {
 				dup = true
 			}
 		}
@@ -229,18 +233,18 @@ func (s *Session) assignTableBuildIDs() {
 			table[k] = append(table[k], e.BuildID)
 		}
 	}
-	lookup := func(d *DSO) []perfdata.BuildID {
+	lookup := func(d *DSO) []buildid.ID {
 		switch d.Kind {
-		case KindKernel:
+		case dso.Kernel:
 			return table[tkey{"[kernel.kallsyms]", true}]
-		case KindModule:
+		case dso.Module:
 			for _, n := range moduleTableNames(d.Path) {
 				if ids := table[tkey{n, true}]; len(ids) > 0 {
 					return ids
 				}
 			}
 			return nil
-		case KindFile, KindVDSO:
+		case dso.File, dso.VDSO:
 			return table[tkey{d.Path, false}]
 		}
 		return nil
@@ -267,8 +271,8 @@ func (s *Session) assignTableBuildIDs() {
 			continue
 		}
 		ids := lookup(d)
-		d.tableZero = zero[tkey{d.Path, d.Kind == KindKernel || d.Kind == KindModule}] ||
-			d.Kind == KindKernel && zero[tkey{"[kernel.kallsyms]", true}]
+		d.tableZero = zero[tkey{d.Path, d.Kind == dso.Kernel || d.Kind == dso.Module}] ||
+			d.Kind == dso.Kernel && zero[tkey{"[kernel.kallsyms]", true}]
 		switch {
 		case len(ids) == 0:
 		case len(ids) == 1:
@@ -301,16 +305,16 @@ func (s *Session) assignTableBuildIDs() {
 func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateCache) {
 	o := &s.opts
 	switch d.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		d.Verdict = NoFile
-		d.Reason = map[Kind]string{
-			KindAnon:     "anonymous memory: no file, no identity; addresses shown raw",
-			KindUnknown:  "no mapping covered these addresses when they were sampled",
-			KindGuest:    "guest code: not this machine's to resolve",
-			KindVsyscall: "the kernel's fixed vsyscall page: no file, no identity",
+		d.Reason = map[dso.Kind]string{
+			dso.Anon:     "anonymous memory: no file, no identity; addresses shown raw",
+			dso.Unknown:  "no mapping covered these addresses when they were sampled",
+			dso.Guest:    "guest code: not this machine's to resolve",
+			dso.Vsyscall: "the kernel's fixed vsyscall page: no file, no identity",
 		}[d.Kind]
 		return
-	case KindJIT:
+	case dso.JIT:
 		p := o.jitMapPath(d.pid)
 		st := statFile(p)
 		if !st.Exists {
@@ -346,7 +350,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 		var found *Located
 		var err error
-		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) && !isContextErr(d.cfiErr) {
+		if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 			// The unwinder asked already, for the same identity.
 			found, err = d.cfiFound, d.cfiErr
 		} else {
@@ -363,20 +367,20 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			if found.Source == "running-kernel" {
 				d.needReloc = true
 			}
-			if d.Kind == KindModule {
+			if d.Kind == dso.Module {
 				s.planModuleNames(d, found)
 			}
 			s.replacedDuringRecording(d, states)
 			return
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, buildidcache.ErrNotFound) {
 			d.Reason = "lookup failed: " + err.Error() + "; "
 		}
-		if d.Kind == KindModule && o.SymFS == "" {
+		if d.Kind == dso.Module && o.SymFS == "" {
 			// No .ko with the build-id anywhere; the module loaded now
 			// may be it (its build-id note is in /sys/module).
 			name := moduleName(d.Path)
-			if id, err := runningModuleBuildID(name); err == nil && sameBuildID(id, d.BuildID) {
+			if id, err := runningModuleBuildID(name); err == nil && id.Matches(d.BuildID) {
 				d.Verdict = Verified
 				d.Source = "running-module"
 				d.FoundPath = filepath.Join(sysRoot, "module", name)
@@ -387,12 +391,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			}
 		}
 		switch d.Kind {
-		case KindKernel:
+		case dso.Kernel:
 			d.Verdict = Mismatch
 			d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
 			d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
 			return
-		case KindVDSO:
+		case dso.VDSO:
 			d.Verdict = Missing
 			d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
 			d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
@@ -426,7 +430,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 
 	// No build-id recorded.
 	switch d.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if o.SymFS != "" {
 			d.Verdict = Missing
 			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
@@ -450,7 +454,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 		d.needReloc = true
 		return
-	case KindVDSO:
+	case dso.VDSO:
 		d.Verdict = NoFile
 		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
 		return
@@ -529,7 +533,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Reason += " (" + st.IdentErr.Error() + ")"
 		}
 	}
-	if d.Kind == KindModule && d.symPath != "" {
+	if d.Kind == dso.Module && d.symPath != "" {
 		// A module without a build-id, trusted by its path: named from
 		// the .ko there when its layout allows it.
 		d.modNames = "ko"
@@ -580,7 +584,7 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 		why = append(why, "the recording maps it at more than one address")
 	} else if id, err := runningModuleBuildID(name); err != nil {
 		why = append(why, "it is not loaded now ("+err.Error()+")")
-	} else if !sameBuildID(id, d.BuildID) {
+	} else if !id.Matches(d.BuildID) {
 		why = append(why, "the module loaded now has build-id "+id.String())
 	} else if base, err := runningModuleBase(name); err != nil {
 		why = append(why, err.Error())
@@ -614,8 +618,8 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 // addresses (reloaded during the recording).
 func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 	n := 0
-	for _, m := range s.tracker.kernel.maps {
-		if m.DSO != d {
+	for _, m := range s.tracker.Maps(addrspace.KernelPID) {
+		if m.Kind != dso.Module || s.dsoOf(m) != d {
 			continue
 		}
 		if n > 0 && m.Start != start {
@@ -646,7 +650,7 @@ func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 // the proof that it is the same.
 func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	o := &s.opts
-	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.SymFS != "" {
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.SymFS != "" {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))
@@ -661,7 +665,7 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		return true
 	}
 	t, ok := o.wallTime(d.firstTime)
-	if !ok || o.RecordingEnd.IsZero() || !sameBuildID(st.BuildID, d.BuildID) ||
+	if !ok || o.RecordingEnd.IsZero() || !st.BuildID.Matches(d.BuildID) ||
 		!st.MTime.After(t) || st.MTime.After(o.RecordingEnd) {
 		return false
 	}

@@ -16,10 +16,10 @@ import (
 func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 	s := NewSession(Options{NoSymbols: true, KeepSamples: true})
 	b := newFeedBatch()
-	b.other(feedComm, feedOther{pid: 7, tid: 7, comm: "prog", exec: true})
+	b.other(commRec(7, 7, "prog", true))
 	const ip = 0x10100
 	sample := func() {
-		op := feedOp{kind: feedSample, pid: 7, tid: 7, mode: perfdata.CPUModeUser, ip: ip, period: 1,
+		op := feedOp{sample: true, pid: 7, tid: 7, mode: perfdata.CPUModeUser, ip: ip, period: 1,
 			chainLo: int32(len(b.words)), aux: -1}
 		b.words = append(b.words, contextUser, ip)
 		op.chainHi = int32(len(b.words))
@@ -27,8 +27,7 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 		b.ops = append(b.ops, op)
 	}
 	for _, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
-		b.other(feedMmap, feedOther{m: &MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser,
-			Start: 0x10000, Len: 0x1000, Path: lib, Exec: true}})
+		b.other(mmapRec(7, 0x10000, 0x1000, 0, lib))
 		sample()
 	}
 	s.apply(b, nil)
@@ -41,10 +40,10 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 // is): libB's sample must not take libA's location from the memo.
 func TestLocMemoSeesMapChanges(t *testing.T) {
 	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "prog", true)
+	s.Update(commRec(7, 7, "prog", true))
 	const ip = 0x10100
 	for i, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
-		s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: lib, Exec: true})
+		s.Update(mmapRec(7, 0x10000, 0x1000, 0, lib))
 		// A callchain of another length each time: a new raw stack.
 		chain := []uint64{contextUser, ip}
 		for range i {

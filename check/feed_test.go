@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // fingerprint renders everything a Result says that reading order could
@@ -105,28 +106,11 @@ func feedDirect(t *testing.T, s *Session, f Recording) {
 			}
 			if r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
 				n := min(r.StackUserDynSize, uint64(len(r.StackUser)))
-				e.User = &UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
+				e.User = &unwind.UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
 			}
 			s.Sample(&e)
-		case *perfdata.Mmap:
-			s.Mmap(&MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
-				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData()})
-		case *perfdata.Mmap2:
-			e := &MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
-				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags}
-			if r.HasBuildID() {
-				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
-			} else {
-				e.HasDevIno = true
-				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
-			}
-			s.Mmap(e)
-		case *perfdata.Comm:
-			s.Comm(int32(r.PID), int32(r.TID), r.Comm, r.Exec())
-		case *perfdata.Fork:
-			s.Fork(int32(r.PID), int32(r.PPID), int32(r.TID), int32(r.PTID))
-		case *perfdata.Exit:
-			s.Exit(int32(r.PID), int32(r.TID))
+		default:
+			s.Update(r)
 		}
 	}
 	if err := rs.Err(); err != nil {

@@ -61,7 +61,7 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
 	finishNotSymbolized(t, ko,
-		&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true},
+		mmapRec(-1, modBase, 0x4000, 0, ko),
 		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
 }
 
@@ -69,19 +69,19 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 func TestFinishFilePathIsFIFO(t *testing.T) {
 	p := mkfifo(t, t.TempDir(), "evil.so")
 	finishNotSymbolized(t, p,
-		&MapEvent{PID: 7, TID: 7, Start: 0x400000, Len: 0x4000, Path: p, Exec: true},
+		mmapRec(7, 0x400000, 0x4000, 0, p),
 		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
 }
 
 // finishNotSymbolized feeds one mapping of the FIFO at fifo and one sample
 // in it to a session: Finish must return, and not symbolize the FIFO.
-func finishNotSymbolized(t *testing.T, fifo string, m *MapEvent, smp *SampleEvent) {
+func finishNotSymbolized(t *testing.T, fifo string, m perfdata.Record, smp *SampleEvent) {
 	t.Helper()
 	var res *Result
 	var err error
 	mustReturn(t, fifo, "Finish", func() {
 		s := NewSession(Options{BuildIDDir: t.TempDir()})
-		s.Mmap(m)
+		s.Update(m)
 		s.Sample(smp)
 		res, err = s.Finish(context.Background())
 	})

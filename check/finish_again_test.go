@@ -11,8 +11,8 @@ import (
 // second Finish on the same session must give the counts one Finish gives.
 func TestFinishAgainAfterCancel(t *testing.T) {
 	feed := func(s *Session) {
-		s.Comm(7, 7, "prog", true)
-		s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: "/nonexistent/lib.so", Exec: true})
+		s.Update(commRec(7, 7, "prog", true))
+		s.Update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/lib.so"))
 		for range 5 {
 			s.Sample(&SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: 0x10100, Period: 1})
 		}

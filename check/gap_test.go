@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -31,7 +32,7 @@ func TestAnalyzeReaderKernelRelease(t *testing.T) {
 	}
 	var k *DSO
 	for _, d := range res.DSOs {
-		if d.Kind == KindKernel {
+		if d.Kind == dso.Kernel {
 			k = d
 		}
 	}
@@ -163,14 +164,14 @@ func TestSampleIPs(t *testing.T) {
 					frames++
 					ip := s.IPs[i]
 					switch l.DSO.Kind {
-					case KindFile, KindVDSO:
+					case dso.File, dso.VDSO:
 						if ip&0xfff != l.Offset&0xfff || ip == 0 {
 							t.Errorf("%s+%#x: address %#x", l.DSO.Path, l.Offset, ip)
 						}
 						if ip != l.Offset {
 							user++
 						}
-					case KindKernel:
+					case dso.Kernel:
 						if ip != l.Offset {
 							t.Errorf("kernel %#x: address %#x", l.Offset, ip)
 						}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -37,7 +38,7 @@ type jitWorld struct {
 	pid  int
 	raw  string // perf record's output
 	sos  []string
-	bids []perfdata.BuildID // recorded build-id of sos[i], from the injected file's table
+	bids []buildid.ID // recorded build-id of sos[i], from the injected file's table
 }
 
 func newJITWorld(t *testing.T) *jitWorld {
@@ -92,7 +93,7 @@ func (j *jitWorld) inject(name string) string {
 	if err != nil {
 		j.t.Fatal(err)
 	}
-	j.bids = make([]perfdata.BuildID, len(j.sos))
+	j.bids = make([]buildid.ID, len(j.sos))
 	for _, e := range table {
 		for i, so := range j.sos {
 			if e.Filename == so {
@@ -316,7 +317,7 @@ func TestRealJitdump(t *testing.T) {
 // cache after an injection (private copies) protects it from the next.
 func testReinjected(t *testing.T, j *jitWorld) {
 	first := j.inject("first.data")
-	firstIDs := append([]perfdata.BuildID(nil), j.bids...)
+	firstIDs := append([]buildid.ID(nil), j.bids...)
 	res := analyzeT(t, first, Options{BuildIDDir: j.cache()})
 	for _, so := range j.sos {
 		mustDSO(t, res, so, Verified)
@@ -358,12 +359,12 @@ func testReinjected(t *testing.T, j *jitWorld) {
 	// into private copies; a third injection rewrites the files beside
 	// the dump again, and the second injection stays verified, named by
 	// perfcheck and by perf report from the cache.
-	secondIDs := append([]perfdata.BuildID(nil), j.bids...)
+	secondIDs := append([]buildid.ID(nil), j.bids...)
 	r := buildidcache.New(buildidcache.Options{BuildIDDir: j.cache(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 	defer r.Close()
 	c := &buildidcache.Cache{Dir: j.cache(), DebugDirs: []string{}}
 	for i, so := range j.sos {
-		e, err := c.AddRecordedMapping(r, so, []int{j.pid}, buildidcache.BuildID(secondIDs[i]), nil)
+		e, err := c.AddRecordedMapping(r, so, []int{j.pid}, secondIDs[i], nil)
 		if err != nil {
 			t.Fatalf("fill %s: %v", so, err)
 		}

@@ -11,18 +11,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // Located is a binary (or symbol list) whose build-id matched the recorded
 // one.
 type Located struct {
-	Path     string           // the file that proved the identity (the first verified)
-	Source   string           // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
-	BuildID  perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
-	SymPath  string           // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
-	Rejected []string         // candidates refused on the way, with reasons
+	Path     string     // the file that proved the identity (the first verified)
+	Source   string     // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
+	BuildID  buildid.ID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+	SymPath  string     // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
+	Rejected []string   // candidates refused on the way, with reasons
 
 	module *moduleImage // Path decompressed, when it is a compressed module
 }
@@ -65,7 +66,7 @@ func (l *Located) symbolFile() string {
 
 // A Locator finds a binary by build-id. Each answer must have been verified
 // (the file's build-id equals id) before it is returned; an error wrapping
-// ErrNotFound means no locator has it. The buildidcache package's Resolver
+// buildidcache.ErrNotFound means no locator has it. The buildidcache package's Resolver
 // is the full implementation (perf cache, debug dirs, debuginfod, path);
 // PathLocator is a minimal one.
 type Locator interface {
@@ -75,19 +76,15 @@ type Locator interface {
 // Query is what a Locator is asked.
 type Query struct {
 	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
-	Kind    Kind
-	BuildID perfdata.BuildID
+	Kind    dso.Kind
+	BuildID buildid.ID
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
 }
 
-// ErrNotFound is wrapped by a Locator's error when no binary with the
-// build-id was found.
-var ErrNotFound = errors.New("check: no binary with the recorded build-id found")
-
-// PathLocator is a self-contained Locator: perf's build-id cache
-// (BuildIDDir, laid out as perf 6.x writes it: .build-id/xx/rest links,
-// [kernel.kallsyms]/ID/kallsyms, [vdso]/ID/vdso), then the recorded path
-// under SymFS, then, for the kernel and the vdso, the running ones.
+// PathLocator is a minimal Locator: perf's build-id cache in BuildIDDir
+// (read by buildidcache.Cache.Resolve, the one reader of perf's layout),
+// then the recorded path under SymFS, then, for the kernel and the vdso,
+// the running ones.
 type PathLocator struct {
 	BuildIDDir string // "" = no cache
 	SymFS      string // a root prefixed to recorded paths, as perf's --symfs
@@ -96,29 +93,34 @@ type PathLocator struct {
 // Locate implements Locator.
 func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	if len(q.BuildID) == 0 || q.BuildID.IsZero() {
-		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, ErrNotFound)
+		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, buildidcache.ErrNotFound)
 	}
 	var tried []string
 	if l.BuildIDDir != "" {
-		for _, p := range cacheCandidates(l.BuildIDDir, q) {
-			if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID, module: newModuleImage(img)}, nil
+		c := &buildidcache.Cache{Dir: l.BuildIDDir}
+		res, err := c.Resolve(lookupQuery(q))
+		if err == nil {
+			return located(res), nil
+		}
+		if nf := (*buildidcache.NotFoundError)(nil); errors.As(err, &nf) {
+			tried = append(tried, nf.Tried...)
+			for _, r := range nf.Rejected {
+				tried = append(tried, r.Locator+": "+r.Path)
 			}
-			tried = append(tried, p)
 		}
 	}
 	switch {
-	case (q.Kind == KindKernel || q.Kind == KindVDSO) && l.SymFS != "":
+	case (q.Kind == dso.Kernel || q.Kind == dso.VDSO) && l.SymFS != "":
 		// Under --symfs the recording comes from elsewhere: this host's
 		// kernel and vdso are not candidates.
-	case q.Kind == KindKernel:
-		if id, err := buildidcache.KernelBuildID(); err == nil && sameBuildID(id, q.BuildID) {
-			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: perfdata.BuildID(id)}, nil
+	case q.Kind == dso.Kernel:
+		if id, err := buildidcache.KernelBuildID(); err == nil && id.Matches(q.BuildID) {
+			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: id}, nil
 		}
 		tried = append(tried, "/sys/kernel/notes")
-	case q.Kind == KindVDSO:
-		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
-			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
+	case q.Kind == dso.VDSO:
+		if _, ident, err := buildidcache.VDSO(); err == nil && ident.BuildID.Matches(q.BuildID) {
+			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: ident.BuildID}, nil
 		}
 		tried = append(tried, "running vdso")
 	default:
@@ -131,25 +133,7 @@ func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 		}
 		tried = append(tried, p)
 	}
-	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), ErrNotFound)
-}
-
-// cacheCandidates lists where perf's cache keeps a binary with q's build-id
-// (tools/perf/util/build-id.c: build_id_cache__linkname and
-// build_id_cache__cachedir).
-func cacheCandidates(dir string, q Query) []string {
-	id := q.BuildID.String()
-	switch q.Kind {
-	case KindKernel:
-		return []string{filepath.Join(dir, "[kernel.kallsyms]", id, "kallsyms")}
-	case KindVDSO:
-		return []string{filepath.Join(dir, "[vdso]", id, "vdso")}
-	}
-	if len(id) < 3 {
-		return nil
-	}
-	link := filepath.Join(dir, ".build-id", id[:2], id[2:])
-	return []string{filepath.Join(link, "elf"), link, filepath.Join(link, "debug")}
+	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), buildidcache.ErrNotFound)
 }
 
 // fileHasBuildID reports whether the file at p carries id. A kallsyms file
@@ -157,14 +141,14 @@ func cacheCandidates(dir string, q Query) []string {
 // place in the cache is the proof. For a compressed module it also
 // returns the decompressed image the build-id was read from
 // (buildidcache.ReadModuleIdentity).
-func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error) {
+func fileHasBuildID(p string, k dso.Kind, id buildid.ID) (bool, []byte, error) {
 	switch k {
-	case KindKernel:
+	case dso.Kernel:
 		st, err := os.Stat(p)
 		return err == nil && st.Mode().IsRegular(), nil, err
-	case KindModule:
+	case dso.Module:
 		ident, img, err := buildidcache.ReadModuleIdentity(p)
-		if err != nil || !sameBuildID(ident.BuildID, id) {
+		if err != nil || !ident.BuildID.Matches(id) {
 			return false, nil, err
 		}
 		return true, img, nil
@@ -173,13 +157,7 @@ func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error)
 	if err != nil {
 		return false, nil, err
 	}
-	return sameBuildID(ident.BuildID, id), nil, nil
-}
-
-// sameBuildID compares build-ids the way buildidcache does: equal, or equal
-// after zero padding (perf before 5.9 padded every build-id to 20 bytes).
-func sameBuildID(a []byte, b []byte) bool {
-	return buildidcache.BuildID(a).Matches(buildidcache.BuildID(b))
+	return ident.BuildID.Matches(id), nil, nil
 }
 
 // fileState is what the file at a path looks like now.
@@ -190,7 +168,7 @@ type fileState struct {
 	Maj, Min  uint32
 	Ino       uint64
 	MTime     time.Time
-	BuildID   perfdata.BuildID // nil when it has none (or is not ELF)
+	BuildID   buildid.ID // nil when it has none (or is not ELF)
 	GoBuildID string
 	IsELF     bool
 	IdentErr  error
@@ -240,7 +218,7 @@ func statFile(p string) *fileState {
 	}
 	s.IsELF = true
 	if len(ident.BuildID) > 0 {
-		s.BuildID = perfdata.BuildID(ident.BuildID)
+		s.BuildID = ident.BuildID
 	}
 	s.GoBuildID = ident.GoBuildID
 	return s

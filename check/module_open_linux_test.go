@@ -8,8 +8,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // openCounter counts the opens of one file, as the kernel reports them
@@ -101,13 +102,13 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
 	fakeRunning(t, ko, "perfcheck_test", modBase)
-	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: KindModule, BuildID: id})
+	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: dso.Module, BuildID: id})
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
 	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true})
-	d := s.tracker.kernel.maps[0].DSO
+	s.Update(mmapRec(-1, modBase, 0x4000, 0, ko))
+	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id
 	s.planModuleNames(d, found)
 	if d.modNames != "kallsyms" {

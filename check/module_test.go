@@ -16,7 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -49,7 +51,7 @@ void mod_v2_entry(long n) { mod_v2_only(n); mod_v2_only(n + 1); }
 
 // buildKO builds src into a module at out and returns its build-id.
 // script, when not "", is an ld linker script for the ld -r step.
-func buildKO(t *testing.T, out, src, script string) perfdata.BuildID {
+func buildKO(t *testing.T, out, src, script string) buildid.ID {
 	t.Helper()
 	for _, tool := range []string{"gcc", "ld", "readelf"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -92,7 +94,7 @@ func buildKO(t *testing.T, out, src, script string) perfdata.BuildID {
 	if err != nil || len(b) < 16+20 {
 		t.Fatalf("build-id note: %v", err)
 	}
-	return perfdata.BuildID(b[16:])
+	return buildid.ID(b[16:])
 }
 
 // readelfTextFuncs returns the FUNC symbols readelf lists in the module's
@@ -137,11 +139,11 @@ const modBase uint64 = 0xffffffffc0a1b000
 // moduleSession feeds a session what perf records for module path loaded
 // at modBase: the synthesized module MMAP, the build-id table's kernel
 // entry, and one kernel sample at each offset.
-func moduleSession(t *testing.T, opts Options, path string, id perfdata.BuildID, offs []uint64) *Result {
+func moduleSession(t *testing.T, opts Options, path string, id buildid.ID, offs []uint64) *Result {
 	t.Helper()
 	s := NewSession(opts)
 	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: path, Exec: true})
+	s.Update(mmapRec(-1, modBase, 0x4000, 0, path))
 	for i, off := range offs {
 		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
 	}
@@ -237,7 +239,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 
 	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Kind != KindModule || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
+	if d.Kind != dso.Module || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
 		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized(), d.Reason)
 	}
 	got := moduleNames(res, d)
@@ -385,7 +387,7 @@ func TestRunningModuleFormats(t *testing.T) {
 // cacheModule files the module compressed (as its distribution ships it,
 // .ko.xz) the way perf's build-id cache keeps it: <cache>/<path>/<bid>/elf,
 // with no suffix left to tell it is compressed, and the .build-id link.
-func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
+func cacheModule(t *testing.T, cache, ko string, id buildid.ID) string {
 	t.Helper()
 	if _, err := exec.LookPath("xz"); err != nil {
 		t.Skip("xz not installed: cannot compress a module")
@@ -418,7 +420,7 @@ func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
 // loaded (sysRoot and procRoot are empty directories). It returns the
 // module's path, the build-id and .text functions of the one that ran, the
 // cache and the cached file.
-func staleCachedModule(t *testing.T) (ko string, id perfdata.BuildID, funcs map[string][2]uint64, cache, elfPath string) {
+func staleCachedModule(t *testing.T) (ko string, id buildid.ID, funcs map[string][2]uint64, cache, elfPath string) {
 	t.Helper()
 	ko = filepath.Join(t.TempDir(), "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
 	id = buildKO(t, ko, modSrc, "")

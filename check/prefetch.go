@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -27,7 +29,7 @@ type memoLocator struct {
 
 type memoKey struct {
 	path    string
-	kind    Kind
+	kind    dso.Kind
 	buildID string
 	pid     int
 }
@@ -78,7 +80,7 @@ type preopener struct {
 
 type preKey struct {
 	path string
-	kind Kind
+	kind dso.Kind
 }
 
 type preopened struct {
@@ -95,7 +97,7 @@ func newPreopener(base SymbolOpener) *preopener {
 }
 
 // start begins opening path on its own goroutine.
-func (p *preopener) start(path string, kind Kind) {
+func (p *preopener) start(path string, kind dso.Kind) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -113,7 +115,7 @@ func (p *preopener) start(path string, kind Kind) {
 }
 
 // Open implements SymbolOpener.
-func (p *preopener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (p *preopener) Open(path string, kind dso.Kind) (SymbolLookup, error) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	o := p.ahead[k]
@@ -146,12 +148,12 @@ func (p *preopener) close() {
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
 func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locator, pre *preopener) {
-	var id perfdata.BuildID
+	var id buildid.ID
 	for _, e := range ids {
 		if e.CPUMode != perfdata.CPUModeKernel || e.Filename != "[kernel.kallsyms]" || e.BuildID.IsZero() {
 			continue
 		}
-		if id != nil && !sameBuildID(id, e.BuildID) {
+		if id != nil && !id.Matches(e.BuildID) {
 			return // two kernels: leave it to the verdicts
 		}
 		id = e.BuildID
@@ -159,11 +161,11 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locato
 	if id == nil {
 		return
 	}
-	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: KindKernel, BuildID: id})
+	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
 	if err != nil {
 		return
 	}
 	if p := found.symbolFile(); p != "" {
-		pre.start(p, KindKernel)
+		pre.start(p, dso.Kernel)
 	}
 }

@@ -85,8 +85,8 @@ func TestFeedOpSize(t *testing.T) {
 // in its own thread's aggregate, through Session.Sample and Finish.
 func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
 	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "prog", true)
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: "/nonexistent/prog", Exec: true})
+	s.Update(commRec(7, 7, "prog", true))
+	s.Update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/prog"))
 	type want struct{ samples, period uint64 }
 	wants := map[int32]*want{7: {}, 8: {}}
 	r := rand.New(rand.NewSource(2))

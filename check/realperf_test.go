@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -765,7 +766,7 @@ func TestRealJITPerfMap(t *testing.T) {
 	}
 	res := w.analyze(data, Options{KeepSamples: true})
 	d := mustDSO(t, res, mapFile, Unverified)
-	if d.Kind != KindJIT || d.HitsLeaf == 0 {
+	if d.Kind != dso.JIT || d.HitsLeaf == 0 {
 		t.Errorf("JIT DSO: %+v", d)
 	}
 	assertName(t, res, "jit_hot_fn")
@@ -958,7 +959,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 		var locs []string
 		for _, l := range s.Stack.Locations() {
 			locs = append(locs, l.String())
-			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
+			if l.DSO.Kind == dso.Kernel || l.DSO.Kind == dso.Unknown {
 				continue
 			}
 			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // Report is the check's summary, the value `perfcheck check --json` prints
@@ -34,7 +36,7 @@ type Report struct {
 // DSOReport is one row of the report: a DSO that samples touch.
 type DSOReport struct {
 	Path          string   `json:"path"`
-	Kind          Kind     `json:"kind"`
+	Kind          dso.Kind `json:"kind"`
 	BuildID       string   `json:"build_id"`
 	BuildIDSource string   `json:"build_id_source,omitempty"`
 	Candidates    []string `json:"candidate_build_ids,omitempty"`

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
@@ -22,28 +22,36 @@ func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &Res
 
 // Locate implements Locator.
 func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	bq := buildidcache.Query{BuildID: buildidcache.BuildID(q.BuildID), Path: q.Path, PID: q.PID}
-	switch q.Kind {
-	case KindKernel:
-		bq.Kind = buildidcache.KindKernel
-	case KindModule:
-		bq.Kind = buildidcache.KindModule
-	case KindVDSO:
-		bq.Kind = buildidcache.KindVDSO
-	default:
-		bq.Kind = buildidcache.KindUser
-	}
-	res, err := l.R.Resolve(ctx, bq)
+	res, err := l.R.Resolve(ctx, lookupQuery(q))
 	if err != nil {
 		if errors.Is(err, buildidcache.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+			// Wrapped, not flattened, so that errors.As reaches the
+			// *buildidcache.NotFoundError and its Tried and Rejected.
+			return nil, fmt.Errorf("check: no binary with the recorded build-id found: %w", err)
 		}
 		return nil, err
 	}
+	return located(res), nil
+}
+
+// lookupQuery is q as buildidcache asks it.
+func lookupQuery(q Query) buildidcache.Query {
+	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
+	switch q.Kind {
+	case dso.Kernel, dso.Module, dso.VDSO:
+	default:
+		bq.Kind = dso.File // the lookup knows only binaries of these four kinds
+	}
+	return bq
+}
+
+// located is what a Locator answers for buildidcache's res: the file that
+// proves the identity, and the richest one to symbolize with.
+func located(res *buildidcache.Result) *Located {
 	loc := &Located{
 		Path:    res.Identity.Path,
 		Source:  res.Identity.Locator,
-		BuildID: perfdata.BuildID(res.BuildID),
+		BuildID: res.BuildID,
 		SymPath: res.Best.Path,
 		module:  newModuleImage(res.Identity.Module),
 	}
@@ -60,5 +68,5 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 	for _, c := range res.Rejected {
 		loc.Rejected = append(loc.Rejected, c.Locator+" "+c.Path+": "+c.Reason())
 	}
-	return loc, nil
+	return loc
 }

@@ -12,7 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Location is one distinct (DSO, offset) of the recording, shared by every
@@ -24,7 +26,7 @@ type Location struct {
 	// Frames are the source frames at this location, leaf (innermost
 	// inline) first; nil when the DSO is not symbolized (its verdict
 	// refuses names, or symbolization failed: see SymbolError).
-	Frames      []Frame
+	Frames      []symbolize.Frame
 	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
 }
 
@@ -182,7 +184,8 @@ type Result struct {
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
-	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	firstMaps firstMaps          // each DSO's first executable mapping (Analyze* only)
+	execSegs  map[*DSO][]segment // executable segments of found binaries (ExecSegment)
 	comms     []string
 	opts      Options
 }
@@ -261,10 +264,41 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 	}
 	loc := s.locator()
 	s.assignTableBuildIDs()
+	stackSamples, touched := s.countHits()
+	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
+		return nil, err
+	}
 
-	// Samples per stack, hits per DSO.
+	// The symbol files are opened, and proven, before trust is counted:
+	// one replaced since its verdict changes that verdict.
+	var lookups map[*DSO]SymbolLookup
+	if !o.NoSymbols {
+		var closeLookups func()
+		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
+		defer closeLookups()
+	}
+
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+	s.buildStacks(res, touched, stackSamples)
+	if lookups != nil {
+		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
+			return nil, err
+		}
+	} else {
+		s.perfMapNotes(res)
+	}
+	res.execSegs = execSegments(res.Locations)
+
+	// The aggregates are turned into Result.Aggregates by its first call.
+	res.aggSrc = s.aggs
+	return res, nil
+}
+
+// countHits counts the samples of each stack, and each DSO's hits
+// (HitsLeaf, HitsAny); touched are the DSOs that some sample touches.
+func (s *Session) countHits() (stackSamples []uint64, touched []*DSO) {
 	nstacks := s.numStacks()
-	stackSamples := make([]uint64, nstacks)
+	stackSamples = make([]uint64, nstacks)
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
 	for k, v := range s.aggs {
 		stackSamples[k.stack] += v.samples
@@ -290,14 +324,18 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
-	var touched []*DSO
 	for _, d := range s.dsos {
 		if d.HitsAny > 0 {
 			touched = append(touched, d)
 		}
 	}
+	return stackSamples, touched
+}
 
-	// Verdicts, in parallel: lookups read files and may ask debuginfod.
+// judgeAll gives every touched DSO its verdict, in parallel (lookups read
+// files and may ask debuginfod), notes where unwinding stopped, and sorts
+// touched most hit first.
+func (s *Session) judgeAll(ctx context.Context, touched []*DSO, loc Locator, workers int) error {
 	states := &stateCache{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
@@ -308,10 +346,10 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	for _, d := range touched {
 		if d.unwindStops > 0 {
@@ -325,17 +363,12 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		}
 		return touched[i].Path < touched[j].Path
 	})
+	return nil
+}
 
-	// The symbol files are opened, and proven, before trust is counted:
-	// one replaced since its verdict changes that verdict.
-	var lookups map[*DSO]SymbolLookup
-	if !o.NoSymbols {
-		var closeLookups func()
-		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
-		defer closeLookups()
-	}
-
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+// buildStacks fills res.Locations and res.Stacks from the session's, and
+// counts trusted samples; stackSamples are the samples of each stack.
+func (s *Session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64) {
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
 	for i, r := range s.locs {
@@ -353,6 +386,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		allTrusted = allTrusted && d.Trusted()
 	}
 	var locTrusted []bool // by location index, made on first need
+	nstacks := len(stackSamples)
 	res.Stacks = make([]*Stack, nstacks)
 	set := &stackSet{refs: s.stacks[:nstacks], locs: locBlock, frames: s.frames}
 	stackBlock := make([]Stack, nstacks)
@@ -394,18 +428,6 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
-
-	if lookups != nil {
-		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
-			return nil, err
-		}
-	} else {
-		s.perfMapNotes(res)
-	}
-
-	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc = s.aggs
-	return res, nil
 }
 
 // addNote adds a note to d once.
@@ -446,7 +468,7 @@ func (s *Session) perfMapNotes(res *Result) {
 		opener = defaultOpener{}
 	}
 	for _, d := range res.DSOs {
-		if d.Kind != KindJIT || d.symPath == "" {
+		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
 		}
 		lk, err := opener.Open(d.symPath, d.Kind)
@@ -490,7 +512,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 		}
 	}
 	for _, d := range dsos {
-		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
+		if d.Kind == dso.VDSO && d.Verdict == Verified && d.symPath == "" {
 			// Verified against the running vdso, which exists only in
 			// memory: symbolize from a private temporary copy.
 			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {

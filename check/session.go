@@ -9,7 +9,11 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // Perf's callchain context markers (include/uapi/linux/perf_event.h,
@@ -39,8 +43,9 @@ type SampleEvent struct {
 	// Callchain.
 	StackUser bool
 	// User, when set, holds that copy with the user registers; the user
-	// frames are then recovered from it (see UserStack).
-	User *UserStack
+	// frames are then recovered from it (unwind.Walk). It aliases the
+	// reader's buffers: valid only during Sample.
+	User *unwind.UserStack
 
 	// chainHash, when chainHashed, is Callchain's digest under the
 	// session's two raw-stack seeds, taken while the batch is read and
@@ -62,7 +67,7 @@ type frameRef struct {
 }
 
 type dsoKey struct {
-	kind    Kind
+	kind    dso.Kind
 	path    string
 	buildID string // from MMAP2 (build-id form)
 	devino  [4]uint64
@@ -97,14 +102,19 @@ type compactSample struct {
 
 // Session consumes a recording's events in perf's delivery order and
 // collects, bounded by the number of distinct stacks, what the check needs.
-// Feed it with the methods Mmap, Fork, Comm, Exit, Sample and AddBuildIDs
-// (or let Analyze do it from a perf.data file), then call Finish.
+// Feed it with the methods Update, Sample and AddBuildIDs (or let Analyze
+// do it from a perf.data file), then call Finish.
 type Session struct {
 	opts    Options
-	tracker *Tracker
+	tracker *addrspace.Tracker
 
-	dsos    []*DSO
-	dsoIdx  map[dsoKey]int32
+	dsos   []*DSO
+	dsoIdx map[dsoKey]int32
+	// mapDSO gives the DSO index of each mapping record the tracker took,
+	// by Mapping.ID: its pieces, and its copies in a forked process,
+	// belong to the DSO it was given when it was made.
+	mapDSO  []int32
+	fm      firstMaps        // when not nil, each DSO's first executable mapping
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
 
 	// Stacks are interned by a hash of their location ids: stackHash
@@ -124,7 +134,7 @@ type Session struct {
 	raws     rawTable
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
-	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
+	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
@@ -152,60 +162,39 @@ type Session struct {
 	unwindCtx context.Context
 	firstTime uint64
 	lastTime  uint64
-	jitPIDs   map[int32]bool
 }
 
 // NewSession returns a session with opts.
 func NewSession(opts Options) *Session {
 	s := &Session{
 		opts:      opts,
-		tracker:   NewTracker(),
+		tracker:   addrspace.New(),
 		dsoIdx:    make(map[dsoKey]int32),
 		special:   make(map[string]int32),
 		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*cfiTable),
+		cfi:       make(map[*DSO]*unwind.Table),
 		aggs:      make(map[aggKey]*aggVal),
 		commIdx:   make(map[string]int32),
-		jitPIDs:   make(map[int32]bool),
 	}
-	s.tracker.onMap = s.onMap
+	// perf looks for /tmp/perf-PID.map when an anonymous executable map
+	// appears (map__new in tools/perf/util/map.c).
+	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(int32(pid)) }
 	s.lastCommID = -1
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
 }
 
 // Tracker returns the session's address-space tracker.
-func (s *Session) Tracker() *Tracker { return s.tracker }
+func (s *Session) Tracker() *addrspace.Tracker { return s.tracker }
 
-// Mmap feeds an MMAP or MMAP2 record.
-func (s *Session) Mmap(e *MapEvent) {
-	if classify(e) == KindAnon && e.Exec && !isKernelMap(e) && !s.jitPIDs[e.PID] {
-		// perf looks for /tmp/perf-PID.map when an anonymous executable
-		// map appears (map__new in tools/perf/util/map.c).
-		s.jitPIDs[e.PID] = true
-		if s.opts.jitMapExists(e.PID) {
-			s.tracker.SetJITMap(e.PID)
-		}
+// Update feeds a record that changes the address spaces (MMAP, MMAP2,
+// COMM, FORK, EXIT); other records are ignored. Like every record of a
+// recording, it must come in perf's delivery order with the samples.
+func (s *Session) Update(rec perfdata.Record) {
+	if m := s.tracker.Update(rec); m != nil {
+		s.onMap(m)
 	}
-	s.tracker.Mmap(e)
 }
-
-// Fork feeds a FORK record.
-func (s *Session) Fork(pid, ppid, tid, ptid int32) {
-	if pid != ppid {
-		// A new process (or a reused pid): its perf map, if any, is its own.
-		delete(s.jitPIDs, pid)
-	}
-	s.tracker.Fork(pid, ppid, tid, ptid)
-}
-
-// Comm feeds a COMM record; exec is PERF_RECORD_MISC_COMM_EXEC.
-func (s *Session) Comm(pid, tid int32, comm string, exec bool) {
-	s.tracker.Comm(pid, tid, comm, exec)
-}
-
-// Exit feeds an EXIT record.
-func (s *Session) Exit(pid, tid int32) { s.tracker.Exit(pid, tid) }
 
 // AddBuildIDs adds entries of the header's build-id table (the BUILD_ID
 // feature, or HEADER_BUILD_ID records in a pipe, which come at its end).
@@ -213,20 +202,20 @@ func (s *Session) AddBuildIDs(entries []perfdata.BuildIDEntry) {
 	s.buildIDs = append(s.buildIDs, entries...)
 }
 
-// onMap gives each new mapping its DSO.
-func (s *Session) onMap(m *Mapping) {
-	e := m.Event
+// onMap gives each new mapping its DSO (m.ID is len(s.mapDSO): the
+// tracker numbers the mappings in the order it makes them).
+func (s *Session) onMap(m *addrspace.Mapping) {
 	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
 	switch m.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		// No identity: one pseudo DSO per name.
-	case KindJIT:
-		k.pid = m.PID
+	case dso.JIT:
+		k.pid = int32(m.PID)
 	default:
-		if len(e.BuildID) > 0 {
-			k.buildID = string(e.BuildID)
-		} else if e.HasDevIno {
-			k.devino = [4]uint64{uint64(e.Maj), uint64(e.Min), e.Ino, e.InoGen}
+		if len(m.BuildID) > 0 {
+			k.buildID = string(m.BuildID)
+		} else if m.HasDevIno {
+			k.devino = [4]uint64{uint64(m.Maj), uint64(m.Min), m.Ino, m.InoGeneration}
 		}
 	}
 	i, ok := s.dsoIdx[k]
@@ -236,40 +225,46 @@ func (s *Session) onMap(m *Mapping) {
 			Path:      k.path,
 			Kind:      m.Kind,
 			index:     int(i),
-			firstTime: e.Time,
-			pid:       m.PID,
+			firstTime: m.Time,
+			pid:       int32(m.PID),
 		}
-		if len(e.BuildID) > 0 {
-			d.BuildID = append(perfdata.BuildID(nil), e.BuildID...)
+		if len(m.BuildID) > 0 {
+			d.BuildID = append(buildid.ID(nil), m.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
-		if m.Kind == KindKernel {
-			if i := strings.IndexByte(e.Path, ']'); i >= 0 && i+1 < len(e.Path) {
-				d.relocSym = e.Path[i+1:]
+		if m.Kind == dso.Kernel {
+			if i := strings.IndexByte(m.Path, ']'); i >= 0 && i+1 < len(m.Path) {
+				d.relocSym = m.Path[i+1:]
 				d.relocAddr = m.Pgoff
 			}
 		}
-		if e.HasDevIno && k.devino != [4]uint64{} {
-			d.Dev = &DevIno{Maj: e.Maj, Min: e.Min, Ino: e.Ino, Generation: e.InoGen}
+		if m.HasDevIno && k.devino != [4]uint64{} {
+			d.Dev = &DevIno{Maj: m.Maj, Min: m.Min, Ino: m.Ino, Generation: m.InoGeneration}
 		}
 		s.dsos = append(s.dsos, d)
 		s.dsoIdx[k] = i
 	}
-	m.DSO = s.dsos[i]
+	s.mapDSO = append(s.mapDSO, i)
+	if s.fm != nil {
+		s.fm.add(m, s.dsos[i])
+	}
 }
+
+// dsoOf returns the DSO of a mapping of the session's tracker.
+func (s *Session) dsoOf(m *addrspace.Mapping) *DSO { return s.dsos[s.mapDSO[m.ID]] }
 
 // dsoPath is the DSO's name: the recorded path, with perf's kernel map name
 // "[kernel.kallsyms]_text" shortened to the DSO name perf uses.
-func dsoPath(m *Mapping) string {
-	p := m.Event.Path
+func dsoPath(m *addrspace.Mapping) string {
+	p := m.Path
 	switch m.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if i := strings.IndexByte(p, ']'); i >= 0 {
 			return p[:i+1]
 		}
-	case KindJIT:
-		return "/tmp/perf-" + strconv.Itoa(int(m.PID)) + ".map"
-	case KindAnon:
+	case dso.JIT:
+		return "/tmp/perf-" + strconv.Itoa(int(int32(m.PID))) + ".map"
+	case dso.Anon:
 		switch {
 		case p == "":
 			return "[anon]"
@@ -280,7 +275,7 @@ func dsoPath(m *Mapping) string {
 	return p
 }
 
-func (s *Session) specialDSO(name string, k Kind) int32 {
+func (s *Session) specialDSO(name string, k dso.Kind) int32 {
 	if i, ok := s.special[name]; ok {
 		return i
 	}
@@ -294,21 +289,21 @@ func (s *Session) specialDSO(name string, k Kind) int32 {
 func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-		return frameRef{dso: s.specialDSO("[guest]", KindGuest), off: ip}
+		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
 	}
-	m := s.tracker.Lookup(pid, mode, ip)
+	m := s.tracker.Lookup(uint32(pid), mode, ip)
 	if m == nil {
 		if mode == perfdata.CPUModeKernel || mode == perfdata.CPUModeHypervisor {
 			// No kernel map was recorded (perf record without kernel
 			// access, or -e ...:u with a stray kernel address): the
 			// kernel is still the DSO, without a map to check it by.
-			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", KindKernel), off: ip}
+			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", dso.Kernel), off: ip}
 		}
-		return frameRef{dso: s.specialDSO("[unknown]", KindUnknown), off: ip}
+		return frameRef{dso: s.specialDSO("[unknown]", dso.Unknown), off: ip}
 	}
 	var off uint64
 	switch m.Kind {
-	case KindFile, KindVDSO, KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		off = m.Offset(ip)
 	default:
 		// Kernel text (perf sets pgoff = start, so offset = address),
@@ -316,7 +311,7 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 		// memory without a file: the address itself.
 		off = ip
 	}
-	return frameRef{dso: int32(m.DSO.index), off: off}
+	return frameRef{dso: s.mapDSO[m.ID], off: off}
 }
 
 // Sample feeds a SAMPLE record. The stack is the sample IP followed by the
@@ -336,7 +331,7 @@ func (s *Session) Sample(e *SampleEvent) {
 	}
 	raw := s.stackOf(e)
 	id := raw.stack
-	comm := s.commID(s.tracker.CommOf(e.PID))
+	comm := s.commID(s.tracker.Comm(uint32(e.PID)))
 	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
@@ -437,7 +432,7 @@ func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey 
 // looked up by their raw addresses and the maps' generations first, and
 // resolved only when new. The entry is valid until the next call.
 func (s *Session) stackOf(e *SampleEvent) *rawSlot {
-	pg, kg := s.tracker.generation(e.PID)
+	pg, kg := s.tracker.Generation(uint32(e.PID))
 	user := s.userBuf[:0]
 	if e.User != nil {
 		var unproven bool
@@ -519,7 +514,7 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 }
 
 // locOf returns the location id of ip in pid's address space for mode,
-// with pg and kg the maps' generations now (Tracker.generation). A new raw
+// with pg and kg the maps' generations now (Tracker.Generation). A new raw
 // stack is mostly addresses seen in other stacks of the process (the same
 // call sites), so the answers are kept in a small direct-mapped memo keyed
 // by everything that decides them: generations are never reused, even

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -72,8 +73,9 @@ int main(void) { new_only_hot(100); return 0; }
 
 type synthetic struct {
 	path    string
-	bid     perfdata.BuildID
-	ev      MapEvent
+	bid     buildid.ID
+	ev      *perfdata.Mmap2
+	noInode bool // feed ev as an MMAP record, without device and inode
 	ip      uint64
 	devino  bool
 	noTable bool
@@ -83,9 +85,12 @@ type synthetic struct {
 // samples at old_only_hot, as perf would have recorded them.
 func (sy *synthetic) session(opts Options) *Session {
 	s := NewSession(opts)
-	s.Comm(100, 100, "prog", true)
-	ev := sy.ev
-	s.Mmap(&ev)
+	s.Update(commRec(100, 100, "prog", true))
+	if ev := sy.ev; sy.noInode {
+		s.Update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
+	} else {
+		s.Update(ev)
+	}
 	for i := 0; i < 10; i++ {
 		s.Sample(&SampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
 			Callchain: []uint64{contextUser, sy.ip}})
@@ -115,11 +120,9 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 	}
 	return &synthetic{
 		path: path,
-		bid:  perfdata.BuildID(id.BuildID),
+		bid:  id.BuildID,
 		ip:   start + off - pgoff + 4,
-		ev: MapEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, Start: start, Len: seg.Off + seg.Filesz - pgoff,
-			Pgoff: pgoff, Path: path, Exec: true, HasDevIno: true,
-			Maj: fid.Maj, Min: fid.Min, Ino: fid.Ino},
+		ev:   mmap2Rec(100, start, seg.Off+seg.Filesz-pgoff, pgoff, path, fid.Maj, fid.Min, fid.Ino, 0),
 	}
 }
 
@@ -200,7 +203,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 
 	res = finish(t, sy.session(Options{}))
 	d = dsoOf(t, res, path)
-	if d.Verdict != Mismatch || d.FoundBuildID == nil || sameBuildID(d.FoundBuildID, sy.bid) {
+	if d.Verdict != Mismatch || d.FoundBuildID == nil || d.FoundBuildID.Matches(sy.bid) {
 		t.Fatalf("rebuilt, no cache: %+v", d)
 	}
 	if res.TrustedSamples != 0 || res.UntrustedLeafSamples != 10 || res.UntrustedAnySamples != 10 {
@@ -233,7 +236,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("replaced: named from the replacement:\n%s", n)
 	}
 	// Without dev/inode (MMAP records), the mtime against the recording's end.
-	sy.ev.HasDevIno = false
+	sy.noInode = true
 	res = finish(t, sy.session(Options{RecordingEnd: end}))
 	if d = dsoOf(t, res, path); d.Verdict != Replaced || !strings.Contains(d.Reason, "after the recording ended") {
 		t.Fatalf("no build-id, mtime after the end: %+v", d)
@@ -261,9 +264,9 @@ func TestAmbiguousTable(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
-	sy.ev.HasDevIno = false
+	sy.noInode = true
 	s := sy.session(Options{})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{1, 2, 3}, Filename: path}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
 	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized() {
@@ -273,14 +276,14 @@ func TestAmbiguousTable(t *testing.T) {
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
 	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/leaf", Exec: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x8000, Len: 0x1000, Path: "/nonexistent/caller", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x1000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s.Update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
+	s.Update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
+	s.Update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// Kernel leaf, user callers: markers switch modes; the first kernel
 	// entry repeats the IP.
 	s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
 		Callchain: []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser, 0x1010, 0x8010, 0x8020}})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
 	res := finish(t, s)
 	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 5 {
 		t.Fatalf("stack: %+v", res.Stacks[0])

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -15,13 +16,13 @@ import (
 // recorded, with the trust flags Finish counted without them.
 func TestStackLocationsLazy(t *testing.T) {
 	s := NewSession(Options{NoSymbols: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/missing", Exec: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x8000, Len: 0x1000, Path: "/memfd:jit", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x1000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s.Update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/missing"))
+	s.Update(mmapRec(5, 0x8000, 0x1000, 0, "/memfd:jit"))
+	s.Update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// A build-id in the table for a file that is not there: missing, so
 	// untrusted; the other is memory without a file (no-file), trusted,
 	// where an offset is the address.
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
+	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
 	type want struct {
 		frames []string // "path+offset", leaf first
 		n      uint64

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // ctxLocator records whether each lookup ran under the analysis' context.
@@ -50,7 +52,7 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 
 	// A lookup cancelled while unwinding is asked again by judge.
 	s := NewSession(Options{Locator: loc})
-	d = &DSO{Path: bin, Kind: KindFile, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
+	d = &DSO{Path: bin, Kind: dso.File, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
 	s.judge(ctx, d, loc, &stateCache{})
 	if d.Verdict != Verified {
 		t.Errorf("judge reused a cancelled lookup: %v (%s)", d.Verdict, d.Reason)

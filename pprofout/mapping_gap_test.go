@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
@@ -397,7 +398,7 @@ func sameFunction(t *testing.T, cache map[string]*elfSyms, root string, l *profi
 
 // noteBuildID is f's GNU build-id from its .note.gnu.build-id section
 // (buildidcache's note reader), or nil.
-func noteBuildID(f *elf.File) buildidcache.BuildID {
+func noteBuildID(f *elf.File) buildid.ID {
 	s := f.Section(".note.gnu.build-id")
 	if s == nil {
 		return nil

@@ -35,7 +35,7 @@ type Mapping struct {
 // module's .text, as perf places it, and file addresses are .text offsets.
 // kallsyms and perf maps hold runtime addresses: their bias is 0.
 func (b *Binary) Bias(m Mapping) (uint64, error) {
-	if b.kind != KindELF {
+	if b.format != FormatELF {
 		return 0, nil
 	}
 	if m.Kernel {
@@ -116,7 +116,7 @@ func pageSize(align uint64) uint64 {
 func (b *Binary) symbolValue(name string) (uint64, bool) {
 	var v uint64
 	var found bool
-	_ = safely(func() error {
+	_ = safely(b.path, func() error {
 		if v, found = symbolValue(b.ef, name); found {
 			return nil
 		}

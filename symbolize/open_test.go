@@ -71,15 +71,15 @@ func TestOpenNonELF(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, content string
-		kind          Kind
+		format        Format
 	}{
-		{"kallsyms", ks, KindKallsyms},
-		{"kernel-symbols.txt", "\n" + ks, KindKallsyms},
-		{"perf-42.map", "1000 10 jitted\n", KindPerfMap},
+		{"kallsyms", ks, FormatKallsyms},
+		{"kernel-symbols.txt", "\n" + ks, FormatKallsyms},
+		{"perf-42.map", "1000 10 jitted\n", FormatPerfMap},
 	} {
 		b, err := Open(write(c.name, c.content), Options{})
 		require.NoError(t, err, c.name)
-		assert.Equal(t, c.kind, b.Kind(), c.name)
+		assert.Equal(t, c.format, b.Format(), c.name)
 		b.Close()
 	}
 	for _, c := range []struct{ name, content, want string }{

@@ -3,23 +3,33 @@ package symbolize
 import (
 	"errors"
 	"fmt"
+
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 )
 
-// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym, and
-// turns a panic inside it into an error wrapping ErrMalformed. Those
-// packages document that malformed input may make them panic (an index out
-// of range on a corrupt offset); our own decoders check every length
-// instead and never rely on recover. The panic value is kept in the message
-// so that a bug of ours caught here stays visible. The caller names the
-// file in the errors it returns, f's and the panic's alike.
-func safely(f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: decoder panic: %v", ErrMalformed, r)
-		}
-	}()
-	return f()
+// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym on
+// the file name, through safeelf.Do: a panic inside it becomes a
+// decoderPanic, which wraps ErrMalformed and the *safeelf.PanicError. The
+// caller names the file in the errors it returns, f's and the panic's
+// alike: the panic's message does not repeat it.
+func safely(name string, f func() error) error {
+	err := safeelf.Do(name, f)
+	// Only a panic in f itself, not an error f returned from a nested
+	// safely, which is a decoderPanic already.
+	if pe, ok := err.(*safeelf.PanicError); ok {
+		return decoderPanic{pe}
+	}
+	return err
 }
+
+// decoderPanic is a panic recovered by safely.
+type decoderPanic struct{ pe *safeelf.PanicError }
+
+func (e decoderPanic) Error() string {
+	return fmt.Sprintf("%v: decoder panic: %v", ErrMalformed, e.pe.Value)
+}
+
+func (e decoderPanic) Unwrap() []error { return []error{ErrMalformed, e.pe} }
 
 // malformed returns err wrapping ErrMalformed: itself when it does, else
 // "malformed input: " and err (a debug/elf, debug/dwarf or debug/gosym

@@ -13,11 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
 // Sentinel errors. Every error this package returns wraps one of them (or
-// an *os.PathError from opening a file) with %w, and with it the cause
+// an *os.PathError from opening a file, or for [DefaultDebugFile]
+// buildidcache.ErrNotFound) with %w, and with it the cause
 // where there is one (an io.ErrUnexpectedEOF, a decompressor's error), so
 // that errors.Is and errors.As reach both. Messages begin with the file
 // they are about: "PATH: malformed input: WHAT[: CAUSE]".
@@ -30,9 +32,6 @@ var (
 	// (see [Open]); the message names the file and, where known, the
 	// offset.
 	ErrMalformed = errors.New("malformed input")
-	// ErrNotFound is what an [Options.DebugFile] locator returns when it
-	// has no separate debug file for the binary.
-	ErrNotFound = errors.New("not found")
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
 	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
@@ -46,19 +45,19 @@ var (
 type Frame struct {
 	// Function is the demangled function name ([Options.NoDemangle]
 	// keeps it raw). Empty when unknown.
-	Function string
+	Function string `json:"function,omitempty"`
 	// RawName is the name as stored in the binary: the linkage (mangled)
 	// name when the debug info or symbol table has one.
-	RawName string
+	RawName string `json:"raw_name,omitempty"`
 	// File is the source file, a full path when the debug info gives
 	// one. Empty when unknown.
-	File string
+	File string `json:"file,omitempty"`
 	// Line and Column are 1-based; 0 means unknown.
-	Line   int
-	Column int
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
 	// Inlined is true when this frame's code was inlined into the next
 	// frame of the slice (every frame but the last of a lookup).
-	Inlined bool
+	Inlined bool `json:"inlined,omitempty"`
 }
 
 // Symbolizer resolves addresses of one binary. addr is a file address (an
@@ -72,10 +71,10 @@ type Symbolizer interface {
 
 // DebugQuery describes the separate debug file a binary asks for.
 type DebugQuery struct {
-	Path         string // the binary's path
-	BuildID      []byte // its NT_GNU_BUILD_ID, nil when it has none
-	DebugLink    string // the .gnu_debuglink file name, "" when absent
-	DebugLinkCRC uint32 // CRC-32 of the debug file named by DebugLink
+	Path         string     // the binary's path
+	BuildID      buildid.ID // its NT_GNU_BUILD_ID, nil when it has none
+	DebugLink    string     // the .gnu_debuglink file name, "" when absent
+	DebugLinkCRC uint32     // CRC-32 of the debug file named by DebugLink
 }
 
 // Options tune a Binary. The zero value demangles and looks for separate
@@ -85,9 +84,9 @@ type Options struct {
 	NoDemangle bool
 	// DebugFile locates the separate debug file of a binary whose own
 	// file has no DWARF. It returns the path, or an error wrapping
-	// [ErrNotFound]. The returned file is checked (build-id, else the
-	// debuglink CRC) before use. nil means [DefaultDebugFile]; use
-	// NoDebugFile to disable the search.
+	// [buildidcache.ErrNotFound] when there is none. The returned file
+	// is checked (build-id, else the debuglink CRC) before use. nil means
+	// [DefaultDebugFile]; use NoDebugFile to disable the search.
 	DebugFile func(q DebugQuery) (string, error)
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
@@ -105,38 +104,40 @@ type Options struct {
 // grow with every unit an address falls in.
 const DefaultMaxDecodedDWARF = 256 << 20
 
-// Kind says what a Binary was opened from.
-type Kind int
+// Format says what kind of file a Binary was opened from. It is not a
+// mapping's kind (dso.Kind): a kernel mapping may be read from an ELF
+// vmlinux or from a kallsyms list.
+type Format int
 
 const (
-	KindELF      Kind = iota // an ELF executable, library, vdso, vmlinux or module
-	KindKallsyms             // a kallsyms text file (/proc/kallsyms, perf's cache)
-	KindPerfMap              // a perf JIT map, /tmp/perf-PID.map
+	FormatELF      Format = iota // an ELF executable, library, vdso, vmlinux or module
+	FormatKallsyms               // a kallsyms text file (/proc/kallsyms, perf's cache)
+	FormatPerfMap                // a perf JIT map, /tmp/perf-PID.map
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindELF:
+func (f Format) String() string {
+	switch f {
+	case FormatELF:
 		return "elf"
-	case KindKallsyms:
+	case FormatKallsyms:
 		return "kallsyms"
-	case KindPerfMap:
+	case FormatPerfMap:
 		return "perf-map"
 	}
-	return fmt.Sprintf("Kind(%d)", int(k))
+	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Binary is one opened binary (or symbol list). It is safe for concurrent
 // use; its indexes are built on first need.
 type Binary struct {
-	path string
-	kind Kind
-	opts Options
+	path   string
+	format Format
+	opts   Options
 
 	f  *os.File
 	ef *elf.File // nil for symbol lists
 
-	buildID   []byte
+	buildID   buildid.ID
 	debugLink string
 	linkCRC   uint32
 	loads     []elf.ProgHeader
@@ -209,10 +210,10 @@ func Open(path string, opts Options) (*Binary, error) {
 	br := bufio.NewReader(f)
 	switch {
 	case strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map"):
-		b.kind = KindPerfMap
+		b.format = FormatPerfMap
 		b.syms, b.symErr = readPerfMap(br, path, b.warn)
 	case base == "kallsyms" || kallsymsShaped(br):
-		b.kind = KindKallsyms
+		b.format = FormatKallsyms
 		b.syms, b.symErr = readKallsyms(br, path)
 	default:
 		return nil, fmt.Errorf("%s: %w: neither an ELF file nor a kallsyms listing or perf map", path, ErrMalformed)
@@ -227,19 +228,19 @@ func Open(path string, opts Options) (*Binary, error) {
 // OpenKallsyms reads a kallsyms listing ("ADDR TYPE NAME [MODULE]" lines)
 // from r; name is used in errors.
 func OpenKallsyms(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindKallsyms)
+	return openList(r, name, opts, FormatKallsyms)
 }
 
 // OpenPerfMap reads a perf JIT map ("START SIZE NAME" lines) from r; name is
 // used in errors.
 func OpenPerfMap(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindPerfMap)
+	return openList(r, name, opts, FormatPerfMap)
 }
 
-func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
-	b := &Binary{path: name, opts: opts, kind: k}
+func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error) {
+	b := &Binary{path: name, opts: opts, format: k}
 	br := bufio.NewReader(r)
-	if k == KindPerfMap {
+	if k == FormatPerfMap {
 		b.syms, b.symErr = readPerfMap(br, name, b.warn)
 	} else {
 		b.syms, b.symErr = readKallsyms(br, name)
@@ -252,8 +253,8 @@ func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
 }
 
 func (b *Binary) openELF() error {
-	b.kind = KindELF
-	err := safely(func() error {
+	b.format = FormatELF
+	err := safely(b.path, func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
 			return err
@@ -302,11 +303,11 @@ func elfOpenError(path string, f *os.File, err error) error {
 // Path returns the path the binary was opened from.
 func (b *Binary) Path() string { return b.path }
 
-// Kind returns what the binary was opened from.
-func (b *Binary) Kind() Kind { return b.kind }
+// Format returns what kind of file the binary was opened from.
+func (b *Binary) Format() Format { return b.format }
 
 // BuildID returns the binary's NT_GNU_BUILD_ID, nil when it has none.
-func (b *Binary) BuildID() []byte { return b.buildID }
+func (b *Binary) BuildID() buildid.ID { return b.buildID }
 
 // DebugFile returns the separate debug file whose DWARF the binary uses, ""
 // when it uses its own or none. It forces the DWARF index to load.
@@ -330,7 +331,7 @@ func (b *Binary) DebugFile() string {
 // corrupt section otherwise looks merely less detailed.
 func (b *Binary) Warnings() []string {
 	b.closeMu.RLock()
-	if b.kind == KindELF && !b.closed {
+	if b.format == FormatELF && !b.closed {
 		b.loadDWARF()
 		b.loadSyms()
 		b.loadGo()
@@ -391,7 +392,7 @@ func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 }
 
 func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
-	if b.kind == KindELF {
+	if b.format == FormatELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {
@@ -480,7 +481,7 @@ func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
 }
 
 // elfBuildID returns the NT_GNU_BUILD_ID note's descriptor.
-func elfBuildID(ef *elf.File) []byte {
+func elfBuildID(ef *elf.File) buildid.ID {
 	for _, s := range ef.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue

@@ -253,8 +253,8 @@ func TestKallsyms(t *testing.T) {
 	if _, err := b.Frames(0xffffffffc0a00000+kallsymsLastSize, nil); !errors.Is(err, ErrUnknownAddr) {
 		t.Errorf("past the last symbol: %v, want ErrUnknownAddr", err)
 	}
-	if b.Kind() != KindKallsyms {
-		t.Errorf("kind %v", b.Kind())
+	if b.Format() != FormatKallsyms {
+		t.Errorf("kind %v", b.Format())
 	}
 	if _, err := OpenKallsyms(strings.NewReader("0000000000000000 T _text\n0000000000000000 t x\n"), "k", Options{}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("all-zero kallsyms: %v, want ErrMalformed", err)
@@ -312,8 +312,8 @@ func TestPerfMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Kind() != KindPerfMap {
-		t.Fatalf("kind %v", b.Kind())
+	if b.Format() != FormatPerfMap {
+		t.Fatalf("kind %v", b.Format())
 	}
 	if fr := mustFrames(t, b, 0x7f0000001008); fr[0].Function != "LazyCompile:*foo bar.js:1" {
 		t.Errorf("re-jitted code: %q, want the later entry", fr[0].Function)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 func init() {
@@ -460,13 +461,13 @@ func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 // fillOne caches one DSO; ok is false for mappings that have no binary to
 // cache (anonymous memory, JIT code, [vsyscall]).
 func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids []int) (cacheAddJSON, bool) {
-	a := cacheAddJSON{Path: d.Path, BuildID: buildidcache.BuildID(d.BuildID).String()}
+	a := cacheAddJSON{Path: d.Path, BuildID: d.BuildID.String()}
 	switch d.Kind {
-	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
+	case dso.File, dso.Module, dso.Kernel, dso.VDSO:
 	default:
 		return a, false
 	}
-	bid := buildidcache.BuildID(d.BuildID)
+	bid := d.BuildID
 	if bid.IsZero() {
 		a.Status, a.Reason = "skipped", "no build-id recorded: nothing to file it under"
 		return a, true
@@ -491,20 +492,20 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids
 		return a, true
 	}
 	switch d.Kind {
-	case check.KindKernel, check.KindVDSO:
+	case dso.Kernel, dso.VDSO:
 		if e, ok := c.Has(bid); ok {
 			return done(e, nil)
 		}
 	}
 	switch d.Kind {
-	case check.KindKernel:
+	case dso.Kernel:
 		kid, err := buildidcache.KernelBuildID()
 		if err != nil || !kid.Matches(bid) {
 			a.Status, a.Reason = "skipped", "recorded on another kernel than the running one ("+kid.String()+")"
 			return a, true
 		}
 		return done(c.AddKernel())
-	case check.KindVDSO:
+	case dso.VDSO:
 		_, id, err := buildidcache.VDSO()
 		if err != nil || !id.BuildID.Matches(bid) {
 			a.Status, a.Reason = "skipped", "the running vDSO has another build-id"

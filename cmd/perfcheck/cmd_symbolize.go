@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -25,21 +26,11 @@ func init() {
 	})
 }
 
-// symbolizeFrameJSON is one frame in --json output.
-type symbolizeFrameJSON struct {
-	Function string `json:"function,omitempty"`
-	RawName  string `json:"raw_name,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"`
-}
-
 // symbolizeAddrJSON is the answer for one address in --json output.
 type symbolizeAddrJSON struct {
-	Address string               `json:"address"`
-	Frames  []symbolizeFrameJSON `json:"frames"`
-	Error   string               `json:"error,omitempty"`
+	Address string            `json:"address"`
+	Frames  []symbolize.Frame `json:"frames"`
+	Error   string            `json:"error,omitempty"`
 }
 
 func runSymbolize(args []string, stdout, stderr io.Writer) int {
@@ -158,7 +149,7 @@ func parseSymbolizeFlags(args []string, stderr io.Writer) (f *symbolizeFlags, co
 // against the binary's build-id. done closes the resolver.
 func (f *symbolizeFlags) locate(opts *symbolize.Options, stderr io.Writer) (done func(), code int, ok bool) {
 	const name = "symbolize"
-	id, err := buildidcache.ParseBuildID(f.buildID)
+	id, err := buildid.Parse(f.buildID)
 	if err != nil {
 		return nil, errorf(stderr, name, "--build-id: %v", err), false
 	}
@@ -225,7 +216,7 @@ func (p *symbolizePrinter) one(tok []byte) {
 
 // addJSON records the answer for addr.
 func (p *symbolizePrinter) addJSON(addr uint64, lerr error) {
-	r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolizeFrameJSON{}}
+	r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolize.Frame{}}
 	if lerr != nil {
 		r.Error = lerr.Error()
 	}
@@ -233,9 +224,7 @@ func (p *symbolizePrinter) addJSON(addr uint64, lerr error) {
 	if !p.f.inlines && len(fr) > 1 {
 		fr = fr[:1]
 	}
-	for _, f := range fr {
-		r.Frames = append(r.Frames, symbolizeFrameJSON(f))
-	}
+	r.Frames = append(r.Frames, fr...)
 	p.results = append(p.results, r)
 }
 

@@ -1,89 +1,57 @@
-package check
+package addrspace
 
 import (
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // KernelPID is the pid perf gives the host kernel's maps: the synthesized
 // "[kernel.kallsyms]_text" and module MMAP records carry pid -1
-// (HOST_KERNEL_ID in tools/perf/util/machine.h).
-const KernelPID = -1
+// (HOST_KERNEL_ID in tools/perf/util/machine.h), 0xffffffff as perfdata
+// reads it.
+const KernelPID = ^uint32(0)
 
-// Kind says what a mapping is, so that a frame in it gets an honest label.
-type Kind uint8
-
-// Mapping kinds.
-const (
-	KindFile     Kind = iota // a regular file (executable or shared library)
-	KindKernel               // the kernel image, [kernel.kallsyms]
-	KindModule               // a kernel module
-	KindVDSO                 // [vdso] (or [vdso32], [vdsox32])
-	KindVsyscall             // [vsyscall]: a fixed kernel page, no file, no build-id
-	KindAnon                 // anonymous memory: //anon, [anon:...], [heap], [stack], no name
-	KindJIT                  // anonymous executable memory of a process with a /tmp/perf-PID.map
-	KindUnknown              // an address no mapping covers
-	KindGuest                // guest or hypervisor code: not this machine's to resolve
-)
-
-var kindNames = [...]string{"file", "kernel", "module", "vdso", "vsyscall", "anon", "jit", "unknown", "guest"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind?"
-}
-
-// MarshalText makes a Kind a JSON string.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// MapEvent is one MMAP or MMAP2 record, reduced to what address-space
-// tracking and identity need. It is the tracker's own input type, so the
-// tracker can be driven by synthetic events in tests.
-type MapEvent struct {
-	PID, TID int32
-	Mode     perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
-	Start    uint64
-	Len      uint64
-	Pgoff    uint64
-	Path     string
-	Time     uint64 // perf clock; 0 for synthesized records without sample_id_all
-	Exec     bool   // false when header.misc has PERF_RECORD_MISC_MMAP_DATA
-
-	// MMAP2 only.
-	HasDevIno bool // an MMAP2 record in the dev/inode form
-	Maj, Min  uint32
-	Ino       uint64
-	InoGen    uint64
-	BuildID   perfdata.BuildID // MMAP2 in the build-id form (perf record --buildid-mmap)
-	Prot      uint32
-	Flags     uint32
-}
-
-// Mapping is one range of a process's (or the kernel's) address space.
-// Mappings are immutable once created: a split creates new Mappings that
-// share DSO, so a Mapping pointer may be held across later events.
+// Mapping is one range of a process's (or the kernel's) address space, as
+// an MMAP or MMAP2 record made it. Mappings are immutable once created: a
+// later mapping that overlaps one leaves new Mappings for the pieces, with
+// the same record fields and ID, so a Mapping pointer may be held across
+// later records.
 type Mapping struct {
 	Start, Limit uint64 // [Start, Limit)
-	Pgoff        uint64 // file offset of Start; for the kernel, the address of _text
-	Kind         Kind
-	PID          int32 // owning process, KernelPID for kernel maps
-	Time         uint64
-	Event        *MapEvent // the record that created it (after any split, the original)
-	DSO          *DSO      // identity and verdict; set by the Session, nil in a bare Tracker
+	// Pgoff is the file offset of Start; for the kernel map, the address
+	// of the symbol its name follows ("[kernel.kallsyms]_text": _text).
+	Pgoff uint64
+	Kind  dso.Kind
+	PID   uint32 // the owning process, KernelPID for the kernel's maps
+	// ID numbers the MMAP and MMAP2 records a Tracker took, from 0: the
+	// pieces a later mapping cuts out of this one share it, so that a
+	// caller can keep what it learns about a mapped file in a slice.
+	ID int
+
+	// The record's fields.
+	Path string // the recorded file name
+	Time uint64 // the record's sample_id time (perf clock); 0 without sample_id_all
+	Exec bool   // executable: the record has no PERF_RECORD_MISC_MMAP_DATA
+
+	// MMAP2 only: the build-id form (perf record --buildid-mmap) sets
+	// BuildID, the device and inode form sets HasDevIno and Maj, Min, Ino
+	// and InoGeneration.
+	BuildID            buildid.ID
+	HasDevIno          bool
+	Maj, Min           uint32
+	Ino, InoGeneration uint64
+	Prot, Flags        uint32
 }
 
 // Offset returns the file offset of ip, as perf's map__map_ip
 // (tools/perf/util/map.h: ip - start + pgoff). For the kernel map perf sets
 // pgoff to the start, so the offset of a kernel address is the address.
 func (m *Mapping) Offset(ip uint64) uint64 { return ip - m.Start + m.Pgoff }
-
-// Path is the recorded file name.
-func (m *Mapping) Path() string { return m.Event.Path }
 
 // space is a sorted, non-overlapping set of mappings.
 type space struct {
@@ -146,18 +114,21 @@ func (s *space) clone() *space {
 
 // process is the state kept per pid.
 type process struct {
-	gen    uint64 // changes whenever its maps do (Tracker.nextGen)
-	pid    int32
-	space  *space
-	comm   string
-	exited bool
-	jitMap bool // a /tmp/perf-PID.map applies to its anonymous executable maps
+	gen   uint64 // changes whenever its maps do (Tracker.nextGen)
+	pid   uint32
+	space *space
+	comm  string
+	// askedPerfMap records that HasPerfMap was asked about this process;
+	// jitMap that it answered yes.
+	askedPerfMap bool
+	jitMap       bool
 }
 
 // Tracker rebuilds the address spaces of a recording's processes and of the
-// kernel from MMAP, MMAP2, FORK, COMM and EXIT events fed in the order perf
-// delivers them (time order; see perfdata's ordered delivery). Lookup then
-// answers, for a sample at that moment, which mapping covered an address.
+// kernel from MMAP, MMAP2, FORK, COMM and EXIT records fed in the order
+// perf delivers them (time order; see perfdata's ordered delivery). Lookup
+// then answers, for a sample at that moment, which mapping covered an
+// address.
 //
 // Semantics follow tools/perf/util/machine.c:
 //   - maps belong to a process (pid); threads share them;
@@ -171,27 +142,41 @@ type process struct {
 //     MMAPs (binary, loader, [vdso]) after the COMM. perf itself keeps the
 //     old maps and lets new ones overwrite them; dropping them is what the
 //     kernel did, and keeps a stale library from answering for an address.
-//   - EXIT marks the process exited but keeps its maps: perf resolves
-//     samples through a dead thread until its pid is reused.
+//   - EXIT changes nothing: perf resolves samples through a dead thread's
+//     maps until its pid is reused.
 //   - kernel maps (pid -1, or cpumode kernel) live in one kernel space;
 //     kernel addresses are looked up there whatever the sample's pid.
 //
 // A Tracker is not safe for concurrent use.
 type Tracker struct {
-	procs  map[int32]*process
+	// HasPerfMap, when set, reports whether a perf map (/tmp/perf-PID.map,
+	// written by a JIT) describes the code of process pid: its anonymous
+	// executable mappings are then dso.JIT. It is asked once per process,
+	// when its first anonymous executable mapping appears, as perf's
+	// map__new (tools/perf/util/map.c) looks for the file; a process made
+	// by a later FORK of the same pid is asked again. When nil, the
+	// Tracker reads nothing and makes no dso.JIT mapping.
+	HasPerfMap func(pid uint32) bool
+
+	procs  map[uint32]*process
 	kernel space    // modules and anything else perf puts in the kernel machine
 	ktext  *Mapping // [kernel.kallsyms]_text: covers what modules do not
-	onMap  func(*Mapping)
+	nmaps  int      // the MMAP and MMAP2 records taken (the next Mapping.ID)
 	// Generations let callers cache lookups: a process's gen and kgen
 	// change whenever its maps or the kernel's do, and values are never
 	// reused (nextGen only grows), even across pid reuse.
 	nextGen uint64
 	kgen    uint64
 	// last caches the last process found by pid: samples come in runs of
-	// one process, and each asks for its maps and its comm. Only Fork
+	// one process, and each asks for its maps and its comm. Only a FORK
 	// replaces the process of a pid (the others change it in place), so
-	// it is the only event that drops the cache.
+	// it is the only record that drops the cache.
 	last *process
+}
+
+// New returns an empty tracker.
+func New() *Tracker {
+	return &Tracker{procs: make(map[uint32]*process)}
 }
 
 func (t *Tracker) bump() uint64 {
@@ -199,12 +184,7 @@ func (t *Tracker) bump() uint64 {
 	return t.nextGen
 }
 
-// NewTracker returns an empty tracker.
-func NewTracker() *Tracker {
-	return &Tracker{procs: make(map[int32]*process)}
-}
-
-func (t *Tracker) proc(pid int32) *process {
+func (t *Tracker) proc(pid uint32) *process {
 	p := t.find(pid)
 	if p == nil {
 		p = &process{pid: pid, space: &space{}, gen: t.bump()}
@@ -213,77 +193,125 @@ func (t *Tracker) proc(pid int32) *process {
 	return p
 }
 
+// Update takes one record: MMAP, MMAP2, COMM, FORK and EXIT change the
+// address spaces, other records are ignored. For an MMAP or MMAP2 record it
+// returns the new mapping; otherwise nil. Nothing of rec is kept: perfdata
+// reuses a record's storage for the next one.
+func (t *Tracker) Update(rec perfdata.Record) *Mapping {
+	switch r := rec.(type) {
+	case *perfdata.Mmap:
+		return t.mmap(&Mapping{
+			Start: r.Addr, Limit: r.Addr + r.Len, Pgoff: r.PgOff, PID: r.PID,
+			Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(),
+		}, r.CPUMode())
+	case *perfdata.Mmap2:
+		m := &Mapping{
+			Start: r.Addr, Limit: r.Addr + r.Len, Pgoff: r.PgOff, PID: r.PID,
+			Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(),
+			Prot: r.Prot, Flags: r.Flags,
+		}
+		if r.HasBuildID() {
+			m.BuildID = append(buildid.ID(nil), r.BuildID...)
+		} else {
+			m.HasDevIno = true
+			m.Maj, m.Min, m.Ino, m.InoGeneration = r.Maj, r.Min, r.Ino, r.InoGeneration
+		}
+		return t.mmap(m, r.CPUMode())
+	case *perfdata.Comm:
+		t.comm(r.PID, r.TID, r.Comm, r.Exec())
+	case *perfdata.Fork:
+		t.fork(r.PID, r.PPID)
+	}
+	return nil
+}
+
 // isKernelMap reports whether an MMAP record belongs to the kernel machine:
 // perf synthesizes the kernel and module maps with pid -1 and a kernel
 // cpumode (perf_event__synthesize_kernel_mmap, perf_event__synthesize_modules).
-func isKernelMap(e *MapEvent) bool {
-	return e.PID == KernelPID || e.Mode == perfdata.CPUModeKernel
+func isKernelMap(pid uint32, mode perfdata.CPUMode) bool {
+	return pid == KernelPID || mode == perfdata.CPUModeKernel
 }
 
 // classify gives the Kind of a recorded file name, using perf's names
 // (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory, is_vdso_map).
-func classify(e *MapEvent) Kind {
-	p := e.Path
-	if isKernelMap(e) {
+func classify(p string, kernel bool) dso.Kind {
+	if kernel {
 		if strings.HasPrefix(p, "[kernel.kallsyms]") || strings.HasPrefix(p, "[guest.kernel.kallsyms") {
-			return KindKernel
+			return dso.Kernel
 		}
-		return KindModule
+		return dso.Module
 	}
 	switch {
 	case p == "[vdso]" || p == "[vdso32]" || p == "[vdsox32]":
-		return KindVDSO
+		return dso.VDSO
 	case p == "[vsyscall]":
-		return KindVsyscall
+		return dso.Vsyscall
 	case p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
 		strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
 		p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
 		strings.HasPrefix(p, "/memfd:"):
-		return KindAnon
+		return dso.Anon
 	}
-	return KindFile
+	return dso.File
 }
 
-// Mmap records an MMAP or MMAP2 event. Non-executable (data) maps are kept
-// too: a sample can only hit executable ones, but they still cut existing
-// ranges as the kernel's mmap did.
-func (t *Tracker) Mmap(e *MapEvent) *Mapping {
-	m := &Mapping{
-		Start: e.Start,
-		Limit: e.Start + e.Len,
-		Pgoff: e.Pgoff,
-		Kind:  classify(e),
-		PID:   e.PID,
-		Time:  e.Time,
-		Event: e,
-	}
+// mmap adds the mapping m of an MMAP or MMAP2 record of cpumode mode, its
+// record fields set. Non-executable (data) maps are kept too: a sample can
+// only hit executable ones, but they still cut existing ranges as the
+// kernel's mmap did.
+func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
+	kernel := isKernelMap(m.PID, mode)
+	m.Kind = classify(m.Path, kernel)
+	m.ID = t.nmaps
+	t.nmaps++
 	if m.Limit < m.Start { // wraps: perf's kernel map may run to ~0
 		m.Limit = ^uint64(0)
 	}
-	if isKernelMap(e) {
+	if kernel {
 		t.kgen = t.bump()
 		m.PID = KernelPID
-		if m.Kind == KindKernel {
+		if m.Kind == dso.Kernel {
 			t.ktext = m
 		} else {
 			t.kernel.insert(m)
 		}
-	} else {
-		p := t.proc(e.PID)
-		p.gen = t.bump()
-		if m.Kind == KindAnon && e.Exec && p.jitMap {
-			m.Kind = KindJIT
+		return m
+	}
+	if m.Kind == dso.Anon && m.Exec && t.HasPerfMap != nil {
+		if p := t.proc(m.PID); !p.askedPerfMap {
+			p.askedPerfMap = true
+			if t.HasPerfMap(m.PID) {
+				t.setJITMap(p)
+			}
 		}
-		p.space.insert(m)
 	}
-	if t.onMap != nil {
-		t.onMap(m)
+	p := t.proc(m.PID)
+	p.gen = t.bump()
+	if m.Kind == dso.Anon && m.Exec && p.jitMap {
+		m.Kind = dso.JIT
 	}
+	p.space.insert(m)
 	return m
 }
 
-// Fork records a FORK event.
-func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
+// setJITMap says that p's anonymous executable maps are described by a
+// perf map file, as perf's thread__find_map decides for anonymous memory.
+// The maps it has already are JIT code too (of the same mapped memory, so
+// they keep their ID).
+func (t *Tracker) setJITMap(p *process) {
+	p.jitMap = true
+	p.gen = t.bump()
+	for i, m := range p.space.maps {
+		if m.Kind == dso.Anon && m.Exec {
+			c := *m
+			c.Kind = dso.JIT
+			p.space.maps[i] = &c
+		}
+	}
+}
+
+// fork takes a FORK record.
+func (t *Tracker) fork(pid, ppid uint32) {
 	if pid == ppid {
 		// A new thread of an existing process: maps are shared.
 		t.proc(pid)
@@ -293,9 +321,9 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
 	if parent := t.procs[ppid]; parent != nil {
 		child.space = parent.space.clone()
 		child.comm = parent.comm
-		// Not jitMap: inherited JIT maps keep the parent's perf map (their
-		// DSO), but the child's own new code is described, if at all, by
-		// /tmp/perf-CHILD.map, which the Session looks for separately.
+		// Not jitMap: inherited JIT maps keep their kind, but the child's
+		// own new code is described, if at all, by /tmp/perf-CHILD.map,
+		// which HasPerfMap is asked about separately.
 	} else {
 		child.space = &space{}
 	}
@@ -303,12 +331,11 @@ func (t *Tracker) Fork(pid, ppid, tid, ptid int32) {
 	t.last = nil
 }
 
-// Comm records a COMM event; exec is PERF_RECORD_MISC_COMM_EXEC.
-func (t *Tracker) Comm(pid, tid int32, comm string, exec bool) {
+// comm takes a COMM record; exec is PERF_RECORD_MISC_COMM_EXEC.
+func (t *Tracker) comm(pid, tid uint32, comm string, exec bool) {
 	p := t.proc(pid)
 	if exec {
 		p.space = &space{}
-		p.exited = false
 		p.gen = t.bump()
 	}
 	if pid == tid || p.comm == "" {
@@ -316,31 +343,8 @@ func (t *Tracker) Comm(pid, tid int32, comm string, exec bool) {
 	}
 }
 
-// Exit records an EXIT event.
-func (t *Tracker) Exit(pid, tid int32) {
-	if p := t.find(pid); p != nil && pid == tid {
-		p.exited = true
-	}
-}
-
-// SetJITMap says that pid's anonymous executable maps are described by a
-// perf map file (/tmp/perf-PID.map), as perf's thread__find_map decides
-// for anonymous memory.
-func (t *Tracker) SetJITMap(pid int32) {
-	p := t.proc(pid)
-	p.jitMap = true
-	p.gen = t.bump()
-	for i, m := range p.space.maps {
-		if m.Kind == KindAnon && m.Event.Exec {
-			c := *m
-			c.Kind = KindJIT
-			p.space.maps[i] = &c
-		}
-	}
-}
-
 // find returns pid's process, or nil.
-func (t *Tracker) find(pid int32) *process {
+func (t *Tracker) find(pid uint32) *process {
 	if p := t.last; p != nil && p.pid == pid {
 		return p
 	}
@@ -351,8 +355,9 @@ func (t *Tracker) find(pid int32) *process {
 	return p
 }
 
-// CommOf returns the last command name seen for pid.
-func (t *Tracker) CommOf(pid int32) string {
+// Comm returns the last command name seen for pid: the main thread's, or
+// the first thread's until the main thread names itself.
+func (t *Tracker) Comm(pid uint32) string {
 	if p := t.find(pid); p != nil {
 		return p.comm
 	}
@@ -362,7 +367,7 @@ func (t *Tracker) CommOf(pid int32) string {
 // Lookup returns the mapping that covers ip in pid's address space for the
 // given cpumode, or nil. Kernel and hypervisor modes look in the kernel
 // maps; guest modes are not this machine's and return nil.
-func (t *Tracker) Lookup(pid int32, mode perfdata.CPUMode, ip uint64) *Mapping {
+func (t *Tracker) Lookup(pid uint32, mode perfdata.CPUMode, ip uint64) *Mapping {
 	switch mode {
 	case perfdata.CPUModeKernel, perfdata.CPUModeHypervisor:
 		if m := t.kernel.lookup(ip); m != nil {
@@ -389,18 +394,20 @@ func (t *Tracker) Lookup(pid int32, mode perfdata.CPUMode, ip uint64) *Mapping {
 	return nil
 }
 
-// generation returns a value that changes whenever a lookup for pid could
-// answer differently: pid's maps or the kernel's changed.
-func (t *Tracker) generation(pid int32) (uint64, uint64) {
-	var g uint64
+// Generation returns values that change whenever a Lookup for pid could
+// answer differently: proc when pid's maps change, kernel when the
+// kernel's do. Neither is ever reused, even when a pid is, so a caller
+// may cache lookups keyed by them.
+func (t *Tracker) Generation(pid uint32) (proc, kernel uint64) {
 	if p := t.find(pid); p != nil {
-		g = p.gen
+		proc = p.gen
 	}
-	return g, t.kgen
+	return proc, t.kgen
 }
 
-// Maps returns pid's current maps, sorted by address (for tests and tools).
-func (t *Tracker) Maps(pid int32) []*Mapping {
+// Maps returns pid's current maps, sorted by address; for KernelPID, the
+// modules' maps sorted by address, then the kernel's own.
+func (t *Tracker) Maps(pid uint32) []*Mapping {
 	if pid == KernelPID {
 		out := append([]*Mapping(nil), t.kernel.maps...)
 		if t.ktext != nil {
