@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -50,6 +51,22 @@ type goInline struct {
 	// cover, and a slot per table would cost more than it saves.
 	tables []atomic.Pointer[[]pcRun]
 	cached atomic.Int64
+
+	// fileMu serializes the lookups that read the tables from the file
+	// (a few percent of a batch, see pclnTab) and guards scratch, the
+	// buffers they read into: buffers on the stack would move to the
+	// heap (the race detector's instrumentation of a read lets them
+	// escape), and a lookup must not allocate. Lookups in held tables
+	// take no lock and use no buffer.
+	fileMu  sync.Mutex
+	scratch *pclnScratch
+}
+
+// pclnScratch is where a lookup in tables read from the file reads them.
+type pclnScratch struct {
+	rec  [goFuncReadSize]byte    // the _func record
+	win  [256]byte               // a window of a pc-value table
+	call [goInlinedCallSize]byte // an inlinedCall record
 }
 
 // pcRun is one run of a decoded pc-value table: val holds for pc offsets
@@ -121,6 +138,9 @@ func newGoInline(ef *elf.File, pcln pclnTab, cache bool) *goInline {
 	}
 	if cache {
 		g.tables = make([]atomic.Pointer[[]pcRun], 3*g.nfunc)
+	}
+	if !pcln.held() {
+		g.scratch = new(pclnScratch)
 	}
 	return g
 }
@@ -294,8 +314,7 @@ func (g *goInline) decodeTable(tab uint32) ([]pcRun, bool) {
 	if tab == 0 || int(tab) >= g.pctab.size {
 		return nil, false
 	}
-	var wbuf [256]byte
-	s := pcStream{t: &g.pctab, off: int(tab), p: g.pctab.window(int(tab), wbuf[:]), buf: wbuf[:]}
+	s := g.stream(tab)
 	val := int32(-1)
 	var cur uint64
 	// Runs go to a buffer on the stack first and are copied out once, at
@@ -322,6 +341,16 @@ func (g *goInline) decodeTable(tab uint32) ([]pcRun, bool) {
 		}
 		runs = append(runs, pcRun{end: uint32(cur), val: val})
 	}
+}
+
+// stream returns a reader of the pc-value table at pctab offset tab
+// (g.fileMu held when the table is read from the file).
+func (g *goInline) stream(tab uint32) pcStream {
+	var buf []byte
+	if g.scratch != nil {
+		buf = g.scratch.win[:]
+	}
+	return pcStream{t: &g.pctab, off: int(tab), p: g.pctab.window(int(tab), buf), buf: buf}
 }
 
 // zigzag decodes a pc-value table's value delta.
@@ -354,8 +383,7 @@ func (g *goInline) pcvalue(tab uint32, entry, pc uint64) (int32, bool) {
 	if tab == 0 || int(tab) >= g.pctab.size {
 		return -1, false
 	}
-	var wbuf [256]byte
-	s := pcStream{t: &g.pctab, off: int(tab), p: g.pctab.window(int(tab), wbuf[:]), buf: wbuf[:]}
+	s := g.stream(tab)
 	val := int32(-1)
 	cur := entry
 	for first := true; ; first = false {
@@ -432,8 +460,13 @@ func (g *goInline) inlineTree(rec []byte) (inlTab, treeOff uint32) {
 // physical function; ok is false when pc has no inline tree entry or the
 // tables are inconsistent.
 func (g *goInline) frames(b *Binary, pc uint64, buf []Frame) ([]Frame, bool) {
-	var rbuf [goFuncReadSize]byte
-	rec, fidx, entry, ok := g.findFunc(pc, rbuf[:])
+	var rbuf []byte
+	if g.scratch != nil {
+		g.fileMu.Lock()
+		defer g.fileMu.Unlock()
+		rbuf = g.scratch.rec[:]
+	}
+	rec, fidx, entry, ok := g.findFunc(pc, rbuf)
 	if !ok {
 		return buf, false
 	}
@@ -488,8 +521,11 @@ func (g *goInline) funcName(rec []byte) string {
 // inlinedCall returns the name offset and the parent pc offset of entry
 // idx of the inline tree at treeOff in go:func.*.
 func (g *goInline) inlinedCall(treeOff uint32, idx int32) (nameOff, parentPC uint32, ok bool) {
-	var cbuf [goInlinedCallSize]byte
-	c := g.gofuncData.window(int(treeOff)+goInlinedCallSize*int(idx), cbuf[:])
+	var cbuf []byte
+	if g.scratch != nil {
+		cbuf = g.scratch.call[:]
+	}
+	c := g.gofuncData.window(int(treeOff)+goInlinedCallSize*int(idx), cbuf)
 	nameOff, ok1 := g.u32(c, 4)
 	parentPC, ok2 := g.u32(c, 8)
 	return nameOff, parentPC, ok1 && ok2
