@@ -67,7 +67,7 @@ func DefaultDebugFile(q DebugQuery) (string, error) {
 			tried = append(tried, p)
 		}
 	}
-	return "", fmt.Errorf("no debug file for %s (tried %v): %w", q.Path, tried, buildidcache.ErrNotFound)
+	return "", fmt.Errorf("%s: separate debug file (tried %v): %w", q.Path, tried, buildidcache.ErrNotFound)
 }
 
 func fileExists(p string) bool {
@@ -158,31 +158,31 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil, nil
 	}
-	comp, err := s.Data()
+	comp, err := sectionData(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	zr, err := xz.NewReader(bytes.NewReader(comp))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	limit := int64(len(comp)) * 50
 	limit = min(max(limit, 1<<20), maxMiniDebugInfo)
 	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x decompresses beyond %d bytes", ErrMalformed, b.path, s.Offset, limit)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
-	err = safely(b.path+" .gnu_debugdata", func() error {
+	err = safely(b.path, func() error {
 		var err error
 		mini, err = elf.NewFile(bytes.NewReader(data))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata: %v", ErrMalformed, b.path, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata: %w", b.path, malformed(err))
 	}
 	return mini, nil
 }

@@ -71,10 +71,9 @@ func TestSymbolizeLikeAddr2line(t *testing.T) {
 
 func TestSymbolizeUnknownAndStdin(t *testing.T) {
 	bin, work := buildSymbolizeProg(t)
-	stdinOverride = strings.NewReader(fmt.Sprintf("0x1\n%x\n", work))
-	defer func() { stdinOverride = nil }()
+	in := strings.NewReader(fmt.Sprintf("0x1\n%x\n", work))
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "-a", "-e", bin}, &out, &errb); code != exitOK {
+	if code := symbolizeWith([]string{"-a", "-e", bin}, in, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -287,10 +286,8 @@ func TestSymbolizeStdinTokens(t *testing.T) {
 	long := strings.Repeat(w+" ", (70<<10)/(len(w)+1)) // over 64 KiB, spans reads
 	in := "0x1 " + w + "\t0x2\r\n\n  " + w + "\n" + long + "\n\t" + w
 	want := 3 + 1 + strings.Count(long, w) + 1 // unknown answers count too
-	stdinOverride = strings.NewReader(in)
-	defer func() { stdinOverride = nil }()
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "-a", "-e", bin}, &out, &errb); code != exitOK {
+	if code := symbolizeWith([]string{"-a", "-e", bin}, strings.NewReader(in), &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
