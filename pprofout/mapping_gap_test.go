@@ -251,7 +251,7 @@ func comparePerfScript(t *testing.T, prof *profile.Profile, want *perfScriptView
 	// prints that one), by the same name or an alias (sameFunction).
 	named, names := 0, 0
 	for _, l := range prof.Location {
-		if len(l.Line) == 0 || l.Line[len(l.Line)-1].Function == nil {
+		if len(l.Line) == 0 || l.Line[len(l.Line)-1].Function == nil || isLabel(l) {
 			continue
 		}
 		named++

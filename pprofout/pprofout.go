@@ -14,9 +14,14 @@
 //   - one Mapping per DSO, with the recorded build-id, and Has* flags set only
 //     when the locations really carry that information;
 //   - one Location per distinct (DSO, offset) of the check, its Lines the
-//     check's frames (innermost inlined first) for trusted DSOs, none for
-//     refused ones (mismatch, missing, replaced), whose Mapping.File gets the
-//     verdict appended so that no tool opens the wrong file at the path;
+//     check's frames (innermost inlined first) for trusted DSOs; a location
+//     that has no name (refused DSOs: mismatch, missing, replaced; memory
+//     without a file; addresses without a symbol) gets one Line whose
+//     function is an honest label, "[mismatch] libfoo.so.1", so that its
+//     weight stays in every pprof view, flame graph included, while its
+//     mapping keeps the build-id and no Has* flag, for pprof to symbolize
+//     later. A refused DSO's Mapping.File gets the verdict appended so that
+//     no tool opens the wrong file at the path;
 //   - labels comm (string), pid and tid (numbers), and trusted ("yes"/"no").
 //
 // # Security
@@ -321,25 +326,83 @@ func (b *builder) addLocations() {
 			pl.Address = b.bases[l.DSO] + l.Offset
 		}
 		if !refused(l.DSO) {
-			for _, f := range l.Frames {
-				if f.Function == "" && f.RawName == "" {
-					continue
-				}
-				pl.Line = append(pl.Line, profile.Line{Function: b.function(f), Line: int64(f.Line), Column: int64(f.Column)})
-				m.HasFunctions = true
-				if f.File != "" {
-					m.HasFilenames = true
-				}
-				if f.Line > 0 {
-					m.HasLineNumbers = true
-				}
-				if f.Inlined {
-					m.HasInlineFrames = true
-				}
-			}
+			b.addLines(pl, m, l)
+		}
+		if len(pl.Line) == 0 {
+			// No name may be given here (or none is known): a
+			// location without a function vanishes from pprof's stack
+			// views (flame graph, peek, traces), its weight drawn as
+			// its caller's own. An honest label keeps it in every
+			// view; the mapping's Has* flags stay unset, so pprof
+			// still symbolizes it when it finds the binary by build-id.
+			pl.Line = []profile.Line{{Function: b.labelFunction(l.DSO)}}
 		}
 		p.Location = append(p.Location, pl)
 	}
+}
+
+// addLines gives pl the frames the check named at l, innermost first, and
+// sets the Has* flags of m that they justify.
+func (b *builder) addLines(pl *profile.Location, m *profile.Mapping, l *check.Location) {
+	for _, f := range l.Frames {
+		if f.Function == "" && f.RawName == "" {
+			continue
+		}
+		pl.Line = append(pl.Line, profile.Line{Function: b.function(f), Line: int64(f.Line), Column: int64(f.Column)})
+		m.HasFunctions = true
+		if f.File != "" {
+			m.HasFilenames = true
+		}
+		if f.Line > 0 {
+			m.HasLineNumbers = true
+		}
+		if f.Inlined {
+			m.HasInlineFrames = true
+		}
+	}
+}
+
+// label is the name pprof shows for the locations of d that have no
+// function: "[verdict] base" for a DSO whose names are refused
+// ("[mismatch] libfoo.so.1"), "[base]" for memory without a file and for
+// addresses a trusted binary has no symbol for ("[libc.so.6]", as pprof
+// itself names an unsymbolized mapping; bracketed names such as
+// "[kernel.kallsyms]" or "[unknown]" as they are). One label per DSO and
+// verdict, not per address: the weight of an untrusted binary stays in one
+// node that pprof's graph pruning cannot scatter, as `perfcheck top`
+// groups it; the addresses stay in the locations.
+func label(d *check.DSO) string {
+	base := d.Path
+	if !strings.HasPrefix(base, "[") {
+		if i := strings.LastIndexByte(base, '/'); i >= 0 && i+1 < len(base) {
+			base = base[i+1:]
+		}
+	}
+	if refused(d) {
+		return "[" + d.Verdict.String() + "] " + base
+	}
+	if strings.HasPrefix(base, "[") {
+		return base
+	}
+	return "[" + base + "]"
+}
+
+// labelFunction returns the function named label(d), added on first use.
+// Its SystemName is the DSO's full path with the verdict, so that two
+// DSOs of one base name stay two functions in the profile.
+func (b *builder) labelFunction(d *check.DSO) *profile.Function {
+	key := profile.Function{Name: label(d), SystemName: d.Path}
+	if refused(d) {
+		key.SystemName = "[" + d.Verdict.String() + "] " + d.Path
+	}
+	if fn := b.funcs[key]; fn != nil {
+		return fn
+	}
+	fn := key
+	fn.ID = uint64(len(b.p.Function) + 1)
+	b.funcs[key] = &fn
+	b.p.Function = append(b.p.Function, &fn)
+	return &fn
 }
 
 // function returns the profile's function for frame f, added on first use.
