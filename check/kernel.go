@@ -229,6 +229,15 @@ func (l *moduleLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	return []symbolize.Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
 }
 
+// symOffset implements symOffsetter.
+func (l *moduleLookup) symOffset(off uint64) (uint64, bool) {
+	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].start > off }) - 1
+	if i < 0 || off >= l.syms[i].end || l.syms[i].name == "" {
+		return 0, false
+	}
+	return off - l.syms[i].start, true
+}
+
 func (l *moduleLookup) Close() error { return nil }
 
 // errNoModuleSymbol means no function of the module covers an offset.

@@ -29,6 +29,12 @@ type Location struct {
 	// refuses names, or symbolization failed: see SymbolError).
 	Frames      []symbolize.Frame
 	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
+	// SymOffset is how far the location lies past the start of the
+	// symbol-table entry (ELF symbol, kallsyms or module symbol, perf
+	// map entry) that covers it, as perf script's symoff prints it
+	// ("main+0x1b"); valid when HasSymOffset, which needs Frames.
+	SymOffset    uint64
+	HasSymOffset bool
 }
 
 // Trusted reports whether the location keeps a sample trusted.
@@ -624,12 +630,16 @@ func (s *session) symbolize(ctx context.Context, res *Result, lookups map[*DSO]s
 				if j%256 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
-				fr, err := lookups[l.DSO].Lookup(l.Offset + l.DSO.symDelta)
+				lk := lookups[l.DSO]
+				fr, err := lk.Lookup(l.Offset + l.DSO.symDelta)
 				if err != nil {
 					l.SymbolError = err.Error()
 					continue
 				}
 				l.Frames = fr
+				if so, ok := lk.(symOffsetter); ok && len(fr) > 0 {
+					l.SymOffset, l.HasSymOffset = so.symOffset(l.Offset + l.DSO.symDelta)
+				}
 			}
 			return nil
 		})

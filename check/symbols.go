@@ -37,6 +37,12 @@ type symbolLookup interface {
 	Close() error
 }
 
+// symOffsetter is a symbolLookup that also knows where the symbol-table
+// entry covering an offset starts (perf script's symoff).
+type symOffsetter interface {
+	symOffset(off uint64) (uint64, bool)
+}
+
 // defaultOpener symbolizes with the symbolize package.
 type defaultOpener struct {
 	// reopen, when set (tests), runs between symbolize's open and the
@@ -186,6 +192,24 @@ func (l *symLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 		return nil, err
 	}
 	return fr, nil
+}
+
+// symOffset implements symOffsetter: the offset from the start of the
+// symbol-table entry that covers off, as perf computes symoff from its
+// symbol's start (whatever name DWARF gives the function).
+func (l *symLookup) symOffset(off uint64) (uint64, bool) {
+	addr := off
+	if l.fileOffsets {
+		var ok bool
+		if addr, ok = elfAddr(l.loads, off); !ok {
+			return 0, false
+		}
+	}
+	_, start, _, ok := l.bin.Symbol(addr)
+	if !ok || start > addr {
+		return 0, false
+	}
+	return addr - start, true
 }
 
 func (l *symLookup) Close() error { return l.bin.Close() }
