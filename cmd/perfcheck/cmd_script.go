@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "script",
 		usage:   "perfcheck script [flags] perf.data|-",
-		summary: "print every sample with its trust-marked callchain, as perf script",
+		summary: "print every sample and its callchain in perf script's grammar, untrusted frames marked",
 		run:     runScript,
 	})
 }
@@ -50,9 +50,11 @@ type scriptFrame struct {
 
 func runScript(args []string, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("script", "usage: perfcheck script [flags] perf.data|-",
-		"Prints each sample (comm pid/tid [cpu] time: period event:) and its callchain; untrusted frames stay dso+0xoffset [verdict].", stderr)
+		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
+	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,ip,sym,symoff,dso,srcline, or +FIELD/-FIELD to change the default")
+	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -61,6 +63,10 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
+	fields, err := parseScriptFields(*fieldSpec)
+	if err != nil {
+		return errorf(stderr, "script", "%v", err)
+	}
 	opts, done := af.options(stderr)
 	defer done()
 	opts.KeepSamples = true
@@ -68,6 +74,11 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
+	sf, err := newScriptFormat(a, fields)
+	if err != nil {
+		return errorf(stderr, "script", "%v", err)
+	}
+	sf.inlines, sf.trust = *inlines, *trustLines
 	bw := bufio.NewWriterSize(stdout, 64<<10)
 	var enc *json.Encoder
 	if *jsonOut {
@@ -75,11 +86,11 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		enc.SetEscapeHTML(false)
 	}
 	var line []byte
-	err := a.res.EachSample(func(s *check.Sample) error {
+	err = a.res.EachSample(func(s *check.Sample) error {
 		if enc != nil {
 			return enc.Encode(a.scriptJSON(s))
 		}
-		line = a.appendScriptSample(line[:0], s, *inlines)
+		line = sf.appendSample(line[:0], s)
 		_, err := bw.Write(line)
 		return err
 	})
@@ -132,125 +143,6 @@ func (a *analysis) eventName(i int) string {
 	return "event" + strconv.Itoa(i)
 }
 
-// appendScriptSample formats one sample as perf 6.1's
-// `perf script -F comm,pid,tid[,cpu],time,period,event,ip,sym,dso` does
-// (process_sample_event and perf_sample__fprintf_start in
-// tools/perf/builtin-script.c): "%16s %5d/%-5d [%03d] %5lu.%06lu: %10lu
-// %s: ", then one line per callchain entry "\t%16lx sym (dso)". An
-// untrusted sample ends its first line with "[untrusted]"; an unnamed
-// frame is "dso+0xoffset [verdict]", an unverified one ends with
-// "[unverified]".
-func (a *analysis) appendScriptSample(b []byte, s *check.Sample, inlines bool) []byte {
-	if a.hasCallchain(s.Event) {
-		// perf prints the comm unpadded when callchains follow.
-		b = append(b, s.Comm...)
-	} else {
-		b = appendPadLeft(b, s.Comm, 16)
-	}
-	b = append(b, ' ')
-	b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
-	b = append(b, '/')
-	n := len(b)
-	b = strconv.AppendInt(b, int64(s.TID), 10)
-	for len(b)-n < 5 {
-		b = append(b, ' ')
-	}
-	b = append(b, ' ')
-	if a.hasCPU(s.Event) {
-		b = append(b, '[')
-		c := strconv.Itoa(int(s.CPU))
-		for i := len(c); i < 3; i++ {
-			b = append(b, '0')
-		}
-		b = append(b, c...)
-		b = append(b, "] "...)
-	}
-	b = appendPadLeft(b, strconv.FormatUint(s.Time/1e9, 10), 5)
-	b = append(b, '.')
-	us := strconv.FormatUint(s.Time%1e9/1e3, 10)
-	for i := len(us); i < 6; i++ {
-		b = append(b, '0')
-	}
-	b = append(b, us...)
-	b = append(b, ": "...)
-	b = appendPadLeft(b, strconv.FormatUint(s.Period, 10), 10)
-	b = append(b, ' ')
-	b = appendPadLeft(b, a.eventName(s.Event), a.nameWidth())
-	b = append(b, ": "...)
-	locs := s.Stack.Locations()
-	if !a.hasCallchain(s.Event) && len(locs) == 1 && !(inlines && len(locs[0].Frames) > 1) {
-		// No callchain: perf prints the sample's ip on the header line,
-		// as recorded (the runtime address; perf_sample__fprintf_ip
-		// prints sample->ip, not the map-relative address it prints for
-		// callchain entries).
-		l := locs[0]
-		ip := l.Offset
-		if len(s.IPs) > 0 {
-			ip = s.IPs[0]
-		}
-		b = append(b, ' ')
-		b = appendPadLeft(b, strconv.FormatUint(ip, 16), 16)
-		b = append(b, ' ')
-		b = append(b, l.String()...)
-		if len(l.Frames) > 0 {
-			b = appendTrustMark(b, l)
-		}
-		if !s.Stack.Trusted {
-			b = append(b, " [untrusted]"...)
-		}
-		return append(b, '\n')
-	}
-	if !s.Stack.Trusted {
-		b = append(b, "[untrusted]"...)
-	}
-	b = append(b, '\n')
-	for _, l := range locs {
-		if inlines && len(l.Frames) > 1 {
-			for _, f := range l.Frames {
-				b = appendFrameAddr(b, l)
-				name := f.Function
-				if name == "" {
-					name = f.RawName
-				}
-				b = append(b, name...)
-				if f.Inlined {
-					b = append(b, " (inlined)"...)
-				}
-				b = append(b, " ("...)
-				b = append(b, l.DSO.Path...)
-				b = append(b, ')')
-				b = appendTrustMark(b, l)
-				b = append(b, '\n')
-			}
-			continue
-		}
-		b = appendFrameAddr(b, l)
-		b = append(b, l.String()...)
-		if len(l.Frames) > 0 {
-			b = appendTrustMark(b, l)
-		}
-		b = append(b, '\n')
-	}
-	return append(b, '\n')
-}
-
-func appendFrameAddr(b []byte, l *check.Location) []byte {
-	b = append(b, '\t')
-	b = appendPadLeft(b, strconv.FormatUint(l.Offset, 16), 16)
-	return append(b, ' ')
-}
-
-// appendTrustMark marks a named frame whose DSO is not verified: unverified
-// (named, no proof) or, with --trust-paths, untrusted.
-func appendTrustMark(b []byte, l *check.Location) []byte {
-	if l.DSO.Verdict != check.Verified && l.DSO.Verdict != check.NoFile {
-		b = append(b, " ["...)
-		b = append(b, l.DSO.Verdict.String()...)
-		b = append(b, ']')
-	}
-	return b
-}
-
 func appendPadLeft(b []byte, s string, w int) []byte {
 	for i := len(s); i < w; i++ {
 		b = append(b, ' ')
@@ -289,4 +181,11 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 		out.Frames = append(out.Frames, f)
 	}
 	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -253,8 +253,8 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 			t.Errorf("top does not group %s as [%s]:\n%.3000s", path, v, outputs["top -n 0"])
 		}
 		// script shows its frames as offsets marked with the verdict.
-		if v := r.verdict(path); !regexp.MustCompile(regexp.QuoteMeta(filepath.Base(path)) + `\+0x[0-9a-f]+ \[` + v + `\]`).MatchString(outputs["script"]) {
-			t.Errorf("script shows no frame of %s as %s+0xOFFSET [%s]:\n%.3000s", path, filepath.Base(path), v, outputs["script"])
+		if v := r.verdict(path); !regexp.MustCompile(`\[` + v + `\] ` + regexp.QuoteMeta(filepath.Base(path)) + `\+0x[0-9a-f]+ \(`).MatchString(outputs["script"]) {
+			t.Errorf("script shows no frame of %s as [%s] %s+0xOFFSET (dso):\n%.3000s", path, v, filepath.Base(path), outputs["script"])
 		}
 		// The recorded build-id stays on the unnamed mapping, so that
 		// pprof can symbolize it later from the binary that ran.

@@ -207,9 +207,9 @@ func TestRealRebuiltBinaryEveryOutput(t *testing.T) {
 		// pprof does, ignoring build-ids) gets them. Shown with addr2line
 		// on the hottest offset, so the test proves something.
 		script, _ := w.perfcheck("script", data)
-		ms := regexp.MustCompile(`hot\+0x([0-9a-f]+) \[mismatch\]`).FindAllStringSubmatch(script, -1)
+		ms := regexp.MustCompile(`\[mismatch\] hot\+0x([0-9a-f]+) `).FindAllStringSubmatch(script, -1)
 		if ms == nil {
-			t.Fatalf("script does not show hot+0xOFFSET [mismatch]:\n%.3000s", script)
+			t.Fatalf("script does not show [mismatch] hot+0xOFFSET:\n%.3000s", script)
 		}
 		if _, err := exec.LookPath("addr2line"); err == nil {
 			args := []string{"-f", "-e", bin}

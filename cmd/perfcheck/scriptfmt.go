@@ -1,0 +1,269 @@
+package main
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// scriptFormat prints samples in perf script's text grammar
+// (process_event, perf_sample__fprintf_start and sample__fprintf_callchain
+// in tools/perf/builtin-script.c and util/evsel_fprintf.c), so that the
+// tools that read perf script's output read perfcheck's unchanged.
+type scriptFormat struct {
+	a       *analysis
+	fields  []scriptField // per event index
+	inlines bool          // each inlined frame on its own line (--inline)
+	trust   bool          // a "# perfcheck:" comment line per sample (--trust-lines)
+}
+
+// newScriptFormat resolves fs for each event of a.
+func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
+	sf := &scriptFormat{a: a}
+	for i := range a.res.Events {
+		var attr *perfdata.Attr
+		if i < len(a.events) {
+			attr = &a.events[i].Attr
+		}
+		f, err := fs.forEvent(a.eventName(i), attr)
+		if err != nil {
+			return nil, err
+		}
+		sf.fields = append(sf.fields, f)
+	}
+	return sf, nil
+}
+
+func (sf *scriptFormat) fieldsOf(event int) scriptField {
+	if event >= 0 && event < len(sf.fields) {
+		return sf.fields[event]
+	}
+	return perfDefaultFields &^ (fieldCPU | fieldSrcline)
+}
+
+// appendSample formats one sample: the sample line, then, for an event
+// that recorded callchains, one line per frame and an empty line; without
+// callchains the frame ends the sample line.
+func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
+	f := sf.fieldsOf(s.Event)
+	if sf.trust {
+		b = appendTrustLine(b, s)
+	}
+	chain := sf.a.hasCallchain(s.Event)
+	b = sf.appendStart(b, s, f, chain && f&fieldIP != 0)
+	if f&fieldPeriod != 0 {
+		b = appendPadLeft(b, strconv.FormatUint(s.Period, 10), 10)
+		b = append(b, ' ')
+	}
+	if f&fieldEvent != 0 {
+		b = appendPadLeft(b, sf.a.eventName(s.Event), sf.a.nameWidth())
+		b = append(b, ": "...)
+	}
+	if f&fieldIP == 0 {
+		return append(b, '\n')
+	}
+	locs := s.Stack.Locations()
+	if !chain {
+		// perf_sample__fprintf_ip prints the sample's ip as recorded
+		// (the runtime address), not the map-relative one it prints
+		// for callchain entries.
+		b = append(b, ' ')
+		if len(locs) == 0 {
+			return append(b, '\n')
+		}
+		ip := locs[0].Offset
+		if len(s.IPs) > 0 {
+			ip = s.IPs[0]
+		}
+		b = sf.appendFrame(b, f, ip, locs[0], 0, "")
+		return append(b, '\n')
+	}
+	b = append(b, '\n')
+	for _, l := range locs {
+		if sf.inlines && len(l.Frames) > 1 {
+			// perf script --inline: the inlined callees, innermost
+			// first, each "name (inlined)", then the function that
+			// holds the code.
+			for i := range l.Frames[:len(l.Frames)-1] {
+				b = append(b, '\t')
+				b = sf.appendFrame(b, f, l.Offset, l, i, "inlined")
+				b = append(b, '\n')
+			}
+		}
+		b = append(b, '\t')
+		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
+		b = append(b, '\n')
+	}
+	return append(b, '\n')
+}
+
+// appendStart is perf_sample__fprintf_start: comm (unpadded when a
+// callchain follows), tid (or pid, or pid/tid), [cpu], time.
+func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, chain bool) []byte {
+	if f&fieldComm != 0 {
+		comm := s.Comm
+		if comm == "" {
+			comm = ":" + strconv.Itoa(int(s.TID))
+		}
+		if chain {
+			b = append(b, comm...)
+		} else {
+			b = appendPadLeft(b, comm, 16)
+		}
+		b = append(b, ' ')
+	}
+	switch {
+	case f&fieldPID != 0 && f&fieldTID != 0:
+		b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
+		b = append(b, '/')
+		n := len(b)
+		b = strconv.AppendInt(b, int64(s.TID), 10)
+		for len(b)-n < 5 {
+			b = append(b, ' ')
+		}
+		b = append(b, ' ')
+	case f&fieldPID != 0:
+		b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
+		b = append(b, ' ')
+	case f&fieldTID != 0:
+		b = appendPadLeft(b, strconv.Itoa(int(s.TID)), 5)
+		b = append(b, ' ')
+	}
+	if f&fieldCPU != 0 {
+		c := strconv.Itoa(int(s.CPU))
+		b = append(b, '[')
+		for i := len(c); i < 3; i++ {
+			b = append(b, '0')
+		}
+		b = append(b, c...)
+		b = append(b, "] "...)
+	}
+	if f&fieldTime != 0 {
+		// "%12s: " of seconds.microseconds (timestamp__scnprintf_usec).
+		us := strconv.FormatUint(s.Time%1e9/1e3, 10)
+		t := strconv.FormatUint(s.Time/1e9, 10) + "." + strings.Repeat("0", 6-len(us)) + us
+		b = appendPadLeft(b, t, 12)
+		b = append(b, ": "...)
+	}
+	return b
+}
+
+// appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
+// and "\n  SRCLINE", as far as f asks. frame is the index in l.Frames of
+// the function to name (the outermost, or an inlined one with inlined
+// set, which perf prints as "name (inlined)" without its DSO).
+func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, inlined string) []byte {
+	if f&fieldIP != 0 {
+		b = appendPadLeft(b, strconv.FormatUint(addr, 16), 16)
+	}
+	if f&fieldSym != 0 {
+		b = append(b, ' ')
+		sym, off, hasOff := scriptSymbol(l, frame)
+		b = append(b, sym...)
+		if f&fieldSymOff != 0 && hasOff && inlined == "" {
+			b = append(b, "+0x"...)
+			b = strconv.AppendUint(b, off, 16)
+		}
+	}
+	if inlined != "" {
+		b = append(b, " ("...)
+		b = append(b, inlined...)
+		b = append(b, ')')
+	} else if f&fieldDSO != 0 {
+		b = append(b, " ("...)
+		b = append(b, l.DSO.Path...)
+		b = append(b, ')')
+	}
+	if f&fieldSrcline != 0 {
+		if sl := scriptSrcline(l); sl != "" {
+			b = append(b, "\n  "...)
+			b = append(b, sl...)
+		}
+	}
+	return b
+}
+
+// scriptSymbol is the symbol field of a frame, with the trust mark inside
+// it where parsers of perf script expect a name, never where they expect
+// the offset or the DSO:
+//
+//   - a named frame: the function ("main_spin"), the offset into its
+//     symbol; "[unverified] name" when its DSO is unverified, "[mismatch]
+//     name" when it was named from an untrusted file (--trust-paths);
+//   - a frame whose DSO's names are refused: "[VERDICT] BASE" and the
+//     offset in the DSO ("[mismatch] libfoo.so.1+0x1130"), so that a
+//     parser that strips "+0xOFF" keeps one frame per DSO and verdict;
+//   - anything else unnamed: perf's "[unknown]", without an offset.
+func scriptSymbol(l *check.Location, frame int) (sym string, off uint64, hasOff bool) {
+	name := ""
+	if frame >= 0 && frame < len(l.Frames) {
+		name = l.Frames[frame].Function
+		if name == "" {
+			name = l.Frames[frame].RawName
+		}
+	}
+	d := l.DSO
+	switch {
+	case name != "" && !d.Trusted():
+		return "[" + d.Verdict.String() + "] " + name, l.SymOffset, l.HasSymOffset
+	case name != "" && d.Verdict == check.Unverified:
+		return "[unverified] " + name, l.SymOffset, l.HasSymOffset
+	case name != "":
+		return name, l.SymOffset, l.HasSymOffset
+	case !d.Trusted():
+		return "[" + d.Verdict.String() + "] " + baseName(d.Path), l.Offset, true
+	}
+	return "[unknown]", 0, false
+}
+
+// scriptSrcline is perf's srcline of a frame (map__fprintf_srcline):
+// "file:line" of the innermost frame, the file's base name; where no line
+// is known, perf's fallback "BASE[OFFSET]"; nothing for memory that no
+// mapping covers. An untrusted DSO's lines are never read.
+func scriptSrcline(l *check.Location) string {
+	if l.DSO.Verdict == check.NoFile && l.DSO.Path == "[unknown]" {
+		return ""
+	}
+	if l.DSO.Trusted() && len(l.Frames) > 0 && l.Frames[0].File != "" && l.Frames[0].Line > 0 {
+		return filepath.Base(l.Frames[0].File) + ":" + strconv.Itoa(l.Frames[0].Line)
+	}
+	return baseName(l.DSO.Path) + "[" + strconv.FormatUint(l.Offset, 16) + "]"
+}
+
+// baseName is a DSO's file name without its directory; perf's bracketed
+// names ("[kernel.kallsyms]") as they are.
+func baseName(p string) string {
+	if strings.HasPrefix(p, "[") {
+		return p
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
+		return p[i+1:]
+	}
+	return p
+}
+
+// appendTrustLine is the comment line --trust-lines prints before each
+// sample. Parsers of perf script skip lines that begin with "#"
+// (stackcollapse-perf.pl, speedscope), as perf script prints its header
+// so.
+func appendTrustLine(b []byte, s *check.Sample) []byte {
+	locs := s.Stack.Locations()
+	untrusted := 0
+	for _, l := range locs {
+		if !l.Trusted() {
+			untrusted++
+		}
+	}
+	b = append(b, "# perfcheck: trusted="...)
+	b = append(b, yesNo(s.Stack.Trusted)...)
+	b = append(b, " leaf_trusted="...)
+	b = append(b, yesNo(s.Stack.LeafTrusted)...)
+	b = append(b, " untrusted_frames="...)
+	b = strconv.AppendInt(b, int64(untrusted), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(len(locs)), 10)
+	return append(b, '\n')
+}
