@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -55,6 +56,9 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
 	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,ip,sym,symoff,dso,srcline, or +FIELD/-FIELD to change the default")
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
+	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
+	count := fs.Bool("count", false, "with --folded, weigh stacks by their samples instead of their period")
+	event := fs.String("event", "", "with --folded, fold the samples of event `NAME` (default: the first event with samples)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -67,38 +71,38 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "script", "%v", err)
 	}
+	if *folded && (*jsonOut || *fieldSpec != "" || *trustLines) {
+		return errorf(stderr, "script", "--folded takes none of --json, -F, --trust-lines")
+	}
+	if !*folded && (*count || *event != "") {
+		return errorf(stderr, "script", "--count and --event go with --folded")
+	}
 	opts, done := af.options(stderr)
 	defer done()
-	opts.KeepSamples = true
+	// Folded stacks come from the check's aggregates; only the samples
+	// printed one by one need a record each.
+	opts.KeepSamples = !*folded
 	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
-	sf, err := newScriptFormat(a, fields)
-	if err != nil {
-		return errorf(stderr, "script", "%v", err)
-	}
-	sf.inlines, sf.trust = *inlines, *trustLines
-	bw := bufio.NewWriterSize(stdout, 64<<10)
-	var enc *json.Encoder
-	if *jsonOut {
-		enc = json.NewEncoder(bw)
-		enc.SetEscapeHTML(false)
-	}
-	var line []byte
-	err = a.res.EachSample(func(s *check.Sample) error {
-		if enc != nil {
-			return enc.Encode(a.scriptJSON(s))
+	if *folded {
+		ev, skipped, err := writeFolded(stdout, a, foldedOptions{event: *event, count: *count, inlines: *inlines})
+		if err != nil {
+			return errorf(stderr, "script", "%v", err)
 		}
-		line = sf.appendSample(line[:0], s)
-		_, err := bw.Write(line)
-		return err
-	})
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if err != nil {
-		return errorf(stderr, "script", "%v", err)
+		if len(skipped) > 0 {
+			fmt.Fprintf(stderr, "perfcheck script: note: folded the samples of %s only; --event names one of %s\n", ev, strings.Join(skipped, ", "))
+		}
+	} else {
+		sf, err := newScriptFormat(a, fields)
+		if err != nil {
+			return errorf(stderr, "script", "%v", err)
+		}
+		sf.inlines, sf.trust = *inlines, *trustLines
+		if err := a.printSamples(stdout, sf, *jsonOut); err != nil {
+			return errorf(stderr, "script", "%v", err)
+		}
 	}
 	// Notes go to stderr: stdout keeps perf script's one-sample-per-line
 	// shape (or one JSON object per line).
@@ -111,6 +115,30 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 		return errorf(stderr, "script", "partial output: %v", readErr)
 	}
 	return exitOK
+}
+
+// printSamples prints every sample, as text in sf's format or as JSON
+// Lines.
+func (a *analysis) printSamples(w io.Writer, sf *scriptFormat, jsonOut bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var enc *json.Encoder
+	if jsonOut {
+		enc = json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+	}
+	var line []byte
+	err := a.res.EachSample(func(s *check.Sample) error {
+		if enc != nil {
+			return enc.Encode(a.scriptJSON(s))
+		}
+		line = sf.appendSample(line[:0], s)
+		_, err := bw.Write(line)
+		return err
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // hasCPU reports whether event i recorded PERF_SAMPLE_CPU; perf script
