@@ -47,11 +47,23 @@ var scriptFieldNames = []struct {
 const perfDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldPeriod | fieldEvent |
 	fieldIP | fieldSym | fieldSymOff | fieldDSO
 
-// scriptFields are the fields asked for: perf's defaults, or what -F
-// says. explicit are those -F named, which must exist.
+// tracepointDefaultFields is perf script's default for tracepoints: no
+// period, and the ip, sym+symoff and dso only when callchains were
+// recorded (perf_session__check_output_opt). perf also prints the
+// tracepoint's payload, which perfcheck does not decode.
+const tracepointDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldEvent
+
+// typeTracepoint is PERF_TYPE_TRACEPOINT.
+const typeTracepoint = 2
+
+// scriptFields are the fields asked for: perf's defaults (per event type)
+// changed by -F +FIELD/-FIELD, or the list -F gives. explicit are those
+// -F named, which must exist.
 type scriptFields struct {
-	fields   scriptField
+	fields   scriptField // the list given (set), else the changes' sum on perfDefaultFields
 	explicit scriptField
+	set      bool        // -F gave the list: the same for every event type
+	removed  scriptField // -F -FIELD, taken from every type's default
 }
 
 // parseScriptFields reads -F as perf script does: "comm,tid,ip,sym" sets
@@ -64,7 +76,7 @@ func parseScriptFields(spec string) (scriptFields, error) {
 	}
 	items := strings.Split(spec, ",")
 	change := strings.HasPrefix(items[0], "+") || strings.HasPrefix(items[0], "-")
-	var fs scriptFields
+	fs := scriptFields{set: !change}
 	if change {
 		fs.fields = perfDefaultFields
 	}
@@ -86,6 +98,7 @@ func parseScriptFields(spec string) (scriptFields, error) {
 		if sign == '-' {
 			fs.fields &^= f
 			fs.explicit &^= f
+			fs.removed |= f
 			continue
 		}
 		fs.fields |= f
@@ -139,6 +152,13 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 	f := fs.fields
 	if a == nil {
 		return f, nil
+	}
+	if !fs.set && a.Type == typeTracepoint {
+		base := scriptField(tracepointDefaultFields)
+		if a.SampleType&perfdata.SampleCallchain != 0 {
+			base |= fieldIP | fieldSym | fieldSymOff | fieldDSO
+		}
+		f = (base | fs.explicit) &^ fs.removed
 	}
 	need := []struct {
 		field scriptField

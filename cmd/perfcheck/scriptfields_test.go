@@ -1,0 +1,56 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// The fields of an event are perf script's: its type's default less what
+// the event did not record, or the list -F gives, which must exist.
+func TestScriptFieldsForEvent(t *testing.T) {
+	all := perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod
+	sw := &perfdata.Attr{Type: 1, SampleType: all}
+	noCPU := &perfdata.Attr{Type: 1, SampleType: all &^ perfdata.SampleCPU}
+	tp := &perfdata.Attr{Type: typeTracepoint, SampleType: all}
+	tpChain := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleCallchain}
+
+	def, err := parseScriptFields("")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		attr *perfdata.Attr
+		want scriptField
+	}{
+		{sw, perfDefaultFields},
+		{noCPU, perfDefaultFields &^ fieldCPU},
+		{tp, tracepointDefaultFields},
+		{tpChain, tracepointDefaultFields | fieldIP | fieldSym | fieldSymOff | fieldDSO},
+	} {
+		got, err := def.forEvent("e", tc.attr)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%+v", tc.attr)
+	}
+
+	change, err := parseScriptFields("+pid,-cpu")
+	require.NoError(t, err)
+	got, err := change.forEvent("e", sw)
+	require.NoError(t, err)
+	assert.Equal(t, perfDefaultFields&^fieldCPU|fieldPID, got)
+	got, err = change.forEvent("e", tp)
+	require.NoError(t, err)
+	assert.Equal(t, tracepointDefaultFields&^fieldCPU|fieldPID, got)
+
+	list, err := parseScriptFields("ip,time,comm")
+	require.NoError(t, err)
+	got, err = list.forEvent("e", tp)
+	require.NoError(t, err)
+	assert.Equal(t, fieldIP|fieldTime|fieldComm, got)
+
+	cpu, err := parseScriptFields("comm,cpu")
+	require.NoError(t, err)
+	_, err = cpu.forEvent("cpu-clock", noCPU)
+	assert.ErrorContains(t, err, `samples for "cpu-clock" do not have the CPU attribute set: cannot print cpu`)
+}
