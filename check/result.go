@@ -196,7 +196,7 @@ type Result struct {
 
 	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
 	segMu     sync.Mutex
-	execSegs  map[*DSO][]segment // executable segments of found binaries, read by ExecSegment
+	execSegs  map[*DSO]*dsoSegments // executable segments of found binaries, read by ExecSegment
 	comms     []string
 	opts      Options
 }
