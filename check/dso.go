@@ -90,6 +90,12 @@ type DSO struct {
 	// its verdict allows them and its binary could be opened for them.
 	Symbolized  bool   `json:"symbolized"`
 	SymbolError string `json:"symbol_error,omitempty"` // why the binary could not be opened for symbols, "" when it could
+	// Err is the error behind Reason or SymbolError, for errors.Is and
+	// errors.As: the lookup's when no binary with the recorded build-id
+	// was found (a *buildidcache.NotFoundError, with what was tried and
+	// rejected, wrapping buildidcache.ErrNotFound) or it failed, else
+	// why the binary could not be opened for symbols; nil when neither.
+	Err error `json:"-"`
 
 	HitsLeaf uint64 `json:"hits_leaf"` // samples whose leaf is in this DSO
 	HitsAny  uint64 `json:"hits_any"`  // samples with a frame anywhere in this DSO (each sample once)
@@ -446,6 +452,7 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 	if d.Kind == dso.Module && s.opts.Lookup.SymFS == "" && s.runningModuleMatches(d) {
 		return
 	}
+	d.Err = err
 	switch d.Kind {
 	case dso.Kernel:
 		d.Verdict = Mismatch

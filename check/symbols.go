@@ -119,6 +119,7 @@ func (d *DSO) proveLookup(lk symbolLookup) error {
 // evidence of change). Its frames then stay dso+0xoffset, untrusted.
 // Any other error is a symbolization failure (SymbolError).
 func (d *DSO) refuseLookup(err error) {
+	d.Err = err
 	var ce *changedError
 	if !errors.As(err, &ce) {
 		d.SymbolError = err.Error()
