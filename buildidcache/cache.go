@@ -845,8 +845,8 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 // --buildid-dir) must not be searched for directories to remove.
 func (c *Cache) pruneOrphans(root *os.Root, now time.Time, dryRun bool, rep *PruneReport) {
 	linked, err := linkedDirs(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errLinkScan) {
+		return // no .build-id; a link or fan-out directory gone mid-scan is warned of below
 	}
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("orphaned entries not looked for: %v", err))
@@ -906,7 +906,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+		return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 	}
 	for _, t := range tops {
 		if !t.IsDir() {
@@ -915,7 +915,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 		fan := path.Join(".build-id", t.Name())
 		links, err := fs.ReadDir(root.FS(), fan)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+			return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 		}
 		for _, l := range links {
 			if l.Type()&fs.ModeSymlink == 0 {
@@ -923,7 +923,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 			}
 			target, err := root.Readlink(path.Join(fan, l.Name()))
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+				return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 			}
 			if path.IsAbs(target) {
 				continue
