@@ -94,6 +94,11 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 	if closer != nil {
 		defer closer.Close()
 	}
+	if opts.Resolver != nil {
+		// One root for the lookup and the verdicts: the paths the
+		// Resolver looked up are the ones judged on disk.
+		opts.Lookup.SymFS = opts.Resolver.SymFS()
+	}
 	own := false
 	if opts.locator == nil {
 		r := opts.Resolver

@@ -53,7 +53,8 @@
 //
 // Everything in a perf.data file is untrusted, file names included. The
 // package only reads: the recording, the files at the recorded paths (under
-// Options.Lookup.SymFS when set, cleaned so that ".." cannot climb out of it),
+// the SymFS root when one is set, the Resolver's or Options.Lookup's, cleaned
+// so that ".." cannot climb out of it),
 // perf's build-id cache, /proc/kallsyms, /proc/modules and
 // /sys/module/NAME (NAME checked to be a plain module name, so a recorded
 // path cannot lead elsewhere) and /tmp/perf-PID.map files. The

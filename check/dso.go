@@ -146,7 +146,8 @@ type Options struct {
 	// Resolver, when set, looks binaries up instead of one Analyze builds
 	// from Lookup (and closes when it returns). The caller closes it; one
 	// Resolver shared by several analyses downloads each file once.
-	// Lookup.SymFS should then be the Resolver's SymFS.
+	// Lookup is then not used: recorded paths are looked at under the
+	// Resolver's SymFS.
 	Resolver *buildidcache.Resolver
 	// TrustPaths symbolizes replaced and mismatched DSOs through the file
 	// at the path anyway. Their frames stay marked untrusted.
