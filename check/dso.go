@@ -162,8 +162,9 @@ type Options struct {
 	Workers int
 	// Progress, when set, is told how the check advances: now and then
 	// during reading with the byte offset reached, then once when reading
-	// is done (for a progress bar). It is called from the goroutine that
-	// reads.
+	// is done (for a progress bar). It is called on the goroutine that
+	// called Analyze, never concurrently with itself, and never after
+	// Analyze returns.
 	Progress func(Progress)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string

@@ -101,7 +101,8 @@ func runningVDSOFile(id buildid.ID) (string, func(), error) {
 }
 
 // Kernel modules are named in one of two ways, each only when it is proven
-// to describe the module as it ran (docs/verdicts.md, "Kernel modules").
+// to describe the module as it ran (docs/verdicts.md, "Special mappings";
+// docs/check-symbols.md says what each proves).
 // A module's offsets are from its load address (perf synthesizes a module's
 // MMAP from /proc/modules with pgoff 0: perf_event__synthesize_modules).
 //

@@ -74,7 +74,7 @@ type Stack struct {
 	// The stack's locations are set.ptrs[first:first+n], once built.
 	n     int32
 	first int
-	set   *stackSet // nil for a Stack not made by Finish
+	set   *stackSet // nil for a Stack not made by finish
 }
 
 // Locations returns the stack's locations, leaf first. The slice is shared
@@ -140,9 +140,7 @@ type Sample struct {
 	Stack  *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
-	// Location has the file offset. Set when the Result comes from
-	// Analyze; nil for a session fed by
-	// hand. It is reused like the Sample.
+	// Location has the file offset. It is reused like the Sample.
 	IPs []uint64
 }
 
@@ -151,7 +149,7 @@ type Sample struct {
 type Result struct {
 	File      string
 	Events    []string         // event names by index ("" when unknown)
-	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; set by Analyze*
+	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index
 	DSOs      []*DSO           // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location
@@ -192,9 +190,9 @@ type Result struct {
 	aggs    []Aggregate
 	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
 	kept    []compactSample
-	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
+	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
 
-	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	firstMaps firstMaps // each DSO's first executable mapping
 	segMu     sync.Mutex
 	execSegs  map[*DSO]*dsoSegments // executable segments of found binaries, read by ExecSegment
 	comms     []string
@@ -264,7 +262,7 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 
 func (r *Result) comm(i int32) string { return r.comms[i] }
 
-// Finish ends the session: it gives each DSO a samples touch its identity
+// finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
 // allows it (each once, in parallel), and counts trusted samples.
 func (s *session) finish(ctx context.Context) (*Result, error) {
@@ -321,7 +319,7 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	}
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
 	for _, d := range s.dsos {
-		// Counted afresh: a Finish after one that failed (a cancelled
+		// Counted afresh: a finish after one that failed (a cancelled
 		// context) must not add the hits a second time.
 		d.HitsLeaf, d.HitsAny = 0, 0
 	}
@@ -456,7 +454,7 @@ func (d *DSO) addNote(n string) {
 // symbolWarner is implemented by a symbolLookup that can say what it had to
 // skip in its file without failing (symbolize.Binary's Warnings: malformed
 // DWARF or .gopclntab, a refused debug file, malformed perf map lines).
-// Finish turns each warning into a note of the DSO.
+// finish turns each warning into a note of the DSO.
 type symbolWarner interface {
 	Warnings() []string
 }

@@ -18,7 +18,7 @@ func withStdin(t *testing.T, data []byte) {
 	t.Cleanup(func() { stdinReader = old })
 }
 
-// `perfcheck check -` reads a pipe through the library's AnalyzeReader,
+// `perfcheck check -` reads a pipe through the library's check.Stream,
 // which learns the recording's kernel release from the pipe's
 // HEADER_FEATURE records: a kernel without a recorded build-id, recorded
 // on another release than this machine's, is replaced, with that release
