@@ -334,9 +334,9 @@ func runningModuleNames(name string, base, limit uint64) (*moduleLookup, error) 
 // module tools install them, or perf's cached copy of one, <build-id>/elf
 // with no suffix) decompressed by buildidcache.ReadModule, which knows the
 // format by its magic bytes and bounds the output by the input's size. Only
-// a regular file is opened, without blocking (openRegular).
+// a regular file is opened, without blocking (buildidcache.OpenRegular).
 func openModuleELF(path string) (r io.ReaderAt, size int64, done func(), err error) {
-	f, err := openRegular(path)
+	f, err := buildidcache.OpenRegular(path)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
@@ -271,10 +270,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	loc := s.locator()
-	if s.ownResolver != nil {
-		defer s.ownResolver.Close()
-	}
+	loc := s.opts.locator
 	s.assignTableBuildIDs()
 	stackSamples, touched := s.countHits()
 	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
@@ -499,21 +495,6 @@ func (s *session) perfMapNotes(res *Result) {
 func (s *session) moduleStart(d *DSO) uint64 {
 	start, _, _ := s.moduleRange(d)
 	return start
-}
-
-// locator is Options.locator, or, for a session not made by Analyze, a
-// Resolver built from Options.Lookup (or Options.Resolver), which finish
-// closes.
-func (s *session) locator() locator {
-	if s.opts.locator == nil {
-		r := s.opts.Resolver
-		if r == nil {
-			r = buildidcache.New(s.opts.Lookup)
-			s.ownResolver = r
-		}
-		s.opts.locator = &resolverLocator{r: r}
-	}
-	return s.opts.locator
 }
 
 // openSymbols opens the symbol source of every DSO of dsos whose verdict

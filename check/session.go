@@ -11,7 +11,6 @@ import (
 
 	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildid"
-	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -108,8 +107,6 @@ type session struct {
 	opts    Options
 	rec     recInfo
 	tracker *addrspace.Tracker
-	// ownResolver is the Resolver locator made, closed by finish.
-	ownResolver *buildidcache.Resolver
 
 	dsos   []*DSO
 	dsoIdx map[dsoKey]int32

@@ -114,7 +114,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		found, err := s.locator().Locate(ctx, q)
+		found, err := s.opts.locator.Locate(ctx, q)
 		d.cfiQuery, d.cfiFound, d.cfiErr = id, found, err
 		if err != nil {
 			return nil, "no binary with its build-id " + id.String() + " was found, so its unwind tables are not the ones that ran (" + err.Error() + ")"
