@@ -35,7 +35,7 @@ var (
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
 	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
-	// ErrClosed is returned by lookups on a closed Binary or Set.
+	// ErrClosed is returned by lookups on a closed Binary.
 	ErrClosed = errors.New("binary closed")
 )
 
