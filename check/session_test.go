@@ -252,7 +252,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 	os.Remove(path)
 	sy.noTable = false
 	res = finish(t, sy.session(t, Options{}))
-	if d = dsoOf(t, res, path); d.Verdict != Missing || d.Advice == "" {
+	if d = dsoOf(t, res, path); d.Verdict != Missing || d.advice == "" {
 		t.Fatalf("deleted: %+v", d)
 	}
 	if rep := res.Report(); !rep.Failed(false) || rep.Problems != 1 || len(rep.Advice) != 1 {

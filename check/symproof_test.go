@@ -122,8 +122,8 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		o.done(t)
 		d := dsoOf(t, res, path)
 		assertRefused(t, res, d, Mismatch, newID)
-		if d.Source != "" || d.Advice == "" {
-			t.Errorf("source %q, advice %q", d.Source, d.Advice)
+		if d.Source != "" || d.advice == "" {
+			t.Errorf("source %q, advice %q", d.Source, d.advice)
 		}
 	})
 	t.Run("unverified", func(t *testing.T) {
