@@ -102,9 +102,6 @@ func partialNote(res *check.Result) string {
 	return fmt.Sprintf("PARTIAL: reading stopped at an error; this covers only the records before it: %v", res.ReadErr)
 }
 
-// stdinReader is where "-" reads from; tests replace it.
-var stdinReader io.Reader = os.Stdin
-
 // phaseCallback moves bar to its second phase when the check has read the
 // recording: locating the binaries by build-id and, unless noSymbols,
 // symbolizing every distinct location.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -298,14 +297,14 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 	return in, rerr
 }
 
-func runInfo(args []string, stdout, stderr io.Writer) int {
+func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "info"
 	file, jsonOut, code := parseFileArgs(name, "perfcheck info [--json] FILE",
 		"Prints the recording's header: host, kernel, perf version, command line, events, time range, counts.", args, stderr)
 	if code >= 0 {
 		return code
 	}
-	f, err := openRecording(file)
+	f, err := openRecording(file, stdin)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -432,10 +431,7 @@ type recording struct {
 	file *perfdata.File // nil for stdin
 }
 
-// stdin is where "-" reads from; tests replace it.
-var stdin io.Reader = os.Stdin
-
-func openRecording(name string) (*recording, error) {
+func openRecording(name string, stdin io.Reader) (*recording, error) {
 	if name == "-" {
 		r, err := perfdata.NewReader(bufio.NewReaderSize(stdin, 1<<20))
 		if err != nil {

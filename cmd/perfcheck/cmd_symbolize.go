@@ -42,7 +42,7 @@ type symbolizeAddrJSON struct {
 	Error   string               `json:"error,omitempty"`
 }
 
-func runSymbolize(args []string, stdout, stderr io.Writer) int {
+func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "symbolize"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -207,11 +207,7 @@ func runSymbolize(args []string, stdout, stderr io.Writer) int {
 			one([]byte(a))
 		}
 	} else {
-		var in io.Reader = os.Stdin
-		if r, ok := stdinOverride.(io.Reader); ok && r != nil {
-			in = r
-		}
-		br := bufio.NewReaderSize(in, 64<<10)
+		br := bufio.NewReaderSize(stdin, 64<<10)
 		var long []byte // a line longer than br's buffer, gathered
 		for {
 			line, err := br.ReadSlice('\n')
@@ -294,9 +290,6 @@ func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate
 // symbolizeGCPercent is the garbage collector's target percentage while
 // perfcheck symbolize runs (see runSymbolize).
 const symbolizeGCPercent = 25
-
-// stdinOverride lets tests feed stdin to runSymbolize in-process.
-var stdinOverride any
 
 // nextField returns the first run of non-space bytes in b (space as
 // strings.Fields has it, for ASCII) and what follows it; tok is nil when

@@ -35,10 +35,8 @@ func TestSymbolizeGCPercent(t *testing.T) {
 	}{{"", symbolizeGCPercent}, {"100", before}} {
 		t.Setenv("GOGC", tc.gogc)
 		in := &gcPercentReader{r: strings.NewReader(fmt.Sprintf("%x\n", work))}
-		stdinOverride = in
 		var out, errb bytes.Buffer
-		code := run([]string{"symbolize", "-e", bin}, &out, &errb)
-		stdinOverride = nil
+		code := run([]string{"symbolize", "-e", bin}, in, &out, &errb)
 		if code != exitOK {
 			t.Fatalf("GOGC=%q: exit %d: %s", tc.gogc, code, errb.String())
 		}
