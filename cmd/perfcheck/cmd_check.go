@@ -75,6 +75,14 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 	if rep.Partial {
 		fmt.Fprintf(w, "PARTIAL: reading stopped at an error; this report covers only the records before it: %s\n", rep.Error)
 	}
+	writeDSOTable(w, rep, strict)
+	writeDSODetails(w, rep, trustPaths)
+	writeCheckSummary(w, rep, strict)
+}
+
+// writeDSOTable prints the table of DSOs, one line each, "!" marking the
+// problems.
+func writeDSOTable(w io.Writer, rep *check.Report, strict bool) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
@@ -96,8 +104,11 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%s\t%s\t%s\n", d.Verdict, mark, d.HitsLeaf, d.HitsAny, id, found, d.Path)
 	}
 	tw.Flush()
+}
 
-	// Details for everything that is not plainly verified.
+// writeDSODetails prints, after the table, what the check knows of each
+// DSO that is not plainly verified.
+func writeDSODetails(w io.Writer, rep *check.Report, trustPaths bool) {
 	first := true
 	for _, d := range rep.DSOs {
 		if d.Verdict == check.Verified && d.FoundPath == d.Path && d.SymbolError == "" && len(d.Notes) == 0 {
@@ -163,7 +174,11 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 			}
 		}
 	}
+}
 
+// writeCheckSummary prints the sample counts, the notes and advice, and
+// the verdict line.
+func writeCheckSummary(w io.Writer, rep *check.Report, strict bool) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, rep.Summary())
 	if len(rep.Notes) > 0 {
