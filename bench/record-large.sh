@@ -12,7 +12,7 @@
 #
 # Environment: SIZE (perf --max-size of large.data, default 120M), NAME
 # (the file variant's name in bench/out, default large.data: e.g.
-# SIZE=1G NAME=large-1g.data for the memory check of docs/perfdata.md),
+# SIZE=1G NAME=large-1g.data for the memory figures of bench/README.md),
 # PIPE_MS / ZSTD_MS (workload run time of the pipe and zstd variants, default
 # 8000 and 20000 ms), RATE (sampling frequency per thread, default 20000 Hz;
 # the kernel caps it at kernel.perf_event_max_sample_rate), PERF.

@@ -8,7 +8,7 @@
 #   FRESH=1 ./bench/run.sh              # also on a copy of each file made with cp
 #   PERFCHECK=/tmp/pc ./bench/run.sh    # time that binary instead of building one
 #
-# Sections (issue 2 "Speed and memory", issue 5 "Speed"):
+# Sections:
 #   stats  perfcheck stats  vs perf report --stats, and cat FILE > /dev/null (the floor)
 #   check  perfcheck FILE   vs perf buildid-list --with-hits and perf report --stdio
 #   top    perfcheck top    vs perf report --stdio (also check + top together)

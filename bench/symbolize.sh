@@ -84,8 +84,8 @@ debugsize() {
 }
 
 # rawdebugsize FILE: MB of .debug_* sections decompressed (objcopy
-# --decompress-debug-sections into a scratch copy), the size the memory
-# goal of issue 4 is measured against.
+# --decompress-debug-sections into a scratch copy): the debug info a
+# symbolizer must read, printed beside each peak for scale.
 rawdebugsize() {
 	objcopy --decompress-debug-sections "$1" "$work/decompressed" 2>/dev/null || {
 		echo "n/a"

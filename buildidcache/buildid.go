@@ -3,73 +3,23 @@ package buildidcache
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
-
-// BuildID is a GNU build-id: the descriptor bytes of an NT_GNU_BUILD_ID
-// note. It is usually 20 bytes (SHA-1), but 16 (MD5/UUID), 8 (lld's
-// --build-id=fast) and any other length are valid.
-type BuildID []byte
-
-// String returns the build-id as lowercase hex, the form perf, elfutils and
-// debuginfod use in file names and URLs.
-func (b BuildID) String() string { return hex.EncodeToString(b) }
-
-// IsZero reports whether b is empty or all zero bytes.
-func (b BuildID) IsZero() bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// ParseBuildID parses a hex build-id. Upper case is accepted.
-func ParseBuildID(s string) (BuildID, error) {
-	if s == "" || len(s)%2 != 0 {
-		return nil, fmt.Errorf("build-id %q: want an even number of hex digits", s)
-	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("build-id %q: %w", s, err)
-	}
-	return BuildID(b), nil
-}
-
-// Matches reports whether b and o name the same binary. They match when
-// they are equal, or when the longer one is the shorter one followed only by
-// zero bytes: perf before 5.9 stored every build-id in a 20-byte field and
-// wrote no length, so a 16- or 8-byte build-id comes back from such a
-// perf.data zero-padded (build_id__init in tools/perf/util/build-id.c).
-// An all-zero build-id matches nothing.
-func (b BuildID) Matches(o BuildID) bool {
-	if b.IsZero() || o.IsZero() {
-		return false
-	}
-	short, long := b, o
-	if len(short) > len(long) {
-		short, long = long, short
-	}
-	if !bytes.Equal(short, long[:len(short)]) {
-		return false
-	}
-	return BuildID(long[len(short):]).IsZero() || len(long) == len(short)
-}
 
 // lookupNames returns the hex names under which b may be stored: b itself
 // and, when b ends in zero padding, the common shorter lengths it may have
 // been padded from (16 and 8 bytes), longest first.
-func (b BuildID) lookupNames() []string {
+func lookupNames(b buildid.ID) []string {
 	names := []string{b.String()}
 	for _, n := range []int{16, 8} {
-		if len(b) > n && BuildID(b[n:]).IsZero() && !BuildID(b[:n]).IsZero() {
-			names = append(names, BuildID(b[:n]).String())
+		if len(b) > n && b[n:].IsZero() && !b[:n].IsZero() {
+			names = append(names, b[:n].String())
 		}
 	}
 	return names
@@ -107,7 +57,7 @@ func (l DebugLevel) MarshalText() ([]byte, error) { return []byte(l.String()), n
 // Identity is what an ELF file says about itself.
 type Identity struct {
 	// BuildID is the GNU build-id, nil when the file has none.
-	BuildID BuildID
+	BuildID buildid.ID
 	// GoBuildID is the Go toolchain's build-id (the "Go" note of type 4 in
 	// .note.go.buildid), "" when absent. It identifies the build inputs,
 	// not the bytes, so it is a second identity, never a substitute.
@@ -229,8 +179,8 @@ type elfReader struct {
 
 	// noteBudget is what note sections and segments may still cost in
 	// bytes read: the file's size, so that many note headers pointing at
-	// the same or overlapping bytes cannot multiply the reads (2,000
-	// sections over one 1 MiB region once cost 2 GB). noteSeen remembers
+	// the same or overlapping bytes cannot multiply the reads
+	// (TestReadIdentityNoteBudget). noteSeen remembers
 	// the first regions read, so that a region inside one of them with
 	// the same alignment is not read again.
 	noteBudget int64
@@ -595,12 +545,12 @@ func (e *elfReader) notes(off, size int64, align uint64, id *Identity) error {
 // overruns notes (wrapping io.ErrUnexpectedEOF) or holds a build-id of
 // zero or more than 1024 bytes. It reads only within notes and copies
 // out the build-id.
-func BuildIDFromNotes(notes []byte, order binary.ByteOrder) (BuildID, error) {
+func BuildIDFromNotes(notes []byte, order binary.ByteOrder) (buildid.ID, error) {
 	return buildIDFromNotes(notes, order, "")
 }
 
 // buildIDFromNotes is BuildIDFromNotes naming file (if not "") in errors.
-func buildIDFromNotes(notes []byte, order binary.ByteOrder, file string) (BuildID, error) {
+func buildIDFromNotes(notes []byte, order binary.ByteOrder, file string) (buildid.ID, error) {
 	var id Identity
 	if err := parseNotes(notes, 0, 4, order, &id, file); err != nil {
 		return nil, err
@@ -637,7 +587,7 @@ func parseNotes(b []byte, base int64, align int, o binary.ByteOrder, id *Identit
 			if descsz == 0 || descsz > maxBuildIDLen {
 				return &FormatError{File: file, Offset: base + int64(p), Msg: fmt.Sprintf("GNU build-id note of %d bytes", descsz)}
 			}
-			id.BuildID = BuildID(bytes.Clone(desc))
+			id.BuildID = buildid.ID(bytes.Clone(desc))
 		case typ == ntGoBuildID && string(name) == "Go\x00\x00" && id.GoBuildID == "":
 			if descsz > maxGoBuildIDLen {
 				return &FormatError{File: file, Offset: base + int64(p), Msg: fmt.Sprintf("Go build-id note of %d bytes", descsz)}

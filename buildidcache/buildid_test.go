@@ -15,47 +15,16 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
-func TestBuildIDString(t *testing.T) {
+func TestLookupNames(t *testing.T) {
 	t.Parallel()
-	b, err := ParseBuildID("0102ABcd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != "0102abcd" {
-		t.Errorf("String = %q", b.String())
-	}
-	for _, bad := range []string{"", "1", "zz", "0g"} {
-		if _, err := ParseBuildID(bad); err == nil {
-			t.Errorf("ParseBuildID(%q) succeeded", bad)
-		}
-	}
-}
-
-func TestBuildIDMatches(t *testing.T) {
-	t.Parallel()
-	id16 := BuildID(bytes.Repeat([]byte{0xab}, 16))
-	padded := BuildID(append(bytes.Clone(id16), 0, 0, 0, 0))
-	other := BuildID(append(bytes.Clone(id16), 0, 0, 0, 1))
-	for _, c := range []struct {
-		a, b BuildID
-		want bool
-	}{
-		{id16, id16, true},
-		{id16, padded, true},
-		{padded, id16, true},
-		{id16, other, false},
-		{BuildID{0, 0}, BuildID{0, 0}, false},
-		{nil, nil, false},
-		{BuildID{1, 2}, BuildID{1, 3}, false},
-	} {
-		if got := c.a.Matches(c.b); got != c.want {
-			t.Errorf("%v.Matches(%v) = %v, want %v", c.a, c.b, got, c.want)
-		}
-	}
-	names := padded.lookupNames()
-	if len(names) != 2 || names[1] != id16.String() {
+	id16 := buildid.ID(bytes.Repeat([]byte{0xab}, 16))
+	padded := buildid.ID(append(bytes.Clone(id16), 0, 0, 0, 0))
+	names := lookupNames(padded)
+	if len(names) != 2 || names[0] != padded.String() || names[1] != id16.String() {
 		t.Errorf("lookupNames(%v) = %v", padded, names)
 	}
 }
@@ -293,7 +262,7 @@ func stdlibBuildID(name string) (id string, ok bool) {
 				break
 			}
 			if typ == 3 && string(b[12:12+nsz]) == "GNU\x00" {
-				return BuildID(b[do : do+dsz]).String(), true
+				return buildid.ID(b[do : do+dsz]).String(), true
 			}
 			if uint64(end) > uint64(len(b)) {
 				break
@@ -541,7 +510,7 @@ func TestReadIdentityCompressed(t *testing.T) {
 				t.Errorf("%+v, want %v", id, want)
 			}
 			res, err := New(Options{BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
-				Resolve(context.Background(), Query{BuildID: want, Path: out, Kind: KindModule})
+				Resolve(context.Background(), Query{BuildID: want, Path: out, Kind: dso.Module})
 			if err != nil || res.Identity.Compression != c.kind {
 				t.Errorf("resolve: %+v %v", res, err)
 			}

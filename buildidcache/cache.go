@@ -1,6 +1,7 @@
 package buildidcache
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
 
 // Cache writes, lists and prunes perf's build-id cache (~/.debug) in the
@@ -46,7 +49,7 @@ type Cache struct {
 
 // Entry is one cached binary.
 type Entry struct {
-	BuildID BuildID `json:"build_id"`
+	BuildID buildid.ID `json:"build_id"`
 	// Name is the path the binary was cached under ("/usr/bin/ls",
 	// "[kernel.kallsyms]", "[vdso]").
 	Name string `json:"name"`
@@ -190,7 +193,7 @@ func (c *Cache) Add(p string) (*Entry, error) {
 // build-id. The file is copied (or linked, with HardLink) to a temporary
 // name, verified there, and renamed into place; the .build-id link is made
 // last, so a lookup never sees a half-written entry.
-func (c *Cache) AddFile(src, name string, want BuildID) (*Entry, error) {
+func (c *Cache) AddFile(src, name string, want buildid.ID) (*Entry, error) {
 	rel, err := entryName(name)
 	if err != nil {
 		return nil, err
@@ -261,7 +264,7 @@ func (c *Cache) AddVDSO() (*Entry, error) {
 	return c.addBytes("[vdso]", "vdso", id.BuildID, img)
 }
 
-func (c *Cache) addBytes(name, role string, bid BuildID, b []byte) (*Entry, error) {
+func (c *Cache) addBytes(name, role string, bid buildid.ID, b []byte) (*Entry, error) {
 	root, err := c.openRoot()
 	if err != nil {
 		return nil, err
@@ -275,7 +278,7 @@ func (c *Cache) addBytes(name, role string, bid BuildID, b []byte) (*Entry, erro
 	return e, c.escapeErr(root, err, dir, path.Dir(linkRel(bid.String())))
 }
 
-func (c *Cache) writeBytes(root *os.Root, dir, role string, bid BuildID, b []byte) (*Entry, error) {
+func (c *Cache) writeBytes(root *os.Root, dir, role string, bid buildid.ID, b []byte) (*Entry, error) {
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -300,15 +303,24 @@ func (c *Cache) writeBytes(root *os.Root, dir, role string, bid BuildID, b []byt
 	return c.link(root, dir, bid)
 }
 
+// Resolve looks q up in the cache alone, as the first step of
+// Resolver.Resolve does: each file found is verified against q.BuildID
+// (a kallsyms file by the build-id perf filed it under). It returns a
+// *Result, or a *NotFoundError listing what was tried and rejected.
+func (c *Cache) Resolve(q Query) (*Result, error) {
+	r := &Resolver{buildIDDir: c.Dir}
+	return r.resolve(context.Background(), q, r.lookPerfCache)
+}
+
 // Has returns the entry cached for bid, if a complete one is present.
-func (c *Cache) Has(bid BuildID) (*Entry, bool) {
+func (c *Cache) Has(bid buildid.ID) (*Entry, bool) {
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
 		return nil, false
 	}
 	defer root.Close()
-	for _, name := range bid.lookupNames() {
-		b, _ := ParseBuildID(name)
+	for _, name := range lookupNames(bid) {
+		b, _ := buildid.Parse(name)
 		if e, ok := c.existing(root, b); ok {
 			return e, true
 		}
@@ -318,7 +330,7 @@ func (c *Cache) Has(bid BuildID) (*Entry, bool) {
 
 // existing returns the entry already linked for bid, if its main file is
 // present; perf keeps the first name a build-id was cached under.
-func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
+func (c *Cache) existing(root *os.Root, bid buildid.ID) (*Entry, bool) {
 	lr := linkRel(bid.String())
 	if _, err := root.Lstat(lr); err != nil {
 		return nil, false
@@ -358,10 +370,10 @@ func (c *Cache) existing(root *os.Root, bid BuildID) (*Entry, bool) {
 // keep. perf inject --jit does that to its own entries: a second injection
 // of a recording opens every jitted-PID-N.so with O_TRUNC and writes code
 // with a new random build-id into the inode the cache links
-// (docs/symbolize.md). A debug
+// (docs/buildidcache.md). A debug
 // file stays linked: it comes from a debug directory's .build-id tree,
 // whose files package managers replace by renaming, never in place, and
-// it is the larger file (libc's: 4 MB against 1.9 MB).
+// it is usually the larger file.
 func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
 	if c.HardLink || e.OldStyle {
 		return e, nil
@@ -381,7 +393,7 @@ func (c *Cache) keepPrivate(root *os.Root, e *Entry) (*Entry, error) {
 
 // unshare replaces dir/role by a verified copy of itself when its inode
 // has other names; it reports whether it did.
-func (c *Cache) unshare(root *os.Root, dir, role string, bid BuildID) (bool, error) {
+func (c *Cache) unshare(root *os.Root, dir, role string, bid buildid.ID) (bool, error) {
 	final := path.Join(dir, role)
 	st, err := root.Lstat(final)
 	if err != nil || !st.Mode().IsRegular() {
@@ -450,7 +462,7 @@ func createTemp(root *os.Root, dir, role string) (string, *os.File, error) {
 
 // place puts a verified copy (or hard link) of src at dir/role, unless a
 // verified file is already there.
-func (c *Cache) place(root *os.Root, dir, role, src string, bid BuildID) error {
+func (c *Cache) place(root *os.Root, dir, role, src string, bid buildid.ID) error {
 	final := path.Join(dir, role)
 	if f, err := root.Open(final); err == nil {
 		ok := verifyOpen(f, bid)
@@ -485,7 +497,7 @@ func (c *Cache) place(root *os.Root, dir, role, src string, bid BuildID) error {
 	return nil
 }
 
-func verifyOpen(f *os.File, bid BuildID) bool {
+func verifyOpen(f *os.File, bid buildid.ID) bool {
 	id, err := identityOf(f, f.Name())
 	return err == nil && id.BuildID.Matches(bid)
 }
@@ -546,7 +558,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 
 // findDebug returns a separate debug file for bid from the debug
 // directories (perf's build_id_cache__find_debug), or "".
-func (c *Cache) findDebug(bid BuildID) string {
+func (c *Cache) findDebug(bid buildid.ID) string {
 	dirs := c.DebugDirs
 	if dirs == nil {
 		dirs = []string{"/usr/lib/debug"}
@@ -563,7 +575,7 @@ func (c *Cache) findDebug(bid BuildID) string {
 
 // link makes .build-id/xx/rest point at dir, atomically: a symlink under a
 // temporary name, renamed over the final one.
-func (c *Cache) link(root *os.Root, dir string, bid BuildID) (*Entry, error) {
+func (c *Cache) link(root *os.Root, dir string, bid buildid.ID) (*Entry, error) {
 	lr := linkRel(bid.String())
 	if err := root.MkdirAll(path.Dir(lr), 0o755); err != nil {
 		return nil, err
@@ -593,7 +605,7 @@ type fileKey struct{ dev, ino uint64 }
 
 // entry describes the entry that link lr points to. The link target is
 // resolved lexically and must stay inside the cache.
-func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bool) (*Entry, error) {
+func (c *Cache) entry(root *os.Root, lr string, bid buildid.ID, seen map[fileKey]bool) (*Entry, error) {
 	e := &Entry{BuildID: bid}
 	st, err := root.Lstat(lr)
 	if err != nil {
@@ -668,12 +680,12 @@ func (c *Cache) entry(root *os.Root, lr string, bid BuildID, seen map[fileKey]bo
 // build-id. Anything else is a planted or corrupt link; trusting it would let
 // List report, and Prune remove, whatever directory it names (.build-id
 // itself, or another entry's parent).
-func checkEntryDir(dir string, bid BuildID) error {
+func checkEntryDir(dir string, bid buildid.ID) error {
 	first, _, ok := strings.Cut(dir, "/")
 	if !ok || first == ".build-id" || first == "." || first == ".." {
 		return fmt.Errorf("target %q is not an entry directory: %w", dir, ErrUnsafePath)
 	}
-	base, err := ParseBuildID(path.Base(dir))
+	base, err := buildid.Parse(path.Base(dir))
 	if err != nil || !base.Matches(bid) {
 		return fmt.Errorf("target %q is not named by the link's build-id %v: %w", dir, bid, ErrUnsafePath)
 	}
@@ -728,7 +740,7 @@ func (c *Cache) list(root *os.Root, warn func(string)) ([]Entry, error) {
 			if strings.Contains(l.Name(), tmpMarker) {
 				continue
 			}
-			bid, err := ParseBuildID(t.Name() + l.Name())
+			bid, err := buildid.Parse(t.Name() + l.Name())
 			if err != nil {
 				continue
 			}
@@ -963,7 +975,7 @@ func (c *Cache) orphans(root *os.Root, linked map[string]bool, now time.Time) ([
 			return fs.SkipDir
 		}
 		base := path.Base(p)
-		bid, perr := ParseBuildID(base)
+		bid, perr := buildid.Parse(base)
 		if perr != nil || bid.String() != base || !buildIDHexLens[len(base)] || bid.IsZero() || path.Dir(p) == "." || linked[p] {
 			return nil
 		}
@@ -979,7 +991,7 @@ func (c *Cache) orphans(root *os.Root, linked map[string]bool, now time.Time) ([
 
 // orphanEntry describes dir as an Entry when its contents make it an
 // orphan candidate (see orphans).
-func (c *Cache) orphanEntry(root *os.Root, dir string, bid BuildID, now time.Time, seen map[fileKey]bool) (*Entry, bool) {
+func (c *Cache) orphanEntry(root *os.Root, dir string, bid buildid.ID, now time.Time, seen map[fileKey]bool) (*Entry, bool) {
 	ents, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
 		return nil, false

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -146,13 +148,13 @@ func TestAddKernelAndVDSO(t *testing.T) {
 	c := &Cache{Dir: t.TempDir()}
 	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
 	if e, err := c.AddKernel(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindKernel})
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: dso.Kernel})
 		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "kallsyms" {
 			t.Errorf("kernel: %+v %v", res, err)
 		}
 	}
 	if e, err := c.AddVDSO(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: KindVDSO})
+		res, err := r.Resolve(context.Background(), Query{BuildID: e.BuildID, Kind: dso.VDSO})
 		if err != nil || res.Identity.Locator != "perf-cache" || res.Identity.Role != "vdso" {
 			t.Errorf("vdso: %+v %v", res, err)
 		}
@@ -228,7 +230,7 @@ func TestAddMismatchAndNoBuildID(t *testing.T) {
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	none := buildC(t, dir, "none", "-Wl,--build-id=none")
 	c := &Cache{Dir: filepath.Join(dir, "cache")}
-	if _, err := c.AddFile(prog, "/usr/bin/prog", BuildID{1, 2, 3, 4}); !errors.Is(err, ErrMismatch) {
+	if _, err := c.AddFile(prog, "/usr/bin/prog", buildid.ID{1, 2, 3, 4}); !errors.Is(err, ErrMismatch) {
 		t.Errorf("mismatch: err = %v", err)
 	}
 	if _, err := c.Add(none); !errors.Is(err, ErrNoBuildID) {
@@ -387,7 +389,7 @@ func TestOldStyleEntries(t *testing.T) {
 	os.MkdirAll(filepath.Join(cache, ".build-id", h[:2]), 0o755)
 	b, _ := os.ReadFile(prog)
 	os.WriteFile(filepath.Join(cache, ".build-id", h[:2], h[2:]), b, 0o755)
-	kid := BuildID{0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}
+	kid := buildid.ID{0xaa, 0xbb, 0xcc, 0xdd, 1, 2, 3, 4}
 	os.MkdirAll(filepath.Join(cache, "[kernel.kallsyms]"), 0o755)
 	os.WriteFile(filepath.Join(cache, "[kernel.kallsyms]", kid.String()), []byte("ffffffff81000000 T _text\n"), 0o644)
 
@@ -396,7 +398,7 @@ func TestOldStyleEntries(t *testing.T) {
 	if err != nil || res.Identity.Path != filepath.Join(cache, ".build-id", h[:2], h[2:]) {
 		t.Errorf("old-style binary: %+v %v", res, err)
 	}
-	res, err = r.Resolve(context.Background(), Query{BuildID: kid, Kind: KindKernel, Path: "[kernel.kallsyms]"})
+	res, err = r.Resolve(context.Background(), Query{BuildID: kid, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
 	if err != nil || res.Identity.Role != "kallsyms" || res.Identity.Verified != "cache-key" {
 		t.Errorf("old-style kallsyms: %+v %v", res, err)
 	}
@@ -459,7 +461,7 @@ func TestFIFOPathDoesNotHang(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := New(Options{BuildIDDir: "-", DebugDirs: []string{dir}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()}).
-			Resolve(context.Background(), Query{BuildID: BuildID{1, 2, 3, 4}, Path: fifo})
+			Resolve(context.Background(), Query{BuildID: buildid.ID{1, 2, 3, 4}, Path: fifo})
 		done <- err
 	}()
 	select {
@@ -489,7 +491,7 @@ func TestPaddedBuildID(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(c.Dir, ".build-id", "01", "02030405060708")); err != nil {
 		t.Fatal(err)
 	}
-	padded := BuildID{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	padded := buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
 	if _, ok := c.Has(padded); !ok {
 		t.Error("Has(padded) = false")
 	}
@@ -550,7 +552,7 @@ func TestPlantedLinks(t *testing.T) {
 			t.Errorf("planted entry listed: %+v", e)
 		}
 	}
-	if _, ok := c.Has(BuildID{0xab, 0xcd, 0xef, 0, 0x11}); ok {
+	if _, ok := c.Has(buildid.ID{0xab, 0xcd, 0xef, 0, 0x11}); ok {
 		t.Error("Has accepts a planted link")
 	}
 	// Prune to one byte: every real entry may go, but the .build-id tree

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -139,20 +141,20 @@ func newDebuginfod(opts Options) *debuginfod {
 }
 
 func (r *Resolver) lookDebuginfodDebuginfo(ctx context.Context, s *search) {
-	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == KindVDSO {
+	if s.q.IdentityOnly || s.best() >= DebugDWARF || s.q.Kind == dso.VDSO {
 		return
 	}
 	// A kernel's debuginfo is a vmlinux of hundreds of megabytes; when a
 	// kallsyms or vmlinux already verified, function names are there and
 	// the download is not worth it by default.
-	if s.q.Kind == KindKernel && len(s.verified) > 0 {
+	if s.q.Kind == dso.Kernel && len(s.verified) > 0 {
 		return
 	}
 	r.lookDebuginfod(ctx, s, "debuginfo")
 }
 
 func (r *Resolver) lookDebuginfodExecutable(ctx context.Context, s *search) {
-	if len(s.verified) > 0 || s.q.Kind == KindKernel {
+	if len(s.verified) > 0 || s.q.Kind == dso.Kernel {
 		return
 	}
 	r.lookDebuginfod(ctx, s, "executable")
@@ -178,7 +180,7 @@ func (r *Resolver) lookDebuginfod(ctx context.Context, s *search, typ string) {
 }
 
 // fetch returns the cached or downloaded file of type typ for bid.
-func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchResult, error) {
+func (d *debuginfod) fetch(ctx context.Context, bid buildid.ID, typ string) (fetchResult, error) {
 	hexID := bid.String()
 	if d.cache == "" && len(d.urls) == 0 {
 		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
@@ -227,7 +229,7 @@ func (d *debuginfod) fetch(ctx context.Context, bid BuildID, typ string) (fetchR
 // served wrong to a client that does not verify), would otherwise answer
 // for this build-id for ever: it is removed, reported as rejected, and the
 // file downloaded again.
-func (d *debuginfod) cached(target string, bid BuildID, typ string) (res fetchResult, ok bool, err error) {
+func (d *debuginfod) cached(target string, bid buildid.ID, typ string) (res fetchResult, ok bool, err error) {
 	st, err := os.Stat(target)
 	if err != nil || !st.Mode().IsRegular() {
 		return fetchResult{}, false, nil
@@ -281,7 +283,7 @@ type serverOutcome struct {
 // download asks every live server at once, as elfutils does (one curl
 // multi handle for all of $DEBUGINFOD_URLS), and keeps the first verified
 // answer.
-func (d *debuginfod) download(ctx context.Context, bid BuildID, typ, target string) (fetchResult, error) {
+func (d *debuginfod) download(ctx context.Context, bid buildid.ID, typ, target string) (fetchResult, error) {
 	var res fetchResult
 	d.mu.Lock()
 	if d.started.IsZero() {
@@ -361,7 +363,7 @@ func (d *debuginfod) download(ctx context.Context, bid BuildID, typ, target stri
 
 // get downloads from one server into a temporary file in dir and verifies
 // it. Nothing unverified is ever renamed into the cache.
-func (d *debuginfod) get(ctx context.Context, base string, bid BuildID, typ, dir string) serverOutcome {
+func (d *debuginfod) get(ctx context.Context, base string, bid buildid.ID, typ, dir string) serverOutcome {
 	o := serverOutcome{url: base}
 	u := base + "/buildid/" + bid.String() + "/" + typ
 	ctx, cancel := context.WithCancel(ctx)

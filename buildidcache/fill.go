@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
 
 // FileID is a mapped file's device and inode as a recording gives them
@@ -47,7 +49,7 @@ type FileID struct {
 // the error wraps ErrNotFound; when files exist but none has the
 // build-id, or the identity, ErrMismatch (the binary changed since the
 // recording).
-func (c *Cache) AddRecordedMapping(r *Resolver, name string, pids []int, want BuildID, mapped *FileID) (*Entry, error) {
+func (c *Cache) AddRecordedMapping(r *Resolver, name string, pids []int, want buildid.ID, mapped *FileID) (*Entry, error) {
 	if want.IsZero() {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoBuildID)
 	}
@@ -112,7 +114,7 @@ func (c *Cache) AddRecordedMapping(r *Resolver, name string, pids []int, want Bu
 // opened once, its inode checked on the descriptor, and copied from that
 // descriptor (/proc/self/fd/N reopens the same inode), so that it cannot
 // be swapped between the check and the copy.
-func (c *Cache) addFromProcRoot(pid int, path, name string, want BuildID, mapped *FileID) (*Entry, error) {
+func (c *Cache) addFromProcRoot(pid int, path, name string, want buildid.ID, mapped *FileID) (*Entry, error) {
 	p := "/proc/" + strconv.Itoa(pid) + "/root" + path
 	f, err := OpenRegular(p)
 	if err != nil {

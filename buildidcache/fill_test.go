@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -84,7 +85,7 @@ func TestAddRecordedProcRoot(t *testing.T) {
 		t.Errorf("without the pid: %v, want ErrNotFound", err)
 	}
 	// Another build-id: the file is there, but not that binary.
-	wrong := append(BuildID(nil), id.BuildID...)
+	wrong := append(buildid.ID(nil), id.BuildID...)
 	wrong[0] ^= 0xff
 	if _, err := c.addRecorded(r, inside, []int{pid}, wrong); !errors.Is(err, ErrMismatch) {
 		t.Errorf("wrong build-id: %v, want ErrMismatch", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -103,6 +104,6 @@ func readelfGoID(t testing.TB, file string) string {
 // as most tests call it. (It was exported, but nothing outside the tests
 // used it: perfcheck cache fill passes the recorded identity when there is
 // one, nil otherwise.)
-func (c *Cache) addRecorded(r *Resolver, name string, pids []int, want BuildID) (*Entry, error) {
+func (c *Cache) addRecorded(r *Resolver, name string, pids []int, want buildid.ID) (*Entry, error) {
 	return c.AddRecordedMapping(r, name, pids, want, nil)
 }

@@ -5,16 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // perfCacheFiles are the files perf may keep in an entry directory
 // (build_id_cache__basename in tools/perf/util/build-id.c), richest last
 // is not implied: each is verified and ranked on its own.
-var perfCacheFiles = map[Kind][]string{
-	KindUser:   {"elf", "debug"},
-	KindModule: {"elf", "debug"},
-	KindKernel: {"kallsyms", "elf", "debug"},
-	KindVDSO:   {"vdso", "elf"},
+var perfCacheFiles = map[dso.Kind][]string{
+	dso.File:   {"elf", "debug"},
+	dso.Module: {"elf", "debug"},
+	dso.Kernel: {"kallsyms", "elf", "debug"},
+	dso.VDSO:   {"vdso", "elf"},
 }
 
 // lookPerfCache looks in perf's cache: <root>/.build-id/xx/rest is a
@@ -27,7 +29,7 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 		return
 	}
 	const loc = "perf-cache"
-	for _, name := range s.q.BuildID.lookupNames() {
+	for _, name := range lookupNames(s.q.BuildID) {
 		link := filepath.Join(r.buildIDDir, ".build-id", name[:2], name[2:])
 		st, err := os.Stat(link)
 		if err != nil {
@@ -45,8 +47,8 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 			r.checkCacheFile(s, filepath.Join(link, f), f)
 		}
 	}
-	if s.q.Kind == KindKernel && len(s.verified) == 0 {
-		for _, name := range s.q.BuildID.lookupNames() {
+	if s.q.Kind == dso.Kernel && len(s.verified) == 0 {
+		for _, name := range lookupNames(s.q.BuildID) {
 			r.checkCacheFile(s, filepath.Join(r.buildIDDir, "[kernel.kallsyms]", name), "kallsyms")
 		}
 	}
@@ -58,13 +60,13 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 // kernel queries.
 func (r *Resolver) checkCacheFile(s *search, path, role string) {
 	const loc = "perf-cache"
-	if role == "kallsyms" || (role == "elf" && s.q.Kind == KindKernel && !isELF(path)) {
+	if role == "kallsyms" || (role == "elf" && s.q.Kind == dso.Kernel && !isELF(path)) {
 		st, err := os.Stat(path)
 		if err != nil || !st.Mode().IsRegular() {
 			s.tried = append(s.tried, loc+": "+path)
 			return
 		}
-		if s.q.Kind != KindKernel {
+		if s.q.Kind != dso.Kernel {
 			return
 		}
 		s.verified = append(s.verified, Candidate{Locator: loc, Path: path, Role: "kallsyms", Debug: DebugSymtab, Verified: "cache-key"})
@@ -94,10 +96,10 @@ func isELF(path string) bool {
 func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 	const loc = "debug-dir"
 	for _, d := range r.debugDirs {
-		for _, name := range s.q.BuildID.lookupNames() {
+		for _, name := range lookupNames(s.q.BuildID) {
 			base := filepath.Join(d, ".build-id", name[:2], name[2:])
 			s.check(loc, "debug", base+".debug")
-			if s.q.Kind == KindUser || s.q.Kind == KindModule {
+			if s.q.Kind == dso.File || s.q.Kind == dso.Module {
 				s.check(loc, "elf", base)
 			}
 		}
@@ -105,7 +107,7 @@ func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 			return
 		}
 	}
-	if s.q.Kind == KindKernel {
+	if s.q.Kind == dso.Kernel {
 		r.lookKernelDebug(s)
 		return
 	}
@@ -169,7 +171,7 @@ func cleanRecorded(p string) string {
 // kernel and vDSO the running ones.
 func (r *Resolver) lookPath(_ context.Context, s *search) {
 	switch s.q.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if r.symfs != "" {
 			return
 		}
@@ -180,7 +182,7 @@ func (r *Resolver) lookPath(_ context.Context, s *search) {
 			s.tried = append(s.tried, "running-kernel: build-id "+r.kernID.String())
 		}
 		return
-	case KindVDSO:
+	case dso.VDSO:
 		if r.symfs != "" {
 			return
 		}

@@ -13,47 +13,24 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 )
-
-// Kind says what a mapping is, because the kernel, its modules and the vDSO
-// are cached and found differently from user binaries.
-type Kind int
-
-// Kinds of mappings.
-const (
-	KindUser   Kind = iota // an executable or shared library
-	KindKernel             // [kernel.kallsyms] or a vmlinux
-	KindModule             // a kernel module (.ko)
-	KindVDSO               // [vdso]
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindUser:
-		return "user"
-	case KindKernel:
-		return "kernel"
-	case KindModule:
-		return "module"
-	case KindVDSO:
-		return "vdso"
-	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
-}
-
-// MarshalText makes a Kind print as its name in JSON.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Query asks for the file with one build-id.
 type Query struct {
 	// BuildID is required; it may be zero-padded to 20 bytes as older
-	// perf writes it (see BuildID.Matches).
-	BuildID BuildID
+	// perf writes it (see buildid.ID.Matches).
+	BuildID buildid.ID
 	// Path is the recorded file name (from perf.data; untrusted). It
 	// serves the path-based lookups: <debug-dir>/<Path>.debug,
 	// .gnu_debuglink and the recorded file itself.
 	Path string
-	Kind Kind
+	// Kind says how the binary is cached and found: dso.File (the zero
+	// value), dso.Kernel, dso.Module or dso.VDSO; the other kinds have no
+	// binary to look up.
+	Kind dso.Kind
 	// PID, when positive and the process still lives, adds a lookup under
 	// /proc/PID/root, which sees the process's mount namespace
 	// (containers), after the recorded path on this host: a file there
@@ -96,7 +73,7 @@ type Candidate struct {
 	// Image is the in-memory file for the running vDSO.
 	Image []byte `json:"-"`
 	// Module is the decompressed image of a compressed kernel module
-	// (KindModule queries), the bytes its build-id was read from: read
+	// (dso.Module queries), the bytes its build-id was read from: read
 	// its symbols from them instead of decompressing Path again. nil
 	// otherwise.
 	Module []byte `json:"-"`
@@ -121,7 +98,7 @@ func (c Candidate) MarshalJSON() ([]byte, error) {
 
 // Result is a successful lookup.
 type Result struct {
-	BuildID BuildID
+	BuildID buildid.ID
 	// Identity is the first verified candidate in lookup order: it proves
 	// which binary ran.
 	Identity Candidate
@@ -140,7 +117,7 @@ type Result struct {
 // NotFoundError is returned when no candidate verified. It wraps
 // ErrNotFound and lists what was tried and what was rejected.
 type NotFoundError struct {
-	BuildID  BuildID
+	BuildID  buildid.ID
 	Path     string
 	Tried    []string
 	Rejected []Candidate
@@ -216,7 +193,7 @@ type Resolver struct {
 	vdsoImg  []byte
 	vdsoID   *Identity
 	kernOnce sync.Once
-	kernID   BuildID
+	kernID   buildid.ID
 }
 
 // New returns a Resolver configured by opts.
@@ -303,7 +280,7 @@ func (s *search) check(locator, role, path string) bool {
 	var id *Identity
 	var module []byte
 	var err error
-	if s.q.Kind == KindModule {
+	if s.q.Kind == dso.Module {
 		// Decompressed once, kept for the symbols (ReadModuleIdentity).
 		id, module, err = ReadModuleIdentity(path)
 	} else {
@@ -345,17 +322,21 @@ func isDir(p string) bool {
 // (or, with IdentityOnly, at the first verified file). When nothing
 // verifies it returns a *NotFoundError.
 func (r *Resolver) Resolve(ctx context.Context, q Query) (*Result, error) {
-	if q.BuildID.IsZero() {
-		return nil, fmt.Errorf("resolve %q: %w", q.Path, ErrNoBuildID)
-	}
-	s := &search{q: &q}
-	steps := []func(context.Context, *search){
+	return r.resolve(ctx, q,
 		r.lookPerfCache,
 		r.lookDebugDirs,
 		r.lookDebuginfodDebuginfo,
 		r.lookPath,
 		r.lookDebuginfodExecutable,
+	)
+}
+
+// resolve runs the lookup steps in order until the answer cannot improve.
+func (r *Resolver) resolve(ctx context.Context, q Query, steps ...func(context.Context, *search)) (*Result, error) {
+	if q.BuildID.IsZero() {
+		return nil, fmt.Errorf("resolve %q: %w", q.Path, ErrNoBuildID)
 	}
+	s := &search{q: &q}
 	for _, step := range steps {
 		if s.done() || ctx.Err() != nil {
 			break

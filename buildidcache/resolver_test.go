@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -116,7 +118,7 @@ func TestResolvePerfCache(t *testing.T) {
 	}
 	// The kernel: perf copied kallsyms under the running kernel's build-id.
 	if kid, err := KernelBuildID(); err == nil && hit("[kernel.kallsyms]") {
-		res, err := r.Resolve(ctx, Query{BuildID: kid, Path: "[kernel.kallsyms]", Kind: KindKernel})
+		res, err := r.Resolve(ctx, Query{BuildID: kid, Path: "[kernel.kallsyms]", Kind: dso.Kernel})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +128,7 @@ func TestResolvePerfCache(t *testing.T) {
 	}
 	// The vDSO: perf wrote it as <root>/[vdso]/<bid>/vdso.
 	if _, vid, err := VDSO(); err == nil && hit("[vdso]") {
-		res, err := r.Resolve(ctx, Query{BuildID: vid.BuildID, Path: "[vdso]", Kind: KindVDSO})
+		res, err := r.Resolve(ctx, Query{BuildID: vid.BuildID, Path: "[vdso]", Kind: dso.VDSO})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +145,7 @@ func TestResolveNotFoundListsWhatWasTried(t *testing.T) {
 	opts := noNet(t)
 	opts.BuildIDDir = filepath.Join(dir, "empty-cache")
 	r := New(opts)
-	want := BuildID{1, 2, 3, 4, 5, 6, 7, 8}
+	want := buildid.ID{1, 2, 3, 4, 5, 6, 7, 8}
 	_, err := r.Resolve(context.Background(), Query{BuildID: want, Path: prog})
 	var nf *NotFoundError
 	if !errors.As(err, &nf) || !errors.Is(err, ErrNotFound) {
@@ -335,7 +337,7 @@ func TestResolveRunningKernelAndVDSO(t *testing.T) {
 	t.Parallel()
 	r := New(noNet(t))
 	if kid, err := KernelBuildID(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: kid, Kind: KindKernel, Path: "[kernel.kallsyms]"})
+		res, err := r.Resolve(context.Background(), Query{BuildID: kid, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +346,7 @@ func TestResolveRunningKernelAndVDSO(t *testing.T) {
 		}
 	}
 	if img, vid, err := VDSO(); err == nil {
-		res, err := r.Resolve(context.Background(), Query{BuildID: vid.BuildID, Kind: KindVDSO, Path: "[vdso]"})
+		res, err := r.Resolve(context.Background(), Query{BuildID: vid.BuildID, Kind: dso.VDSO, Path: "[vdso]"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,7 +359,7 @@ func TestResolveRunningKernelAndVDSO(t *testing.T) {
 // startDebuginfod runs the real elfutils server on a free port, indexing
 // dir, and waits until it serves want's executable (fixtures.Debuginfod,
 // the starter every package's tests share).
-func startDebuginfod(t *testing.T, dir string, want BuildID) string {
+func startDebuginfod(t *testing.T, dir string, want buildid.ID) string {
 	t.Helper()
 	return fixtures.Debuginfod(t, dir, want.String())
 }
@@ -512,7 +514,7 @@ func TestDebuginfodReal(t *testing.T) {
 	t.Run("negative-cache", func(t *testing.T) {
 		opts := noNet(t)
 		opts.DebuginfodURLs = []string{url}
-		missing := BuildID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4}
+		missing := buildid.ID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4}
 		before := debuginfodCount(t, url, "debuginfo") + debuginfodCount(t, url, "executable")
 		for i := range 3 {
 			_, err := New(opts).Resolve(ctx, Query{BuildID: missing})
@@ -842,9 +844,9 @@ func TestNoNetworkUnlessConfigured(t *testing.T) {
 	ctx := context.Background()
 	for _, q := range []Query{
 		{BuildID: mustID(t, prog).BuildID, Path: prog},
-		{BuildID: BuildID(bytes.Repeat([]byte{0xab}, 20)), Path: "/nonexistent"},
-		{BuildID: BuildID(bytes.Repeat([]byte{0xcd}, 20)), Kind: KindKernel, Path: "[kernel.kallsyms]"},
-		{BuildID: BuildID(bytes.Repeat([]byte{0xef}, 20)), Kind: KindModule, Path: "/lib/modules/x.ko"},
+		{BuildID: buildid.ID(bytes.Repeat([]byte{0xab}, 20)), Path: "/nonexistent"},
+		{BuildID: buildid.ID(bytes.Repeat([]byte{0xcd}, 20)), Kind: dso.Kernel, Path: "[kernel.kallsyms]"},
+		{BuildID: buildid.ID(bytes.Repeat([]byte{0xef}, 20)), Kind: dso.Module, Path: "/lib/modules/x.ko"},
 	} {
 		r.Resolve(ctx, q)
 	}

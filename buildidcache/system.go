@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 	"github.com/ulikunitz/xz"
 )
@@ -337,7 +338,7 @@ const maxKernelNotes = 1 << 16
 // /sys/kernel/notes: the kernel's own ELF notes, raw, in the machine's byte
 // order (as sysfs_read_build_id in tools/perf/util/symbol-elf.c reads
 // them). It fails with ErrNoBuildID when the kernel was built without one.
-func KernelBuildID() (BuildID, error) {
+func KernelBuildID() (buildid.ID, error) {
 	f, err := os.Open(kernelNotesPath)
 	if err != nil {
 		return nil, err

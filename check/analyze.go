@@ -7,111 +7,123 @@ import (
 	"io"
 	"os"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
-// Analyze checks the recording in the perf.data file (or pipe-format file)
-// name: it reads every record in perf's time order, rebuilds the address
-// spaces, resolves every sampled address, gives each DSO a verdict and
-// symbolizes what may be. RecordingEnd defaults to the file's mtime.
-//
-// When reading stops at an error inside the records (a truncated or corrupt
-// recording, whose error names the file and the byte offset), Analyze
-// returns both: the Result of every record delivered before the error,
-// with Partial set and ReadErr the error, and the error itself. A nil
-// Result comes only with errors that leave nothing to report (the file
-// cannot be opened, its header is malformed, ctx was cancelled). The same
-// holds for AnalyzeFile and AnalyzeReader.
-func Analyze(ctx context.Context, name string, opts Options) (*Result, error) {
-	f, err := perfdata.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if opts.RecordingEnd.IsZero() && !f.IsPipe() {
-		// perf record rewrites the header when it stops, so the file's
-		// mtime is the end of the recording.
-		if st, err := os.Stat(name); err == nil {
-			opts.RecordingEnd = st.ModTime()
-		}
-	}
-	res, err := AnalyzeFile(ctx, f, opts)
-	if res != nil {
-		res.File = name
-	}
-	return res, err
+// A Source is a recording to analyze: a file by name (Path), a file
+// already open (File) or a pipe-mode stream (Stream).
+type Source struct {
+	name   string
+	file   *perfdata.File
+	stream io.Reader
 }
 
-// AnalyzeFile is Analyze on an opened file.
-func AnalyzeFile(ctx context.Context, f *perfdata.File, opts Options) (*Result, error) {
-	return analyze(ctx, f, f.Name(), opts)
-}
+// Path is the perf.data file (or pipe-format file) name. The end of the
+// recording is the file's modification time: perf rewrites the header
+// when it stops.
+func Path(name string) Source { return Source{name: name} }
 
-// AnalyzeReader checks a pipe-mode stream (perf record -o -) read from r.
-// No recording time is known unless opts.RecordingEnd is set.
-func AnalyzeReader(ctx context.Context, r io.Reader, name string, opts Options) (*Result, error) {
-	pr, err := perfdata.NewReader(r)
-	if err != nil {
-		return nil, err
-	}
-	return analyze(ctx, pr, name, opts)
-}
+// File is a recording already open. When f was opened by name and is not
+// in pipe format, the end of the recording is that file's modification
+// time, as for Path.
+func File(f *perfdata.File) Source { return Source{name: f.Name(), file: f} }
 
-// Recording is what the check reads from a perf.data: *perfdata.File and
-// *perfdata.Reader are Recordings.
-type Recording interface {
+// Stream is a pipe-mode recording (perf record -o -) read from r; name
+// labels it in errors and in Result.File. A stream has no modification
+// time, so the end of the recording is unknown.
+func Stream(r io.Reader, name string) Source { return Source{name: name, stream: r} }
+
+// recording is what the check reads from a perf.data: *perfdata.File and
+// *perfdata.Reader are recordings.
+type recording interface {
 	Events() []perfdata.Event
 	Features() *perfdata.Features
 	Records(perfdata.RecordsOptions) *perfdata.Records
 }
 
-func analyze(ctx context.Context, f Recording, name string, opts Options) (*Result, error) {
-	if opts.Clock == nil {
-		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
-			opts.Clock = &cd
-		} else if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
-			return nil, fmt.Errorf("%s: clock data: %w", name, err)
+// open returns the recording src names, what Analyze must close when done,
+// and when the recording ended (zero when unknown).
+func (src Source) open() (rec recording, closer io.Closer, info recInfo, err error) {
+	switch {
+	case src.stream != nil:
+		r, err := perfdata.NewReader(src.stream)
+		if err != nil {
+			return nil, nil, info, err
 		}
+		return r, nil, info, nil
+	case src.file != nil:
+		return src.file, nil, fileInfo(src.file), nil
 	}
-	if opts.KernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			opts.KernelRelease = rel
+	f, err := perfdata.Open(src.name)
+	if err != nil {
+		return nil, nil, info, err
+	}
+	return f, f, fileInfo(f), nil
+}
+
+// fileInfo is what a file's metadata tells of its recording: perf record
+// rewrites the header when it stops, so the file's mtime is the end of the
+// recording.
+func fileInfo(f *perfdata.File) recInfo {
+	var info recInfo
+	if f.IsPipe() || f.Name() == "" {
+		return info
+	}
+	if st, err := os.Stat(f.Name()); err == nil {
+		info.end = st.ModTime()
+	}
+	return info
+}
+
+// Analyze checks the recording src: it reads every record in perf's time
+// order, rebuilds the address spaces, resolves every sampled address,
+// gives each DSO a verdict and symbolizes what may be.
+//
+// When reading stops at an error inside the records (a truncated or
+// corrupt recording, whose error names the file and the byte offset),
+// Analyze returns both: the Result of every record delivered before the
+// error, with Partial set and ReadErr the error, and the error itself. A
+// nil Result comes only with errors that leave nothing to report (the file
+// cannot be opened, its header is malformed, ctx was cancelled).
+func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
+	rec, closer, info, err := src.open()
+	if err != nil {
+		return nil, err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	if opts.locator == nil {
+		r := opts.Resolver
+		if r == nil {
+			r = buildidcache.New(opts.Lookup)
+			defer r.Close()
 		}
+		opts.locator = &resolverLocator{r: r}
+	}
+	return analyze(ctx, rec, src.name, opts, info)
+}
+
+// analyze is Analyze on an open recording, with opts.locator set.
+func analyze(ctx context.Context, f recording, name string, opts Options, info recInfo) (*Result, error) {
+	if err := info.fromFeatures(f, name); err != nil {
+		return nil, err
 	}
 	var pre *preopener
 	if !opts.NoSymbols {
 		// The kernel's symbols are opened while the records are read
 		// (prefetch.go); the locator remembers its answers so that the
 		// verdicts reuse the lookup this makes.
-		if opts.Locator == nil {
-			opts.Locator = &PathLocator{BuildIDDir: opts.BuildIDDir, SymFS: opts.SymFS}
-		}
-		opts.Locator = newMemoLocator(opts.Locator)
-		pre = newPreopener(opts.Symbolizer)
-		opts.Symbolizer = pre
+		opts.locator = newMemoLocator(opts.locator)
+		pre = newPreopener(opts.symbolizer)
+		opts.symbolizer = pre
 		defer pre.close()
 	}
-	s := NewSession(opts)
-	fm := firstMaps{}
-	fm.watch(s)
-	// A file's build-id table is a header feature, known before the
-	// records (the unwinder checks binaries against it); a pipe's comes as
-	// HEADER_BUILD_ID records at its end, which the reader gathers into
-	// the same Features.
-	var early int
-	if _, ok := f.(*perfdata.File); ok {
-		if ids, err := f.Features().BuildIDs(); err == nil {
-			s.AddBuildIDs(ids)
-			early = len(ids)
-			if pre != nil {
-				pre.wg.Add(1)
-				go func() {
-					defer pre.wg.Done()
-					prefetchKernel(ctx, ids, opts.Locator, pre)
-				}()
-			}
-		}
-	}
+	s := newSession(opts)
+	s.rec = info
+	s.fm = firstMaps{}
+	early := s.addEarlyBuildIDs(ctx, f, pre)
 	// A read error (a truncated or corrupt recording) ends the reading but
 	// not the check: the records before it are real, and a user wants
 	// their report, marked partial, with the error. Only cancellation
@@ -127,39 +139,19 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 		}
 		readErr = nameError(name, err)
 	}
-	// A pipe's feature sections arrive as HEADER_FEATURE records after
-	// its attrs, so they are known only once reading has begun: ask again
-	// now, before the verdicts (which compare the recording's kernel
-	// release and clock with this machine's) are given.
-	if s.opts.KernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			s.opts.KernelRelease = rel
-		}
+	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
+		readErr = err
 	}
-	if s.opts.Clock == nil {
-		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
-			s.opts.Clock = &cd
-		}
+	if opts.Progress != nil {
+		opts.Progress(Progress{Phase: PhaseSymbolize, Locations: len(s.locs), DSOs: len(s.dsos)})
 	}
-	ids, err := f.Features().BuildIDs()
-	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) && readErr == nil {
-		// Without the table the verdicts rest on weaker evidence; the
-		// records are still whole, so the result is partial, not lost.
-		readErr = fmt.Errorf("%s: build-id table: %w", name, err)
-	}
-	if len(ids) > early {
-		s.AddBuildIDs(ids[early:])
-	}
-	if fn := phaseOf(ctx); fn != nil {
-		fn(PhaseSymbolize, len(s.locs), len(s.dsos))
-	}
-	res, err := s.Finish(ctx)
+	res, err := s.finish(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res.File = name
 	res.ips = ips
-	res.firstMaps = fm
+	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
 	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)
@@ -172,6 +164,77 @@ func analyze(ctx context.Context, f Recording, name string, opts Options) (*Resu
 	return res, nil
 }
 
+// fromFeatures fills what the recording's header says of it: its clock
+// data and kernel release.
+func (info *recInfo) fromFeatures(f recording, name string) error {
+	if info.clock == nil {
+		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
+			info.clock = &cd
+		} else if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
+			return fmt.Errorf("%s: clock data: %w", name, err)
+		}
+	}
+	if info.kernelRelease == "" {
+		if rel, err := f.Features().OSRelease(); err == nil {
+			info.kernelRelease = rel
+		}
+	}
+	return nil
+}
+
+// addEarlyBuildIDs adds a file's build-id table, a header feature known
+// before the records (the unwinder checks binaries against it), and starts
+// opening the kernel's symbols it names when pre is set. It returns the
+// number of entries added. A pipe's table comes as HEADER_BUILD_ID records
+// at its end (addLateFeatures).
+func (s *session) addEarlyBuildIDs(ctx context.Context, f recording, pre *preopener) int {
+	if _, ok := f.(*perfdata.File); !ok {
+		return 0
+	}
+	ids, err := f.Features().BuildIDs()
+	if err != nil {
+		return 0
+	}
+	s.addBuildIDs(ids)
+	if pre != nil {
+		pre.wg.Add(1)
+		go func() {
+			defer pre.wg.Done()
+			prefetchKernel(ctx, ids, s.opts.locator, pre)
+		}()
+	}
+	return len(ids)
+}
+
+// addLateFeatures takes what a pipe delivers only after its attrs: its
+// feature sections arrive as HEADER_FEATURE records, so they are known only
+// once reading has begun. They are asked again now, before the verdicts
+// (which compare the recording's kernel release and clock with this
+// machine's) are given. early entries of the build-id table were added
+// before reading. An error in the table is returned: without it the
+// verdicts rest on weaker evidence, but the records are whole, so the
+// result is partial, not lost.
+func (s *session) addLateFeatures(f recording, name string, early int) error {
+	if s.rec.kernelRelease == "" {
+		if rel, err := f.Features().OSRelease(); err == nil {
+			s.rec.kernelRelease = rel
+		}
+	}
+	if s.rec.clock == nil {
+		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
+			s.rec.clock = &cd
+		}
+	}
+	ids, err := f.Features().BuildIDs()
+	if len(ids) > early {
+		s.addBuildIDs(ids[early:])
+	}
+	if err != nil && !errors.Is(err, perfdata.ErrNoFeature) {
+		return fmt.Errorf("%s: build-id table: %w", name, err)
+	}
+	return nil
+}
+
 // nameError makes sure a read error names its input: a pipe reader's
 // FormatError does not know the stream's name.
 func nameError(name string, err error) error {
@@ -180,10 +243,4 @@ func nameError(name string, err error) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return err
-}
-
-// Feed reads every record of f in time order (perf's ordered delivery)
-// and feeds the session.
-func (s *Session) Feed(ctx context.Context, f Recording) error {
-	return s.feed(ctx, f, nil)
 }

@@ -9,18 +9,18 @@ import (
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
-func steadySession() (*Session, *SampleEvent) {
-	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "app", true)
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x400000, Len: 0x100000, Path: "/bin/app", Exec: true})
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x7f0000000000, Len: 0x200000, Pgoff: 0x1000, Path: "/lib/libc.so.6", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x2000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+func steadySession() (*session, *sampleEvent) {
+	s := newSession(Options{NoSymbols: true})
+	s.update(commRec(7, 7, "app", true))
+	s.update(mmapRec(7, 0x400000, 0x100000, 0, "/bin/app"))
+	s.update(mmapRec(7, 0x7f0000000000, 0x200000, 0x1000, "/lib/libc.so.6"))
+	s.update(mmapRec(-1, 0xffffffff81000000, 0x2000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	chain := []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser}
 	for i := 0; i < 60; i++ {
 		chain = append(chain, 0x400000+uint64(i)*0x40)
 	}
 	chain = append(chain, 0x7f0000001234)
-	e := &SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1000, Callchain: chain}
+	e := &sampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1000, Callchain: chain}
 	return s, e
 }
 
@@ -28,8 +28,8 @@ func steadySession() (*Session, *SampleEvent) {
 // key buffers are reused, the aggregate exists.
 func TestSampleSteadyStateAllocs(t *testing.T) {
 	s, e := steadySession()
-	s.Sample(e)
-	if n := testing.AllocsPerRun(1000, func() { s.Sample(e) }); n != 0 {
+	s.sample(e)
+	if n := testing.AllocsPerRun(1000, func() { s.sample(e) }); n != 0 {
 		t.Errorf("Sample of a known stack: %v allocations, want 0", n)
 	}
 	if s.numStacks() != 1 || len(s.stack(0)) != 63 {
@@ -41,7 +41,7 @@ func BenchmarkSampleKnownStack(b *testing.B) {
 	s, e := steadySession()
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Sample(e)
+		s.sample(e)
 	}
 }
 
@@ -53,7 +53,7 @@ func BenchmarkSampleNewStacks(b *testing.B) {
 		i++
 		e.IP = 0xffffffff81000000 + i%0x1000000
 		e.Callchain[1] = e.IP
-		s.Sample(e)
+		s.sample(e)
 	}
 }
 
@@ -75,11 +75,11 @@ func BenchmarkAnalyze(b *testing.B) {
 			b.SetBytes(st.Size())
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := Analyze(context.Background(), name, Options{NoSymbols: !sym})
+				res, err := Analyze(context.Background(), Path(name), Options{NoSymbols: !sym})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if label == "top" && len(Top(res, false, 20)) == 0 {
+				if label == "top" && len(Top(res, TopOptions{N: 20})) == 0 {
 					b.Fatal("no top table")
 				}
 				b.ReportMetric(float64(len(res.Stacks)), "stacks")
@@ -93,14 +93,14 @@ func BenchmarkAnalyze(b *testing.B) {
 // BenchmarkAnalyze finds it): Top alone, over the aggregates.
 func BenchmarkTop(b *testing.B) {
 	name := benchRecording(b)
-	res, err := Analyze(context.Background(), name, Options{})
+	res, err := Analyze(context.Background(), Path(name), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, byTotal := range []bool{false, true} {
-			if len(Top(res, byTotal, 20)) == 0 {
+		for _, by := range []TopOrder{BySelf, ByTotal} {
+			if len(Top(res, TopOptions{By: by, N: 20})) == 0 {
 				b.Fatal("no top table")
 			}
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -20,7 +22,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 	err := res.EachSample(func(s *Sample) error {
 		var fr []string
 		for _, l := range s.Stack.Locations() {
-			if l.DSO.Kind == KindFile {
+			if l.DSO.Kind == dso.File {
 				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}
 		}
@@ -58,7 +60,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	}
 
 	// Before the deploy, through the files at their paths.
-	base := w.analyze(data, Options{KeepSamples: true, NoSymbols: true, BuildIDDir: t.TempDir()})
+	base := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, KeepSamples: true, NoSymbols: true})
 	want := userFrames(t, base)
 	inLib := samplesIn(base, lib, true)
 	through := 0 // samples with their leaf in the library and callers in the program
@@ -104,7 +106,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	}
 
 	// perf's build-id cache, which perf record filled.
-	res := w.analyze(data, Options{KeepSamples: true, BuildIDDir: w.cache()})
+	res := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}, KeepSamples: true})
 	for _, p := range []string{lib, bin} {
 		d := mustDSO(t, res, p, Verified)
 		if d.Source != "perf-cache" || !strings.HasPrefix(d.FoundPath, w.cache()) {
@@ -119,7 +121,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	r := buildidcache.New(buildidcache.Options{BuildIDDir: "-", DebugDirs: []string{},
 		DebuginfodURLs: []string{url}, DebuginfodCache: filepath.Join(w.dir, "dcache")})
 	defer r.Close()
-	res = w.analyze(data, Options{KeepSamples: true, Locator: NewResolverLocator(r)})
+	res = w.analyze(data, Options{KeepSamples: true, locator: &resolverLocator{r: r}})
 	for _, p := range []string{lib, bin} {
 		if d := mustDSO(t, res, p, Verified); d.Source != "debuginfod" {
 			t.Errorf("%s: source %q, want debuginfod", p, d.Source)
@@ -128,7 +130,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	same("debuginfod", res)
 
 	// Nothing holds them: the rebuilt library at the path is not used.
-	res = w.analyze(data, Options{KeepSamples: true, BuildIDDir: t.TempDir()})
+	res = w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, KeepSamples: true})
 	d := mustDSO(t, res, lib, Mismatch)
 	mustDSO(t, res, bin, Missing)
 	got := userFrames(t, res)
@@ -151,9 +153,9 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], note) || !strings.Contains(d.Notes[0], "no binary with its build-id "+d.BuildID.String()) {
 		t.Errorf("library notes %q; want one saying %q and that build-id %s was not found", d.Notes, note, d.BuildID)
 	}
-	var rep *DSOReport
-	for i := range res.Report().DSOs {
-		if r := &res.Report().DSOs[i]; r.Path == lib {
+	var rep *DSO
+	for _, r := range res.Report().DSOs {
+		if r.Path == lib {
 			rep = r
 		}
 	}
@@ -178,15 +180,14 @@ func TestCFIFilesIdentity(t *testing.T) {
 	if st.BuildID == nil {
 		t.Fatal("gcc gave no build-id")
 	}
-	mmap := func(s *Session, pid int32, ino uint64) *DSO {
-		s.Mmap(&MapEvent{PID: pid, TID: pid, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true,
-			HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: ino})
-		return s.tracker.Lookup(pid, perfdata.CPUModeUser, 0x400000).DSO
+	mmap := func(s *session, pid int32, ino uint64) *DSO {
+		s.update(mmap2Rec(pid, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, ino, 0))
+		return s.dsoOf(s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, 0x400000))
 	}
 	table := []perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: st.BuildID}}
 
-	s := NewSession(Options{BuildIDDir: t.TempDir()})
-	s.AddBuildIDs(table)
+	s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.addBuildIDs(table)
 	now := mmap(s, 10, st.Ino)
 	if paths, why := s.cfiFiles(now); why != "" || len(paths) == 0 || paths[0] != bin {
 		t.Errorf("the inode at the path, with the table's build-id: %v, %q", paths, why)
@@ -202,21 +203,21 @@ func TestCFIFilesIdentity(t *testing.T) {
 		t.Errorf("the inode at the path now, after another was mapped: %q", why)
 	}
 
-	s = NewSession(Options{BuildIDDir: t.TempDir()})
-	other := append(perfdata.BuildID(nil), st.BuildID...)
+	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	other := append(buildid.ID(nil), st.BuildID...)
 	other[0] ^= 0xff
-	s.AddBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
+	s.addBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
 	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "2 build-ids") {
 		t.Errorf("two build-ids for the path: %q", why)
 	}
 
-	s = NewSession(Options{BuildIDDir: t.TempDir()})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}})
+	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}})
 	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "no binary with its build-id "+other.String()) {
 		t.Errorf("the table names another build than the file at the path: %q", why)
 	}
 
-	s = NewSession(Options{BuildIDDir: t.TempDir()})
+	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	if paths, why := s.cfiFiles(mmap(s, 10, st.Ino)); why != "" || len(paths) != 1 || paths[0] != bin {
 		t.Errorf("no build-id, same device and inode: %v, %q", paths, why)
 	}

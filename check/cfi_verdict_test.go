@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -49,11 +50,10 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 		t.Fatal("rewriting in place changed the inode")
 	}
 	const perfT = 1_000_000_000 // perf time of the mapping = wall time `mapped`
-	s := NewSession(Options{BuildIDDir: t.TempDir(), RecordingEnd: time.Now(),
-		Clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}})
-	s.Mmap(&MapEvent{PID: 10, TID: 10, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true, Time: perfT,
-		HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: st.Ino})
-	d := s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000).DSO
+	s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
+	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
+	d := s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why := s.cfiFiles(d)
 	s.judge(context.Background(), d, s.locator(), &stateCache{})
 	if d.Verdict != Replaced {
@@ -67,11 +67,10 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	if err := os.Chtimes(bin, mapped.Add(-time.Minute), mapped.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	s = NewSession(Options{BuildIDDir: t.TempDir(), RecordingEnd: time.Now(),
-		Clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}})
-	s.Mmap(&MapEvent{PID: 10, TID: 10, Start: 0x400000, Len: 0x1000, Path: bin, Exec: true, Time: perfT,
-		HasDevIno: true, Maj: st.Maj, Min: st.Min, Ino: st.Ino})
-	d = s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000).DSO
+	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
+	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
+	d = s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why = s.cfiFiles(d)
 	s.judge(context.Background(), d, s.locator(), &stateCache{})
 	if d.Verdict != Unverified || why != "" || len(paths) != 1 || paths[0] != bin {
@@ -98,7 +97,7 @@ func TestReadCFIChecksBuildIDOfFileRead(t *testing.T) {
 	}
 	buildC(t, bin, "int main(void) { return 1; }\n", "-Wl,--build-id=sha1")
 	other := statFile(bin).BuildID
-	if sameBuildID(other, id) {
+	if other.Matches(id) {
 		t.Fatal("the rebuild has the same build-id")
 	}
 	if _, err := readCFI(bin, id); err == nil || !strings.Contains(err.Error(), other.String()) {

@@ -1,6 +1,9 @@
 package check
 
-import "github.com/perfcheck/perfcheck/buildidcache"
+import (
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
+)
 
 // openDSO opens d's symbol file with opener. File offsets become ELF
 // addresses through the program headers, and a separate debug file (perf's
@@ -13,7 +16,7 @@ import "github.com/perfcheck/perfcheck/buildidcache"
 // binary that proved the identity, or the file at the recorded path when
 // it has the recorded build-id — give the mapping instead; the debug
 // file still gives the names.
-func openDSO(opener SymbolOpener, d *DSO, opts *Options) (SymbolLookup, error) {
+func openDSO(opener symbolOpener, d *DSO, opts *Options) (symbolLookup, error) {
 	lk, err := opener.Open(d.symPath, d.Kind)
 	if err != nil {
 		return nil, err
@@ -49,11 +52,11 @@ func codeFileCandidates(d *DSO, opts *Options) []string {
 	if d.FoundPath != "" && d.FoundPath != d.symPath {
 		out = append(out, d.FoundPath)
 	}
-	if d.Kind == KindFile && len(d.BuildID) > 0 {
+	if d.Kind == dso.File && len(d.BuildID) > 0 {
 		disk := opts.diskPath(d.Path)
 		if disk != d.symPath && disk != d.FoundPath {
-			// sameBuildID allows for perf's zero padding to 20 bytes.
-			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && sameBuildID(id.BuildID, d.BuildID) {
+			// Matches allows for perf's zero padding to 20 bytes.
+			if id, err := buildidcache.ReadFileIdentity(disk); err == nil && id.BuildID.Matches(d.BuildID) {
 				out = append(out, disk)
 			}
 		}

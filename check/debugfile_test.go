@@ -4,8 +4,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // The file at the recorded path stands for a DSO's program headers only
@@ -14,18 +15,18 @@ import (
 // is another build.
 func TestCodeFileCandidatesBuildID(t *testing.T) {
 	bin := fixtures.BuildC(t, t.TempDir(), "prog", "-Wl,--build-id=0x0102030405060708aabb")
-	id := perfdata.BuildID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbb}
+	id := buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbb}
 	for _, c := range []struct {
 		name string
-		rec  perfdata.BuildID
+		rec  buildid.ID
 		want bool
 	}{
 		{"equal", id, true},
-		{"padded", append(append(perfdata.BuildID(nil), id...), make([]byte, 10)...), true},
+		{"padded", append(append(buildid.ID(nil), id...), make([]byte, 10)...), true},
 		{"a prefix", id[:8], false},
-		{"another", perfdata.BuildID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbc}, false},
+		{"another", buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbc}, false},
 	} {
-		d := &DSO{Path: bin, Kind: KindFile, BuildID: c.rec}
+		d := &DSO{Path: bin, Kind: dso.File, BuildID: c.rec}
 		got := slices.Contains(codeFileCandidates(d, &Options{}), bin)
 		if got != c.want {
 			t.Errorf("recorded build-id %s (%s): file with %s a candidate: %v, want %v", c.rec, c.name, id, got, c.want)

@@ -2,11 +2,11 @@
 // be trusted, and gives the names that can.
 //
 // It joins the other packages: perfdata's records rebuild every process's
-// address space (Tracker), each sampled address — the leaf and every
-// callchain entry, user and kernel, and on x86-64 the user frames unwound
-// from --call-graph dwarf stack copies with the call-frame information of
-// binaries proven to be the ones that ran — is resolved to a DSO and a file
-// offset,
+// address space (package addrspace), each sampled address — the leaf and
+// every callchain entry, user and kernel, and on x86-64 the user frames
+// unwound from --call-graph dwarf stack copies (package unwind) with the
+// call-frame information of binaries proven to be the ones that ran — is
+// resolved to a DSO and a file offset,
 // each DSO gets its recorded identity (the MMAP2 build-id, else the header's
 // build-id table, else MMAP2's device and inode, else the path) and a
 // Verdict (verified, mismatch, missing, unverified, replaced, or no-file for
@@ -17,7 +17,7 @@
 //
 // # Use
 //
-//	res, err := check.Analyze(ctx, "perf.data", check.Options{BuildIDDir: dir})
+//	res, err := check.Analyze(ctx, check.Path("perf.data"), check.Options{})
 //	rep := res.Report()          // the table: DSOs, verdicts, hits, advice
 //	if rep.Failed(strict) { ... } // exit status of `perfcheck check`
 //
@@ -38,25 +38,27 @@
 // samples (unless KeepSamples): stacks are deduplicated by their resolved
 // content, and each distinct location is symbolized once, in parallel.
 //
-// A Session can be fed events directly (Mmap, Fork, Comm, Exit, Sample,
-// AddBuildIDs, then Finish), and a Tracker alone rebuilds address spaces;
-// both take this package's own small event types, so they can be driven by
-// synthetic events.
+// Analyze reads a file by name (Path), a file already open (File) or a
+// pipe-mode stream (Stream). An addrspace.Tracker alone rebuilds address
+// spaces, for a user who needs only the DSO of each sample.
 //
-// Binaries are found by a Locator: the buildidcache package's resolver
-// (perf's cache, debug directories, debuginfod, the path) or the
-// self-contained PathLocator.
+// Binaries are found by the buildidcache package's Resolver. The zero
+// Options looks where `perfcheck check` does by default: perf's build-id
+// cache ($PERF_BUILDID_DIR, buildid.dir in ~/.perfconfig, $HOME/.debug),
+// /usr/lib/debug, the servers of $DEBUGINFOD_URLS, then the recorded path;
+// Options.Lookup changes that order, and Options.Resolver shares one
+// Resolver (and its downloads) between analyses.
 //
 // # Security
 //
 // Everything in a perf.data file is untrusted, file names included. The
 // package only reads: the recording, the files at the recorded paths (under
-// Options.SymFS when set, cleaned so that ".." cannot climb out of it),
+// Options.Lookup.SymFS when set, cleaned so that ".." cannot climb out of it),
 // perf's build-id cache, /proc/kallsyms, /proc/modules and
 // /sys/module/NAME (NAME checked to be a plain module name, so a recorded
 // path cannot lead elsewhere) and /tmp/perf-PID.map files. The
 // only file it writes is a private temporary copy of the running vdso
-// (mode 0600, removed before Finish returns) when a recorded vdso is
+// (mode 0600, removed before Analyze returns) when a recorded vdso is
 // verified against it; it never modifies, renames or deletes anything
 // else. Memory grows with the
 // distinct stacks, mappings and threads of the input, each bounded by the

@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -56,38 +61,43 @@ func (di *DevIno) compare(o DevIno) inodeMatch {
 }
 
 // DSO is one binary (or pseudo binary) that mappings of the recording
-// refer to, with its recorded identity, the verdict and the evidence.
-// Mappings of the same path with different identities (a file that changed
-// during the recording) are different DSOs.
+// refer to, with its recorded identity, the verdict and the evidence: a
+// row of Result.DSOs and of Report.DSOs, whose JSON form `perfcheck check
+// --json` prints (docs/check-json.md). Mappings of the same path with
+// different identities (a file that changed during the recording) are
+// different DSOs.
 type DSO struct {
-	Path string // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
-	Kind Kind
+	Path string   `json:"path"` // as recorded ("[kernel.kallsyms]", "[vdso]", a module's path, a file)
+	Kind dso.Kind `json:"kind"`
 
 	// Recorded identity.
-	BuildID       perfdata.BuildID // nil when none was recorded
-	BuildIDSource string           // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
-	Dev           *DevIno          // from MMAP2 in the dev/inode form, nil otherwise
+	BuildID       buildid.ID `json:"build_id"`                  // nil when none was recorded
+	BuildIDSource string     `json:"build_id_source,omitempty"` // "mmap2" (--buildid-mmap), "header" (the build-id table), "" none
 	// Candidates are the build-ids the header's table holds for this path
 	// when there are several and this DSO could not be tied to one.
-	Candidates []perfdata.BuildID
+	Candidates []buildid.ID `json:"candidate_build_ids,omitempty"`
+	Dev        *DevIno      `json:"dev,omitempty"` // from MMAP2 in the dev/inode form, nil otherwise
 
-	Verdict      Verdict
-	Reason       string
-	Source       string           // the locator that found the binary (verified), or "path"
-	FoundPath    string           // the file symbols come from, or the file examined at the path
-	FoundBuildID perfdata.BuildID // the build-id of the file found (verified) or now at the path
-	GoBuildID    string           // the Go build-id of the file at the path, when it has one
-	Advice       string           // what to do about it, "" when nothing
-	Rejected     []string         // candidates the locator refused, with reasons
-	SymbolError  string           // why the binary could not be opened for symbols, "" when it could
+	Verdict      Verdict    `json:"verdict"`
+	Reason       string     `json:"reason"`
+	Source       string     `json:"source"`                // the locator that found the binary (verified), or "path"
+	FoundPath    string     `json:"found_path"`            // the file symbols come from, or the file examined at the path
+	FoundBuildID buildid.ID `json:"found_build_id"`        // the build-id of the file found (verified) or now at the path
+	GoBuildID    string     `json:"go_build_id,omitempty"` // the Go build-id of the file at the path, when it has one
+	Advice       string     `json:"-"`                     // what to do about it, "" when nothing (Report.Advice gathers them)
+	Rejected     []string   `json:"rejected,omitempty"`    // candidates the locator refused, with reasons
+	// Symbolized reports whether names are given for this DSO's frames:
+	// its verdict allows them and its binary could be opened for them.
+	Symbolized  bool   `json:"symbolized"`
+	SymbolError string `json:"symbol_error,omitempty"` // why the binary could not be opened for symbols, "" when it could
+
+	HitsLeaf uint64 `json:"hits_leaf"` // samples whose leaf is in this DSO
+	HitsAny  uint64 `json:"hits_any"`  // samples with a frame anywhere in this DSO (each sample once)
 	// Notes are limits met with this DSO that do not change its verdict:
 	// where --call-graph dwarf unwinding stopped at it and why, what the
 	// symbolizer had to skip in its file (malformed DWARF, perf map lines).
 	// Each once, in the order met.
-	Notes []string
-
-	HitsLeaf uint64 // samples whose leaf is in this DSO
-	HitsAny  uint64 // samples with a frame anywhere in this DSO (each sample once)
+	Notes []string `json:"notes,omitempty"`
 
 	index     int
 	tableZero bool   // the header's table has the path with an all-zero build-id
@@ -106,57 +116,92 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	cfiQuery    perfdata.BuildID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *Located         // its answer
-	cfiErr      error            // or the error
-	cfiWhy      string           // why unwinding cannot pass through this DSO, "" when it can
-	unwindStops uint64           // samples whose unwinding stopped at this DSO for that reason
+	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *located   // its answer
+	cfiErr      error      // or the error
+	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
 }
-
-// Symbolized reports whether names are given for this DSO's frames.
-func (d *DSO) Symbolized() bool { return d.symPath != "" }
 
 // Trusted reports whether the DSO's frames keep a sample trusted.
 func (d *DSO) Trusted() bool { return d.Verdict.Trusted() }
 
-// Options tune a check.
+// Options tune a check. The zero value does what `perfcheck check` does by
+// default: binaries are looked up in perf's build-id cache
+// ($PERF_BUILDID_DIR, else buildid.dir in ~/.perfconfig, else
+// $HOME/.debug), then /usr/lib/debug, then the servers of
+// $DEBUGINFOD_URLS (no network access when it is unset), then at the
+// recorded path (docs/buildidcache.md).
 type Options struct {
-	// Locator finds binaries by build-id; nil means a PathLocator with
-	// BuildIDDir and SymFS. Commands pass NewResolverLocator(
-	// buildidcache.New(...)) to get debug directories and debuginfod too.
-	Locator Locator
-	// BuildIDDir is perf's cache, used by the default Locator.
-	BuildIDDir string
-	// SymFS is prefixed to recorded paths when looking at files on disk.
-	SymFS string
-	// RecordingEnd is when the recording ended, in wall time: perf rewrites
-	// the header last, so a perf.data file's mtime is it. Zero when unknown
-	// (a pipe); Analyze fills it from the file.
-	RecordingEnd time.Time
-	// Clock converts perf time to wall time (CLOCK_DATA); nil when the
-	// recording has no clock data.
-	Clock *perfdata.ClockData
+	// Lookup says where binaries are looked up by build-id when Resolver
+	// is nil; its zero value is the default order above. Lookup.SymFS is
+	// also where recorded paths are looked at on disk.
+	Lookup buildidcache.Options
+	// Resolver, when set, looks binaries up instead of one Analyze builds
+	// from Lookup (and closes when it returns). The caller closes it; one
+	// Resolver shared by several analyses downloads each file once.
+	// Lookup.SymFS should then be the Resolver's SymFS.
+	Resolver *buildidcache.Resolver
 	// TrustPaths symbolizes replaced and mismatched DSOs through the file
 	// at the path anyway. Their frames stay marked untrusted.
 	TrustPaths bool
 	// NoSymbols skips symbolization (the check alone needs none).
 	NoSymbols bool
-	// KeepSamples keeps one small record per sample so Result.Samples can
-	// replay them (perfcheck script). Without it memory is bounded by the
-	// distinct stacks, not the samples.
+	// KeepSamples keeps one small record per sample so Result.EachSample
+	// can replay them (perfcheck script). Without it memory is bounded by
+	// the distinct stacks, not the samples.
 	KeepSamples bool
-	// Symbolizer opens symbol sources; nil means the symbolize package.
-	Symbolizer SymbolOpener
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
-	// KernelRelease is the recording's kernel release (the OSRELEASE
-	// feature); "" when unknown. Analyze fills it.
-	KernelRelease string
-	// Progress, when set, is called now and then during reading with the
-	// byte offset reached (for a progress bar).
-	Progress func(offset int64)
+	// Progress, when set, is told how the check advances: now and then
+	// during reading with the byte offset reached, then once when reading
+	// is done (for a progress bar). It is called from the goroutine that
+	// reads.
+	Progress func(Progress)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
+
+	locator    locator      // tests: replaces the Resolver
+	symbolizer symbolOpener // tests: replaces the symbolize package
+}
+
+// Progress is what Options.Progress is told.
+type Progress struct {
+	Phase Phase
+	// Offset is the byte offset reading has reached (PhaseRead).
+	Offset int64
+	// Locations is the number of distinct (DSO, offset) pairs the samples
+	// touch, all of them symbolized unless Options.NoSymbols, and DSOs the
+	// number of DSOs to locate (PhaseSymbolize).
+	Locations, DSOs int
+}
+
+// A Phase is a stage of a check.
+type Phase uint8
+
+// Phases of a check.
+const (
+	// PhaseRead: the recording is being read.
+	PhaseRead Phase = iota
+	// PhaseSymbolize: reading is done; binaries are located by build-id
+	// and the distinct locations symbolized, which on a large recording
+	// takes a while after the last byte is read.
+	PhaseSymbolize
+)
+
+// recInfo is what the check learns about the recording itself, beyond its
+// records: what Analyze reads from the file's metadata and header.
+type recInfo struct {
+	// end is when the recording ended, in wall time: perf rewrites the
+	// header last, so a perf.data file's mtime is it. Zero when unknown
+	// (a pipe).
+	end time.Time
+	// clock converts perf time to wall time (CLOCK_DATA); nil when the
+	// recording has none.
+	clock *perfdata.ClockData
+	// kernelRelease is the recording's kernel release (the OSRELEASE
+	// feature); "" when unknown.
+	kernelRelease string
 }
 
 func (o *Options) jitMapPath(pid int32) string {
@@ -175,18 +220,18 @@ func (o *Options) jitMapExists(pid int32) bool {
 // diskPath is where a recorded path is looked at: under SymFS when set,
 // cleaned as if rooted so that ".." in a recorded name cannot climb out.
 func (o *Options) diskPath(p string) string {
-	if o.SymFS == "" {
+	if o.Lookup.SymFS == "" {
 		return p
 	}
-	return filepath.Join(o.SymFS, filepath.Clean("/"+p))
+	return filepath.Join(o.Lookup.SymFS, filepath.Clean("/"+p))
 }
 
 // wallTime converts a perf timestamp to wall time through CLOCK_DATA.
-func (o *Options) wallTime(t uint64) (time.Time, bool) {
-	if o.Clock == nil || o.Clock.WallClockNS == 0 || t == 0 {
+func (r *recInfo) wallTime(t uint64) (time.Time, bool) {
+	if r.clock == nil || r.clock.WallClockNS == 0 || t == 0 {
 		return time.Time{}, false
 	}
-	ns := int64(o.Clock.WallClockNS) + (int64(t) - int64(o.Clock.ClockIDNS))
+	ns := int64(r.clock.WallClockNS) + (int64(t) - int64(r.clock.ClockIDNS))
 	return time.Unix(0, ns), true
 }
 
@@ -198,14 +243,44 @@ func (o *Options) wallTime(t uint64) (time.Time, bool) {
 // DSOs, which is the order of their first MMAP. That pairing is used only
 // when MMAP2's dev/inode split the path into exactly as many DSOs as there
 // are build-ids; otherwise the DSO keeps all candidates and no identity.
-func (s *Session) assignTableBuildIDs() {
-	type tkey struct {
-		name   string
-		kernel bool
+func (s *session) assignTableBuildIDs() {
+	t := newBuildIDTable(s.buildIDs)
+	byPath := s.pathPeers()
+	for _, d := range s.dsos {
+		if d.BuildID != nil {
+			continue
+		}
+		ids := t.lookup(d)
+		d.tableZero = t.zero[tableKey{d.Path, d.Kind == dso.Kernel || d.Kind == dso.Module}] ||
+			d.Kind == dso.Kernel && t.zero[tableKey{"[kernel.kallsyms]", true}]
+		switch {
+		case len(ids) == 0:
+		case len(ids) == 1:
+			d.BuildID = ids[0]
+			d.BuildIDSource = "header"
+		default:
+			pairByOrder(d, byPath[d.Path], ids)
+		}
 	}
-	table := map[tkey][]perfdata.BuildID{}
-	zero := map[tkey]bool{}
-	for _, e := range s.buildIDs {
+}
+
+// tableKey is an entry's name in the header's build-id table, and whether
+// it is the kernel's (the kernel and its modules) or user space's.
+type tableKey struct {
+	name   string
+	kernel bool
+}
+
+// buildIDTable is the header's build-id table by name: the distinct
+// build-ids of each, and which names perf wrote an all-zero build-id for.
+type buildIDTable struct {
+	ids  map[tableKey][]buildid.ID
+	zero map[tableKey]bool
+}
+
+func newBuildIDTable(entries []perfdata.BuildIDEntry) *buildIDTable {
+	t := &buildIDTable{ids: map[tableKey][]buildid.ID{}, zero: map[tableKey]bool{}}
+	for _, e := range entries {
 		var kernel bool
 		switch e.CPUMode {
 		case perfdata.CPUModeKernel:
@@ -214,37 +289,40 @@ func (s *Session) assignTableBuildIDs() {
 		default:
 			continue // a guest's DSO, not this machine's
 		}
-		k := tkey{e.Filename, kernel}
+		k := tableKey{e.Filename, kernel}
 		if e.BuildID.IsZero() {
-			zero[k] = true
+			t.zero[k] = true
 			continue
 		}
-		dup := false
-		for _, b := range table[k] {
-			if sameBuildID(b, e.BuildID) {
-				dup = true
-			}
-		}
-		if !dup {
-			table[k] = append(table[k], e.BuildID)
+		if !slices.ContainsFunc(t.ids[k], e.BuildID.Matches) {
+			t.ids[k] = append(t.ids[k], e.BuildID)
 		}
 	}
-	lookup := func(d *DSO) []perfdata.BuildID {
-		switch d.Kind {
-		case KindKernel:
-			return table[tkey{"[kernel.kallsyms]", true}]
-		case KindModule:
-			for _, n := range moduleTableNames(d.Path) {
-				if ids := table[tkey{n, true}]; len(ids) > 0 {
-					return ids
-				}
+	return t
+}
+
+// lookup returns the build-ids the table holds for d.
+func (t *buildIDTable) lookup(d *DSO) []buildid.ID {
+	switch d.Kind {
+	case dso.Kernel:
+		return t.ids[tableKey{"[kernel.kallsyms]", true}]
+	case dso.Module:
+		for _, n := range moduleTableNames(d.Path) {
+			if ids := t.ids[tableKey{n, true}]; len(ids) > 0 {
+				return ids
 			}
-			return nil
-		case KindFile, KindVDSO:
-			return table[tkey{d.Path, false}]
 		}
 		return nil
+	case dso.File, dso.VDSO:
+		return t.ids[tableKey{d.Path, false}]
 	}
+	return nil
+}
+
+// pathPeers groups the DSOs without a recorded build-id by path, in order
+// of creation, and sets each one's inodes: how many of its peers MMAP2's
+// dev/inode set apart.
+func (s *session) pathPeers() map[string][]*DSO {
 	byPath := map[string][]*DSO{}
 	for _, d := range s.dsos {
 		if d.BuildID == nil {
@@ -262,199 +340,240 @@ func (s *Session) assignTableBuildIDs() {
 			p.inodes = n
 		}
 	}
-	for _, d := range s.dsos {
-		if d.BuildID != nil {
-			continue
+	return byPath
+}
+
+// pairByOrder gives d the build-id of ids at its place among peers, the
+// DSOs of its path in order of creation, when dev/inode split the path
+// into exactly as many DSOs as there are build-ids; otherwise d keeps them
+// all as candidates.
+func pairByOrder(d *DSO, peers []*DSO, ids []buildid.ID) {
+	paired := len(peers) == len(ids)
+	for _, p := range peers {
+		if p.Dev == nil {
+			paired = false
 		}
-		ids := lookup(d)
-		d.tableZero = zero[tkey{d.Path, d.Kind == KindKernel || d.Kind == KindModule}] ||
-			d.Kind == KindKernel && zero[tkey{"[kernel.kallsyms]", true}]
-		switch {
-		case len(ids) == 0:
-		case len(ids) == 1:
-			d.BuildID = ids[0]
+	}
+	if !paired {
+		d.Candidates = ids
+		return
+	}
+	for i, p := range peers {
+		if p == d {
+			d.BuildID = ids[i]
 			d.BuildIDSource = "header"
-		default:
-			peers := byPath[d.Path]
-			paired := len(peers) == len(ids)
-			for _, p := range peers {
-				if p.Dev == nil {
-					paired = false
-				}
-			}
-			if paired {
-				for i, p := range peers {
-					if p == d {
-						d.BuildID = ids[i]
-						d.BuildIDSource = "header"
-					}
-				}
-			} else {
-				d.Candidates = ids
-			}
 		}
 	}
 }
 
 // judge gives d its verdict. It reads files and asks the locator; it is
 // safe to call for different DSOs concurrently.
-func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateCache) {
-	o := &s.opts
+func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateCache) {
 	switch d.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		d.Verdict = NoFile
-		d.Reason = map[Kind]string{
-			KindAnon:     "anonymous memory: no file, no identity; addresses shown raw",
-			KindUnknown:  "no mapping covered these addresses when they were sampled",
-			KindGuest:    "guest code: not this machine's to resolve",
-			KindVsyscall: "the kernel's fixed vsyscall page: no file, no identity",
-		}[d.Kind]
+		d.Reason = noFileReasons[d.Kind]
 		return
-	case KindJIT:
-		p := o.jitMapPath(d.pid)
-		st := statFile(p)
-		if !st.Exists {
-			d.Verdict = Missing
-			d.Reason = "JIT code; its perf map " + p + " is gone"
-			return
-		}
-		d.Verdict = Unverified
-		d.FoundPath = p
-		d.Source = "perf-map"
-		d.symPath = p
-		d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
-		if !o.RecordingEnd.IsZero() && st.MTime.Before(o.RecordingEnd.Add(-24*time.Hour)) {
-			d.Verdict = Replaced
-			d.symPath = ""
-			d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
-		}
+	case dso.JIT:
+		s.judgeJIT(d)
 		return
 	}
-
 	if len(d.Candidates) > 0 {
 		d.Verdict = Replaced
 		d.Reason = fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them; record with --buildid-mmap", len(d.Candidates))
 		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return
 	}
-
-	disk := o.diskPath(d.Path)
 	if d.BuildID != nil {
-		q := Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
-		if d.pid > 0 {
-			q.PID = int(d.pid)
-		}
-		var found *Located
-		var err error
-		if d.cfiQuery != nil && sameBuildID(d.cfiQuery, d.BuildID) && !isContextErr(d.cfiErr) {
-			// The unwinder asked already, for the same identity.
-			found, err = d.cfiFound, d.cfiErr
-		} else {
-			found, err = loc.Locate(ctx, q)
-		}
-		if err == nil {
-			d.Verdict = Verified
-			d.Source = found.Source
-			d.FoundPath = found.Path
-			d.FoundBuildID = found.BuildID
-			d.Rejected = found.Rejected
-			d.symPath = found.symbolFile()
-			d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
-			if found.Source == "running-kernel" {
-				d.needReloc = true
-			}
-			if d.Kind == KindModule {
-				s.planModuleNames(d, found)
-			}
-			s.replacedDuringRecording(d, states)
-			return
-		}
-		if !errors.Is(err, ErrNotFound) {
-			d.Reason = "lookup failed: " + err.Error() + "; "
-		}
-		if d.Kind == KindModule && o.SymFS == "" {
-			// No .ko with the build-id anywhere; the module loaded now
-			// may be it (its build-id note is in /sys/module).
-			name := moduleName(d.Path)
-			if id, err := runningModuleBuildID(name); err == nil && sameBuildID(id, d.BuildID) {
-				d.Verdict = Verified
-				d.Source = "running-module"
-				d.FoundPath = filepath.Join(sysRoot, "module", name)
-				d.FoundBuildID = id
-				d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
-				s.planModuleNames(d, nil)
-				return
-			}
-		}
-		switch d.Kind {
-		case KindKernel:
-			d.Verdict = Mismatch
-			d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
-			d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
-			return
-		case KindVDSO:
-			d.Verdict = Missing
-			d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
-			d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
-			return
-		}
-		st := states.get(disk)
-		d.FoundPath = disk
-		switch {
-		case !st.Exists:
-			d.Verdict = Missing
-			d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
-			d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
-		case st.BuildID == nil:
-			d.Verdict = Mismatch
-			d.FoundBuildID = nil
-			d.GoBuildID = st.GoBuildID
-			d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
-			d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
-		default:
-			d.Verdict = Mismatch
-			d.FoundBuildID = st.BuildID
-			d.GoBuildID = st.GoBuildID
-			d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
-			d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
-		}
-		if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
-			d.symPath = disk
-		}
+		s.judgeBuildID(ctx, d, loc, states)
 		return
 	}
-
-	// No build-id recorded.
 	switch d.Kind {
-	case KindKernel:
-		if o.SymFS != "" {
-			d.Verdict = Missing
-			d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
-			d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
-			return
-		}
-		rel := kernelRelease()
-		if o.KernelRelease != "" && rel != "" && o.KernelRelease != rel {
-			d.Verdict = Replaced
-			d.Reason = "no kernel build-id recorded; the recording's kernel is " + o.KernelRelease + ", the running one " + rel
-			d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
-			return
-		}
-		d.Verdict = Unverified
-		d.Source = "running-kernel"
-		d.FoundPath = "/proc/kallsyms"
-		d.symPath = "/proc/kallsyms"
-		d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
-		if o.KernelRelease == "" {
-			d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
-		}
-		d.needReloc = true
-		return
-	case KindVDSO:
+	case dso.Kernel:
+		s.judgeKernelWithoutBuildID(d)
+	case dso.VDSO:
 		d.Verdict = NoFile
 		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
+	default:
+		s.judgePath(d, states)
+	}
+}
+
+// noFileReasons say why a mapping without a file has no identity.
+var noFileReasons = map[dso.Kind]string{
+	dso.Anon:     "anonymous memory: no file, no identity; addresses shown raw",
+	dso.Unknown:  "no mapping covered these addresses when they were sampled",
+	dso.Guest:    "guest code: not this machine's to resolve",
+	dso.Vsyscall: "the kernel's fixed vsyscall page: no file, no identity",
+}
+
+// judgeJIT judges JIT code by its perf map: it has no identity, but it is
+// append-only, so its names are used unless the map predates the
+// recording.
+func (s *session) judgeJIT(d *DSO) {
+	o := &s.opts
+	p := o.jitMapPath(d.pid)
+	st := statFile(p)
+	if !st.Exists {
+		d.Verdict = Missing
+		d.Reason = "JIT code; its perf map " + p + " is gone"
 		return
 	}
+	d.Verdict = Unverified
+	d.FoundPath = p
+	d.Source = "perf-map"
+	d.symPath = p
+	d.Reason = "JIT code named by " + p + ": a perf map has no identity; it is append-only, so names are used"
+	if !s.rec.end.IsZero() && st.MTime.Before(s.rec.end.Add(-24*time.Hour)) {
+		d.Verdict = Replaced
+		d.symPath = ""
+		d.Reason = "JIT code; " + p + " is older than the recording by more than a day: another process with this pid wrote it"
+	}
+}
+
+// judgeBuildID judges d, whose build-id was recorded: verified when the
+// locator finds a binary with it (or, for a module, the module loaded now
+// has it), else mismatch or missing by what is at the path.
+func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states *stateCache) {
+	found, err := s.lookup(ctx, d, loc)
+	if err == nil {
+		s.verified(d, found, states)
+		return
+	}
+	if !errors.Is(err, buildidcache.ErrNotFound) {
+		d.Reason = "lookup failed: " + err.Error() + "; "
+	}
+	if d.Kind == dso.Module && s.opts.Lookup.SymFS == "" && s.runningModuleMatches(d) {
+		return
+	}
+	switch d.Kind {
+	case dso.Kernel:
+		d.Verdict = Mismatch
+		d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
+		d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
+		return
+	case dso.VDSO:
+		d.Verdict = Missing
+		d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
+		d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
+		return
+	}
+	s.judgeAtPath(d, states)
+}
+
+// lookup asks loc for d's binary by build-id, unless the unwinder asked
+// already for the same identity (and was not cancelled).
+func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, error) {
+	q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+	if d.pid > 0 {
+		q.PID = int(d.pid)
+	}
+	if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
+		return d.cfiFound, d.cfiErr
+	}
+	return loc.Locate(ctx, q)
+}
+
+// verified gives d the verdict verified, with the binary found.
+func (s *session) verified(d *DSO, found *located, states *stateCache) {
+	d.Verdict = Verified
+	d.Source = found.Source
+	d.FoundPath = found.Path
+	d.FoundBuildID = found.BuildID
+	d.Rejected = found.Rejected
+	d.symPath = found.symbolFile()
+	d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
+	if found.Source == "running-kernel" {
+		d.needReloc = true
+	}
+	if d.Kind == dso.Module {
+		s.planModuleNames(d, found)
+	}
+	s.replacedDuringRecording(d, states)
+}
+
+// runningModuleMatches verifies module d against the module loaded now,
+// whose build-id note is in /sys/module, when no .ko with its build-id was
+// found anywhere; it reports whether it did.
+func (s *session) runningModuleMatches(d *DSO) bool {
+	name := moduleName(d.Path)
+	id, err := runningModuleBuildID(name)
+	if err != nil || !id.Matches(d.BuildID) {
+		return false
+	}
+	d.Verdict = Verified
+	d.Source = "running-module"
+	d.FoundPath = filepath.Join(sysRoot, "module", name)
+	d.FoundBuildID = id
+	d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
+	s.planModuleNames(d, nil)
+	return true
+}
+
+// judgeAtPath judges a file whose recorded build-id was found nowhere by
+// what is at its path now: missing, or a mismatch.
+func (s *session) judgeAtPath(d *DSO, states *stateCache) {
+	o := &s.opts
+	disk := o.diskPath(d.Path)
+	st := states.get(disk)
+	d.FoundPath = disk
+	switch {
+	case !st.Exists:
+		d.Verdict = Missing
+		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
+		d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+	case st.BuildID == nil:
+		d.Verdict = Mismatch
+		d.FoundBuildID = nil
+		d.GoBuildID = st.GoBuildID
+		d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
+		d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+	default:
+		d.Verdict = Mismatch
+		d.FoundBuildID = st.BuildID
+		d.GoBuildID = st.GoBuildID
+		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
+		d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+	}
+	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
+		d.symPath = disk
+	}
+}
+
+// judgeKernelWithoutBuildID judges a kernel recorded without a build-id by
+// the running kernel's release.
+func (s *session) judgeKernelWithoutBuildID(d *DSO) {
+	o := &s.opts
+	if o.Lookup.SymFS != "" {
+		d.Verdict = Missing
+		d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
+		d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
+		return
+	}
+	rel := kernelRelease()
+	if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
+		d.Verdict = Replaced
+		d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
+		d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
+		return
+	}
+	d.Verdict = Unverified
+	d.Source = "running-kernel"
+	d.FoundPath = "/proc/kallsyms"
+	d.symPath = "/proc/kallsyms"
+	d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
+	if s.rec.kernelRelease == "" {
+		d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
+	}
+	d.needReloc = true
+}
+
+// judgePath judges a file recorded without a build-id by the file at its
+// path: missing, replaced when something shows it changed (another inode,
+// modified after it was mapped), else unverified.
+func (s *session) judgePath(d *DSO, states *stateCache) {
+	o := &s.opts
+	disk := o.diskPath(d.Path)
 	st := states.get(disk)
 	d.FoundPath = disk
 	if !st.Exists {
@@ -466,7 +585,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
 	sameInode := false
-	if d.Dev != nil && o.SymFS == "" {
+	if d.Dev != nil && o.Lookup.SymFS == "" {
 		// Under --symfs the files are copies from elsewhere: their device
 		// and inode say nothing about the recorded ones. A different
 		// device is another view of the filesystem (overlayfs, a
@@ -480,7 +599,7 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		}
 	}
 	if d.Verdict == 0 {
-		if why := o.modifiedAfterMapped(d, st); why != "" {
+		if why := s.rec.modifiedAfterMapped(d, st); why != "" {
 			d.Verdict = Replaced
 			d.Reason = "no build-id recorded; " + why
 		}
@@ -497,29 +616,13 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 		switch {
 		case sameInode:
 			d.Reason = "no build-id recorded; same device and inode as recorded"
-		case o.RecordingEnd.IsZero() && o.Clock == nil:
+		case s.rec.end.IsZero() && s.rec.clock == nil:
 			d.Reason = "no build-id recorded and no recording time known: nothing to compare"
 		default:
 			d.Reason = "no build-id recorded; the file is older than the recording"
 		}
 	}
-	switch {
-	case st.BuildID == nil && st.GoBuildID != "":
-		d.Reason += "; a Go binary without a GNU build-id"
-		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
-	case st.BuildID == nil && st.IsELF:
-		d.Reason += "; the binary has no build-id"
-		d.Advice = "link with -Wl,--build-id so profiles can be verified"
-	case st.BuildID != nil && len(s.buildIDs) == 0:
-		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	case st.BuildID != nil && d.tableZero:
-		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	case st.BuildID != nil:
-		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
-	}
+	noBuildIDAdvice(d, st, len(s.buildIDs) > 0)
 	if d.Verdict == Replaced && o.TrustPaths && st.IsELF {
 		d.symPath = disk
 	}
@@ -529,11 +632,34 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 			d.Reason += " (" + st.IdentErr.Error() + ")"
 		}
 	}
-	if d.Kind == KindModule && d.symPath != "" {
+	if d.Kind == dso.Module && d.symPath != "" {
 		// A module without a build-id, trusted by its path: named from
 		// the .ko there when its layout allows it.
 		d.modNames = "ko"
 		_, d.modLimit, _ = s.moduleRange(d)
+	}
+}
+
+// noBuildIDAdvice says why d, recorded without a build-id, could not be
+// verified, and what would have made it verifiable; st is the file at its
+// path, table whether the recording has a build-id table.
+func noBuildIDAdvice(d *DSO, st *fileState, table bool) {
+	switch {
+	case st.BuildID == nil && st.GoBuildID != "":
+		d.Reason += "; a Go binary without a GNU build-id"
+		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
+	case st.BuildID == nil && st.IsELF:
+		d.Reason += "; the binary has no build-id"
+		d.Advice = "link with -Wl,--build-id so profiles can be verified"
+	case st.BuildID != nil && !table:
+		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	case st.BuildID != nil && d.tableZero:
+		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+	case st.BuildID != nil:
+		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
+		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	}
 }
 
@@ -546,12 +672,12 @@ func (s *Session) judge(ctx context.Context, d *DSO, loc Locator, states *stateC
 // cfiFiles' choice of unwind tables both ask it, so that unwinding never
 // walks through the new build's tables beneath a frame the verdict calls
 // replaced.
-func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
-	if t, ok := o.wallTime(d.firstTime); ok && st.MTime.After(t) {
+func (r *recInfo) modifiedAfterMapped(d *DSO, st *fileState) string {
+	if t, ok := r.wallTime(d.firstTime); ok && st.MTime.After(t) {
 		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after it was mapped (" + t.UTC().Format(time.RFC3339) + ")"
 	}
-	if !o.RecordingEnd.IsZero() && st.MTime.After(o.RecordingEnd) {
-		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + o.RecordingEnd.UTC().Format(time.RFC3339) + ")"
+	if !r.end.IsZero() && st.MTime.After(r.end) {
+		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + r.end.UTC().Format(time.RFC3339) + ")"
 	}
 	return ""
 }
@@ -562,7 +688,7 @@ func (o *Options) modifiedAfterMapped(d *DSO, st *fileState) string {
 // that proved the identity when its .text starts the module's text, else
 // not at all, with the reason. found is nil when only the loaded module
 // proved the identity. The symbols themselves are read when symbolizing.
-func (s *Session) planModuleNames(d *DSO, found *Located) {
+func (s *session) planModuleNames(d *DSO, found *located) {
 	d.symPath = ""
 	d.modNames = ""
 	// The lookup's decompressed image of a compressed .ko, taken (and so
@@ -574,13 +700,13 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 	name := moduleName(d.Path)
 	var why []string
 	start, limit, ok := s.moduleRange(d)
-	if s.opts.SymFS != "" {
+	if s.opts.Lookup.SymFS != "" {
 		why = append(why, "under --symfs this machine's loaded modules are not the recording's")
 	} else if !ok {
 		why = append(why, "the recording maps it at more than one address")
 	} else if id, err := runningModuleBuildID(name); err != nil {
 		why = append(why, "it is not loaded now ("+err.Error()+")")
-	} else if !sameBuildID(id, d.BuildID) {
+	} else if !id.Matches(d.BuildID) {
 		why = append(why, "the module loaded now has build-id "+id.String())
 	} else if base, err := runningModuleBase(name); err != nil {
 		why = append(why, err.Error())
@@ -612,10 +738,10 @@ func (s *Session) planModuleNames(d *DSO, found *Located) {
 // moduleRange returns where the recording mapped module d: the start and
 // length of its kernel map; ok is false when it was mapped at several
 // addresses (reloaded during the recording).
-func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
+func (s *session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 	n := 0
-	for _, m := range s.tracker.kernel.maps {
-		if m.DSO != d {
+	for _, m := range s.tracker.Maps(addrspace.KernelPID) {
+		if m.Kind != dso.Module || s.dsoOf(m) != d {
 			continue
 		}
 		if n > 0 && m.Start != start {
@@ -644,9 +770,9 @@ func (s *Session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 // nothing is concluded: a copy of the same file (git clone, cp, a package
 // reinstalled) has another inode and a new mtime too, and its build-id is
 // the proof that it is the same.
-func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
+func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	o := &s.opts
-	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != KindFile || o.SymFS != "" {
+	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.Lookup.SymFS != "" {
 		return false
 	}
 	st := states.get(o.diskPath(d.Path))
@@ -660,9 +786,9 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return true
 	}
-	t, ok := o.wallTime(d.firstTime)
-	if !ok || o.RecordingEnd.IsZero() || !sameBuildID(st.BuildID, d.BuildID) ||
-		!st.MTime.After(t) || st.MTime.After(o.RecordingEnd) {
+	t, ok := s.rec.wallTime(d.firstTime)
+	if !ok || s.rec.end.IsZero() || !st.BuildID.Matches(d.BuildID) ||
+		!st.MTime.After(t) || st.MTime.After(s.rec.end) {
 		return false
 	}
 	d.Verdict = Replaced
@@ -678,7 +804,7 @@ func (s *Session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 // "[kernel.kallsyms]_text", stored as the kernel map's pgoff by
 // perf_event__synthesize_kernel_mmap) and relocates by the difference with
 // the same symbol now (machine__create_kernel_maps, map__reloc_vmlinux).
-func (s *Session) relocateKernel(d *DSO) {
+func (s *session) relocateKernel(d *DSO) {
 	if d.relocSym == "" {
 		// No kernel map was recorded, so nothing says where this boot's
 		// kernel was then: naming through this boot's kallsyms could be off

@@ -5,12 +5,14 @@ import (
 	"hash/maphash"
 	"runtime"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // Reading a recording and checking its samples are two halves of similar
 // cost (decoding and time-ordering the records; resolving and aggregating
-// the stacks). Session.feed runs them on two goroutines, so that they
+// the stacks). session.feed runs them on two goroutines, so that they
 // overlap on two cores: the reader converts records into batches, which
 // carry copies of what the perfdata iterator reuses (callchains, user
 // registers and stack copies), and the session consumes the batches in the
@@ -26,10 +28,9 @@ import (
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
 // feedBatchOps × 64) bytes, 4.5 MiB, plus feedBatchBytes a batch for
 // --call-graph dwarf stack copies) whatever the size of the recording. A
-// batch holds some 1,500 samples of 80-frame callchains: with a fourth of
-// that (the batch size before), handing batches over woke a goroutine
-// twice as often, which cost 5% of the check's CPU and wall time on the
-// 1 GB bench recording.
+// batch holds some 1,500 samples of 80-frame callchains: large enough
+// that handing a batch over, which wakes a goroutine, is rare next to the
+// work on it.
 const (
 	feedBatches    = 4
 	feedBatchWords = 128 << 10 // callchain entries and user registers
@@ -40,16 +41,6 @@ const (
 // tests can make every fixture span many batches.
 var feedBatchOps = 2048
 
-type feedKind uint8
-
-const (
-	feedSample feedKind = iota
-	feedMmap
-	feedComm
-	feedFork
-	feedExit
-)
-
 // feedOp is one record as the session takes it, kept small (64 bytes, a cache line):
 // every sample has one, and they cross from one core to the other. What
 // samples rarely have (a user stack copy) and the other records are in
@@ -59,13 +50,13 @@ type feedOp struct {
 	event, pid, tid  int32
 	cpu              uint32
 	chainLo, chainHi int32  // the callchain in words; chainLo < 0: none (nil)
-	chainHash        uint64 // the first half of SampleEvent.chainHash
+	chainHash        uint64 // the first half of sampleEvent.chainHash
 	// aux indexes users for a sample (-1: no user stack to unwind) and
 	// others for the other records.
 	aux       int32
-	kind      feedKind
+	sample    bool // a sample; otherwise the record others[aux]
 	mode      perfdata.CPUMode
-	stackUser bool // the sample has a user stack copy (SampleEvent.StackUser)
+	stackUser bool // the sample has a user stack copy (sampleEvent.StackUser)
 }
 
 // feedUser is a sample's user stack copy (--call-graph dwarf): its
@@ -78,25 +69,19 @@ type feedUser struct {
 
 // aheadKey is a sample's raw-stack key as apply takes it ahead.
 type aheadKey struct {
-	chainHash [2]uint64 // the callchain's digest (SampleEvent.chainHash)
+	chainHash [2]uint64 // the callchain's digest (sampleEvent.chainHash)
 	key       rawKey
 	pg, kg    uint64
 	ok        bool
 }
 
-// feedOther is a record other than a sample.
-type feedOther struct {
-	m                    *MapEvent // feedMmap
-	pid, tid, ppid, ptid int32     // feedComm, feedFork, feedExit
-	comm                 string
-	exec                 bool // feedComm: PERF_RECORD_MISC_COMM_EXEC
-}
-
 // feedBatch is a run of consecutive records.
 type feedBatch struct {
-	ops    []feedOp
-	users  []feedUser
-	others []feedOther
+	ops   []feedOp
+	users []feedUser
+	// others are the records other than samples, copied out of the
+	// reader's storage (copyUpdate).
+	others []perfdata.Record
 	words  []uint64
 	bytes  []byte
 }
@@ -108,7 +93,7 @@ func newFeedBatch() *feedBatch {
 func (b *feedBatch) reset() {
 	b.ops = b.ops[:0]
 	b.users = b.users[:0]
-	clear(b.others) // drop the MapEvents and strings
+	clear(b.others) // drop the records
 	b.others = b.others[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
@@ -121,16 +106,16 @@ func (b *feedBatch) full(nw, nb int) bool {
 		len(b.ops) > 0 && (len(b.words)+nw > feedBatchWords || len(b.bytes)+nb > feedBatchBytes)
 }
 
-// other appends a record other than a sample.
-func (b *feedBatch) other(k feedKind, o feedOther) {
-	b.ops = append(b.ops, feedOp{kind: k, aux: int32(len(b.others))})
-	b.others = append(b.others, o)
+// other appends a record other than a sample, which the batch keeps.
+func (b *feedBatch) other(r perfdata.Record) {
+	b.ops = append(b.ops, feedOp{aux: int32(len(b.others))})
+	b.others = append(b.others, r)
 }
 
 // feed reads every record of f in time order (perf's ordered delivery) and
 // feeds the session, keeping each sample's addresses in ips when it is not
 // nil.
-func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
+func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(), func(full *feedBatch) *feedBatch {
@@ -166,7 +151,7 @@ func (s *Session) feed(ctx context.Context, f Recording, ips *sampleIPs) error {
 // last) to handoff, which returns an empty batch to go on with. It runs on
 // its own goroutine when feed pipelines: it touches nothing of the session
 // but its options and its raw-stack seeds, both fixed when it was made.
-func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
+func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	n := 0
@@ -179,101 +164,103 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 				return err
 			}
 			if s.opts.Progress != nil {
-				s.opts.Progress(rs.Record().Header().Offset)
+				s.opts.Progress(Progress{Phase: PhaseRead, Offset: rs.Record().Header().Offset})
 			}
 		}
-		// A record other than a sample sets k and o, added below.
-		k, o := feedSample, feedOther{}
-		switch r := rs.Record().(type) {
-		case *perfdata.Sample:
-			var stack []byte
-			var regs []uint64
-			userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
-			if userOK {
-				// A 64-bit user stack copy (--call-graph dwarf).
-				stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
-				regs = r.RegsUser
-			}
-			if b.full(len(r.Callchain)+len(regs), len(stack)) {
-				b = handoff(b)
-			}
-			op := feedOp{
-				kind:      feedSample,
-				event:     int32(max(r.EventIndex, 0)),
-				pid:       int32(r.PID()),
-				tid:       int32(r.TID()),
-				cpu:       r.CPU(),
-				time:      r.Time(),
-				period:    r.Period,
-				mode:      r.CPUMode(),
-				ip:        r.IP,
-				stackUser: len(r.StackUser) > 0,
-				chainLo:   -1,
-				chainHi:   -1,
-				aux:       -1,
-			}
-			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
-				// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.
-				op.period = events[r.EventIndex].Attr.SamplePeriod
-			}
-			if r.Callchain != nil {
-				// The first half of the callchain's digest; apply takes
-				// the second, so that the two goroutines' work stays
-				// balanced (this one also reads and orders the file).
-				op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
-				op.chainLo = int32(len(b.words))
-				b.words = append(b.words, r.Callchain...)
-				op.chainHi = int32(len(b.words))
-			}
-			if userOK {
-				u := feedUser{mask: events[r.EventIndex].Attr.SampleRegsUser,
-					regsLo: int32(len(b.words)), regs: int32(len(regs)),
-					stackLo: int32(len(b.bytes)), stackBytes: int32(len(stack))}
-				b.words = append(b.words, regs...)
-				b.bytes = append(b.bytes, stack...)
-				op.aux = int32(len(b.users))
-				b.users = append(b.users, u)
-			}
-			b.ops = append(b.ops, op)
-		case *perfdata.Mmap:
-			k, o = feedMmap, feedOther{m: &MapEvent{
-				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
-				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
-				Time: r.SampleID.Time, Exec: !r.IsData(),
-			}}
-		case *perfdata.Mmap2:
-			e := &MapEvent{
-				PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(),
-				Start: r.Addr, Len: r.Len, Pgoff: r.PgOff, Path: r.Filename,
-				Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags,
-			}
-			if r.HasBuildID() {
-				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
-			} else {
-				e.HasDevIno = true
-				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
-			}
-			k, o = feedMmap, feedOther{m: e}
-		case *perfdata.Comm:
-			k, o = feedComm, feedOther{pid: int32(r.PID), tid: int32(r.TID), comm: r.Comm, exec: r.Exec()}
-		case *perfdata.Fork:
-			k, o = feedFork, feedOther{pid: int32(r.PID), ppid: int32(r.PPID), tid: int32(r.TID), ptid: int32(r.PTID)}
-		case *perfdata.Exit:
-			k, o = feedExit, feedOther{pid: int32(r.PID), tid: int32(r.TID)}
-		default:
+		if r, ok := rs.Record().(*perfdata.Sample); ok {
+			b = s.addSample(b, r, events, handoff)
 			continue
 		}
-		if k != feedSample {
+		if r := copyUpdate(rs.Record()); r != nil {
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
-			b.other(k, o)
+			b.other(r)
 		}
 	}
 	if len(b.ops) > 0 {
 		handoff(b)
 	}
 	return rs.Err()
+}
+
+// addSample adds sample r to b, or to the batch handoff returns for b
+// when b is full; it returns the batch it added to.
+func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
+	var stack []byte
+	var regs []uint64
+	userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
+	if userOK {
+		// A 64-bit user stack copy (--call-graph dwarf).
+		stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
+		regs = r.RegsUser
+	}
+	if b.full(len(r.Callchain)+len(regs), len(stack)) {
+		b = handoff(b)
+	}
+	op := feedOp{
+		sample:    true,
+		event:     int32(max(r.EventIndex, 0)),
+		pid:       int32(r.PID()),
+		tid:       int32(r.TID()),
+		cpu:       r.CPU(),
+		time:      r.Time(),
+		period:    r.Period,
+		mode:      r.CPUMode(),
+		ip:        r.IP,
+		stackUser: len(r.StackUser) > 0,
+		chainLo:   -1,
+		chainHi:   -1,
+		aux:       -1,
+	}
+	if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+		// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.
+		op.period = events[r.EventIndex].Attr.SamplePeriod
+	}
+	if r.Callchain != nil {
+		// The first half of the callchain's digest; apply takes the
+		// second, so that the two goroutines' work stays balanced (this
+		// one also reads and orders the file).
+		op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
+		op.chainLo = int32(len(b.words))
+		b.words = append(b.words, r.Callchain...)
+		op.chainHi = int32(len(b.words))
+	}
+	if userOK {
+		u := feedUser{mask: events[r.EventIndex].Attr.SampleRegsUser,
+			regsLo: int32(len(b.words)), regs: int32(len(regs)),
+			stackLo: int32(len(b.bytes)), stackBytes: int32(len(stack))}
+		b.words = append(b.words, regs...)
+		b.bytes = append(b.bytes, stack...)
+		op.aux = int32(len(b.users))
+		b.users = append(b.users, u)
+	}
+	b.ops = append(b.ops, op)
+	return b
+}
+
+// copyUpdate returns a copy of r, which the reader will reuse, when it is
+// a record the session's tracker takes (session.update); nil otherwise.
+// EXIT records are not copied: they change no address space.
+func copyUpdate(r perfdata.Record) perfdata.Record {
+	switch r := r.(type) {
+	case *perfdata.Mmap:
+		c := *r
+		return &c
+	case *perfdata.Mmap2:
+		c := *r
+		if r.HasBuildID() {
+			c.BuildID = append(buildid.ID(nil), r.BuildID...)
+		}
+		return &c
+	case *perfdata.Comm:
+		c := *r
+		return &c
+	case *perfdata.Fork:
+		c := *r
+		return &c
+	}
+	return nil
 }
 
 // apply feeds a batch's records to the session, in order. It first
@@ -285,24 +272,24 @@ func (s *Session) read(ctx context.Context, f Recording, b *feedBatch, handoff f
 // overlap, where a lookup per sample took one miss at a time. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
-func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
-	var se SampleEvent
-	var us UserStack
+func (s *session) apply(b *feedBatch, ips *sampleIPs) {
+	var se sampleEvent
+	var us unwind.UserStack
 	keys := s.keyBuf[:0]
 	var touched uint64
 	for i := range b.ops {
 		op := &b.ops[i]
 		var k aheadKey
-		if op.kind == feedSample && op.chainLo >= 0 {
+		if op.sample && op.chainLo >= 0 {
 			// Kept here, not written into the op: the reader writes
 			// the batch's ops again once it is handed back, and taking
 			// back lines this core wrote costs it more.
 			k.chainHash = [2]uint64{op.chainHash,
 				maphash.Bytes(s.rawSeeds[1], u64Bytes(b.words[op.chainLo:op.chainHi]))}
 		}
-		if op.kind == feedSample && op.aux < 0 {
-			k.pg, k.kg = s.tracker.generation(op.pid)
-			e := SampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
+		if op.sample && op.aux < 0 {
+			k.pg, k.kg = s.tracker.Generation(uint32(op.pid))
+			e := sampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
 				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}
 			if op.chainLo >= 0 {
 				e.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
@@ -321,22 +308,12 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 	s.touched += touched
 	for i := range b.ops {
 		op := &b.ops[i]
-		if op.kind != feedSample {
-			o := &b.others[op.aux]
-			switch op.kind {
-			case feedMmap:
-				s.Mmap(o.m)
-			case feedComm:
-				s.Comm(o.pid, o.tid, o.comm, o.exec)
-			case feedFork:
-				s.Fork(o.pid, o.ppid, o.tid, o.ptid)
-			case feedExit:
-				s.Exit(o.pid, o.tid)
-			}
+		if !op.sample {
+			s.update(b.others[op.aux])
 			continue
 		}
 		k := &keys[i]
-		se = SampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
+		se = sampleEvent{Event: int(op.event), PID: op.pid, TID: op.tid, CPU: op.cpu, Time: op.time,
 			Period: op.period, Mode: op.mode, IP: op.ip, StackUser: op.stackUser,
 			key: k.key, keyPG: k.pg, keyKG: k.kg, keyed: k.ok}
 		if op.chainLo >= 0 {
@@ -345,12 +322,12 @@ func (s *Session) apply(b *feedBatch, ips *sampleIPs) {
 		}
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
-			us = UserStack{Mask: u.mask,
+			us = unwind.UserStack{Mask: u.mask,
 				Regs:  b.words[u.regsLo : u.regsLo+u.regs : u.regsLo+u.regs],
 				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
 			se.User = &us
 		}
-		s.Sample(&se)
+		s.sample(&se)
 		if ips != nil {
 			ips.add(s, &se)
 		}

@@ -14,12 +14,12 @@ import (
 // maps libA, takes a sample, maps libB over it, and takes a sample with the
 // same address and callchain: the second belongs to libB.
 func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
-	s := NewSession(Options{NoSymbols: true, KeepSamples: true})
+	s := newSession(Options{NoSymbols: true, KeepSamples: true})
 	b := newFeedBatch()
-	b.other(feedComm, feedOther{pid: 7, tid: 7, comm: "prog", exec: true})
+	b.other(commRec(7, 7, "prog", true))
 	const ip = 0x10100
 	sample := func() {
-		op := feedOp{kind: feedSample, pid: 7, tid: 7, mode: perfdata.CPUModeUser, ip: ip, period: 1,
+		op := feedOp{sample: true, pid: 7, tid: 7, mode: perfdata.CPUModeUser, ip: ip, period: 1,
 			chainLo: int32(len(b.words)), aux: -1}
 		b.words = append(b.words, contextUser, ip)
 		op.chainHi = int32(len(b.words))
@@ -27,8 +27,7 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 		b.ops = append(b.ops, op)
 	}
 	for _, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
-		b.other(feedMmap, feedOther{m: &MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser,
-			Start: 0x10000, Len: 0x1000, Path: lib, Exec: true}})
+		b.other(mmapRec(7, 0x10000, 0x1000, 0, lib))
 		sample()
 	}
 	s.apply(b, nil)
@@ -40,26 +39,26 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 // (the frame memo is keyed by the maps' generations, as the raw-stack cache
 // is): libB's sample must not take libA's location from the memo.
 func TestLocMemoSeesMapChanges(t *testing.T) {
-	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "prog", true)
+	s := newSession(Options{NoSymbols: true})
+	s.update(commRec(7, 7, "prog", true))
 	const ip = 0x10100
 	for i, lib := range []string{"/nonexistent/libA.so", "/nonexistent/libB.so"} {
-		s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: lib, Exec: true})
+		s.update(mmapRec(7, 0x10000, 0x1000, 0, lib))
 		// A callchain of another length each time: a new raw stack.
 		chain := []uint64{contextUser, ip}
 		for range i {
 			chain = append(chain, 0x10200)
 		}
-		s.Sample(&SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: ip, Period: 1, Callchain: chain})
+		s.sample(&sampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: ip, Period: 1, Callchain: chain})
 	}
 	oneLeafInEachLib(t, s)
 }
 
 // oneLeafInEachLib finishes s and checks that libA and libB each have one
 // sample's leaf.
-func oneLeafInEachLib(t *testing.T, s *Session) {
+func oneLeafInEachLib(t *testing.T, s *session) {
 	t.Helper()
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

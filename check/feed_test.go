@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // fingerprint renders everything a Result says that reading order could
@@ -27,7 +29,7 @@ func fingerprint(t *testing.T, res *Result) string {
 	for _, st := range res.Stacks {
 		fmt.Fprintf(&b, "stack %d:", st.ID)
 		for _, l := range st.Locations() {
-			fmt.Fprintf(&b, " %s", l.Raw())
+			fmt.Fprintf(&b, " %s", l.raw())
 		}
 		b.WriteByte('\n')
 	}
@@ -45,7 +47,7 @@ func fingerprint(t *testing.T, res *Result) string {
 	return b.String()
 }
 
-// Reading on one goroutine and checking on another (Session.feed) gives
+// Reading on one goroutine and checking on another (session.feed) gives
 // exactly the result of doing both on one, on every fixture: with batches
 // of a few records, so that each recording crosses between the goroutines
 // hundreds of times, user stack copies (cshared-dwarf) and process events
@@ -60,7 +62,7 @@ func TestFeedPipelineSameAsSerial(t *testing.T) {
 	for _, name := range files {
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			run := func(workers int) string {
-				res, err := Analyze(context.Background(), name, Options{BuildIDDir: cache, KeepSamples: true, NoSymbols: true, Workers: workers})
+				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true, Workers: workers})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -90,14 +92,14 @@ func firstDiff(a, b string) string {
 
 // feedDirect is the session's feeding written plainly, record by record
 // with no batches: the reference the batched reading is held to.
-func feedDirect(t *testing.T, s *Session, f Recording) {
+func feedDirect(t *testing.T, s *session, f recording) {
 	t.Helper()
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	for rs.Next() {
 		switch r := rs.Record().(type) {
 		case *perfdata.Sample:
-			e := SampleEvent{Event: max(r.EventIndex, 0), PID: int32(r.PID()), TID: int32(r.TID()), CPU: r.CPU(),
+			e := sampleEvent{Event: max(r.EventIndex, 0), PID: int32(r.PID()), TID: int32(r.TID()), CPU: r.CPU(),
 				Time: r.Time(), Period: r.Period, Mode: r.CPUMode(), IP: r.IP, Callchain: r.Callchain,
 				StackUser: len(r.StackUser) > 0}
 			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
@@ -105,28 +107,11 @@ func feedDirect(t *testing.T, s *Session, f Recording) {
 			}
 			if r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
 				n := min(r.StackUserDynSize, uint64(len(r.StackUser)))
-				e.User = &UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
+				e.User = &unwind.UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser, Stack: r.StackUser[:n]}
 			}
-			s.Sample(&e)
-		case *perfdata.Mmap:
-			s.Mmap(&MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
-				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData()})
-		case *perfdata.Mmap2:
-			e := &MapEvent{PID: int32(r.PID), TID: int32(r.TID), Mode: r.CPUMode(), Start: r.Addr, Len: r.Len,
-				Pgoff: r.PgOff, Path: r.Filename, Time: r.SampleID.Time, Exec: !r.IsData(), Prot: r.Prot, Flags: r.Flags}
-			if r.HasBuildID() {
-				e.BuildID = append(perfdata.BuildID(nil), r.BuildID...)
-			} else {
-				e.HasDevIno = true
-				e.Maj, e.Min, e.Ino, e.InoGen = r.Maj, r.Min, r.Ino, r.InoGeneration
-			}
-			s.Mmap(e)
-		case *perfdata.Comm:
-			s.Comm(int32(r.PID), int32(r.TID), r.Comm, r.Exec())
-		case *perfdata.Fork:
-			s.Fork(int32(r.PID), int32(r.PPID), int32(r.TID), int32(r.PTID))
-		case *perfdata.Exit:
-			s.Exit(int32(r.PID), int32(r.TID))
+			s.sample(&e)
+		default:
+			s.update(r)
 		}
 	}
 	if err := rs.Err(); err != nil {
@@ -149,15 +134,15 @@ func TestFeedSameAsDirect(t *testing.T) {
 			defer f.Close()
 			var prints []string
 			for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
-				opts := Options{BuildIDDir: cache, KeepSamples: true, NoSymbols: true, Workers: workers}
-				s := NewSession(opts)
+				opts := Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true, Workers: workers}
+				s := newSession(opts)
 				if workers < 0 {
 					s.opts.Workers = 0
 					feedDirect(t, s, f)
-				} else if err := s.Feed(context.Background(), f); err != nil {
+				} else if err := s.feed(context.Background(), f, nil); err != nil {
 					t.Fatal(err)
 				}
-				res, err := s.Finish(context.Background())
+				res, err := s.finish(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}

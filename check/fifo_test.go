@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
@@ -61,29 +62,29 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
 	finishNotSymbolized(t, ko,
-		&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true},
-		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
+		mmapRec(-1, modBase, 0x4000, 0, ko),
+		&sampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
 }
 
 // A user DSO recorded without a build-id whose path is a FIFO.
 func TestFinishFilePathIsFIFO(t *testing.T) {
 	p := mkfifo(t, t.TempDir(), "evil.so")
 	finishNotSymbolized(t, p,
-		&MapEvent{PID: 7, TID: 7, Start: 0x400000, Len: 0x4000, Path: p, Exec: true},
-		&SampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
+		mmapRec(7, 0x400000, 0x4000, 0, p),
+		&sampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
 }
 
 // finishNotSymbolized feeds one mapping of the FIFO at fifo and one sample
 // in it to a session: Finish must return, and not symbolize the FIFO.
-func finishNotSymbolized(t *testing.T, fifo string, m *MapEvent, smp *SampleEvent) {
+func finishNotSymbolized(t *testing.T, fifo string, m perfdata.Record, smp *sampleEvent) {
 	t.Helper()
 	var res *Result
 	var err error
 	mustReturn(t, fifo, "Finish", func() {
-		s := NewSession(Options{BuildIDDir: t.TempDir()})
-		s.Mmap(m)
-		s.Sample(smp)
-		res, err = s.Finish(context.Background())
+		s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+		s.update(m)
+		s.sample(smp)
+		res, err = s.finish(context.Background())
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func finishNotSymbolized(t *testing.T, fifo string, m *MapEvent, smp *SampleEven
 		return
 	}
 	for _, d := range res.DSOs {
-		if d.Path == fifo && d.Symbolized() {
+		if d.Path == fifo && d.Symbolized {
 			t.Errorf("%s: a FIFO is to be symbolized (%v: %s)", d.Path, d.Verdict, d.Reason)
 		}
 	}

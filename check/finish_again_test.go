@@ -10,27 +10,27 @@ import (
 // TestFinishAgainAfterCancel: Finish with a cancelled context fails; a
 // second Finish on the same session must give the counts one Finish gives.
 func TestFinishAgainAfterCancel(t *testing.T) {
-	feed := func(s *Session) {
-		s.Comm(7, 7, "prog", true)
-		s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: "/nonexistent/lib.so", Exec: true})
+	feed := func(s *session) {
+		s.update(commRec(7, 7, "prog", true))
+		s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/lib.so"))
 		for range 5 {
-			s.Sample(&SampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: 0x10100, Period: 1})
+			s.sample(&sampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: 0x10100, Period: 1})
 		}
 	}
-	ref := NewSession(Options{NoSymbols: true})
+	ref := newSession(Options{NoSymbols: true})
 	feed(ref)
-	want, err := ref.Finish(context.Background())
+	want, err := ref.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSession(Options{NoSymbols: true})
+	s := newSession(Options{NoSymbols: true})
 	feed(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Finish(ctx); err == nil {
+	if _, err := s.finish(ctx); err == nil {
 		t.Fatal("no error from a cancelled Finish")
 	}
-	got, err := s.Finish(context.Background())
+	got, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

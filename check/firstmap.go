@@ -1,5 +1,7 @@
 package check
 
+import "github.com/perfcheck/perfcheck/addrspace"
+
 // MappingRange is where a DSO was mapped: the first executable mapping
 // the recording made of it (MMAP/MMAP2 start, end and file offset). A DSO
 // shared by several processes is mapped at an address of each one's own;
@@ -13,24 +15,18 @@ type MappingRange struct {
 // firstMaps records each DSO's first executable mapping.
 type firstMaps map[*DSO]MappingRange
 
-// watch makes the session's tracker report every new mapping to fm too.
-func (fm firstMaps) watch(s *Session) {
-	prev := s.tracker.onMap
-	s.tracker.onMap = func(m *Mapping) {
-		if prev != nil {
-			prev(m)
-		}
-		if m.DSO == nil || m.Event == nil || !m.Event.Exec {
-			return
-		}
-		if _, ok := fm[m.DSO]; !ok {
-			fm[m.DSO] = MappingRange{PID: m.PID, Start: m.Start, Limit: m.Limit, Pgoff: m.Pgoff}
-		}
+// add notes m, a new mapping of d, if it is d's first executable one.
+func (fm firstMaps) add(m *addrspace.Mapping, d *DSO) {
+	if !m.Exec {
+		return
+	}
+	if _, ok := fm[d]; !ok {
+		fm[d] = MappingRange{PID: int32(m.PID), Start: m.Start, Limit: m.Limit, Pgoff: m.Pgoff}
 	}
 }
 
 // FirstMapping returns the first executable mapping the recording made of
-// d, when the Result comes from Analyze, AnalyzeFile or AnalyzeReader.
+// d, when the Result comes from Analyze.
 func (r *Result) FirstMapping(d *DSO) (MappingRange, bool) {
 	m, ok := r.firstMaps[d]
 	return m, ok

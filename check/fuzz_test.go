@@ -2,7 +2,6 @@ package check
 
 import (
 	"context"
-	"debug/elf"
 	"encoding/binary"
 	"testing"
 
@@ -16,7 +15,7 @@ func FuzzSession(f *testing.F) {
 	f.Add([]byte("\x00\x01\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x03\x05\x00\x00\x10\x10\x00\x00\x00\x00\x00\x00"))
 	f.Add(make([]byte, 200))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := NewSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
+		s := newSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
 		u64 := func() uint64 {
 			if len(b) < 8 {
 				b = nil
@@ -33,24 +32,37 @@ func FuzzSession(f *testing.F) {
 			pid := int32(arg%4) - 1
 			switch op % 6 {
 			case 0:
-				s.Mmap(&MapEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), Start: u64(), Len: u64(), Pgoff: u64(),
-					Path: paths[int(arg)%len(paths)], Exec: arg&0x80 == 0, HasDevIno: arg&0x40 != 0, Ino: uint64(arg)})
+				var misc uint16
+				if arg&0x80 != 0 {
+					misc = miscMmapData
+				}
+				h := recHeader(perfdata.RecordMmap, perfdata.CPUMode(arg%6), misc)
+				start, length, pgoff, path := u64(), u64(), u64(), paths[int(arg)%len(paths)]
+				if arg&0x40 != 0 {
+					h.RecType = perfdata.RecordMmap2
+					s.update(&perfdata.Mmap2{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+						Addr: start, Len: length, PgOff: pgoff, Filename: path, Ino: uint64(arg)})
+				} else {
+					s.update(&perfdata.Mmap{RecordHeader: h, PID: uint32(pid), TID: uint32(pid),
+						Addr: start, Len: length, PgOff: pgoff, Filename: path})
+				}
 			case 1:
-				s.Fork(pid, int32(arg%3), pid, 0)
+				s.update(forkRec(pid, int32(arg%3), pid, 0))
 			case 2:
-				s.Comm(pid, pid, "c", arg&1 == 1)
+				s.update(commRec(pid, pid, "c", arg&1 == 1))
 			case 3:
-				s.Exit(pid, pid)
+				s.update(&perfdata.Exit{RecordHeader: recHeader(perfdata.RecordExit, perfdata.CPUModeUser, 0),
+					PID: uint32(pid), TID: uint32(pid)})
 			default:
 				n := int(arg % 8)
 				chain := make([]uint64, 0, n)
 				for i := 0; i < n; i++ {
 					chain = append(chain, u64())
 				}
-				s.Sample(&SampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
+				s.sample(&sampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
 			}
 		}
-		res, err := s.Finish(context.Background())
+		res, err := s.finish(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,32 +78,6 @@ func FuzzSession(f *testing.F) {
 		}
 		if sum != res.Samples {
 			t.Fatalf("aggregates hold %d samples, want %d", sum, res.Samples)
-		}
-	})
-}
-
-// FuzzCFI feeds arbitrary .eh_frame bytes to the parser and the rule
-// machine: errors, never a panic or a runaway.
-func FuzzCFI(f *testing.F) {
-	if ef, err := elf.Open("/bin/true"); err == nil {
-		if sec := ef.Section(".eh_frame"); sec != nil && sec.Size <= maxEHFrame {
-			if b, err := sec.Data(); err == nil {
-				f.Add(b, uint64(0x1000))
-			}
-		}
-		ef.Close()
-	}
-	f.Add([]byte("\x14\x00\x00\x00\x00\x00\x00\x00\x01zR\x00\x01\x78\x10\x01\x1b\x0c\x07\x08\x90\x01\x00\x00"), uint64(0))
-	f.Fuzz(func(t *testing.T, data []byte, a uint64) {
-		var ct cfiTable
-		if err := ct.parse(data, 0x1000); err != nil {
-			return
-		}
-		for _, fd := range ct.fdes {
-			fd.rowAt(fd.start + a%(fd.end-fd.start+1))
-		}
-		if fd := ct.find(a); fd != nil {
-			fd.rowAt(a)
 		}
 	})
 }

@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A pipe carries its OSRELEASE as a HEADER_FEATURE record, which is read
@@ -25,13 +30,13 @@ func TestAnalyzeReaderKernelRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := AnalyzeReader(context.Background(), f, p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+	res, err := Analyze(context.Background(), Stream(f, p), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var k *DSO
 	for _, d := range res.DSOs {
-		if d.Kind == KindKernel {
+		if d.Kind == dso.Kernel {
 			k = d
 		}
 	}
@@ -51,7 +56,7 @@ func truncatedFixture(t *testing.T) string { return fixtures.Truncated(t, "cshar
 // the Result is partial, the error names the file and the offset.
 func TestAnalyzePartialTruncated(t *testing.T) {
 	p := truncatedFixture(t)
-	res, err := Analyze(context.Background(), p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+	res, err := Analyze(context.Background(), Path(p), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 	if err == nil {
 		t.Fatal("no error for a recording cut inside a record")
 	}
@@ -82,7 +87,7 @@ func TestAnalyzePartialTruncated(t *testing.T) {
 		t.Errorf("report counts do not add up: %+v", rep)
 	}
 	// The complete file is not partial.
-	full, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+	full, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 	if err != nil || full.Partial || full.Report().Partial {
 		t.Fatalf("complete fixture: err %v, partial %v", err, full != nil && full.Partial)
 	}
@@ -101,10 +106,10 @@ func TestAnalyzePartialCorruptPipe(t *testing.T) {
 			if ferr != nil {
 				t.Fatal(ferr)
 			}
-			res, err = AnalyzeReader(context.Background(), f, p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+			res, err = Analyze(context.Background(), Stream(f, p), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 			f.Close()
 		} else {
-			res, err = Analyze(context.Background(), p, Options{NoSymbols: true, BuildIDDir: t.TempDir()})
+			res, err = Analyze(context.Background(), Path(p), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 		}
 		if err == nil || res == nil {
 			t.Fatalf("reader %v: result %v, error %v; want both", viaReader, res != nil, err)
@@ -118,25 +123,35 @@ func TestAnalyzePartialCorruptPipe(t *testing.T) {
 	}
 }
 
-// WithPhase: the callback comes once, after reading, with the number of
-// distinct locations the result then holds.
-func TestWithPhase(t *testing.T) {
-	var calls int
-	var gotLocs, gotDSOs int
-	ctx := WithPhase(context.Background(), func(phase string, locations, dsos int) {
-		calls++
-		if phase != PhaseSymbolize {
-			t.Errorf("phase %q", phase)
-		}
-		gotLocs, gotDSOs = locations, dsos
-	})
-	res, err := Analyze(ctx, "../testdata/perf/cshared-fp.data", Options{BuildIDDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if calls != 1 || gotLocs != len(res.Locations) || gotLocs == 0 || gotDSOs < len(res.DSOs) {
-		t.Errorf("%d calls with %d locations, %d DSOs; result has %d locations, %d DSOs",
-			calls, gotLocs, gotDSOs, len(res.Locations), len(res.DSOs))
+// Options.Progress: byte offsets while reading, never backwards past the
+// file's size, then the symbolize phase once, after reading, with the
+// number of distinct locations the result then holds.
+func TestProgress(t *testing.T) {
+	const name = "../testdata/perf/threads.data"
+	st, err := os.Stat(name)
+	require.NoError(t, err)
+	var reads, phases int
+	var last Progress
+	res, err := Analyze(context.Background(), Path(name), Options{Lookup: isolated(t.TempDir()), Workers: 1,
+		Progress: func(p Progress) {
+			switch p.Phase {
+			case PhaseRead:
+				assert.Zero(t, phases, "a read offset after the symbolize phase")
+				assert.True(t, p.Offset > 0 && p.Offset <= st.Size(), "offset %d of %d bytes", p.Offset, st.Size())
+				reads++
+			case PhaseSymbolize:
+				phases++
+			}
+			last = p
+		}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, phases)
+	assert.Equal(t, PhaseSymbolize, last.Phase)
+	assert.Equal(t, len(res.Locations), last.Locations)
+	assert.NotZero(t, last.Locations)
+	assert.GreaterOrEqual(t, last.DSOs, len(res.DSOs))
+	if res.Samples >= 4096 {
+		assert.NotZero(t, reads, "no read progress over %d samples", res.Samples)
 	}
 }
 
@@ -150,7 +165,7 @@ func TestWithPhase(t *testing.T) {
 func TestSampleIPs(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {
-			res, err := Analyze(context.Background(), "../testdata/perf/"+name, Options{KeepSamples: true, NoSymbols: true, BuildIDDir: fixtureCache(t)})
+			res, err := Analyze(context.Background(), Path("../testdata/perf/"+name), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}, KeepSamples: true, NoSymbols: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,14 +178,14 @@ func TestSampleIPs(t *testing.T) {
 					frames++
 					ip := s.IPs[i]
 					switch l.DSO.Kind {
-					case KindFile, KindVDSO:
+					case dso.File, dso.VDSO:
 						if ip&0xfff != l.Offset&0xfff || ip == 0 {
 							t.Errorf("%s+%#x: address %#x", l.DSO.Path, l.Offset, ip)
 						}
 						if ip != l.Offset {
 							user++
 						}
-					case KindKernel:
+					case dso.Kernel:
 						if ip != l.Offset {
 							t.Errorf("kernel %#x: address %#x", l.Offset, ip)
 						}
@@ -190,9 +205,9 @@ func TestSampleIPs(t *testing.T) {
 		})
 	}
 	// A session fed by hand keeps no addresses.
-	s := NewSession(Options{KeepSamples: true, NoSymbols: true})
-	s.Sample(&SampleEvent{PID: 1, TID: 1, IP: 0x1234, Mode: 2})
-	res, err := s.Finish(context.Background())
+	s := newSession(Options{KeepSamples: true, NoSymbols: true})
+	s.sample(&sampleEvent{PID: 1, TID: 1, IP: 0x1234, Mode: 2})
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,8 @@ const madvHugepage = 14
 
 // Where transparent huge pages are "madvise" only, as on Debian's default
 // kernels, the Go runtime does not advise its heap, and every 4 KB page of
-// a large new slice costs a page fault when it is first written: on the VM
-// the bench figures come from, touching 48 MB costs 200–225 ms of CPU in
-// faults, and 15–17 ms as huge pages. The check's largest blocks (its
+// a large new slice costs a page fault when it is first written, far more
+// than as 2 MB pages (bench/README.md). The check's largest blocks (its
 // stacks, and the Result's location pointers) are therefore advised as
 // huge pages before their first use. The memory stays the Go heap's,
 // allocated by make: the advice changes how the kernel faults it in, not

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -37,7 +38,7 @@ type jitWorld struct {
 	pid  int
 	raw  string // perf record's output
 	sos  []string
-	bids []perfdata.BuildID // recorded build-id of sos[i], from the injected file's table
+	bids []buildid.ID // recorded build-id of sos[i], from the injected file's table
 }
 
 func newJITWorld(t *testing.T) *jitWorld {
@@ -92,7 +93,7 @@ func (j *jitWorld) inject(name string) string {
 	if err != nil {
 		j.t.Fatal(err)
 	}
-	j.bids = make([]perfdata.BuildID, len(j.sos))
+	j.bids = make([]buildid.ID, len(j.sos))
 	for _, e := range table {
 		for i, so := range j.sos {
 			if e.Filename == so {
@@ -142,7 +143,7 @@ func (j *jitWorld) perfReportDSOs(data string) map[string]string {
 // jitSelf returns the top entries of res for the JIT names, by name.
 func jitSelf(t *testing.T, res *Result) map[string]TopEntry {
 	t.Helper()
-	tables := Top(res, false, 0)
+	tables := Top(res, TopOptions{})
 	if len(tables) != 1 {
 		t.Fatalf("%d top tables, want 1 (cpu-clock)", len(tables))
 	}
@@ -180,7 +181,7 @@ func TestRealJitdump(t *testing.T) {
 	// Before perf inject the JIT code is anonymous memory: no file, no
 	// identity, no name (jitprog writes no /tmp/perf-PID.map).
 	t.Run("raw", func(t *testing.T) {
-		res := analyzeT(t, j.raw, Options{BuildIDDir: j.cache(), JITMapDir: t.TempDir()})
+		res := analyzeT(t, j.raw, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, JITMapDir: t.TempDir()})
 		anon := mustDSO(t, res, "//anon", NoFile)
 		if anon.HitsLeaf == 0 {
 			t.Errorf("no sample in the JIT's anonymous memory: %s", res.Report().Summary())
@@ -191,7 +192,7 @@ func TestRealJitdump(t *testing.T) {
 	data := j.inject("jit-injected.data")
 
 	t.Run("injected", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache(), KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
 		for i, so := range j.sos {
 			d := mustDSO(t, res, so, Verified)
 			if d.BuildIDSource != "header" || d.BuildID.String() != j.bids[i].String() {
@@ -241,7 +242,7 @@ func TestRealJitdump(t *testing.T) {
 
 	t.Run("without-cache", func(t *testing.T) {
 		// The files perf inject wrote beside the dump verify too.
-		res := analyzeT(t, data, Options{BuildIDDir: emptyCache})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: emptyCache}})
 		for _, so := range j.sos {
 			if d := mustDSO(t, res, so, Verified); d.Source != "path" {
 				t.Errorf("%s: source %q, want path", so, d.Source)
@@ -261,13 +262,13 @@ func TestRealJitdump(t *testing.T) {
 		}
 	}
 	t.Run("files-deleted", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache()})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 		for _, so := range j.sos {
 			if d := mustDSO(t, res, so, Verified); d.Source != "perf-cache" {
 				t.Errorf("%s: source %q, want perf-cache", so, d.Source)
 			}
 		}
-		res = analyzeT(t, data, Options{BuildIDDir: emptyCache})
+		res = analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: emptyCache}})
 		assertJITMissing(t, j, res)
 	})
 
@@ -286,7 +287,7 @@ func TestRealJitdump(t *testing.T) {
 		}
 	}
 	t.Run("cache-emptied", func(t *testing.T) {
-		res := analyzeT(t, data, Options{BuildIDDir: j.cache(), KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
 		assertJITMissing(t, j, res)
 		perfLeaves := j.perfLeafCounts(data)
 		for _, n := range jitNames {
@@ -316,13 +317,13 @@ func TestRealJitdump(t *testing.T) {
 // cache after an injection (private copies) protects it from the next.
 func testReinjected(t *testing.T, j *jitWorld) {
 	first := j.inject("first.data")
-	firstIDs := append([]perfdata.BuildID(nil), j.bids...)
-	res := analyzeT(t, first, Options{BuildIDDir: j.cache()})
+	firstIDs := append([]buildid.ID(nil), j.bids...)
+	res := analyzeT(t, first, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		mustDSO(t, res, so, Verified)
 	}
 	second := j.inject("second.data")
-	res2 := analyzeT(t, second, Options{BuildIDDir: j.cache()})
+	res2 := analyzeT(t, second, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		mustDSO(t, res2, so, Verified)
 	}
@@ -332,7 +333,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 
 	random := firstIDs[0].String() != j.bids[0].String()
 	t.Logf("perf's jitted build-ids: first %v, second %v (random: %v)", firstIDs, j.bids, random)
-	res = analyzeT(t, first, Options{BuildIDDir: j.cache()})
+	res = analyzeT(t, first, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	if !random {
 		for _, so := range j.sos {
 			mustDSO(t, res, so, Verified)
@@ -358,12 +359,12 @@ func testReinjected(t *testing.T, j *jitWorld) {
 	// into private copies; a third injection rewrites the files beside
 	// the dump again, and the second injection stays verified, named by
 	// perfcheck and by perf report from the cache.
-	secondIDs := append([]perfdata.BuildID(nil), j.bids...)
+	secondIDs := append([]buildid.ID(nil), j.bids...)
 	r := buildidcache.New(buildidcache.Options{BuildIDDir: j.cache(), DebugDirs: []string{}, DebuginfodURLs: []string{}})
 	defer r.Close()
 	c := &buildidcache.Cache{Dir: j.cache(), DebugDirs: []string{}}
 	for i, so := range j.sos {
-		e, err := c.AddRecordedMapping(r, so, []int{j.pid}, buildidcache.BuildID(secondIDs[i]), nil)
+		e, err := c.AddRecordedMapping(r, so, []int{j.pid}, secondIDs[i], nil)
 		if err != nil {
 			t.Fatalf("fill %s: %v", so, err)
 		}
@@ -372,7 +373,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 		}
 	}
 	j.inject("third.data")
-	res2 = analyzeT(t, second, Options{BuildIDDir: j.cache()})
+	res2 = analyzeT(t, second, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}})
 	for _, so := range j.sos {
 		if d := mustDSO(t, res2, so, Verified); d.Source != "perf-cache" {
 			t.Errorf("%s: source %q, want perf-cache", so, d.Source)
@@ -390,7 +391,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 // analyzeT is world.analyze failing t, the (sub)test that asks.
 func analyzeT(t *testing.T, data string, opts Options) *Result {
 	t.Helper()
-	res, err := Analyze(context.Background(), data, opts)
+	res, err := Analyze(context.Background(), Path(data), opts)
 	if err != nil {
 		t.Fatalf("Analyze %s: %v", data, err)
 	}

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/internal/safeelf"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 var (
@@ -72,13 +74,13 @@ func kernelRelease() string {
 // id, to a temporary file (mode 0600, removed by cleanup) so that the
 // symbolizer can open it: perf does the same (vdso__findnew in
 // tools/perf/util/vdso.c).
-func runningVDSOFile(id perfdata.BuildID) (string, func(), error) {
+func runningVDSOFile(id buildid.ID) (string, func(), error) {
 	img, ident, err := buildidcache.VDSO()
 	if err != nil {
 		return "", nil, err
 	}
-	if !sameBuildID(ident.BuildID, id) {
-		return "", nil, fmt.Errorf("running vdso has build-id %x, not %s", ident.BuildID, id)
+	if !ident.BuildID.Matches(id) {
+		return "", nil, fmt.Errorf("running vdso has build-id %s, not %s", ident.BuildID, id)
 	}
 	f, err := os.CreateTemp("", "perfcheck-vdso-*.so")
 	if err != nil {
@@ -150,7 +152,7 @@ func validModuleName(n string) bool {
 
 // runningModuleBuildID reads the build-id of module name as loaded now, from
 // its GNU build-id note in /sys/module/NAME/notes.
-func runningModuleBuildID(name string) (perfdata.BuildID, error) {
+func runningModuleBuildID(name string) (buildid.ID, error) {
 	if !validModuleName(name) {
 		return nil, fmt.Errorf("%q is not a module name", name)
 	}
@@ -167,7 +169,7 @@ func runningModuleBuildID(name string) (perfdata.BuildID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
-	return perfdata.BuildID(id), nil
+	return id, nil
 }
 
 // runningModuleBase returns where module name's text is loaded now: the
@@ -212,19 +214,19 @@ type modSym struct {
 
 // moduleLookup names module offsets from a sorted symbol list.
 type moduleLookup struct {
-	syms    []modSym         // sorted by start, non-overlapping ends
-	buildID perfdata.BuildID // of the module the names were read from, nil when it has none
+	syms    []modSym   // sorted by start, non-overlapping ends
+	buildID buildid.ID // of the module the names were read from, nil when it has none
 }
 
-// BuildID implements SymbolLookup.
-func (l *moduleLookup) BuildID() []byte { return l.buildID }
+// BuildID implements symbolLookup.
+func (l *moduleLookup) BuildID() buildid.ID { return l.buildID }
 
-func (l *moduleLookup) Lookup(off uint64) ([]Frame, error) {
+func (l *moduleLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	i := sort.Search(len(l.syms), func(i int) bool { return l.syms[i].start > off }) - 1
 	if i < 0 || off >= l.syms[i].end || l.syms[i].name == "" {
 		return nil, fmt.Errorf("module offset %#x: %w", off, errNoModuleSymbol)
 	}
-	return []Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
+	return []symbolize.Frame{{Function: l.syms[i].name, RawName: l.syms[i].name}}, nil
 }
 
 func (l *moduleLookup) Close() error { return nil }
@@ -372,7 +374,7 @@ func koTextSyms(path string, limit uint64) (*moduleLookup, error) {
 // verified a file at path, but the file there can change before it is
 // opened again here: the build-id is checked on the very bytes whose
 // symbols are read.
-func koTextSymsOf(path string, image []byte, limit uint64, want perfdata.BuildID) (l *moduleLookup, err error) {
+func koTextSymsOf(path string, image []byte, limit uint64, want buildid.ID) (l *moduleLookup, err error) {
 	var r io.ReaderAt
 	var size int64
 	if image != nil {
@@ -393,11 +395,7 @@ func koTextSymsOf(path string, image []byte, limit uint64, want perfdata.BuildID
 			return nil, err
 		}
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			l, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
-		}
-	}()
+	defer safeelf.Recover(path, &err) // l is nil after a panic: it is set only by the last return
 	ef, err := elf.NewFile(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -2,27 +2,24 @@ package check
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
-// Located is a binary (or symbol list) whose build-id matched the recorded
+// located is a binary (or symbol list) whose build-id matched the recorded
 // one.
-type Located struct {
-	Path     string           // the file that proved the identity (the first verified)
-	Source   string           // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
-	BuildID  perfdata.BuildID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
-	SymPath  string           // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
-	Rejected []string         // candidates refused on the way, with reasons
+type located struct {
+	Path     string     // the file that proved the identity (the first verified)
+	Source   string     // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
+	BuildID  buildid.ID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
+	SymPath  string     // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
+	Rejected []string   // candidates refused on the way, with reasons
 
 	module *moduleImage // Path decompressed, when it is a compressed module
 }
@@ -30,7 +27,7 @@ type Located struct {
 // moduleImage is a compressed module's decompressed bytes, the ones its
 // build-id was verified on, handed once to the reader of its symbols
 // (planModuleNames) so that the file is neither opened nor decompressed a
-// second time, and released then: a Located is kept with the lookup's
+// second time, and released then: a located is kept with the lookup's
 // memo for the whole check.
 type moduleImage struct{ b atomic.Pointer[[]byte] }
 
@@ -56,130 +53,28 @@ func (m *moduleImage) take() []byte {
 
 // symbolFile is the file to symbolize with: SymPath, else Path, except for
 // the running vdso, whose image judge writes out itself ("" then).
-func (l *Located) symbolFile() string {
+func (l *located) symbolFile() string {
 	if l.SymPath != "" || l.Source == "running-vdso" {
 		return l.SymPath
 	}
 	return l.Path
 }
 
-// A Locator finds a binary by build-id. Each answer must have been verified
-// (the file's build-id equals id) before it is returned; an error wrapping
-// ErrNotFound means no locator has it. The buildidcache package's Resolver
-// is the full implementation (perf cache, debug dirs, debuginfod, path);
-// PathLocator is a minimal one.
-type Locator interface {
-	Locate(ctx context.Context, q Query) (*Located, error)
+// A locator finds a binary by build-id. Each answer must have been
+// verified (the file's build-id equals the recorded one) before it is
+// returned; an error wrapping buildidcache.ErrNotFound means no lookup has
+// it. resolverLocator is the one Analyze uses; tests put others in
+// Options.locator.
+type locator interface {
+	Locate(ctx context.Context, q query) (*located, error)
 }
 
-// Query is what a Locator is asked.
-type Query struct {
+// query is what a locator is asked.
+type query struct {
 	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
-	Kind    Kind
-	BuildID perfdata.BuildID
+	Kind    dso.Kind
+	BuildID buildid.ID
 	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
-}
-
-// ErrNotFound is wrapped by a Locator's error when no binary with the
-// build-id was found.
-var ErrNotFound = errors.New("check: no binary with the recorded build-id found")
-
-// PathLocator is a self-contained Locator: perf's build-id cache
-// (BuildIDDir, laid out as perf 6.x writes it: .build-id/xx/rest links,
-// [kernel.kallsyms]/ID/kallsyms, [vdso]/ID/vdso), then the recorded path
-// under SymFS, then, for the kernel and the vdso, the running ones.
-type PathLocator struct {
-	BuildIDDir string // "" = no cache
-	SymFS      string // a root prefixed to recorded paths, as perf's --symfs
-}
-
-// Locate implements Locator.
-func (l *PathLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	if len(q.BuildID) == 0 || q.BuildID.IsZero() {
-		return nil, fmt.Errorf("%s: no build-id to look for: %w", q.Path, ErrNotFound)
-	}
-	var tried []string
-	if l.BuildIDDir != "" {
-		for _, p := range cacheCandidates(l.BuildIDDir, q) {
-			if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-				return &Located{Path: p, Source: "perf-cache", BuildID: q.BuildID, module: newModuleImage(img)}, nil
-			}
-			tried = append(tried, p)
-		}
-	}
-	switch {
-	case (q.Kind == KindKernel || q.Kind == KindVDSO) && l.SymFS != "":
-		// Under --symfs the recording comes from elsewhere: this host's
-		// kernel and vdso are not candidates.
-	case q.Kind == KindKernel:
-		if id, err := buildidcache.KernelBuildID(); err == nil && sameBuildID(id, q.BuildID) {
-			return &Located{Path: "/proc/kallsyms", Source: "running-kernel", BuildID: perfdata.BuildID(id)}, nil
-		}
-		tried = append(tried, "/sys/kernel/notes")
-	case q.Kind == KindVDSO:
-		if _, ident, err := buildidcache.VDSO(); err == nil && sameBuildID(ident.BuildID, q.BuildID) {
-			return &Located{Path: "[vdso]", Source: "running-vdso", BuildID: perfdata.BuildID(ident.BuildID)}, nil
-		}
-		tried = append(tried, "running vdso")
-	default:
-		p := q.Path
-		if l.SymFS != "" {
-			p = filepath.Join(l.SymFS, filepath.Clean("/"+q.Path))
-		}
-		if ok, img, _ := fileHasBuildID(p, q.Kind, q.BuildID); ok {
-			return &Located{Path: p, Source: "path", BuildID: q.BuildID, module: newModuleImage(img)}, nil
-		}
-		tried = append(tried, p)
-	}
-	return nil, fmt.Errorf("%s %s: tried %s: %w", q.Path, q.BuildID, strings.Join(tried, ", "), ErrNotFound)
-}
-
-// cacheCandidates lists where perf's cache keeps a binary with q's build-id
-// (tools/perf/util/build-id.c: build_id_cache__linkname and
-// build_id_cache__cachedir).
-func cacheCandidates(dir string, q Query) []string {
-	id := q.BuildID.String()
-	switch q.Kind {
-	case KindKernel:
-		return []string{filepath.Join(dir, "[kernel.kallsyms]", id, "kallsyms")}
-	case KindVDSO:
-		return []string{filepath.Join(dir, "[vdso]", id, "vdso")}
-	}
-	if len(id) < 3 {
-		return nil
-	}
-	link := filepath.Join(dir, ".build-id", id[:2], id[2:])
-	return []string{filepath.Join(link, "elf"), link, filepath.Join(link, "debug")}
-}
-
-// fileHasBuildID reports whether the file at p carries id. A kallsyms file
-// has no build-id of its own: perf files it under the kernel's, so its
-// place in the cache is the proof. For a compressed module it also
-// returns the decompressed image the build-id was read from
-// (buildidcache.ReadModuleIdentity).
-func fileHasBuildID(p string, k Kind, id perfdata.BuildID) (bool, []byte, error) {
-	switch k {
-	case KindKernel:
-		st, err := os.Stat(p)
-		return err == nil && st.Mode().IsRegular(), nil, err
-	case KindModule:
-		ident, img, err := buildidcache.ReadModuleIdentity(p)
-		if err != nil || !sameBuildID(ident.BuildID, id) {
-			return false, nil, err
-		}
-		return true, img, nil
-	}
-	ident, err := buildidcache.ReadFileIdentity(p)
-	if err != nil {
-		return false, nil, err
-	}
-	return sameBuildID(ident.BuildID, id), nil, nil
-}
-
-// sameBuildID compares build-ids the way buildidcache does: equal, or equal
-// after zero padding (perf before 5.9 padded every build-id to 20 bytes).
-func sameBuildID(a []byte, b []byte) bool {
-	return buildidcache.BuildID(a).Matches(buildidcache.BuildID(b))
 }
 
 // fileState is what the file at a path looks like now.
@@ -190,7 +85,7 @@ type fileState struct {
 	Maj, Min  uint32
 	Ino       uint64
 	MTime     time.Time
-	BuildID   perfdata.BuildID // nil when it has none (or is not ELF)
+	BuildID   buildid.ID // nil when it has none (or is not ELF)
 	GoBuildID string
 	IsELF     bool
 	IdentErr  error
@@ -240,7 +135,7 @@ func statFile(p string) *fileState {
 	}
 	s.IsELF = true
 	if len(ident.BuildID) > 0 {
-		s.BuildID = perfdata.BuildID(ident.BuildID)
+		s.BuildID = ident.BuildID
 	}
 	s.GoBuildID = ident.GoBuildID
 	return s

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // openCounter counts the opens of one file, as the kernel reports them
@@ -71,9 +72,9 @@ func TestCompressedModuleReadOnce(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"path-locator", Options{BuildIDDir: cache}},
-		{"resolver", Options{Locator: NewResolverLocator(buildidcache.New(buildidcache.Options{
-			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}}))}},
+		{"lookup", Options{Lookup: buildidcache.Options{BuildIDDir: cache}}},
+		{"resolver", Options{locator: &resolverLocator{r: buildidcache.New(buildidcache.Options{
+			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}})}}},
 	} {
 		c.opens(t)
 		res := moduleSession(t, tc.opts, ko, id, offs)
@@ -101,13 +102,13 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
 	fakeRunning(t, ko, "perfcheck_test", modBase)
-	found, err := (&PathLocator{BuildIDDir: cache}).Locate(context.Background(), Query{Path: ko, Kind: KindModule, BuildID: id})
+	found, err := (&resolverLocator{r: buildidcache.New(isolated(cache))}).Locate(context.Background(), query{Path: ko, Kind: dso.Module, BuildID: id})
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
-	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: ko, Exec: true})
-	d := s.tracker.kernel.maps[0].DSO
+	s := newSession(Options{})
+	s.update(mmapRec(-1, modBase, 0x4000, 0, ko))
+	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id
 	s.planModuleNames(d, found)
 	if d.modNames != "kallsyms" {

@@ -16,7 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -49,7 +51,7 @@ void mod_v2_entry(long n) { mod_v2_only(n); mod_v2_only(n + 1); }
 
 // buildKO builds src into a module at out and returns its build-id.
 // script, when not "", is an ld linker script for the ld -r step.
-func buildKO(t *testing.T, out, src, script string) perfdata.BuildID {
+func buildKO(t *testing.T, out, src, script string) buildid.ID {
 	t.Helper()
 	for _, tool := range []string{"gcc", "ld", "readelf"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -92,7 +94,7 @@ func buildKO(t *testing.T, out, src, script string) perfdata.BuildID {
 	if err != nil || len(b) < 16+20 {
 		t.Fatalf("build-id note: %v", err)
 	}
-	return perfdata.BuildID(b[16:])
+	return buildid.ID(b[16:])
 }
 
 // readelfTextFuncs returns the FUNC symbols readelf lists in the module's
@@ -137,15 +139,15 @@ const modBase uint64 = 0xffffffffc0a1b000
 // moduleSession feeds a session what perf records for module path loaded
 // at modBase: the synthesized module MMAP, the build-id table's kernel
 // entry, and one kernel sample at each offset.
-func moduleSession(t *testing.T, opts Options, path string, id perfdata.BuildID, offs []uint64) *Result {
+func moduleSession(t *testing.T, opts Options, path string, id buildid.ID, offs []uint64) *Result {
 	t.Helper()
-	s := NewSession(opts)
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
-	s.Mmap(&MapEvent{PID: KernelPID, Mode: perfdata.CPUModeKernel, Start: modBase, Len: 0x4000, Path: path, Exec: true})
+	s := newSession(opts)
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
+	s.update(mmapRec(-1, modBase, 0x4000, 0, path))
 	for i, off := range offs {
-		s.Sample(&SampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
+		s.sample(&sampleEvent{PID: 7, TID: 7, Time: uint64(i + 1), Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + off})
 	}
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,10 +237,10 @@ func TestModuleNamedFromKO(t *testing.T) {
 		t.Fatal("readelf puts mod_init (.init.text) in .text")
 	}
 
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Kind != KindModule || !d.Symbolized() || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
-		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized(), d.Reason)
+	if d.Kind != dso.Module || !d.Symbolized || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
+		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized, d.Reason)
 	}
 	got := moduleNames(res, d)
 	for off, fn := range want {
@@ -250,7 +252,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 	// Rebuilt at the path with other code, nothing holding the old one:
 	// a mismatch, never named.
 	buildKO(t, ko, modSrcV2, "")
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Mismatch)
 	for off, fn := range moduleNames(res, d) {
 		if fn != "" {
@@ -270,10 +272,10 @@ func TestModuleTextNotFirst(t *testing.T) {
 	id := buildKO(t, ko, src, "SECTIONS { .text.hot : { *(.text.hot) } .text : { *(.text) } }\n")
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, []uint64{0x10, 0x20})
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, []uint64{0x10, 0x20})
 	d := mustDSO(t, res, ko, Verified)
-	if d.Symbolized() || !strings.Contains(d.Reason, ".text.hot precedes .text") {
-		t.Errorf("symbolized %v, reason %q", d.Symbolized(), d.Reason)
+	if d.Symbolized || !strings.Contains(d.Reason, ".text.hot precedes .text") {
+		t.Errorf("symbolized %v, reason %q", d.Symbolized, d.Reason)
 	}
 	for off, fn := range moduleNames(res, d) {
 		if fn != "" {
@@ -306,7 +308,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	if err := os.Rename(ko, kept); err != nil {
 		t.Fatal(err)
 	}
-	res := moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Source != "running-module" || !strings.Contains(d.Reason, "named from /proc/kallsyms") {
 		t.Errorf("source %q, reason %q", d.Source, d.Reason)
@@ -324,10 +326,10 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	// Loaded at another address now (reloaded since): verified by its
 	// build-id, but kallsyms' addresses are not the recording's.
 	fakeRunning(t, kept, name, modBase+0x10000)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
-	if d.Symbolized() || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
-		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized(), d.Reason)
+	if d.Symbolized || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
+		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized, d.Reason)
 	}
 	assertNoName(t, res, "mod_first", "mod_entry")
 
@@ -335,7 +337,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	other := filepath.Join(dir, "other.ko")
 	buildKO(t, other, modSrcV2, "")
 	fakeRunning(t, other, name, modBase)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Missing)
 	assertNoName(t, res, "mod_v2_only", "mod_v2_entry")
 
@@ -345,7 +347,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeRunning(t, ko, name, modBase+0x10000)
-	res = moduleSession(t, Options{BuildIDDir: t.TempDir()}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
 	got = moduleNames(res, d)
 	for fn, vs := range funcs {
@@ -385,7 +387,7 @@ func TestRunningModuleFormats(t *testing.T) {
 // cacheModule files the module compressed (as its distribution ships it,
 // .ko.xz) the way perf's build-id cache keeps it: <cache>/<path>/<bid>/elf,
 // with no suffix left to tell it is compressed, and the .build-id link.
-func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
+func cacheModule(t *testing.T, cache, ko string, id buildid.ID) string {
 	t.Helper()
 	if _, err := exec.LookPath("xz"); err != nil {
 		t.Skip("xz not installed: cannot compress a module")
@@ -418,7 +420,7 @@ func cacheModule(t *testing.T, cache, ko string, id perfdata.BuildID) string {
 // loaded (sysRoot and procRoot are empty directories). It returns the
 // module's path, the build-id and .text functions of the one that ran, the
 // cache and the cached file.
-func staleCachedModule(t *testing.T) (ko string, id perfdata.BuildID, funcs map[string][2]uint64, cache, elfPath string) {
+func staleCachedModule(t *testing.T) (ko string, id buildid.ID, funcs map[string][2]uint64, cache, elfPath string) {
 	t.Helper()
 	ko = filepath.Join(t.TempDir(), "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
 	id = buildKO(t, ko, modSrc, "")
@@ -445,10 +447,10 @@ func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
 		offs = append(offs, off)
 		want[off] = fn
 	}
-	res := moduleSession(t, Options{BuildIDDir: cache}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
-	if d.Source != "perf-cache" || !d.Symbolized() {
-		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized(), d.Reason)
+	if d.Source != "perf-cache" || !d.Symbolized {
+		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized, d.Reason)
 	}
 	if !strings.Contains(d.Reason, "named from the .text symbols of ") {
 		t.Errorf("the cached module %s is not named from: %s", elfPath, d.Reason)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -18,33 +20,33 @@ import (
 // is kept (memoLocator), so the verdict, given after reading, rests on the
 // same single lookup (one query to a debuginfod server at most).
 
-// memoLocator remembers a Locator's answers, one lookup per query.
+// memoLocator remembers a locator.s answers, one lookup per query.
 type memoLocator struct {
-	base Locator
+	base locator
 	mu   sync.Mutex
 	memo map[memoKey]*memoEntry
 }
 
 type memoKey struct {
 	path    string
-	kind    Kind
+	kind    dso.Kind
 	buildID string
 	pid     int
 }
 
 type memoEntry struct {
 	once  sync.Once
-	found *Located
+	found *located
 	err   error
 }
 
-func newMemoLocator(base Locator) *memoLocator {
+func newMemoLocator(base locator) *memoLocator {
 	return &memoLocator{base: base, memo: map[memoKey]*memoEntry{}}
 }
 
-// Locate implements Locator. A query asked while the same one is under way
+// Locate implements locator. A query asked while the same one is under way
 // waits for its answer. A cancelled lookup is not remembered.
-func (m *memoLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+func (m *memoLocator) Locate(ctx context.Context, q query) (*located, error) {
 	k := memoKey{q.Path, q.Kind, string(q.BuildID), q.PID}
 	m.mu.Lock()
 	e := m.memo[k]
@@ -64,11 +66,11 @@ func (m *memoLocator) Locate(ctx context.Context, q Query) (*Located, error) {
 	return e.found, e.err
 }
 
-// preopener is a SymbolOpener that can start opening a file before it is
+// preopener is a symbolOpener that can start opening a file before it is
 // asked for: Open of the same path and kind then takes the file opened
 // ahead (once); any other Open goes to the base opener.
 type preopener struct {
-	base SymbolOpener
+	base symbolOpener
 	mu   sync.Mutex
 	// ahead holds the files being opened or opened ahead and not yet
 	// taken.
@@ -78,16 +80,16 @@ type preopener struct {
 
 type preKey struct {
 	path string
-	kind Kind
+	kind dso.Kind
 }
 
 type preopened struct {
 	done chan struct{}
-	lk   SymbolLookup
+	lk   symbolLookup
 	err  error
 }
 
-func newPreopener(base SymbolOpener) *preopener {
+func newPreopener(base symbolOpener) *preopener {
 	if base == nil {
 		base = defaultOpener{}
 	}
@@ -95,7 +97,7 @@ func newPreopener(base SymbolOpener) *preopener {
 }
 
 // start begins opening path on its own goroutine.
-func (p *preopener) start(path string, kind Kind) {
+func (p *preopener) start(path string, kind dso.Kind) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -112,8 +114,8 @@ func (p *preopener) start(path string, kind Kind) {
 	}()
 }
 
-// Open implements SymbolOpener.
-func (p *preopener) Open(path string, kind Kind) (SymbolLookup, error) {
+// Open implements symbolOpener.
+func (p *preopener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	k := preKey{path, kind}
 	p.mu.Lock()
 	o := p.ahead[k]
@@ -142,16 +144,16 @@ func (p *preopener) close() {
 
 // prefetchKernel asks loc for the kernel the build-id table names and
 // starts opening the file the check will symbolize it with (the same
-// choice judge makes: Located.symbolFile). It does
+// choice judge makes: located.symbolFile). It does
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
-func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locator, pre *preopener) {
-	var id perfdata.BuildID
+func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc locator, pre *preopener) {
+	var id buildid.ID
 	for _, e := range ids {
 		if e.CPUMode != perfdata.CPUModeKernel || e.Filename != "[kernel.kallsyms]" || e.BuildID.IsZero() {
 			continue
 		}
-		if id != nil && !sameBuildID(id, e.BuildID) {
+		if id != nil && !id.Matches(e.BuildID) {
 			return // two kernels: leave it to the verdicts
 		}
 		id = e.BuildID
@@ -159,11 +161,11 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc Locato
 	if id == nil {
 		return
 	}
-	found, err := loc.Locate(ctx, Query{Path: "[kernel.kallsyms]", Kind: KindKernel, BuildID: id})
+	found, err := loc.Locate(ctx, query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
 	if err != nil {
 		return
 	}
 	if p := found.symbolFile(); p != "" {
-		pre.start(p, KindKernel)
+		pre.start(p, dso.Kernel)
 	}
 }

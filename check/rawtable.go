@@ -1,17 +1,16 @@
 package check
 
-// rawTable is the raw-stack cache (Session.stackOf): open addressing with
+// rawTable is the raw-stack cache (session.stackOf): open addressing with
 // linear probing over 64-byte slots, one raw stack each, so that a sample
 // whose raw stack was seen before touches one cache line for everything it
 // needs: its resolved stack, the aggregate it feeds, and the counts it adds
-// to it. On the 1 GB bench recording a Go map of indexes into a slice of
-// entries, each entry pointing to its aggregate, cost three cache misses a
-// sample (a third of the checking half's time).
+// to it, where a Go map of indexes into a slice of entries, each pointing
+// to its aggregate, costs three cache misses a sample.
 //
 // The counts of a raw stack's samples are kept in its slot and added to
 // its aggregate when the slot starts feeding another one (a thread or comm
 // of the process changed), when the table starts over, and by flush before
-// the aggregates are read (Session.Finish).
+// the aggregates are read (session.finish).
 type rawTable struct {
 	slots []rawSlot // len is a power of two, or 0
 	n     int       // slots in use

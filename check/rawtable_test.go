@@ -9,7 +9,7 @@ import (
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
-// TestRawTableCounts feeds a raw-stack table the way Session.Sample does,
+// TestRawTableCounts feeds a raw-stack table the way session.sample does,
 // with a small bound so it starts over many times and grows on the way,
 // and checks that every sample's counts reach its aggregate exactly once:
 // through a change of aggregate, a restart, or the final flush.
@@ -82,11 +82,11 @@ func TestFeedOpSize(t *testing.T) {
 // TestSessionAggregatesThreadsSharingStacks: two threads of one process
 // take turns on the same raw stacks, so each raw-stack slot keeps changing
 // the aggregate its counts go to; every sample's count and period must end
-// in its own thread's aggregate, through Session.Sample and Finish.
+// in its own thread's aggregate, through session.sample and Finish.
 func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
-	s := NewSession(Options{NoSymbols: true})
-	s.Comm(7, 7, "prog", true)
-	s.Mmap(&MapEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, Start: 0x10000, Len: 0x1000, Path: "/nonexistent/prog", Exec: true})
+	s := newSession(Options{NoSymbols: true})
+	s.update(commRec(7, 7, "prog", true))
+	s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/prog"))
 	type want struct{ samples, period uint64 }
 	wants := map[int32]*want{7: {}, 8: {}}
 	r := rand.New(rand.NewSource(2))
@@ -94,12 +94,12 @@ func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
 		tid := int32(7 + r.Intn(2))
 		ip := uint64(0x10100 + 8*r.Intn(3))
 		period := uint64(1 + i%13)
-		s.Sample(&SampleEvent{PID: 7, TID: tid, Mode: perfdata.CPUModeUser, IP: ip, Period: period,
+		s.sample(&sampleEvent{PID: 7, TID: tid, Mode: perfdata.CPUModeUser, IP: ip, Period: period,
 			Callchain: []uint64{contextUser, ip, 0x10800}})
 		wants[tid].samples++
 		wants[tid].period += period
 	}
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

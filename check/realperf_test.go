@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -132,7 +133,7 @@ func (w *world) dwarfApp() (lib, bin, data string) {
 
 func (w *world) analyze(data string, opts Options) *Result {
 	w.t.Helper()
-	res, err := Analyze(context.Background(), data, opts)
+	res, err := Analyze(context.Background(), Path(data), opts)
 	if err != nil {
 		w.t.Fatalf("Analyze %s: %v", data, err)
 	}
@@ -246,7 +247,7 @@ func TestRealCleanMatchesPerfReport(t *testing.T) {
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
 	data := w.record("clean.data", nil, bin)
-	res := w.analyze(data, Options{BuildIDDir: w.cache()})
+	res := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}})
 	d := mustDSO(t, res, bin, Verified)
 	if d.BuildIDSource != "header" {
 		t.Errorf("build-id source %q, want header", d.BuildIDSource)
@@ -290,7 +291,7 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 	for _, a := range res.Aggregates() {
 		total += a.Period
 		leaf := a.Stack.Locations()[0]
-		name := leaf.Raw()
+		name := leaf.raw()
 		if len(leaf.Frames) > 0 {
 			// The outermost frame of the leaf location is the function
 			// that holds the code, as perf report names it.
@@ -367,9 +368,8 @@ func TestRealRebuiltSamePath(t *testing.T) {
 		}
 	})
 	t.Run("cache-kept", func(t *testing.T) {
-		resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{
-			BuildIDDir: w.cache(), DebugDirs: []string{}, DebuginfodURLs: []string{}}))
-		for _, opts := range []Options{{BuildIDDir: w.cache()}, {Locator: resolver}} {
+		resolver := &resolverLocator{r: buildidcache.New(isolated(w.cache()))}
+		for _, opts := range []Options{{Lookup: buildidcache.Options{BuildIDDir: w.cache()}}, {locator: resolver}} {
 			res := w.analyze(data, opts)
 			d := mustDSO(t, res, bin, Verified)
 			if d.Source != "perf-cache" {
@@ -400,7 +400,7 @@ func TestRealDeletedBinary(t *testing.T) {
 	}
 	assertNoName(t, res, "first_hot", "second_hot")
 	// perf's cache still has it.
-	res = w.analyze(data, Options{BuildIDDir: w.cache()})
+	res = w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}})
 	mustDSO(t, res, bin, Verified)
 	assertName(t, res, "first_hot")
 }
@@ -461,7 +461,7 @@ func TestRealBuildIDMmap(t *testing.T) {
 		t.Errorf("build-id source %q, want mmap2", d.BuildIDSource)
 	}
 	assertNoName(t, res, v2Names...)
-	res = w.analyze(data, Options{BuildIDDir: w.cache()})
+	res = w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}})
 	mustDSO(t, res, bin, Verified)
 	assertName(t, res, "first_hot")
 }
@@ -504,7 +504,7 @@ func TestRealPipeAndCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := AnalyzeReader(context.Background(), f, "stdin", Options{})
+	res, err := Analyze(context.Background(), Stream(f, "stdin"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,7 +765,7 @@ func TestRealJITPerfMap(t *testing.T) {
 	}
 	res := w.analyze(data, Options{KeepSamples: true})
 	d := mustDSO(t, res, mapFile, Unverified)
-	if d.Kind != KindJIT || d.HitsLeaf == 0 {
+	if d.Kind != dso.JIT || d.HitsLeaf == 0 {
 		t.Errorf("JIT DSO: %+v", d)
 	}
 	assertName(t, res, "jit_hot_fn")
@@ -814,7 +814,7 @@ func TestRealVDSO(t *testing.T) {
 	bin := w.path("clock")
 	w.gcc(bin, vdsoSrc)
 	data := w.record("vdso.data", nil, bin)
-	for i, opts := range []Options{{BuildIDDir: w.cache()}, {}} {
+	for i, opts := range []Options{{Lookup: buildidcache.Options{BuildIDDir: w.cache()}}, {}} {
 		res := w.analyze(data, opts)
 		d := mustDSO(t, res, "[vdso]", Verified)
 		if want := []string{"perf-cache", "running-vdso"}[i]; d.Source != want {
@@ -854,10 +854,10 @@ func TestRealDeletedBinaryDebuginfod(t *testing.T) {
 	before := w.analyze(data, Options{})
 	d := mustDSO(t, before, bin, Missing)
 	url := fixtures.Debuginfod(t, srv, d.BuildID.String())
-	resolver := NewResolverLocator(buildidcache.New(buildidcache.Options{
+	resolver := &resolverLocator{r: buildidcache.New(buildidcache.Options{
 		BuildIDDir: "-", DebugDirs: []string{}, DebuginfodURLs: []string{url},
-		DebuginfodCache: filepath.Join(w.dir, "dcache")}))
-	res := w.analyze(data, Options{Locator: resolver})
+		DebuginfodCache: filepath.Join(w.dir, "dcache")})}
+	res := w.analyze(data, Options{locator: resolver})
 	d = mustDSO(t, res, bin, Verified)
 	if d.Source != "debuginfod" {
 		t.Errorf("source %q, want debuginfod", d.Source)
@@ -958,7 +958,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 		var locs []string
 		for _, l := range s.Stack.Locations() {
 			locs = append(locs, l.String())
-			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
+			if l.DSO.Kind == dso.Kernel || l.DSO.Kind == dso.Unknown {
 				continue
 			}
 			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
@@ -1039,7 +1039,7 @@ func TestRealClockDataMtime(t *testing.T) {
 		t.Skipf("perf wrote no CLOCK_DATA with -k: %v", err)
 	}
 	// The mapping's wall time lies within the test's run.
-	o := Options{Clock: &cd}
+	o := recInfo{clock: &cd}
 	mapped, ok := o.wallTime(d.firstTime)
 	if !ok || mapped.Before(before.Add(-time.Second)) || mapped.After(time.Now()) {
 		t.Errorf("mapped at %v (ok %v), the test started at %v", mapped, ok, before)

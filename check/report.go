@@ -10,15 +10,15 @@ import (
 // Report is the check's summary, the value `perfcheck check --json` prints
 // (docs/check-json.md is its schema).
 type Report struct {
-	File                 string      `json:"file"`
-	Events               []string    `json:"events,omitempty"`
-	RecordingEnd         *time.Time  `json:"recording_end,omitempty"`
-	Samples              uint64      `json:"samples"`
-	TrustedSamples       uint64      `json:"trusted_samples"`
-	UntrustedLeafSamples uint64      `json:"untrusted_leaf_samples"`
-	UntrustedAnySamples  uint64      `json:"untrusted_any_samples"`
-	DSOs                 []DSOReport `json:"dsos"`
-	Advice               []Advice    `json:"advice,omitempty"`
+	File                 string     `json:"file"`
+	Events               []string   `json:"events,omitempty"`
+	RecordingEnd         *time.Time `json:"recording_end,omitempty"`
+	Samples              uint64     `json:"samples"`
+	TrustedSamples       uint64     `json:"trusted_samples"`
+	UntrustedLeafSamples uint64     `json:"untrusted_leaf_samples"`
+	UntrustedAnySamples  uint64     `json:"untrusted_any_samples"`
+	DSOs                 []*DSO     `json:"dsos"`
+	Advice               []Advice   `json:"advice,omitempty"`
 	// Notes are limits of this check on this recording, in words.
 	Notes []string `json:"notes,omitempty"`
 	// Problems counts the DSOs whose verdict fails the check (mismatch,
@@ -29,31 +29,6 @@ type Report struct {
 	// recording: the report covers the records before it.
 	Partial bool   `json:"partial,omitempty"`
 	Error   string `json:"error,omitempty"`
-}
-
-// DSOReport is one row of the report: a DSO that samples touch.
-type DSOReport struct {
-	Path          string   `json:"path"`
-	Kind          Kind     `json:"kind"`
-	BuildID       string   `json:"build_id"`
-	BuildIDSource string   `json:"build_id_source,omitempty"`
-	Candidates    []string `json:"candidate_build_ids,omitempty"`
-	Dev           *DevIno  `json:"dev,omitempty"`
-	Verdict       Verdict  `json:"verdict"`
-	Reason        string   `json:"reason"`
-	Source        string   `json:"source"`
-	FoundPath     string   `json:"found_path"`
-	FoundBuildID  string   `json:"found_build_id"`
-	GoBuildID     string   `json:"go_build_id,omitempty"`
-	Rejected      []string `json:"rejected,omitempty"`
-	Symbolized    bool     `json:"symbolized"`
-	SymbolError   string   `json:"symbol_error,omitempty"`
-	HitsLeaf      uint64   `json:"hits_leaf"`
-	HitsAny       uint64   `json:"hits_any"`
-	// Notes are limits met with this DSO that do not change its verdict
-	// (DSO.Notes): where --call-graph dwarf unwinding stopped at it, what
-	// its symbolizer skipped.
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Advice is one thing to do, with the DSOs it is about.
@@ -71,7 +46,7 @@ func (r *Result) Report() *Report {
 		TrustedSamples:       r.TrustedSamples,
 		UntrustedLeafSamples: r.UntrustedLeafSamples,
 		UntrustedAnySamples:  r.UntrustedAnySamples,
-		DSOs:                 make([]DSOReport, 0, len(r.DSOs)),
+		DSOs:                 append(make([]*DSO, 0, len(r.DSOs)), r.DSOs...),
 	}
 	if r.Partial {
 		rep.Partial = true
@@ -86,17 +61,6 @@ func (r *Result) Report() *Report {
 	advice := map[string][]string{}
 	var order []string
 	for _, d := range r.DSOs {
-		dr := DSOReport{
-			Path: d.Path, Kind: d.Kind, BuildID: d.BuildID.String(), BuildIDSource: d.BuildIDSource,
-			Dev: d.Dev, Verdict: d.Verdict, Reason: d.Reason, Source: d.Source, FoundPath: d.FoundPath,
-			FoundBuildID: d.FoundBuildID.String(), GoBuildID: d.GoBuildID, Symbolized: d.Symbolized() && d.SymbolError == "",
-			Rejected: d.Rejected, SymbolError: d.SymbolError, HitsLeaf: d.HitsLeaf, HitsAny: d.HitsAny,
-			Notes: d.Notes,
-		}
-		for _, c := range d.Candidates {
-			dr.Candidates = append(dr.Candidates, c.String())
-		}
-		rep.DSOs = append(rep.DSOs, dr)
 		if d.Verdict.Problem(false) {
 			rep.Problems++
 		}

@@ -6,44 +6,50 @@ import (
 	"fmt"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
-// ResolverLocator adapts a buildidcache.Resolver (perf's cache, debug
-// directories, debuginfod, the recorded path, the running kernel and vdso)
-// to a Locator. The identity comes from the first verified candidate, the
-// file to symbolize with from the one with the most debug information.
-type ResolverLocator struct {
-	R *buildidcache.Resolver
+// resolverLocator is the locator Analyze uses: a buildidcache.Resolver
+// (perf's cache, debug directories, debuginfod, the recorded path, the
+// running kernel and vdso). The identity comes from the first verified
+// candidate, the file to symbolize with from the one with the most debug
+// information.
+type resolverLocator struct {
+	r *buildidcache.Resolver
 }
 
-// NewResolverLocator returns a Locator backed by r.
-func NewResolverLocator(r *buildidcache.Resolver) *ResolverLocator { return &ResolverLocator{R: r} }
-
-// Locate implements Locator.
-func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error) {
-	bq := buildidcache.Query{BuildID: buildidcache.BuildID(q.BuildID), Path: q.Path, PID: q.PID}
-	switch q.Kind {
-	case KindKernel:
-		bq.Kind = buildidcache.KindKernel
-	case KindModule:
-		bq.Kind = buildidcache.KindModule
-	case KindVDSO:
-		bq.Kind = buildidcache.KindVDSO
-	default:
-		bq.Kind = buildidcache.KindUser
-	}
-	res, err := l.R.Resolve(ctx, bq)
+// Locate implements locator.
+func (l *resolverLocator) Locate(ctx context.Context, q query) (*located, error) {
+	res, err := l.r.Resolve(ctx, lookupQuery(q))
 	if err != nil {
 		if errors.Is(err, buildidcache.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %v", ErrNotFound, err)
+			// Wrapped, not flattened, so that errors.As reaches the
+			// *buildidcache.NotFoundError and its Tried and Rejected.
+			return nil, fmt.Errorf("check: no binary with the recorded build-id found: %w", err)
 		}
 		return nil, err
 	}
-	loc := &Located{
+	return locatedOf(res), nil
+}
+
+// lookupQuery is q as buildidcache asks it.
+func lookupQuery(q query) buildidcache.Query {
+	bq := buildidcache.Query{BuildID: q.BuildID, Kind: q.Kind, Path: q.Path, PID: q.PID}
+	switch q.Kind {
+	case dso.Kernel, dso.Module, dso.VDSO:
+	default:
+		bq.Kind = dso.File // the lookup knows only binaries of these four kinds
+	}
+	return bq
+}
+
+// locatedOf is what a locator answers for buildidcache's res: the file that
+// proves the identity, and the richest one to symbolize with.
+func locatedOf(res *buildidcache.Result) *located {
+	loc := &located{
 		Path:    res.Identity.Path,
 		Source:  res.Identity.Locator,
-		BuildID: perfdata.BuildID(res.BuildID),
+		BuildID: res.BuildID,
 		SymPath: res.Best.Path,
 		module:  newModuleImage(res.Identity.Module),
 	}
@@ -60,5 +66,5 @@ func (l *ResolverLocator) Locate(ctx context.Context, q Query) (*Located, error)
 	for _, c := range res.Rejected {
 		loc.Rejected = append(loc.Rejected, c.Locator+" "+c.Path+": "+c.Reason())
 	}
-	return loc, nil
+	return loc
 }

@@ -12,7 +12,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Location is one distinct (DSO, offset) of the recording, shared by every
@@ -24,7 +27,7 @@ type Location struct {
 	// Frames are the source frames at this location, leaf (innermost
 	// inline) first; nil when the DSO is not symbolized (its verdict
 	// refuses names, or symbolization failed: see SymbolError).
-	Frames      []Frame
+	Frames      []symbolize.Frame
 	SymbolError string // why a symbolized DSO gave no frames here, "" otherwise
 }
 
@@ -49,12 +52,12 @@ func (l *Location) String() string {
 			return f + " (" + l.DSO.Path + ")"
 		}
 	}
-	return l.Raw()
+	return l.raw()
 }
 
-// Raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
+// raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
 // trusted or not named.
-func (l *Location) Raw() string {
+func (l *Location) raw() string {
 	s := shortName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
 	if !l.DSO.Trusted() || l.DSO.Verdict == NoFile {
 		s += " [" + l.DSO.Verdict.String() + "]"
@@ -78,8 +81,8 @@ type Stack struct {
 // by every caller: do not modify it. It is safe for concurrent use.
 //
 // The first call on any stack of a Result builds every stack's location
-// pointers, one per frame (1.46 million, 11.7 MB on the bench recording):
-// `perfcheck check` never asks for them, so it does not pay for them.
+// pointers, one per frame, the largest block a Result holds: `perfcheck
+// check` never asks for them, so it does not pay for them.
 func (s *Stack) Locations() []*Location {
 	if s.set == nil {
 		return nil
@@ -138,7 +141,7 @@ type Sample struct {
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. Set when the Result comes from
-	// Analyze, AnalyzeFile or AnalyzeReader; nil for a Session fed by
+	// Analyze; nil for a session fed by
 	// hand. It is reused like the Sample.
 	IPs []uint64
 }
@@ -158,7 +161,16 @@ type Result struct {
 	UntrustedLeafSamples uint64
 	UntrustedAnySamples  uint64
 
+	// RecordingEnd is when the recording ended, in wall time (the file's
+	// modification time: perf rewrites the header last); zero when
+	// unknown (a stream).
 	RecordingEnd time.Time
+	// KernelRelease is the recording's kernel release (the OSRELEASE
+	// feature); "" when unknown.
+	KernelRelease string
+	// Clock converts perf time to wall time (the CLOCK_DATA feature); nil
+	// when the recording has none.
+	Clock *perfdata.ClockData
 
 	// Partial is set when reading stopped at an error before the end of
 	// the recording (a truncated or corrupt file): everything here
@@ -183,6 +195,8 @@ type Result struct {
 	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
 
 	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	segMu     sync.Mutex
+	execSegs  map[*DSO][]segment // executable segments of found binaries, read by ExecSegment
 	comms     []string
 	opts      Options
 }
@@ -253,18 +267,54 @@ func (r *Result) comm(i int32) string { return r.comms[i] }
 // Finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
 // allows it (each once, in parallel), and counts trusted samples.
-func (s *Session) Finish(ctx context.Context) (*Result, error) {
+func (s *session) finish(ctx context.Context) (*Result, error) {
 	o := &s.opts
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	loc := s.locator()
+	if s.ownResolver != nil {
+		defer s.ownResolver.Close()
+	}
 	s.assignTableBuildIDs()
+	stackSamples, touched := s.countHits()
+	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
+		return nil, err
+	}
 
-	// Samples per stack, hits per DSO.
+	// The symbol files are opened, and proven, before trust is counted:
+	// one replaced since its verdict changes that verdict.
+	var lookups map[*DSO]symbolLookup
+	if !o.NoSymbols {
+		var closeLookups func()
+		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
+		defer closeLookups()
+	}
+
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, opts: *o, comms: s.comms, kept: s.kept}
+	s.buildStacks(res, touched, stackSamples)
+	if lookups != nil {
+		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
+			return nil, err
+		}
+	} else {
+		s.perfMapNotes(res)
+	}
+	for _, d := range touched {
+		d.Symbolized = d.symPath != "" && d.SymbolError == ""
+	}
+
+	// The aggregates are turned into Result.Aggregates by its first call.
+	res.aggSrc = s.aggs
+	return res, nil
+}
+
+// countHits counts the samples of each stack, and each DSO's hits
+// (HitsLeaf, HitsAny); touched are the DSOs that some sample touches.
+func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	nstacks := s.numStacks()
-	stackSamples := make([]uint64, nstacks)
+	stackSamples = make([]uint64, nstacks)
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
 	for k, v := range s.aggs {
 		stackSamples[k.stack] += v.samples
@@ -290,14 +340,18 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
-	var touched []*DSO
 	for _, d := range s.dsos {
 		if d.HitsAny > 0 {
 			touched = append(touched, d)
 		}
 	}
+	return stackSamples, touched
+}
 
-	// Verdicts, in parallel: lookups read files and may ask debuginfod.
+// judgeAll gives every touched DSO its verdict, in parallel (lookups read
+// files and may ask debuginfod), notes where unwinding stopped, and sorts
+// touched most hit first.
+func (s *session) judgeAll(ctx context.Context, touched []*DSO, loc locator, workers int) error {
 	states := &stateCache{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
@@ -308,10 +362,10 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	for _, d := range touched {
 		if d.unwindStops > 0 {
@@ -325,17 +379,12 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		}
 		return touched[i].Path < touched[j].Path
 	})
+	return nil
+}
 
-	// The symbol files are opened, and proven, before trust is counted:
-	// one replaced since its verdict changes that verdict.
-	var lookups map[*DSO]SymbolLookup
-	if !o.NoSymbols {
-		var closeLookups func()
-		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
-		defer closeLookups()
-	}
-
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: o.RecordingEnd, opts: *o, comms: s.comms, kept: s.kept}
+// buildStacks fills res.Locations and res.Stacks from the session's, and
+// counts trusted samples; stackSamples are the samples of each stack.
+func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64) {
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
 	for i, r := range s.locs {
@@ -353,6 +402,7 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 		allTrusted = allTrusted && d.Trusted()
 	}
 	var locTrusted []bool // by location index, made on first need
+	nstacks := len(stackSamples)
 	res.Stacks = make([]*Stack, nstacks)
 	set := &stackSet{refs: s.stacks[:nstacks], locs: locBlock, frames: s.frames}
 	stackBlock := make([]Stack, nstacks)
@@ -394,18 +444,6 @@ func (s *Session) Finish(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
-
-	if lookups != nil {
-		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
-			return nil, err
-		}
-	} else {
-		s.perfMapNotes(res)
-	}
-
-	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc = s.aggs
-	return res, nil
 }
 
 // addNote adds a note to d once.
@@ -415,20 +453,20 @@ func (d *DSO) addNote(n string) {
 	}
 }
 
-// SymbolWarner is implemented by a SymbolLookup that can say what it had to
+// symbolWarner is implemented by a symbolLookup that can say what it had to
 // skip in its file without failing (symbolize.Binary's Warnings: malformed
 // DWARF or .gopclntab, a refused debug file, malformed perf map lines).
 // Finish turns each warning into a note of the DSO.
-type SymbolWarner interface {
+type symbolWarner interface {
 	Warnings() []string
 }
 
-// Warnings implements SymbolWarner.
+// Warnings implements symbolWarner.
 func (l *symLookup) Warnings() []string { return l.bin.Warnings() }
 
 // warningNotes adds lk's warnings to d's notes, each once.
-func warningNotes(d *DSO, lk SymbolLookup) {
-	if sw, ok := lk.(SymbolWarner); ok {
+func warningNotes(d *DSO, lk symbolLookup) {
+	if sw, ok := lk.(symbolWarner); ok {
 		for _, w := range sw.Warnings() {
 			d.addNote("symbols: " + w)
 		}
@@ -440,13 +478,13 @@ func warningNotes(d *DSO, lk SymbolLookup) {
 // it skips are code left unnamed. Binaries are not opened for their
 // warnings: loading every DWARF index would cost the check the time it
 // saves by not symbolizing (their warnings come with top, script, pprof).
-func (s *Session) perfMapNotes(res *Result) {
-	opener := s.opts.Symbolizer
+func (s *session) perfMapNotes(res *Result) {
+	opener := s.opts.symbolizer
 	if opener == nil {
 		opener = defaultOpener{}
 	}
 	for _, d := range res.DSOs {
-		if d.Kind != KindJIT || d.symPath == "" {
+		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
 		}
 		lk, err := opener.Open(d.symPath, d.Kind)
@@ -460,17 +498,24 @@ func (s *Session) perfMapNotes(res *Result) {
 }
 
 // moduleStart is where the recording mapped module d.
-func (s *Session) moduleStart(d *DSO) uint64 {
+func (s *session) moduleStart(d *DSO) uint64 {
 	start, _, _ := s.moduleRange(d)
 	return start
 }
 
-// locator is Options.Locator, or the default PathLocator.
-func (s *Session) locator() Locator {
-	if s.opts.Locator != nil {
-		return s.opts.Locator
+// locator is Options.locator, or, for a session not made by Analyze, a
+// Resolver built from Options.Lookup (or Options.Resolver), which finish
+// closes.
+func (s *session) locator() locator {
+	if s.opts.locator == nil {
+		r := s.opts.Resolver
+		if r == nil {
+			r = buildidcache.New(s.opts.Lookup)
+			s.ownResolver = r
+		}
+		s.opts.locator = &resolverLocator{r: r}
 	}
-	return &PathLocator{BuildIDDir: s.opts.BuildIDDir, SymFS: s.opts.SymFS}
+	return s.opts.locator
 }
 
 // openSymbols opens the symbol source of every DSO of dsos whose verdict
@@ -478,8 +523,8 @@ func (s *Session) locator() Locator {
 // (proveLookup): a file replaced after its verdict was given loses its
 // names and the verdict changes (refuseLookup), so it runs before trust is
 // counted. close releases the lookups and the temporary files.
-func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lookups map[*DSO]SymbolLookup, close func()) {
-	opener := s.opts.Symbolizer
+func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lookups map[*DSO]symbolLookup, close func()) {
+	opener := s.opts.symbolizer
 	if opener == nil {
 		opener = defaultOpener{}
 	}
@@ -490,7 +535,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 		}
 	}
 	for _, d := range dsos {
-		if d.Kind == KindVDSO && d.Verdict == Verified && d.symPath == "" {
+		if d.Kind == dso.VDSO && d.Verdict == Verified && d.symPath == "" {
 			// Verified against the running vdso, which exists only in
 			// memory: symbolize from a private temporary copy.
 			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {
@@ -499,7 +544,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 			}
 		}
 	}
-	lookups = map[*DSO]SymbolLookup{}
+	lookups = map[*DSO]symbolLookup{}
 	var mu sync.Mutex
 	g, _ := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
@@ -508,7 +553,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 			continue
 		}
 		g.Go(func() error {
-			var lk SymbolLookup
+			var lk symbolLookup
 			var err error
 			switch d.modNames {
 			case "kallsyms":
@@ -553,7 +598,7 @@ func (s *Session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 // symbolize names every location whose DSO has a lookup (openSymbols):
 // each distinct location looked up once, the lookups spread over the
 // workers.
-func (s *Session) symbolize(ctx context.Context, res *Result, lookups map[*DSO]SymbolLookup, workers int) error {
+func (s *session) symbolize(ctx context.Context, res *Result, lookups map[*DSO]symbolLookup, workers int) error {
 	var work []*Location
 	for _, l := range res.Locations {
 		if lookups[l.DSO] != nil {

@@ -19,8 +19,8 @@ func newSampleIPs() *sampleIPs { return &sampleIPs{idx: map[string]int32{}} }
 // add records the addresses of the sample just fed to s, one per location
 // of its resolved stack, in the same order: the sample IP, the callchain
 // entries (markers skipped, a first entry equal to the IP dropped, as
-// Session.Sample does), then the user frames unwound from a stack copy.
-func (k *sampleIPs) add(s *Session, e *SampleEvent) {
+// session.sample does), then the user frames unwound from a stack copy.
+func (k *sampleIPs) add(s *session, e *sampleEvent) {
 	if len(s.kept) == 0 {
 		return
 	}

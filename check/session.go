@@ -9,7 +9,12 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // Perf's callchain context markers (include/uapi/linux/perf_event.h,
@@ -24,8 +29,8 @@ const (
 	contextMax         = ^uint64(4095) + 1 // -4095
 )
 
-// SampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
-type SampleEvent struct {
+// sampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
+type sampleEvent struct {
 	Event     int // index of the event (attr) in the recording
 	PID, TID  int32
 	CPU       uint32
@@ -39,8 +44,9 @@ type SampleEvent struct {
 	// Callchain.
 	StackUser bool
 	// User, when set, holds that copy with the user registers; the user
-	// frames are then recovered from it (see UserStack).
-	User *UserStack
+	// frames are then recovered from it (unwind.Walk). It aliases the
+	// reader's buffers: valid only during Sample.
+	User *unwind.UserStack
 
 	// chainHash, when chainHashed, is Callchain's digest under the
 	// session's two raw-stack seeds, taken while the batch is read and
@@ -62,7 +68,7 @@ type frameRef struct {
 }
 
 type dsoKey struct {
-	kind    Kind
+	kind    dso.Kind
 	path    string
 	buildID string // from MMAP2 (build-id form)
 	devino  [4]uint64
@@ -95,16 +101,24 @@ type compactSample struct {
 	comm   int32
 }
 
-// Session consumes a recording's events in perf's delivery order and
+// session consumes a recording's events in perf's delivery order and
 // collects, bounded by the number of distinct stacks, what the check needs.
-// Feed it with the methods Mmap, Fork, Comm, Exit, Sample and AddBuildIDs
-// (or let Analyze do it from a perf.data file), then call Finish.
-type Session struct {
+// Feed it with the methods Update, Sample and AddBuildIDs (or let Analyze
+// do it from a perf.data file), then call Finish.
+type session struct {
 	opts    Options
-	tracker *Tracker
+	rec     recInfo
+	tracker *addrspace.Tracker
+	// ownResolver is the Resolver locator made, closed by finish.
+	ownResolver *buildidcache.Resolver
 
-	dsos    []*DSO
-	dsoIdx  map[dsoKey]int32
+	dsos   []*DSO
+	dsoIdx map[dsoKey]int32
+	// mapDSO gives the DSO index of each mapping record the tracker took,
+	// by Mapping.ID: its pieces, and its copies in a forked process,
+	// belong to the DSO it was given when it was made.
+	mapDSO  []int32
+	fm      firstMaps        // when not nil, each DSO's first executable mapping
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
 
 	// Stacks are interned by a hash of their location ids: stackHash
@@ -124,7 +138,7 @@ type Session struct {
 	raws     rawTable
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
-	cfi      map[*DSO]*cfiTable // CFI of binaries proven to be the ones that ran (nil: none)
+	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
@@ -152,81 +166,57 @@ type Session struct {
 	unwindCtx context.Context
 	firstTime uint64
 	lastTime  uint64
-	jitPIDs   map[int32]bool
 }
 
-// NewSession returns a session with opts.
-func NewSession(opts Options) *Session {
-	s := &Session{
+// newSession returns a session with opts.
+func newSession(opts Options) *session {
+	s := &session{
 		opts:      opts,
-		tracker:   NewTracker(),
+		tracker:   addrspace.New(),
 		dsoIdx:    make(map[dsoKey]int32),
 		special:   make(map[string]int32),
 		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*cfiTable),
+		cfi:       make(map[*DSO]*unwind.Table),
 		aggs:      make(map[aggKey]*aggVal),
 		commIdx:   make(map[string]int32),
-		jitPIDs:   make(map[int32]bool),
 	}
-	s.tracker.onMap = s.onMap
+	// perf looks for /tmp/perf-PID.map when an anonymous executable map
+	// appears (map__new in tools/perf/util/map.c).
+	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(int32(pid)) }
 	s.lastCommID = -1
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
 }
 
-// Tracker returns the session's address-space tracker.
-func (s *Session) Tracker() *Tracker { return s.tracker }
-
-// Mmap feeds an MMAP or MMAP2 record.
-func (s *Session) Mmap(e *MapEvent) {
-	if classify(e) == KindAnon && e.Exec && !isKernelMap(e) && !s.jitPIDs[e.PID] {
-		// perf looks for /tmp/perf-PID.map when an anonymous executable
-		// map appears (map__new in tools/perf/util/map.c).
-		s.jitPIDs[e.PID] = true
-		if s.opts.jitMapExists(e.PID) {
-			s.tracker.SetJITMap(e.PID)
-		}
+// Update feeds a record that changes the address spaces (MMAP, MMAP2,
+// COMM, FORK, EXIT); other records are ignored. Like every record of a
+// recording, it must come in perf's delivery order with the samples.
+func (s *session) update(rec perfdata.Record) {
+	if m := s.tracker.Update(rec); m != nil {
+		s.onMap(m)
 	}
-	s.tracker.Mmap(e)
 }
-
-// Fork feeds a FORK record.
-func (s *Session) Fork(pid, ppid, tid, ptid int32) {
-	if pid != ppid {
-		// A new process (or a reused pid): its perf map, if any, is its own.
-		delete(s.jitPIDs, pid)
-	}
-	s.tracker.Fork(pid, ppid, tid, ptid)
-}
-
-// Comm feeds a COMM record; exec is PERF_RECORD_MISC_COMM_EXEC.
-func (s *Session) Comm(pid, tid int32, comm string, exec bool) {
-	s.tracker.Comm(pid, tid, comm, exec)
-}
-
-// Exit feeds an EXIT record.
-func (s *Session) Exit(pid, tid int32) { s.tracker.Exit(pid, tid) }
 
 // AddBuildIDs adds entries of the header's build-id table (the BUILD_ID
 // feature, or HEADER_BUILD_ID records in a pipe, which come at its end).
-func (s *Session) AddBuildIDs(entries []perfdata.BuildIDEntry) {
+func (s *session) addBuildIDs(entries []perfdata.BuildIDEntry) {
 	s.buildIDs = append(s.buildIDs, entries...)
 }
 
-// onMap gives each new mapping its DSO.
-func (s *Session) onMap(m *Mapping) {
-	e := m.Event
+// onMap gives each new mapping its DSO (m.ID is len(s.mapDSO): the
+// tracker numbers the mappings in the order it makes them).
+func (s *session) onMap(m *addrspace.Mapping) {
 	k := dsoKey{kind: m.Kind, path: dsoPath(m)}
 	switch m.Kind {
-	case KindAnon, KindUnknown, KindGuest, KindVsyscall:
+	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		// No identity: one pseudo DSO per name.
-	case KindJIT:
-		k.pid = m.PID
+	case dso.JIT:
+		k.pid = int32(m.PID)
 	default:
-		if len(e.BuildID) > 0 {
-			k.buildID = string(e.BuildID)
-		} else if e.HasDevIno {
-			k.devino = [4]uint64{uint64(e.Maj), uint64(e.Min), e.Ino, e.InoGen}
+		if len(m.BuildID) > 0 {
+			k.buildID = string(m.BuildID)
+		} else if m.HasDevIno {
+			k.devino = [4]uint64{uint64(m.Maj), uint64(m.Min), m.Ino, m.InoGeneration}
 		}
 	}
 	i, ok := s.dsoIdx[k]
@@ -236,40 +226,46 @@ func (s *Session) onMap(m *Mapping) {
 			Path:      k.path,
 			Kind:      m.Kind,
 			index:     int(i),
-			firstTime: e.Time,
-			pid:       m.PID,
+			firstTime: m.Time,
+			pid:       int32(m.PID),
 		}
-		if len(e.BuildID) > 0 {
-			d.BuildID = append(perfdata.BuildID(nil), e.BuildID...)
+		if len(m.BuildID) > 0 {
+			d.BuildID = append(buildid.ID(nil), m.BuildID...)
 			d.BuildIDSource = "mmap2"
 		}
-		if m.Kind == KindKernel {
-			if i := strings.IndexByte(e.Path, ']'); i >= 0 && i+1 < len(e.Path) {
-				d.relocSym = e.Path[i+1:]
+		if m.Kind == dso.Kernel {
+			if i := strings.IndexByte(m.Path, ']'); i >= 0 && i+1 < len(m.Path) {
+				d.relocSym = m.Path[i+1:]
 				d.relocAddr = m.Pgoff
 			}
 		}
-		if e.HasDevIno && k.devino != [4]uint64{} {
-			d.Dev = &DevIno{Maj: e.Maj, Min: e.Min, Ino: e.Ino, Generation: e.InoGen}
+		if m.HasDevIno && k.devino != [4]uint64{} {
+			d.Dev = &DevIno{Maj: m.Maj, Min: m.Min, Ino: m.Ino, Generation: m.InoGeneration}
 		}
 		s.dsos = append(s.dsos, d)
 		s.dsoIdx[k] = i
 	}
-	m.DSO = s.dsos[i]
+	s.mapDSO = append(s.mapDSO, i)
+	if s.fm != nil {
+		s.fm.add(m, s.dsos[i])
+	}
 }
+
+// dsoOf returns the DSO of a mapping of the session's tracker.
+func (s *session) dsoOf(m *addrspace.Mapping) *DSO { return s.dsos[s.mapDSO[m.ID]] }
 
 // dsoPath is the DSO's name: the recorded path, with perf's kernel map name
 // "[kernel.kallsyms]_text" shortened to the DSO name perf uses.
-func dsoPath(m *Mapping) string {
-	p := m.Event.Path
+func dsoPath(m *addrspace.Mapping) string {
+	p := m.Path
 	switch m.Kind {
-	case KindKernel:
+	case dso.Kernel:
 		if i := strings.IndexByte(p, ']'); i >= 0 {
 			return p[:i+1]
 		}
-	case KindJIT:
-		return "/tmp/perf-" + strconv.Itoa(int(m.PID)) + ".map"
-	case KindAnon:
+	case dso.JIT:
+		return "/tmp/perf-" + strconv.Itoa(int(int32(m.PID))) + ".map"
+	case dso.Anon:
 		switch {
 		case p == "":
 			return "[anon]"
@@ -280,7 +276,7 @@ func dsoPath(m *Mapping) string {
 	return p
 }
 
-func (s *Session) specialDSO(name string, k Kind) int32 {
+func (s *session) specialDSO(name string, k dso.Kind) int32 {
 	if i, ok := s.special[name]; ok {
 		return i
 	}
@@ -291,24 +287,24 @@ func (s *Session) specialDSO(name string, k Kind) int32 {
 }
 
 // resolve maps one address to a frameRef.
-func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
+func (s *session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-		return frameRef{dso: s.specialDSO("[guest]", KindGuest), off: ip}
+		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
 	}
-	m := s.tracker.Lookup(pid, mode, ip)
+	m := s.tracker.Lookup(uint32(pid), mode, ip)
 	if m == nil {
 		if mode == perfdata.CPUModeKernel || mode == perfdata.CPUModeHypervisor {
 			// No kernel map was recorded (perf record without kernel
 			// access, or -e ...:u with a stray kernel address): the
 			// kernel is still the DSO, without a map to check it by.
-			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", KindKernel), off: ip}
+			return frameRef{dso: s.specialDSO("[kernel.kallsyms]", dso.Kernel), off: ip}
 		}
-		return frameRef{dso: s.specialDSO("[unknown]", KindUnknown), off: ip}
+		return frameRef{dso: s.specialDSO("[unknown]", dso.Unknown), off: ip}
 	}
 	var off uint64
 	switch m.Kind {
-	case KindFile, KindVDSO, KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		off = m.Offset(ip)
 	default:
 		// Kernel text (perf sets pgoff = start, so offset = address),
@@ -316,14 +312,14 @@ func (s *Session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef 
 		// memory without a file: the address itself.
 		off = ip
 	}
-	return frameRef{dso: int32(m.DSO.index), off: off}
+	return frameRef{dso: s.mapDSO[m.ID], off: off}
 }
 
 // Sample feeds a SAMPLE record. The stack is the sample IP followed by the
 // callchain, markers skipped; the callchain's first address normally
 // repeats the sample IP (perf_callchain_kernel/user store regs->ip first),
 // so it is dropped when equal, never counted twice.
-func (s *Session) Sample(e *SampleEvent) {
+func (s *session) sample(e *sampleEvent) {
 	s.samples++
 	if e.StackUser && e.User == nil {
 		s.stackUserSamples++
@@ -336,7 +332,7 @@ func (s *Session) Sample(e *SampleEvent) {
 	}
 	raw := s.stackOf(e)
 	id := raw.stack
-	comm := s.commID(s.tracker.CommOf(e.PID))
+	comm := s.commID(s.tracker.Comm(uint32(e.PID)))
 	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
@@ -359,7 +355,7 @@ func (s *Session) Sample(e *SampleEvent) {
 
 // newAgg returns a zero aggVal, cut from a block so that the aggregates
 // are not one allocation each.
-func (s *Session) newAgg() *aggVal {
+func (s *session) newAgg() *aggVal {
 	if len(s.aggSlab) == 0 {
 		s.aggSlab = make([]aggVal, 256)
 	}
@@ -368,7 +364,7 @@ func (s *Session) newAgg() *aggVal {
 	return a
 }
 
-func (s *Session) commID(c string) int32 {
+func (s *session) commID(c string) int32 {
 	// Samples come in runs of one process: the last answer is the
 	// likely one (comparing a string with itself is one pointer test).
 	if c == s.lastComm && s.lastCommID >= 0 {
@@ -412,7 +408,7 @@ type rawFields struct {
 
 // rawKeyOf returns the raw-stack key of e under the maps' generations pg
 // and kg, with user the frames unwound from its user stack copy.
-func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey {
+func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey {
 	f := rawFields{pid: e.PID, mode: uint32(e.Mode), pg: pg, kg: kg, ip: e.IP,
 		nchain: uint32(len(e.Callchain)), nuser: uint32(len(user))}
 	var key rawKey
@@ -436,8 +432,8 @@ func (s *Session) rawKeyOf(e *SampleEvent, pg, kg uint64, user []uint64) rawKey 
 // process, with its maps unchanged, resolve the same way, so they are
 // looked up by their raw addresses and the maps' generations first, and
 // resolved only when new. The entry is valid until the next call.
-func (s *Session) stackOf(e *SampleEvent) *rawSlot {
-	pg, kg := s.tracker.generation(e.PID)
+func (s *session) stackOf(e *sampleEvent) *rawSlot {
+	pg, kg := s.tracker.Generation(uint32(e.PID))
 	user := s.userBuf[:0]
 	if e.User != nil {
 		var unproven bool
@@ -519,14 +515,13 @@ func (s *Session) stackOf(e *SampleEvent) *rawSlot {
 }
 
 // locOf returns the location id of ip in pid's address space for mode,
-// with pg and kg the maps' generations now (Tracker.generation). A new raw
+// with pg and kg the maps' generations now (Tracker.Generation). A new raw
 // stack is mostly addresses seen in other stacks of the process (the same
 // call sites), so the answers are kept in a small direct-mapped memo keyed
 // by everything that decides them: generations are never reused, even
 // across pid reuse, so an entry of maps since changed can no longer match.
-// Resolving and interning each frame again (a map lookup each) was a
-// twentieth of checking the 1 GB recording.
-func (s *Session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
+// It saves resolving and interning each frame again (a map lookup each).
+func (s *session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
 	m := &s.locMemo[(ip^ip>>16^uint64(uint32(pid))*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
 		return m.id
@@ -536,7 +531,7 @@ func (s *Session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int
 	return id
 }
 
-// locMemo is one entry of Session.locMemo.
+// locMemo is one entry of session.locMemo.
 type locMemo struct {
 	ip, pg, kg uint64
 	pid        int32
@@ -546,7 +541,7 @@ type locMemo struct {
 }
 
 // loc interns a resolved address.
-func (s *Session) loc(r frameRef) int32 {
+func (s *session) loc(r frameRef) int32 {
 	for int(r.dso) >= len(s.locIdx) {
 		s.locIdx = append(s.locIdx, nil)
 	}
@@ -565,14 +560,14 @@ func (s *Session) loc(r frameRef) int32 {
 }
 
 // stack returns stack id's location ids, leaf first.
-func (s *Session) stack(id int) []int32 { return s.stacks[id] }
+func (s *session) stack(id int) []int32 { return s.stacks[id] }
 
 // Stacks are stored in chunks that grow from stackChunkMin location ids
 // (256 KB) to stackChunkMax (8 MB), four times larger each time: a small
 // recording allocates little, a large one few chunks, and chunks from
 // hugeChunk up are laid on huge pages where the kernel allows (hugeInt32s):
-// on the bench recording's 1.5 million frames that is most of them, and
-// first touching 4 KB pages costs more than the stores.
+// on a large recording that is most of them, and first touching 4 KB
+// pages costs more than the stores.
 const (
 	stackChunkMin = 1 << 16
 	stackChunkMax = 1 << 21
@@ -580,7 +575,7 @@ const (
 )
 
 // addStack stores a new stack's location ids.
-func (s *Session) addStack(refs []int32) {
+func (s *session) addStack(refs []int32) {
 	if cap(s.chunk)-len(s.chunk) < len(refs) {
 		n := stackChunkMin
 		if c := cap(s.chunk); c > 0 {
@@ -600,10 +595,9 @@ func (s *Session) addStack(refs []int32) {
 }
 
 // locationPtrs returns the array Stack.Locations fills with every distinct
-// stack's location pointers, one per frame (Session.frames): at 8 bytes a
-// frame, the largest block a Result allocates (11.7 MB on the bench
-// recording), so its whole 2 MB pages are advised as huge pages before it
-// is first written (hugepage_linux.go).
+// stack's location pointers, one per frame (session.frames): at 8 bytes a
+// frame, the largest block a Result allocates, so its whole 2 MB pages are
+// advised as huge pages before it is first written (hugepage_linux.go).
 func locationPtrs(frames int) []*Location {
 	ptrs := make([]*Location, frames)
 	if len(ptrs) > 0 {
@@ -613,7 +607,7 @@ func locationPtrs(frames int) []*Location {
 }
 
 // numStacks is the number of distinct stacks.
-func (s *Session) numStacks() int { return len(s.stacks) }
+func (s *session) numStacks() int { return len(s.stacks) }
 
 // u64Bytes views addresses as their bytes in memory, without copying
 // them, for hashing only (the byte order is the machine's; the digest

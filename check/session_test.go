@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -72,8 +73,9 @@ int main(void) { new_only_hot(100); return 0; }
 
 type synthetic struct {
 	path    string
-	bid     perfdata.BuildID
-	ev      MapEvent
+	bid     buildid.ID
+	ev      *perfdata.Mmap2
+	noInode bool // feed ev as an MMAP record, without device and inode
 	ip      uint64
 	devino  bool
 	noTable bool
@@ -81,17 +83,20 @@ type synthetic struct {
 
 // record feeds a session with one process that maps path and takes 10
 // samples at old_only_hot, as perf would have recorded them.
-func (sy *synthetic) session(opts Options) *Session {
-	s := NewSession(opts)
-	s.Comm(100, 100, "prog", true)
-	ev := sy.ev
-	s.Mmap(&ev)
+func (sy *synthetic) session(opts Options) *session {
+	s := newSession(opts)
+	s.update(commRec(100, 100, "prog", true))
+	if ev := sy.ev; sy.noInode {
+		s.update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
+	} else {
+		s.update(ev)
+	}
 	for i := 0; i < 10; i++ {
-		s.Sample(&SampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
+		s.sample(&sampleEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, IP: sy.ip, Period: 1,
 			Callchain: []uint64{contextUser, sy.ip}})
 	}
 	if !sy.noTable {
-		s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: sy.bid, Filename: sy.path}})
+		s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: sy.bid, Filename: sy.path}})
 	}
 	return s
 }
@@ -115,17 +120,15 @@ func newSynthetic(t *testing.T, path string) *synthetic {
 	}
 	return &synthetic{
 		path: path,
-		bid:  perfdata.BuildID(id.BuildID),
+		bid:  id.BuildID,
 		ip:   start + off - pgoff + 4,
-		ev: MapEvent{PID: 100, TID: 100, Mode: perfdata.CPUModeUser, Start: start, Len: seg.Off + seg.Filesz - pgoff,
-			Pgoff: pgoff, Path: path, Exec: true, HasDevIno: true,
-			Maj: fid.Maj, Min: fid.Min, Ino: fid.Ino},
+		ev:   mmap2Rec(100, start, seg.Off+seg.Filesz-pgoff, pgoff, path, fid.Maj, fid.Min, fid.Ino, 0),
 	}
 }
 
-func finish(t *testing.T, s *Session) *Result {
+func finish(t *testing.T, s *session) *Result {
 	t.Helper()
-	res, err := s.Finish(context.Background())
+	res, err := s.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +203,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 
 	res = finish(t, sy.session(Options{}))
 	d = dsoOf(t, res, path)
-	if d.Verdict != Mismatch || d.FoundBuildID == nil || sameBuildID(d.FoundBuildID, sy.bid) {
+	if d.Verdict != Mismatch || d.FoundBuildID == nil || d.FoundBuildID.Matches(sy.bid) {
 		t.Fatalf("rebuilt, no cache: %+v", d)
 	}
 	if res.TrustedSamples != 0 || res.UntrustedLeafSamples != 10 || res.UntrustedAnySamples != 10 {
@@ -213,7 +216,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("label %q", got)
 	}
 
-	res = finish(t, sy.session(Options{BuildIDDir: cache}))
+	res = finish(t, sy.session(Options{Lookup: buildidcache.Options{BuildIDDir: cache}}))
 	d = dsoOf(t, res, path)
 	if d.Verdict != Verified || d.Source != "perf-cache" {
 		t.Fatalf("rebuilt, cache kept: %+v", d)
@@ -233,8 +236,10 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("replaced: named from the replacement:\n%s", n)
 	}
 	// Without dev/inode (MMAP records), the mtime against the recording's end.
-	sy.ev.HasDevIno = false
-	res = finish(t, sy.session(Options{RecordingEnd: end}))
+	sy.noInode = true
+	s := sy.session(Options{})
+	s.rec.end = end
+	res = finish(t, s)
 	if d = dsoOf(t, res, path); d.Verdict != Replaced || !strings.Contains(d.Reason, "after the recording ended") {
 		t.Fatalf("no build-id, mtime after the end: %+v", d)
 	}
@@ -261,26 +266,26 @@ func TestAmbiguousTable(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
-	sy.ev.HasDevIno = false
+	sy.noInode = true
 	s := sy.session(Options{})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{1, 2, 3}, Filename: path}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
-	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized() {
+	if d.Verdict != Replaced || len(d.Candidates) != 2 || d.Symbolized {
 		t.Fatalf("ambiguous: %+v", d)
 	}
 }
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
-	s := NewSession(Options{})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/leaf", Exec: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x8000, Len: 0x1000, Path: "/nonexistent/caller", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x1000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s := newSession(Options{})
+	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
+	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
+	s.update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// Kernel leaf, user callers: markers switch modes; the first kernel
 	// entry repeats the IP.
-	s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
+	s.sample(&sampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: 0xffffffff81000100, Period: 1,
 		Callchain: []uint64{contextKernel, 0xffffffff81000100, 0xffffffff81000200, contextUser, 0x1010, 0x8010, 0x8020}})
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/leaf"}})
 	res := finish(t, s)
 	if len(res.Stacks) != 1 || len(res.Stacks[0].Locations()) != 5 {
 		t.Fatalf("stack: %+v", res.Stacks[0])

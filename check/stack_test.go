@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -14,14 +15,14 @@ import (
 // ask at the same time (go test -race), and they are what the samples
 // recorded, with the trust flags Finish counted without them.
 func TestStackLocationsLazy(t *testing.T) {
-	s := NewSession(Options{NoSymbols: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x1000, Len: 0x1000, Path: "/nonexistent/missing", Exec: true})
-	s.Mmap(&MapEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, Start: 0x8000, Len: 0x1000, Path: "/memfd:jit", Exec: true})
-	s.Mmap(&MapEvent{PID: -1, Mode: perfdata.CPUModeKernel, Start: 0xffffffff81000000, Len: 0x1000000, Pgoff: 0xffffffff81000000, Path: "[kernel.kallsyms]_text", Exec: true})
+	s := newSession(Options{NoSymbols: true})
+	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/missing"))
+	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/memfd:jit"))
+	s.update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
 	// A build-id in the table for a file that is not there: missing, so
 	// untrusted; the other is memory without a file (no-file), trusted,
 	// where an offset is the address.
-	s.AddBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: perfdata.BuildID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
+	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{0xaa, 0xbb}, Filename: "/nonexistent/missing"}})
 	type want struct {
 		frames []string // "path+offset", leaf first
 		n      uint64
@@ -41,17 +42,17 @@ func TestStackLocationsLazy(t *testing.T) {
 			frames = []string{fmt.Sprintf("[kernel.kallsyms]+%#x", k), fmt.Sprintf("/nonexistent/missing+%#x", i),
 				"/memfd:jit+0x8010"}
 		case 2: // an untrusted leaf
-			s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, IP: 0x1000 + uint64(i), Period: 1,
+			s.sample(&sampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, IP: 0x1000 + uint64(i), Period: 1,
 				Callchain: []uint64{contextUser, 0x1000 + uint64(i), 0x8010}})
 			wants = append(wants, want{frames: []string{fmt.Sprintf("/nonexistent/missing+%#x", i), "/memfd:jit+0x8010"}, n: 1})
 			continue
 		case 3: // no callchain
-			s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, IP: 0x8000 + uint64(i), Period: 1})
+			s.sample(&sampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeUser, IP: 0x8000 + uint64(i), Period: 1})
 			wants = append(wants, want{frames: []string{fmt.Sprintf("/memfd:jit+%#x", 0x8000+i)}, n: 1})
 			continue
 		}
 		for range i + 1 {
-			s.Sample(&SampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: k, Period: 1, Callchain: chain})
+			s.sample(&sampleEvent{PID: 5, TID: 5, Mode: perfdata.CPUModeKernel, IP: k, Period: 1, Callchain: chain})
 		}
 		wants = append(wants, want{frames: frames, n: uint64(i + 1)})
 	}

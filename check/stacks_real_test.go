@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // twoCallers spins in one leaf reached from two call sites at the same depth:
@@ -54,7 +56,7 @@ func TestRealStacksMatchPerfScript(t *testing.T) {
 		var got []string
 		var user []*Location
 		for _, l := range s.Stack.Locations() {
-			if l.DSO.Kind == KindKernel || l.DSO.Kind == KindUnknown {
+			if l.DSO.Kind == dso.Kernel || l.DSO.Kind == dso.Unknown {
 				continue
 			}
 			user = append(user, l)

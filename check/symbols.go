@@ -8,41 +8,32 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
-// Frame is one source-level frame of a location, leaf first within it.
-type Frame struct {
-	Function string `json:"function,omitempty"` // demangled
-	RawName  string `json:"raw_name,omitempty"` // as stored in the binary
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"` // inlined into the next frame of the location
-}
-
-// SymbolOpener opens the file a verified (or unverified) DSO is symbolized
+// symbolOpener opens the file a verified (or unverified) DSO is symbolized
 // with. The default uses the symbolize package. An opener need not check
 // what it opened: the check compares the build-id its lookup reports with
 // the one the DSO's verdict rests on (docs/check-symbols.md).
-type SymbolOpener interface {
+type symbolOpener interface {
 	// Open returns a lookup for path. kind tells how offsets map to the
-	// file's addresses: for KindFile, KindVDSO and KindModule an offset is
-	// a file offset; for KindKernel and KindJIT it is an address.
-	Open(path string, kind Kind) (SymbolLookup, error)
+	// file's addresses: for dso.File, dso.VDSO and dso.Module an offset is
+	// a file offset; for dso.Kernel and dso.JIT it is an address.
+	Open(path string, kind dso.Kind) (symbolLookup, error)
 }
 
-// SymbolLookup resolves offsets of one DSO to frames, leaf first. It must
+// symbolLookup resolves offsets of one DSO to frames, leaf first. It must
 // be safe for concurrent use.
-type SymbolLookup interface {
-	Lookup(off uint64) ([]Frame, error)
+type symbolLookup interface {
+	Lookup(off uint64) ([]symbolize.Frame, error)
 	// BuildID returns the GNU build-id of the file the names are read
 	// from, as read from that file once open (not from its path again),
 	// nil when it has none (a kallsyms listing, a perf map). A file can
 	// be replaced between the verdict and the open: names are used only
 	// when this is the build-id the verdict rests on.
-	BuildID() []byte
+	BuildID() buildid.ID
 	Close() error
 }
 
@@ -53,14 +44,14 @@ type defaultOpener struct {
 	reopen func(path string)
 }
 
-func (o defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	b, err := symbolize.Open(path, symbolize.Options{})
 	if err != nil {
 		return nil, err
 	}
 	l := &symLookup{bin: b}
-	if kind == KindFile || kind == KindVDSO || kind == KindModule {
-		if b.Kind() != symbolize.KindELF {
+	if kind == dso.File || kind == dso.VDSO || kind == dso.Module {
+		if b.Format() != symbolize.FormatELF {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
 		}
@@ -100,8 +91,8 @@ func (o defaultOpener) Open(path string, kind Kind) (SymbolLookup, error) {
 //     it had none. A file without a build-id replaced by another without
 //     one is not seen here (its device, inode and mtime were the
 //     evidence).
-func (d *DSO) proveLookup(lk SymbolLookup) error {
-	got := perfdata.BuildID(lk.BuildID())
+func (d *DSO) proveLookup(lk symbolLookup) error {
+	got := lk.BuildID()
 	where := d.symPath
 	if d.modNames == "kallsyms" {
 		where = "module " + moduleName(d.Path) + " loaded now"
@@ -112,8 +103,8 @@ func (d *DSO) proveLookup(lk SymbolLookup) error {
 		}
 		return nil
 	}
-	if len(got) == 0 && d.Kind == KindKernel {
-		if sl, ok := lk.(*symLookup); !ok || sl.bin.Kind() == symbolize.KindKallsyms {
+	if len(got) == 0 && d.Kind == dso.Kernel {
+		if sl, ok := lk.(*symLookup); !ok || sl.bin.Format() == symbolize.FormatKallsyms {
 			return nil
 		}
 	}
@@ -182,7 +173,7 @@ type symLookup struct {
 // errNoSegment means a file offset is in no PT_LOAD segment.
 var errNoSegment = errors.New("offset in no PT_LOAD segment")
 
-func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
+func (l *symLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	addr := off
 	if l.fileOffsets {
 		var ok bool
@@ -194,23 +185,19 @@ func (l *symLookup) Lookup(off uint64) ([]Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Frame, len(fr))
-	for i, f := range fr {
-		out[i] = Frame{Function: f.Function, RawName: f.RawName, File: f.File, Line: f.Line, Column: f.Column, Inlined: f.Inlined}
-	}
-	return out, nil
+	return fr, nil
 }
 
 func (l *symLookup) Close() error { return l.bin.Close() }
 
-// BuildID implements SymbolLookup: the build-id symbolize read from the
+// BuildID implements symbolLookup: the build-id symbolize read from the
 // file it opened.
-func (l *symLookup) BuildID() []byte { return l.bin.BuildID() }
+func (l *symLookup) BuildID() buildid.ID { return l.bin.BuildID() }
 
 // readLoads returns the PT_LOAD segments of an ELF file, executable ones
 // first: an offset in two segments (they may share a page) belongs to the
 // code. With want, the file must carry that build-id (readELF).
-func readLoads(path string, want perfdata.BuildID) (loads []load, err error) {
+func readLoads(path string, want buildid.ID) (loads []load, err error) {
 	err = readELF(path, want, func(ef *elf.File) error {
 		loads = append(elfLoads(ef, true), elfLoads(ef, false)...)
 		return nil

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/dso"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // The file a DSO is named from must be the one its verdict rests on. These
@@ -25,7 +27,7 @@ import (
 // path is opened, then opens it with base; every rename is done before
 // the open, so the opener sees the new file.
 type swapOpener struct {
-	base SymbolOpener
+	base symbolOpener
 	mu   sync.Mutex
 	swap map[string]func() error // path → what replaces it, once
 	errs []error
@@ -40,7 +42,7 @@ func (o *swapOpener) renameOver(path, src string) {
 	o.swap[path] = func() error { return os.Rename(src, path) }
 }
 
-func (o *swapOpener) Open(path string, kind Kind) (SymbolLookup, error) {
+func (o *swapOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	o.mu.Lock()
 	if fn := o.swap[path]; fn != nil {
 		delete(o.swap, path)
@@ -65,22 +67,22 @@ func (o *swapOpener) done(t *testing.T) {
 	}
 }
 
-func fileBuildID(t *testing.T, path string) perfdata.BuildID {
+func fileBuildID(t *testing.T, path string) buildid.ID {
 	t.Helper()
 	id, err := buildidcache.ReadFileIdentity(path)
 	if err != nil || len(id.BuildID) == 0 {
 		t.Fatalf("build-id of %s: %v", path, err)
 	}
-	return perfdata.BuildID(id.BuildID)
+	return id.BuildID
 }
 
 // assertRefused checks that d, replaced before its names were read, is
 // shown as offsets with verdict want, every sample through it untrusted,
 // and that no name of either build appears.
-func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID perfdata.BuildID) {
+func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID buildid.ID) {
 	t.Helper()
-	if d.Verdict != want || d.Symbolized() || !strings.Contains(d.Reason, "changed since") {
-		t.Errorf("verdict %v (%s), symbolized %v; want %v, unsymbolized, the change said", d.Verdict, d.Reason, d.Symbolized(), want)
+	if d.Verdict != want || d.Symbolized || !strings.Contains(d.Reason, "changed since") {
+		t.Errorf("verdict %v (%s), symbolized %v; want %v, unsymbolized, the change said", d.Verdict, d.Reason, d.Symbolized, want)
 	}
 	if !bytes.Equal(d.FoundBuildID, newID) {
 		t.Errorf("found build-id %s, want the replacement's %s", d.FoundBuildID, newID)
@@ -104,7 +106,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		// The same opener with nothing to swap: verified and named.
 		path := filepath.Join(t.TempDir(), "prog")
 		sy := newSynthetic(t, path)
-		res := finish(t, sy.session(Options{Symbolizer: newSwapOpener()}))
+		res := finish(t, sy.session(Options{symbolizer: newSwapOpener()}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("%+v\n%s", d, names(res))
 		}
@@ -116,7 +118,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{Symbolizer: o}))
+		res := finish(t, sy.session(Options{symbolizer: o}))
 		o.done(t)
 		d := dsoOf(t, res, path)
 		assertRefused(t, res, d, Mismatch, newID)
@@ -134,7 +136,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{Symbolizer: o}))
+		res := finish(t, sy.session(Options{symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Replaced, newID)
 	})
@@ -150,11 +152,11 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		buildC(t, path+".v3", progV1, "-DV3")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v3")
-		res := finish(t, sy.session(Options{Symbolizer: o, TrustPaths: true}))
+		res := finish(t, sy.session(Options{symbolizer: o, TrustPaths: true}))
 		o.done(t)
 		d := dsoOf(t, res, path)
-		if d.Verdict != Mismatch || d.Symbolized() || !strings.Contains(d.SymbolError, "changed since") {
-			t.Errorf("verdict %v, symbolized %v, symbol error %q", d.Verdict, d.Symbolized(), d.SymbolError)
+		if d.Verdict != Mismatch || d.Symbolized || !strings.Contains(d.SymbolError, "changed since") {
+			t.Errorf("verdict %v, symbolized %v, symbol error %q", d.Verdict, d.Symbolized, d.SymbolError)
 		}
 		if n := names(res); strings.Contains(n, "old_only_hot") || strings.Contains(n, "new_only") {
 			t.Errorf("named:\n%s", n)
@@ -180,23 +182,23 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 			}
 		}
 		newID := fileBuildID(t, dbg+".v2")
-		loc := &fixedLocator{Located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
-		res := finish(t, sy.session(Options{Locator: loc}))
+		loc := &fixedLocator{located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
+		res := finish(t, sy.session(Options{locator: loc}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("before the swap: %+v\n%s", d, names(res))
 		}
 		o := newSwapOpener()
 		o.renameOver(dbg, dbg+".v2")
-		res = finish(t, sy.session(Options{Locator: loc, Symbolizer: o}))
+		res = finish(t, sy.session(Options{locator: loc, symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Mismatch, newID)
 	})
 }
 
-// fixedLocator answers every query with one Located.
-type fixedLocator struct{ l Located }
+// fixedLocator answers every query with one located.
+type fixedLocator struct{ l located }
 
-func (f *fixedLocator) Locate(_ context.Context, q Query) (*Located, error) {
+func (f *fixedLocator) Locate(_ context.Context, q query) (*located, error) {
 	l := f.l
 	return &l, nil
 }
@@ -218,11 +220,11 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 
 		o := newSwapOpener()
 		o.renameOver(bin, bin+".v2")
-		res = w.analyze(data, Options{Symbolizer: o})
+		res = w.analyze(data, Options{symbolizer: o})
 		o.done(t)
 		d := mustDSO(t, res, bin, Mismatch)
-		if !strings.Contains(d.Reason, "changed since") || d.Symbolized() {
-			t.Errorf("reason %q, symbolized %v", d.Reason, d.Symbolized())
+		if !strings.Contains(d.Reason, "changed since") || d.Symbolized {
+			t.Errorf("reason %q, symbolized %v", d.Reason, d.Symbolized)
 		}
 		if res.UntrustedAnySamples != hits || hits == 0 {
 			t.Errorf("untrusted samples %d, want every sample through %s (%d)", res.UntrustedAnySamples, bin, hits)
@@ -236,19 +238,22 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 		bin := w.path("clock")
 		w.gcc(bin, vdsoSrc)
 		data := w.record("vdso-names.data", nil, bin)
-		opts := Options{BuildIDDir: w.cache()}
+		opts := Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}}
 		res := w.analyze(data, opts)
 		d := mustDSO(t, res, "[vdso]", Verified)
 		if d.Source != "perf-cache" {
 			t.Fatalf("vdso verified by %s, want perf-cache", d.Source)
 		}
-		cached := filepath.Join(w.cache(), "[vdso]", d.BuildID.String(), "vdso")
+		cached := d.FoundPath // the cache's vdso file, as the lookup named it
+		if !strings.HasPrefix(cached, w.cache()) || filepath.Base(cached) != "vdso" {
+			t.Fatalf("vdso found at %s, want its file in the cache %s", cached, w.cache())
+		}
 		other := w.path("other.so")
 		w.gcc(other, libV1, "-shared", "-fPIC")
 
 		o := newSwapOpener()
 		o.renameOver(cached, other)
-		opts.Symbolizer = o
+		opts.symbolizer = o
 		res = w.analyze(data, opts)
 		o.done(t)
 		d = mustDSO(t, res, "[vdso]", Mismatch)
@@ -267,9 +272,9 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 // idLookup is a caller's lookup that reports the build-id id.
 type idLookup struct{ id []byte }
 
-func (l idLookup) Lookup(uint64) ([]Frame, error) { return nil, nil }
-func (l idLookup) BuildID() []byte                { return l.id }
-func (l idLookup) Close() error                   { return nil }
+func (l idLookup) Lookup(uint64) ([]symbolize.Frame, error) { return nil, nil }
+func (l idLookup) BuildID() buildid.ID                      { return l.id }
+func (l idLookup) Close() error                             { return nil }
 
 // What each kind of symbol source can prove for a verified kernel: a
 // kallsyms listing has no build-id (it is proven by where it was found),
@@ -283,19 +288,19 @@ func TestProveLookupKernel(t *testing.T) {
 	id := fileBuildID(t, withID)
 	kallsyms := filepath.Join(dir, "kallsyms")
 	os.WriteFile(kallsyms, []byte("ffffffff81000000 T _text\nffffffff81001000 T core_fn\n"), 0o644)
-	other := append(perfdata.BuildID(nil), id...)
+	other := append(buildid.ID(nil), id...)
 	other[0] ^= 0xff
 
 	for _, c := range []struct {
 		name string
-		path string           // opened with the default opener, or
-		lk   SymbolLookup     // a caller's lookup
-		want perfdata.BuildID // recorded
+		path string       // opened with the default opener, or
+		lk   symbolLookup // a caller's lookup
+		want buildid.ID   // recorded
 		ok   bool
 	}{
 		{"listing", kallsyms, nil, id, true},
 		{"vmlinux", withID, nil, id, true},
-		{"vmlinux padded", withID, nil, append(append(perfdata.BuildID(nil), id...), make([]byte, 20-len(id))...), true},
+		{"vmlinux padded", withID, nil, append(append(buildid.ID(nil), id...), make([]byte, 20-len(id))...), true},
 		{"vmlinux of another build", withID, nil, other, false},
 		{"vmlinux without build-id", noID, nil, id, false},
 		{"caller's listing", "", idLookup{}, id, true},
@@ -304,11 +309,11 @@ func TestProveLookupKernel(t *testing.T) {
 		lk := c.lk
 		if lk == nil {
 			var err error
-			if lk, err = (defaultOpener{}).Open(c.path, KindKernel); err != nil {
+			if lk, err = (defaultOpener{}).Open(c.path, dso.Kernel); err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 		}
-		d := &DSO{Path: "[kernel.kallsyms]", Kind: KindKernel, Verdict: Verified, BuildID: c.want, Source: "debug-dir", symPath: c.path}
+		d := &DSO{Path: "[kernel.kallsyms]", Kind: dso.Kernel, Verdict: Verified, BuildID: c.want, Source: "debug-dir", symPath: c.path}
 		err := d.proveLookup(lk)
 		lk.Close()
 		if (err == nil) != c.ok {
@@ -316,7 +321,7 @@ func TestProveLookupKernel(t *testing.T) {
 		}
 	}
 	// A caller's lookup without a build-id for a file: refused.
-	d := &DSO{Path: "/bin/x", Kind: KindFile, Verdict: Verified, BuildID: id, symPath: "/bin/x"}
+	d := &DSO{Path: "/bin/x", Kind: dso.File, Verdict: Verified, BuildID: id, symPath: "/bin/x"}
 	if err := d.proveLookup(idLookup{}); err == nil {
 		t.Error("a file's lookup without a build-id was accepted")
 	}
@@ -332,7 +337,7 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 	otherID := buildKO(t, other, modSrcV2, "")
 	name := "perfcheck_test"
 	d := func() *DSO {
-		return &DSO{Path: ko, Kind: KindModule, Verdict: Verified, BuildID: id, Source: "running-module",
+		return &DSO{Path: ko, Kind: dso.Module, Verdict: Verified, BuildID: id, Source: "running-module",
 			FoundPath: ko, modNames: "kallsyms", symPath: filepath.Join(procRoot, "kallsyms")}
 	}
 
@@ -361,8 +366,8 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 		t.Fatal("another build's listing was accepted")
 	}
 	m.refuseLookup(err)
-	if m.Verdict != Mismatch || m.Symbolized() || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
-		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized(), m.FoundBuildID, m.FoundPath)
+	if m.Verdict != Mismatch || m.Symbolized || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
+		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized, m.FoundBuildID, m.FoundPath)
 	}
 
 	// Reloaded elsewhere after the listing was read: the listing (still
@@ -385,7 +390,7 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 	sysRoot, procRoot = t.TempDir(), t.TempDir()
 	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
 	vs := funcs["mod_first"]
-	res := moduleSession(t, Options{}, ko, make(perfdata.BuildID, 20), []uint64{vs[0] + vs[1]/2})
+	res := moduleSession(t, Options{}, ko, make(buildid.ID, 20), []uint64{vs[0] + vs[1]/2})
 	d := mustDSO(t, res, ko, Unverified)
 	if got := moduleNames(res, d)[vs[0]+vs[1]/2]; got != "mod_first" {
 		t.Errorf("named %q, want mod_first (%s; %s)", got, d.Reason, d.SymbolError)
@@ -410,7 +415,7 @@ func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
 			swapErr = os.Rename(path+".v2", path)
 		}
 	}}
-	res := finish(t, sy.session(Options{Symbolizer: o}))
+	res := finish(t, sy.session(Options{symbolizer: o}))
 	if !swapped || swapErr != nil {
 		t.Fatalf("swapped %v: %v", swapped, swapErr)
 	}

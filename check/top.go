@@ -1,6 +1,11 @@
 package check
 
-import "sort"
+import (
+	"sort"
+	"strconv"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
 
 // TopEntry is one line of a top table: a named function of a DSO, or, when
 // Name is "", the group of all the frames of DSO that have no name —
@@ -40,11 +45,33 @@ func (e *TopEntry) Label() string {
 // TopTable is the top of one event: periods of different events do not
 // add up, so perf report shows each apart.
 type TopTable struct {
-	Event   int    // index in Result.Events
-	Samples uint64 // samples of the event
-	Period  uint64 // sum of their periods: 100% of self and of total
+	Event   string         // the event's name ("event3" when the recording names none)
+	Attr    *perfdata.Attr // the event's attributes (its period's unit); nil when unknown
+	Samples uint64         // samples of the event
+	Period  uint64         // sum of their periods: 100% of self and of total
 	Entries []TopEntry
-	Omitted int // entries beyond n
+	Omitted int // entries beyond TopOptions.N
+}
+
+// TopOrder is what a top table is ordered by.
+type TopOrder uint8
+
+// Orders of a top table.
+const (
+	BySelf  TopOrder = iota // self period first, as perf report --no-children
+	ByTotal                 // total period first, as perf report --children
+)
+
+// TopOptions tune Top. The zero value ranks by self, keeps every entry,
+// trusted or not.
+type TopOptions struct {
+	By TopOrder
+	// N keeps the first N entries of each table; 0 keeps all.
+	N int
+	// TrustedOnly leaves out the entries of DSOs that are not trusted
+	// (Verdict.Trusted). The table's Samples and Period still count every
+	// sample of the event, so percentages stay those of the whole.
+	TrustedOnly bool
 }
 
 // Percent is v as a percentage of the table's period.
@@ -56,62 +83,110 @@ func (t *TopTable) Percent(v uint64) float64 {
 }
 
 // Top ranks the functions of each event that has samples, as `perf report
-// --no-children --sort sym` (self, the default) or `--children` (byTotal)
-// does, weighted by period, and keeps the first n entries of each (all
-// when n is 0). Ordered by self, entries without self time are left out,
-// as perf does. A named location counts for its outermost function
-// (inlined callees are not split out, as perf report without --inline);
-// Total counts each entry once per sample however often recursion repeats
-// it. It works on Aggregates, so it needs no per-sample data.
-func Top(r *Result, byTotal bool, n int) []TopTable {
-	type acc struct {
-		self, total, selfN, totalN uint64
-		seen                       int // 1 + the aggregate that last counted it in total
+// --no-children --sort sym` (BySelf) or `--children` (ByTotal) does,
+// weighted by period, and keeps the first N entries of each. Ordered by
+// self, entries without self time are left out, as perf does. A named
+// location counts for its outermost function (inlined callees are not
+// split out, as perf report without --inline); Total counts each entry
+// once per sample however often recursion repeats it. It works on
+// Aggregates, so it needs no per-sample data.
+func Top(r *Result, opts TopOptions) []TopTable {
+	c := newTopCounter(r)
+	c.count(r.Aggregates())
+	var out []TopTable
+	for ev, m := range c.per {
+		if m == nil {
+			continue
+		}
+		t := TopTable{Event: r.eventName(ev), Samples: c.samples[ev], Period: c.period[ev]}
+		if ev < len(r.EventInfo) {
+			t.Attr = &r.EventInfo[ev].Attr
+		}
+		t.Entries = c.entries(m, opts)
+		sortTop(t.Entries, opts.By == ByTotal)
+		if opts.N > 0 && len(t.Entries) > opts.N {
+			t.Omitted = len(t.Entries) - opts.N
+			t.Entries = t.Entries[:opts.N]
+		}
+		out = append(out, t)
 	}
-	aggs := r.Aggregates()
+	return out
+}
+
+// eventName is the name of event i, "event<i>" when the recording names
+// none.
+func (r *Result) eventName(i int) string {
+	if i >= 0 && i < len(r.Events) && r.Events[i] != "" {
+		return r.Events[i]
+	}
+	return "event" + strconv.Itoa(i)
+}
+
+// topAcc is what Top adds up for one entry of one event.
+type topAcc struct {
+	self, total, selfN, totalN uint64
+	seen                       int // 1 + the aggregate that last counted it in total
+}
+
+// topCounter adds up the aggregates per event and entry. Entries get
+// dense indexes, and each location the index of its entry, once: the loop
+// over every frame of every aggregate (millions on a large recording) then
+// only indexes slices.
+type topCounter struct {
+	r        *Result
+	keys     []topKey
+	keyIdx   map[topKey]int32
+	locEntry []int32 // by Location.ID-1
+	per      [][]topAcc
+	samples  []uint64
+	period   []uint64
+}
+
+func newTopCounter(r *Result) *topCounter {
 	nev := len(r.Events)
-	for _, ag := range aggs {
-		if ag.Event >= nev {
-			nev = ag.Event + 1
-		}
+	for _, ag := range r.Aggregates() {
+		nev = max(nev, ag.Event+1)
 	}
-	// Entries get dense indexes, and each location the index of its
-	// entry, once: the loop over every frame of every aggregate (millions
-	// on a large recording) then only indexes slices.
-	var keys []topKey
-	keyIdx := map[topKey]int32{}
-	entryOf := func(l *Location) int32 {
-		k := topKeyOf(l)
-		i, ok := keyIdx[k]
-		if !ok {
-			i = int32(len(keys))
-			keys = append(keys, k)
-			keyIdx[k] = i
-		}
-		return i
-	}
-	locEntry := make([]int32, len(r.Locations))
+	c := &topCounter{r: r, keyIdx: map[topKey]int32{}, locEntry: make([]int32, len(r.Locations)),
+		per: make([][]topAcc, nev), samples: make([]uint64, nev), period: make([]uint64, nev)}
 	for i, l := range r.Locations {
-		locEntry[i] = entryOf(l)
+		c.locEntry[i] = c.entryOf(l)
 	}
-	entry := func(l *Location) int32 {
-		if i := l.ID - 1; i >= 0 && i < len(r.Locations) && r.Locations[i] == l {
-			return locEntry[i]
-		}
-		return entryOf(l) // a Location not in r.Locations (not made by Finish)
+	return c
+}
+
+// entryOf returns the index of l's entry, made when new.
+func (c *topCounter) entryOf(l *Location) int32 {
+	k := topKeyOf(l)
+	i, ok := c.keyIdx[k]
+	if !ok {
+		i = int32(len(c.keys))
+		c.keys = append(c.keys, k)
+		c.keyIdx[k] = i
 	}
-	per := make([][]acc, nev)
-	samples := make([]uint64, nev)
-	period := make([]uint64, nev)
+	return i
+}
+
+// entry is entryOf through the index made for r.Locations.
+func (c *topCounter) entry(l *Location) int32 {
+	if i := l.ID - 1; i >= 0 && i < len(c.r.Locations) && c.r.Locations[i] == l {
+		return c.locEntry[i]
+	}
+	return c.entryOf(l) // a Location not in r.Locations (not made by finish)
+}
+
+// count adds up aggs: self for each leaf, total once per aggregate for
+// each entry its stack passes through.
+func (c *topCounter) count(aggs []Aggregate) {
 	for ai, ag := range aggs {
-		samples[ag.Event] += ag.Samples
-		period[ag.Event] += ag.Period
-		m := per[ag.Event]
+		c.samples[ag.Event] += ag.Samples
+		c.period[ag.Event] += ag.Period
+		m := c.per[ag.Event]
 		for i, l := range ag.Stack.Locations() {
-			k := entry(l)
+			k := c.entry(l)
 			if int(k) >= len(m) {
-				m = append(m, make([]acc, len(keys)-len(m))...)
-				per[ag.Event] = m
+				m = append(m, make([]topAcc, len(c.keys)-len(m))...)
+				c.per[ag.Event] = m
 			}
 			e := &m[k]
 			if i == 0 {
@@ -124,44 +199,46 @@ func Top(r *Result, byTotal bool, n int) []TopTable {
 				e.totalN += ag.Samples
 			}
 		}
-		if per[ag.Event] == nil {
-			per[ag.Event] = []acc{} // the event has samples
+		if c.per[ag.Event] == nil {
+			c.per[ag.Event] = []topAcc{} // the event has samples
 		}
 	}
-	var out []TopTable
-	for ev, m := range per {
-		if m == nil {
+}
+
+// entries are the entries of one event's sums m that opts keeps.
+func (c *topCounter) entries(m []topAcc, opts TopOptions) []TopEntry {
+	var out []TopEntry
+	for k := range m {
+		v := &m[k]
+		if v.seen == 0 || opts.By != ByTotal && v.self == 0 {
 			continue
 		}
-		t := TopTable{Event: ev, Samples: samples[ev], Period: period[ev]}
-		for k := range m {
-			v := &m[k]
-			if v.seen == 0 || !byTotal && v.self == 0 {
-				continue
-			}
-			t.Entries = append(t.Entries, TopEntry{Name: keys[k].name, DSO: keys[k].dso, Self: v.self, Total: v.total,
-				SelfSamples: v.selfN, TotalSamples: v.totalN})
+		key := c.keys[k]
+		if opts.TrustedOnly && !key.dso.Trusted() {
+			continue
 		}
-		sort.SliceStable(t.Entries, func(i, j int) bool {
-			x, y := &t.Entries[i], &t.Entries[j]
-			if byTotal && x.Total != y.Total {
-				return x.Total > y.Total
-			}
-			if x.Self != y.Self {
-				return x.Self > y.Self
-			}
-			if x.Total != y.Total {
-				return x.Total > y.Total
-			}
-			return x.Label() < y.Label()
-		})
-		if n > 0 && len(t.Entries) > n {
-			t.Omitted = len(t.Entries) - n
-			t.Entries = t.Entries[:n]
-		}
-		out = append(out, t)
+		out = append(out, TopEntry{Name: key.name, DSO: key.dso, Self: v.self, Total: v.total,
+			SelfSamples: v.selfN, TotalSamples: v.totalN})
 	}
 	return out
+}
+
+// sortTop orders entries by self (or total first, byTotal), then by
+// total, then by label.
+func sortTop(entries []TopEntry, byTotal bool) {
+	sort.SliceStable(entries, func(i, j int) bool {
+		x, y := &entries[i], &entries[j]
+		if byTotal && x.Total != y.Total {
+			return x.Total > y.Total
+		}
+		if x.Self != y.Self {
+			return x.Self > y.Self
+		}
+		if x.Total != y.Total {
+			return x.Total > y.Total
+		}
+		return x.Label() < y.Label()
+	})
 }
 
 // topKey identifies an entry: a named function of a DSO, or a DSO's group.

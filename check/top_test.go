@@ -3,6 +3,11 @@ package check
 import (
 	"context"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
 )
 
 // Top on the cshared-fp fixture (301 cpu-clock samples of 1001001 ns,
@@ -11,15 +16,19 @@ import (
 // hottest function is libhot.so's lib_mix with 155 samples, as perf report
 // --no-children says (docs/commands-check.md).
 func TestTop(t *testing.T) {
-	res, err := Analyze(context.Background(), "../testdata/perf/cshared-fp.data", Options{BuildIDDir: fixtureCache(t)})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := Top(res, false, 0)
+	all := Top(res, TopOptions{})
 	if len(all) != 1 {
 		t.Fatalf("%d tables, want 1", len(all))
 	}
 	tb := all[0]
+	assert.Equal(t, "cpu-clock", tb.Event)
+	if assert.NotNil(t, tb.Attr) {
+		assert.Equal(t, &res.EventInfo[0].Attr, tb.Attr)
+	}
 	if tb.Samples != 301 || tb.Period != 301*1001001 || tb.Omitted != 0 {
 		t.Errorf("table: %d samples, period %d, omitted %d", tb.Samples, tb.Period, tb.Omitted)
 	}
@@ -44,12 +53,12 @@ func TestTop(t *testing.T) {
 		t.Errorf("hottest: %s with %d samples; want lib_mix (libhot.so) with 155", e.Label(), e.SelfSamples)
 	}
 
-	two := Top(res, false, 2)[0]
+	two := Top(res, TopOptions{N: 2})[0]
 	if len(two.Entries) != 2 || two.Omitted != len(tb.Entries)-2 || two.Entries[1] != tb.Entries[1] {
 		t.Errorf("n=2: %d entries, omitted %d (of %d)", len(two.Entries), two.Omitted, len(tb.Entries))
 	}
 
-	byTotal := Top(res, true, 0)[0]
+	byTotal := Top(res, TopOptions{By: ByTotal})[0]
 	for i := 1; i < len(byTotal.Entries); i++ {
 		if byTotal.Entries[i-1].Total < byTotal.Entries[i].Total {
 			t.Fatalf("not ordered by total at %d", i)
@@ -63,4 +72,36 @@ func TestTop(t *testing.T) {
 	if e := byTotal.Entries[0]; e.TotalSamples < 290 || e.TotalSamples > 301 {
 		t.Errorf("by total, first: %s with %d samples", e.Label(), e.TotalSamples)
 	}
+}
+
+// TopOptions.TrustedOnly drops the entries of untrusted DSOs and keeps the
+// others as they were; the table's totals still count every sample.
+func TestTopTrustedOnly(t *testing.T) {
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: isolated(fixtureCache(t))})
+	require.NoError(t, err)
+	lib := dsoNamed(t, res, "libhot.so")
+	require.Equal(t, Verified, lib.Verdict)
+	// As if the binary found had been another build: its frames are
+	// untrusted (the names it was given stay, as with --trust-paths).
+	lib.Verdict = Mismatch
+
+	all := Top(res, TopOptions{})[0]
+	trusted := Top(res, TopOptions{TrustedOnly: true})[0]
+	var want []TopEntry
+	for _, e := range all.Entries {
+		if e.DSO.Trusted() {
+			want = append(want, e)
+		}
+	}
+	require.Less(t, len(want), len(all.Entries), "no untrusted entry: nothing tested")
+	assert.Equal(t, want, trusted.Entries)
+	for _, e := range trusted.Entries {
+		assert.NotSame(t, lib, e.DSO, e.Label())
+	}
+	assert.Equal(t, all.Samples, trusted.Samples)
+	assert.Equal(t, all.Period, trusted.Period)
+
+	two := Top(res, TopOptions{TrustedOnly: true, N: 2})[0]
+	assert.Equal(t, want[:2], two.Entries)
+	assert.Equal(t, len(want)-2, two.Omitted)
 }

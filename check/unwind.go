@@ -2,119 +2,40 @@ package check
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
-// perf's x86-64 register indexes (arch/x86/include/uapi/asm/perf_regs.h)
-// for each DWARF register number 0..16 (rax, rdx, rcx, rbx, rsi, rdi, rbp,
-// rsp, r8..r15, rip).
-var perfRegOfDwarf = [dwNum]int{0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8}
-
-// maxUnwind bounds the frames recovered from one stack copy (perf's
-// default --call-graph dwarf stack is 8 kB; PERF_MAX_STACK_DEPTH is 127).
-const maxUnwind = 127
-
-// UserStack is a sample's copy of the user registers and stack
-// (PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER, perf record
-// --call-graph dwarf). It aliases the reader's buffers: valid only during
-// Session.Sample.
-type UserStack struct {
-	Mask  uint64   // attr.sample_regs_user
-	Regs  []uint64 // one per bit of Mask, in bit order
-	Stack []byte   // the valid part of the copy (dyn_size bytes), from the user SP up
-}
-
-// unwindUser recovers the user frames of a stack copy with the CFI of the
-// binaries it runs through, as perf's unwind__get_entries does, and
-// appends their addresses to out (leaf first). It stops at the first frame
-// whose binary is not proven to be the one that ran (cfiFor): unwinding
-// with a replaced file's CFI would invent callers.
+// unwindUser recovers the user frames of a stack copy (unwind.Walk) and
+// appends their addresses to out (leaf first). It stops at the first
+// frame whose binary is not proven to be the one that ran (cfiFor):
+// unwinding with a replaced file's CFI would invent callers.
 //
 // unproven reports that the walk stopped at a binary that could not be
 // proven, rather than at the end of the stack, of the copy or of the CFI.
-func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64, unproven bool) {
-	var regs [dwNum]uint64
-	var valid [dwNum]bool
-	for dw, pr := range perfRegOfDwarf {
-		if u.Mask&(1<<pr) == 0 {
-			continue
+func (s *session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
+	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
+		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, pc)
+		if m == nil || m.Kind != dso.File {
+			return nil, 0
 		}
-		i := bits.OnesCount64(u.Mask & (1<<pr - 1))
-		if i < len(u.Regs) {
-			regs[dw], valid[dw] = u.Regs[i], true
-		}
-	}
-	if !valid[dwRA] || !valid[dwRSP] {
-		return out, false
-	}
-	sp0 := regs[dwRSP]
-	read := func(a uint64) (uint64, bool) {
-		if a < sp0 || a-sp0 > uint64(len(u.Stack)) || uint64(len(u.Stack))-(a-sp0) < 8 {
-			return 0, false
-		}
-		return binary.LittleEndian.Uint64(u.Stack[a-sp0:]), true
-	}
-	for depth := 0; depth < maxUnwind; depth++ {
-		pc := regs[dwRA]
-		look := pc
-		if depth > 0 {
-			// A return address: the call is the instruction before, and
-			// that is the address perf's DWARF unwinders report for a
-			// caller (unwind-libdw.c: not an activation frame, pc - 1).
-			look--
-		}
-		out = append(out, look)
-		m := s.tracker.Lookup(pid, perfdata.CPUModeUser, look)
-		if m == nil || m.Kind != KindFile || m.DSO == nil {
-			return out, false
-		}
-		t := s.cfiFor(m.DSO)
+		d := s.dsoOf(m)
+		t := s.cfiFor(d)
 		if t == nil {
-			m.DSO.unwindStops++
-			return out, true
+			d.unwindStops++
+			unproven = true
+			return nil, 0
 		}
-		va, ok := elfAddr(t.loads, m.Offset(look))
-		if !ok {
-			return out, false
-		}
-		f := t.find(va)
-		if f == nil {
-			return out, false
-		}
-		rw, err := f.rowAt(va)
-		if err != nil || rw.cfaReg >= dwNum || !valid[rw.cfaReg] {
-			return out, false
-		}
-		cfa := regs[rw.cfaReg] + uint64(rw.cfaOff)
-		if cfa <= regs[dwRSP] && depth > 0 {
-			return out, false // the stack must grow towards the caller
-		}
-		var next [dwNum]uint64
-		var nvalid [dwNum]bool
-		for i := range dwNum {
-			switch r := rw.regs[i]; r.kind {
-			case 0:
-				next[i], nvalid[i] = regs[i], valid[i]
-			case 1:
-				next[i], nvalid[i] = read(cfa + uint64(r.off))
-			case 3:
-				next[i], nvalid[i] = cfa+uint64(r.off), true
-			}
-		}
-		if rw.regs[dwRA].kind != 1 || !nvalid[dwRA] || next[dwRA] == 0 {
-			return out, false
-		}
-		next[dwRSP], nvalid[dwRSP] = cfa, true
-		regs, valid = next, nvalid
-	}
-	return out, false
+		return t, m.Offset(pc)
+	}, out)
+	return out, unproven
 }
 
 // cfiFor returns the CFI to unwind through d, or nil (d.cfiWhy then says
@@ -129,7 +50,7 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 // naming never disagree about which file ran:
 //   - a build-id recorded for the mapping (MMAP2 with --buildid-mmap, or the
 //     one entry the header's table holds for the path): the binary the
-//     Locator finds by it, in perf's build-id cache, a debug directory,
+//     locator finds by it, in perf's build-id cache, a debug directory,
 //     debuginfod or at the path, each verified by build-id before it is
 //     returned. The file at the path is never taken on its word: after a
 //     deploy it is another build, and the cached copy is the one that ran.
@@ -138,9 +59,9 @@ func (s *Session) unwindUser(pid int32, u *UserStack, out []uint64) (_ []uint64,
 //     (modifiedAfterMapped, judge's rule for Replaced).
 //
 // Unwinding runs while the records are read, before the verdicts, so it
-// asks the Locator itself and keeps the answer on d for judge to reuse (one
+// asks the locator itself and keeps the answer on d for judge to reuse (one
 // lookup per DSO, one debuginfod download).
-func (s *Session) cfiFor(d *DSO) *cfiTable {
+func (s *session) cfiFor(d *DSO) *unwind.Table {
 	if t, ok := s.cfi[d]; ok {
 		return t
 	}
@@ -165,7 +86,7 @@ func (s *Session) cfiFor(d *DSO) *cfiTable {
 
 // cfiFiles returns the files proven to hold the code of d as it ran, best
 // first, or why there are none.
-func (s *Session) cfiFiles(d *DSO) ([]string, string) {
+func (s *session) cfiFiles(d *DSO) ([]string, string) {
 	o := &s.opts
 	id := d.BuildID // MMAP2's
 	if len(id) == 0 {
@@ -181,13 +102,13 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 		}
 	}
 	if len(id) > 0 {
-		q := Query{Path: d.Path, Kind: d.Kind, BuildID: id}
+		q := query{Path: d.Path, Kind: d.Kind, BuildID: id}
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
 		// The context of the Feed or Analyze reading the records, so that
 		// cancelling it cuts a debuginfod download short; Sample called
-		// directly has none, and a Locator bounds its own network waits
+		// directly has none, and a locator bounds its own network waits
 		// (buildidcache's debuginfod client has timeouts).
 		ctx := s.unwindCtx
 		if ctx == nil {
@@ -209,18 +130,18 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 			}
 		}
 		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
-			if st := statFile(disk); st.Exists && sameBuildID(st.BuildID, id) {
+			if st := statFile(disk); st.Exists && st.BuildID.Matches(id) {
 				out = append(out, disk)
 			}
 		}
 		return out, ""
 	}
-	if d.Dev == nil || o.SymFS != "" {
+	if d.Dev == nil || o.Lookup.SymFS != "" {
 		return nil, "no build-id recorded for it and no device/inode that ties the file at the path to the mapping"
 	}
 	p := o.diskPath(d.Path)
 	st := statFile(p)
-	modified := o.modifiedAfterMapped(d, st)
+	modified := s.rec.modifiedAfterMapped(d, st)
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
@@ -241,8 +162,8 @@ func (s *Session) cfiFiles(d *DSO) ([]string, string) {
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
 // holds for a user path (a zero one is perf 6.1's placeholder in pipe mode
 // and with -z: no identity).
-func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
-	var ids []perfdata.BuildID
+func (s *session) tableBuildIDs(path string) []buildid.ID {
+	var ids []buildid.ID
 	for _, e := range s.buildIDs {
 		if e.Filename != path || e.BuildID.IsZero() {
 			continue
@@ -254,7 +175,7 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 		}
 		dup := false
 		for _, b := range ids {
-			dup = dup || sameBuildID(b, e.BuildID)
+			dup = dup || b.Matches(e.BuildID)
 		}
 		if !dup {
 			ids = append(ids, e.BuildID)
@@ -272,18 +193,18 @@ func (s *Session) tableBuildIDs(path string) []perfdata.BuildID {
 // with id, written after d was mapped and before the recording ended.
 // Mappings read later cannot be foreseen; if they prove the replacement,
 // d's verdict says so and every stack through d is untrusted.
-func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
+func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if d.Dev == nil {
 		return ""
 	}
 	o := &s.opts
 	var st *fileState
-	if o.SymFS == "" {
+	if o.Lookup.SymFS == "" {
 		st = statFile(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
-		if p != d && p.Kind == KindFile && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
-			if st != nil && d.Dev.now(st) == inodeSame && sameBuildID(st.BuildID, id) {
+		if p != d && p.Kind == dso.File && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
+			if st != nil && d.Dev.now(st) == inodeSame && st.BuildID.Matches(id) {
 				// This inode is the file at the path now, whose
 				// build-id the table holds (as judge concludes).
 				return ""
@@ -294,9 +215,9 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 	if st == nil {
 		return ""
 	}
-	t, ok := o.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !o.RecordingEnd.IsZero() && sameBuildID(st.BuildID, id) &&
-		st.MTime.After(t) && !st.MTime.After(o.RecordingEnd) {
+	t, ok := s.rec.wallTime(d.firstTime)
+	if d.Dev.now(st) == inodeOther && ok && !s.rec.end.IsZero() && st.BuildID.Matches(id) &&
+		st.MTime.After(t) && !st.MTime.After(s.rec.end) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""
@@ -304,7 +225,7 @@ func (s *Session) replacedSoFar(d *DSO, id perfdata.BuildID) string {
 
 // unwindContext makes ctx the one cfiFor's lookups run under until the
 // returned function is called (feed: defer s.unwindContext(ctx)()).
-func (s *Session) unwindContext(ctx context.Context) func() {
+func (s *session) unwindContext(ctx context.Context) func() {
 	s.unwindCtx = ctx
 	return func() { s.unwindCtx = nil }
 }

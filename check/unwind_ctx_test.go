@@ -4,25 +4,28 @@ import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // ctxLocator records whether each lookup ran under the analysis' context.
 type ctxLocator struct {
-	Locator
+	locator
 	mu             sync.Mutex
 	calls, foreign int
 }
 
 type ctxKey struct{}
 
-func (l *ctxLocator) Locate(ctx context.Context, q Query) (*Located, error) {
+func (l *ctxLocator) Locate(ctx context.Context, q query) (*located, error) {
 	l.mu.Lock()
 	l.calls++
 	if ctx.Value(ctxKey{}) == nil {
 		l.foreign++
 	}
 	l.mu.Unlock()
-	return l.Locator.Locate(ctx, q)
+	return l.locator.Locate(ctx, q)
 }
 
 // The lookups --call-graph dwarf unwinding makes while the records are
@@ -34,9 +37,9 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 	bin := w.path("busy")
 	w.gcc(bin, busyV1, "-fomit-frame-pointer")
 	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin, "20000000")
-	loc := &ctxLocator{Locator: &PathLocator{BuildIDDir: w.cache()}}
+	loc := &ctxLocator{locator: &resolverLocator{r: buildidcache.New(isolated(w.cache()))}}
 	ctx := context.WithValue(context.Background(), ctxKey{}, true)
-	res, err := Analyze(ctx, data, Options{Locator: loc})
+	res, err := Analyze(ctx, Path(data), Options{locator: loc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +52,8 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 	}
 
 	// A lookup cancelled while unwinding is asked again by judge.
-	s := NewSession(Options{Locator: loc})
-	d = &DSO{Path: bin, Kind: KindFile, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
+	s := newSession(Options{locator: loc})
+	d = &DSO{Path: bin, Kind: dso.File, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
 	s.judge(ctx, d, loc, &stateCache{})
 	if d.Verdict != Verified {
 		t.Errorf("judge reused a cancelled lookup: %v (%s)", d.Verdict, d.Reason)

@@ -3,14 +3,15 @@ package check
 import "strconv"
 
 // Verdict is what perfcheck concluded about one DSO: whether the binary it
-// would symbolize with is the one that ran. DESIGN.md's verdict model;
-// docs/verdicts.md gives every rule.
+// would symbolize with is the one that ran. docs/verdicts.md gives the
+// model and every rule.
 type Verdict uint8
 
-// Verdicts. The first five are DESIGN.md's; NoFile labels mappings that have
-// no file and hence no identity (anonymous memory, [heap], [stack],
-// [vsyscall], addresses no mapping covers, guest code): nothing can be
-// verified there and nothing is named, so they neither gain nor lose trust.
+// Verdicts. The first five judge a file (docs/verdicts.md); NoFile labels
+// mappings that have no file and hence no identity (anonymous memory,
+// [heap], [stack], [vsyscall], addresses no mapping covers, guest code):
+// nothing can be verified there and nothing is named, so they neither gain
+// nor lose trust.
 const (
 	Verified   Verdict = iota + 1 // a build-id was recorded and a binary with it was found
 	Mismatch                      // a build-id was recorded; the file at the path has another; no match anywhere

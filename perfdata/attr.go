@@ -55,7 +55,8 @@ const (
 )
 
 // AttrFlags is the bitfield word at offset 40 of perf_event_attr, with bit i
-// meaning what it means on a little-endian machine (FORMAT.md §2.5); for
+// meaning what it means on a little-endian machine (docs/perfdata-format.md,
+// "The attr flags word"); for
 // big-endian files decodeAttr renumbers the bits so these constants hold.
 type AttrFlags uint64
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"io"
 	"strings"
+
+	"github.com/perfcheck/perfcheck/buildid"
 )
 
 // BuildIDEntry is one build_id_event: an entry of the BUILD_ID header
@@ -24,7 +26,7 @@ type BuildIDEntry struct {
 	// PERF_RECORD_MISC_BUILD_ID_SIZE, else the 20 bytes perf assumes
 	// (so a 16-byte build-id written without the size bit keeps four
 	// trailing zero bytes, as perf prints it).
-	BuildID BuildID
+	BuildID buildid.ID
 	// Filename is the DSO's path or perf's name for it
 	// ("[kernel.kallsyms]", "[vdso]", a module's path or "[name]").
 	Filename string

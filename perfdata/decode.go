@@ -358,8 +358,9 @@ func (p *parser) decodeEventUpdate(d *decoder, h RecordHeader) Record {
 	return x
 }
 
-// decodeCPUMapData decodes a packed perf_record_cpu_map_data (FORMAT §3.5,
-// cpu_map__new_data in tools/perf/util/cpumap.c) into a CPU list.
+// decodeCPUMapData decodes a packed perf_record_cpu_map_data
+// (cpu_map__new_data in tools/perf/util/cpumap.c; docs/perfdata-format.md)
+// into a CPU list.
 func decodeCPUMapData(d *decoder, cpus []uint32) ([]uint32, bool) {
 	cpus = cpus[:0]
 	switch typ := d.u16(); typ {

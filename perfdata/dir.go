@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// openDir opens the perf.data directory form (FORMAT §8,
+// openDir opens the perf.data directory form (docs/perfdata-format.md,
 // tools/perf/Documentation/perf.data-directory-format.txt): dir/data is a
 // normal perf.data file and dir/data.N are bare record streams, one per
 // recording thread, in the byte order of data.

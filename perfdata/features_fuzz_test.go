@@ -65,7 +65,7 @@ func FuzzFeatureSection(f *testing.F) {
 
 // TestFeaturesBigEndian decodes sections written in big-endian order (no
 // big-endian machine is here: the payloads are built by hand with the
-// layouts of FORMAT.md §4).
+// layouts of header.c's write_* functions, docs/perfdata-format.md).
 func TestFeaturesBigEndian(t *testing.T) {
 	t.Parallel()
 	be := binary.BigEndian

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -841,7 +842,7 @@ func TestFeaturesFileBuildIDRecords(t *testing.T) {
 	t.Parallel()
 	le := binary.LittleEndian
 	table := buildIDEvent(le, 1, -1, bytes.Repeat([]byte{1}, 20), 0, "[kernel.kallsyms]")
-	rec := BuildIDEntry{PID: -1, CPUMode: CPUModeUser, BuildID: BuildID{2, 2}, Filename: "/bin/x"}
+	rec := BuildIDEntry{PID: -1, CPUMode: CPUModeUser, BuildID: buildid.ID{2, 2}, Filename: "/bin/x"}
 
 	fs := newFileFeatures(bytes.NewReader(table), int64(len(table)), le, []featureSection{{FeatureBuildID, 0, int64(len(table))}})
 	fs.addBuildID(rec)

@@ -473,9 +473,9 @@ func (f *File) DataRange() (off, size int64) { return f.dataOff, f.dataSize }
 type RecordsOptions struct {
 	// Ordered delivers kernel records in timestamp order the way perf
 	// report does: queued until a FINISHED_ROUND proves no earlier record
-	// can follow (FORMAT §7). Records without a timestamp and perf's own
-	// records are delivered as they are read. Memory is bounded by what
-	// one round holds.
+	// can follow (docs/perfdata-format.md, "Time order"). Records
+	// without a timestamp and perf's own records are delivered as they
+	// are read. Memory is bounded by what one round holds.
 	Ordered bool
 
 	// SkipSampleArrays leaves the u64 arrays of SAMPLE records empty:

@@ -1,6 +1,10 @@
 package perfdata
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/perfcheck/perfcheck/buildid"
+)
 
 // RecordType is perf_event_header.type: kernel records (1..63, from
 // include/uapi/linux/perf_event.h) and records the perf tool writes itself
@@ -126,7 +130,8 @@ type RecordHeader struct {
 	Part int
 
 	// EventIndex is the index in Records.Events (the same as File.Events
-	// for file-format recordings) of the event (attr) the record belongs to, found as perf's evlist__event2evsel does (FORMAT §3.3);
+	// for file-format recordings) of the event (attr) the record belongs
+	// to, found as perf's evlist__event2evsel does (docs/perfdata-format.md);
 	// -1 for user records (type >= 64) and when no event is known.
 	EventIndex int
 
@@ -146,7 +151,8 @@ func (h *RecordHeader) Type() RecordType { return h.RecType }
 // CPUMode returns the address space of the record (misc & CPUMODE_MASK).
 func (h *RecordHeader) CPUMode() CPUMode { return CPUMode(h.Misc & miscCPUModeMask) }
 
-// SampleIDInfo is the sample_id part of a record (FORMAT §3.1).
+// SampleIDInfo is the sample_id part of a record (docs/perfdata-format.md,
+// "The sample_id trailer").
 type SampleIDInfo struct {
 	// Fields has the SampleTID, SampleTime, SampleID, SampleStreamID,
 	// SampleCPU and SampleIdentifier bits of the fields that were present.
@@ -190,7 +196,7 @@ type Mmap2 struct {
 	InoGeneration uint64
 	// BuildID is valid when HasBuildID(); it aliases storage reused by the
 	// next record, copy it to keep it.
-	BuildID  BuildID
+	BuildID  buildid.ID
 	Prot     uint32
 	Flags    uint32
 	Filename string
@@ -377,7 +383,8 @@ type TracingData struct {
 }
 
 // FinishedRound is PERF_RECORD_FINISHED_ROUND (68): perf record finished one
-// pass over all ring buffers (the ordering guarantee of FORMAT §7).
+// pass over all ring buffers (the ordering guarantee of
+// docs/perfdata-format.md, "Time order").
 type FinishedRound struct{ RecordHeader }
 
 // IDIndexEntry is one entry of an ID_INDEX record.

@@ -310,10 +310,11 @@ func (d *decoder) u64sView(buf []uint64, n uint64, what string) ([]uint64, []uin
 
 // resetSample clears every field of s after its RecordHeader, keeping the
 // slices' storage for reuse, and sets Fields. It writes the fields one by
-// one: assigning a Sample literal that keeps s's own header made the
-// compiler copy the header out and back through the stack, which stalled
-// (a third of a skimming decode's time). TestResetSampleEveryField fails
-// when a field is added to Sample and not here.
+// one: assigning a Sample literal that keeps s's own header makes the
+// compiler copy the header out and back through the stack, a stall that
+// weighs on a skimming decode (bench/README.md, "The reader").
+// TestResetSampleEveryField fails when a field is added to Sample and not
+// here.
 func resetSample(s *Sample, st SampleType) {
 	s.Fields = st
 	s.IP, s.Addr, s.Period = 0, 0, 0
@@ -354,7 +355,8 @@ func (d *decoder) fitsU64s(n uint64, what string) bool {
 }
 
 // decodeSample decodes a SAMPLE payload (the bytes after the header) in
-// the order of evsel__parse_sample (tools/perf/util/evsel.c, FORMAT §3.2).
+// the order of evsel__parse_sample (tools/perf/util/evsel.c; docs/perfdata-format.md,
+// "Samples").
 // s.RecordHeader must be set already; its SampleID is filled here. With
 // skipArrays the u64 arrays (callchain, branch stack, branch counters,
 // registers) are checked exactly as they would be decoded, with the same
@@ -572,7 +574,8 @@ func idHeaderSize(st SampleType) int {
 	return n
 }
 
-// decodeSampleID decodes a sample_id trailer (FORMAT §3.1) from b, which
+// decodeSampleID decodes a sample_id trailer (perf_evsel__parse_id_sample in
+// tools/perf/util/evsel.c; docs/perfdata-format.md) from b, which
 // holds exactly the trailer's bytes.
 func decodeSampleID(b []byte, order binary.ByteOrder, st SampleType, id *SampleIDInfo) {
 	*id = SampleIDInfo{Fields: st & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier)}

@@ -18,11 +18,9 @@ import (
 // TestStashedRecordOrdered: a kernel record written uncompressed in
 // the middle of a zstd block (the decoder reads past it, zfeeder stashes a
 // copy) must be delivered with its own bytes by the ordered reader too.
-// The stash used to keep the stream's stable/chunk/bufAt from nextOuter,
-// so the ordered queue referred to the chunk position, which the stream
-// may have compacted in place (nextChunk) before the record was pushed.
-// (Found by review; it predates the queue keeping chunk positions only
-// in how often it bites.)
+// A stash that kept the stream's stable/chunk/bufAt from nextOuter would
+// make the ordered queue refer to a chunk position that the stream may
+// have compacted in place (nextChunk) before the record was pushed.
 func TestStashedRecordOrdered(t *testing.T) {
 	t.Parallel()
 	orig := readFixture(t, "pipe.data")

@@ -34,7 +34,8 @@ type rawRecord struct {
 const (
 	readChunk = 256 << 10 // bytes asked of the underlying reader at a time
 	// maxRecord bounds one record: header.size is a u16; COMPRESSED2 may
-	// exceed it by at most the wrap described in FORMAT §5.
+	// exceed it by at most the wrap described in docs/perfdata-format.md
+	// ("Compression").
 	maxRecord = 1 << 17
 	// garbageLimit is how far past an impossible record header a pipe
 	// stream may go on before the rest is an error rather than trailing
@@ -349,8 +350,9 @@ func (s *stream) nextOuter() (rawRecord, error) {
 	}
 	n := int(size)
 	if typ == RecordCompressed2 {
-		// data_size decides the length (FORMAT §5): align8(16+data_size)
-		// can exceed a u16, which header.size then holds wrapped.
+		// data_size decides the length (docs/perfdata-format.md,
+		// "Compression"): align8(16+data_size) can exceed a u16, which
+		// header.size then holds wrapped.
 		if !s.fill(16) {
 			return rawRecord{}, s.truncated(off, 16)
 		}

@@ -1,34 +1,8 @@
 package perfdata
 
 import (
-	"encoding/hex"
 	"strconv"
-	"strings"
 )
-
-// BuildID is a build-id as perf records it: usually the 20 bytes of a GNU
-// NT_GNU_BUILD_ID note, but any length is valid (lld's --build-id=fast writes
-// 8, MD5 builds write 16).
-type BuildID []byte
-
-// String returns the build-id in lower-case hex, as perf prints it.
-func (b BuildID) String() string { return hex.EncodeToString(b) }
-
-// IsZero reports whether b is empty or all zero bytes (perf's "no build-id").
-func (b BuildID) IsZero() bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// ParseBuildID parses a hex build-id; it is the inverse of String.
-func ParseBuildID(s string) (BuildID, error) {
-	b, err := hex.DecodeString(strings.TrimSpace(s))
-	return BuildID(b), err
-}
 
 // CPUMode is the address space a record belongs to: the low three bits of
 // perf_event_header.misc (PERF_RECORD_MISC_CPUMODE_MASK).

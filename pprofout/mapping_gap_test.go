@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
@@ -61,7 +62,7 @@ var (
 // process's maps across exec (machine__process_comm_event does not flush
 // them; new MMAPs overwrite), so a sample taken inside execve after the
 // kernel's COMM exec event, whose user IP is still the old image's, is
-// named from the old mapping. check.Tracker drops the maps at exec (the
+// named from the old mapping. addrspace.Tracker drops the maps at exec (the
 // kernel has already replaced the address space), so perfcheck shows that
 // frame as an unmapped address. The parser follows the task events to
 // recognise such frames and writes them as perfcheck does, counting them.
@@ -398,7 +399,7 @@ func sameFunction(t *testing.T, cache map[string]*elfSyms, root string, l *profi
 
 // noteBuildID is f's GNU build-id from its .note.gnu.build-id section
 // (buildidcache's note reader), or nil.
-func noteBuildID(f *elf.File) buildidcache.BuildID {
+func noteBuildID(f *elf.File) buildid.ID {
 	s := f.Section(".note.gnu.build-id")
 	if s == nil {
 		return nil

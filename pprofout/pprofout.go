@@ -21,15 +21,11 @@
 //
 // # Security
 //
-// Convert reads nothing but the Result, except the ELF program headers of
-// the binaries the check verified (to lay out their mappings the way pprof's
-// symbolizers expect); those reads are bounded by debug/elf and a failure
-// only costs the layout hint. Strings from the recording (paths, comms,
-// names) are copied into the profile as they are.
+// Convert reads nothing but the Result: it opens no file. Strings from the
+// recording (paths, comms, names) are copied into the profile as they are.
 package pprofout
 
 import (
-	"debug/elf"
 	"fmt"
 	"io"
 	"sort"
@@ -38,7 +34,9 @@ import (
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Options tune Convert.
@@ -81,7 +79,7 @@ func refused(d *check.DSO) bool { return !d.Trusted() }
 // kernel, JIT code and file-less memory) rather than file offsets.
 func addrKind(d *check.DSO) bool {
 	switch d.Kind {
-	case check.KindFile, check.KindVDSO, check.KindModule:
+	case dso.File, dso.VDSO, dso.Module:
 		return false
 	}
 	return true
@@ -96,31 +94,70 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 	if opts.Events == nil {
 		opts.Events = res.EventInfo
 	}
+	b := &builder{
+		res: res,
+		p: &profile.Profile{
+			DurationNanos: opts.DurationNanos,
+			TimeNanos:     opts.TimeNanos,
+			Comments:      opts.Comments,
+		},
+		funcs: map[profile.Function]*profile.Function{},
+		maps:  map[*check.DSO]*profile.Mapping{},
+		bases: map[*check.DSO]uint64{},
+		next:  fileBase,
+	}
+	nev := numEvents(res)
+	b.addSampleTypes(nev, opts.Events)
+	dsos, spans := usedDSOs(res)
+	for _, d := range dsos {
+		b.addMapping(d, spans[d])
+	}
+	b.addLocations()
+	b.pointAtFoundFiles(dsos)
+	b.addSamples(nev)
+	if err := b.p.CheckValid(); err != nil {
+		return nil, fmt.Errorf("pprofout: %w", err)
+	}
+	return b.p, nil
+}
+
+// builder holds a profile being built and what its steps share.
+type builder struct {
+	res   *check.Result
+	p     *profile.Profile
+	funcs map[profile.Function]*profile.Function // by value, as pprof's own builders dedup
+	maps  map[*check.DSO]*profile.Mapping
+	bases map[*check.DSO]uint64 // address of offset 0, for file-backed DSOs
+	next  uint64                // synthetic base of the next file-backed DSO without a mapping
+}
+
+// numEvents is the number of events: those of the recording, and any a
+// sample names past them; at least one.
+func numEvents(res *check.Result) int {
 	nev := len(res.Events)
 	for _, ag := range res.Aggregates() {
 		if ag.Event >= nev {
 			nev = ag.Event + 1
 		}
 	}
-	if nev == 0 {
-		nev = 1
-	}
-	p := &profile.Profile{
-		DurationNanos: opts.DurationNanos,
-		TimeNanos:     opts.TimeNanos,
-		Comments:      opts.Comments,
-	}
+	return max(nev, 1)
+}
+
+// addSampleTypes gives the profile two sample types per event (samples,
+// period) and, with one event, its period type.
+func (b *builder) addSampleTypes(nev int, events []perfdata.Event) {
+	p := b.p
 	for i := 0; i < nev; i++ {
 		name := ""
-		if i < len(res.Events) {
-			name = res.Events[i]
+		if i < len(b.res.Events) {
+			name = b.res.Events[i]
 		}
 		if name == "" {
 			name = fmt.Sprintf("event%d", i)
 		}
 		unit := "count"
-		if i < len(opts.Events) {
-			unit = PeriodUnit(&opts.Events[i].Attr)
+		if i < len(events) {
+			unit = PeriodUnit(&events[i].Attr)
 		}
 		samples := "samples"
 		if nev > 1 {
@@ -136,9 +173,14 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 	if nev == 1 {
 		p.PeriodType = &profile.ValueType{Type: p.SampleType[1].Type, Unit: p.SampleType[1].Unit}
 	}
+}
 
-	// Which locations are used, and the offset range per DSO.
-	type span struct{ lo, hi uint64 }
+// span is the range of a DSO's sampled offsets.
+type span struct{ lo, hi uint64 }
+
+// usedDSOs returns the DSOs of res's locations in the order of their
+// mappings, and the range of each one's offsets.
+func usedDSOs(res *check.Result) ([]*check.DSO, map[*check.DSO]*span) {
 	spans := map[*check.DSO]*span{}
 	var dsos []*check.DSO
 	for _, l := range res.Locations {
@@ -177,116 +219,113 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		copy(dsos[1:main+1], dsos[:main])
 		dsos[0] = d
 	}
+	return dsos, spans
+}
 
-	// Functions, deduplicated by value as pprof's own builders do.
-	funcs := map[profile.Function]*profile.Function{}
-	function := func(f check.Frame) *profile.Function {
-		key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
-		if key.Name == "" {
-			key.Name = f.RawName
-		}
-		if key.SystemName == "" {
-			key.SystemName = key.Name
-		}
-		if fn := funcs[key]; fn != nil {
-			return fn
-		}
-		fn := key
-		fn.ID = uint64(len(p.Function) + 1)
-		funcs[key] = &fn
-		p.Function = append(p.Function, &fn)
-		return &fn
+// addMapping adds d's mapping, laid out over its sampled offsets s.
+func (b *builder) addMapping(d *check.DSO, s *span) {
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: d.Path}
+	if len(d.BuildID) > 0 {
+		m.BuildID = d.BuildID.String()
+	} else if d.Verdict == check.Unverified && len(d.FoundBuildID) > 0 {
+		// No build-id recorded, but the file at the path shows no
+		// sign of change and is what the names come from: its
+		// build-id is the best identity known, and matches the names.
+		m.BuildID = d.FoundBuildID.String()
 	}
-
-	maps := map[*check.DSO]*profile.Mapping{}
-	bases := map[*check.DSO]uint64{} // address of offset 0
-	next := uint64(fileBase)
-	for _, d := range dsos {
-		s := spans[d]
-		m := &profile.Mapping{ID: uint64(len(p.Mapping) + 1), File: d.Path}
-		if len(d.BuildID) > 0 {
-			m.BuildID = d.BuildID.String()
-		} else if d.Verdict == check.Unverified && len(d.FoundBuildID) > 0 {
-			// No build-id recorded, but the file at the path shows no
-			// sign of change and is what the names come from: its
-			// build-id is the best identity known, and matches the names.
-			m.BuildID = d.FoundBuildID.String()
-		}
-		if addrKind(d) {
-			// Addresses are real: keep them, and a mapping that spans them.
-			m.Start = s.lo &^ 0xfff
-			m.Limit = (s.hi | 0xfff) + 1
-			if d.Kind == check.KindKernel {
-				// perf's kernel map: an address is its own offset.
-				m.Offset = m.Start
-			}
-			if m.Limit == 0 { // the top page
-				m.Limit = ^uint64(0)
-			}
-		} else if mr, ok := res.FirstMapping(d); ok && realRange(mr, s.lo, s.hi) {
-			// The recording's own mapping: the first executable mapping
-			// of this DSO (MMAP2 start, end, pgoff), widened by whole
-			// pages if a sampled offset lies outside it (another segment
-			// of the same file). Addresses are what that process ran at;
-			// Address - Start + Offset is still the file offset, which
-			// is all pprof's symbolizers need.
-			base := mr.Start - mr.Pgoff // address of offset 0 (mod 2^64)
-			m.Start, m.Limit, m.Offset = mr.Start, mr.Limit, mr.Pgoff
-			if lo := (base + s.lo) &^ 0xfff; lo < m.Start {
-				m.Offset -= m.Start - lo
-				m.Start = lo
-			}
-			if hi := ((base + s.hi) | 0xfff) + 1; hi > m.Limit {
-				m.Limit = hi
-			}
-			bases[d] = base
-		} else {
-			// A DSO is shared by every process that mapped it, each at
-			// its own address; the check keeps file offsets. Give each
-			// DSO its own range, laid out like its executable mapping
-			// (Start at the page of the text segment's file offset, Offset
-			// that file offset), so that pprof's symbolizers, given the
-			// same binary later, find file offset = Address - Start +
-			// Offset and the virtual address from the program headers.
-			pg := textPageOffset(d, s.lo)
-			base := next
-			m.Start = base + pg
-			m.Offset = pg
-			m.Limit = base + ((s.hi | 0xfff) + 1)
-			if m.Limit <= m.Start {
-				m.Limit = m.Start + 0x1000
-			}
-			bases[d] = base
-			next = (m.Limit + 1<<32) &^ (1<<32 - 1)
-		}
-		if refused(d) {
-			// The file at the recorded path is not the binary that ran
-			// (or there is none): a symbolizer that opens m.File without
-			// checking build-ids (go tool pprof's does not) would name
-			// these frames from the wrong file. The verdict appended makes
-			// the name one that opens nothing, while the build-id still
-			// lets pprof find the right binary ($PPROF_BINARY_PATH/<build-id>/...).
-			m.File = d.Path + " [" + d.Verdict.String() + "]"
-		}
-		maps[d] = m
-		p.Mapping = append(p.Mapping, m)
+	if addrKind(d) {
+		layOutAddresses(m, d, s)
+	} else if mr, ok := b.res.FirstMapping(d); ok && realRange(mr, s.lo, s.hi) {
+		b.bases[d] = layOutRecorded(m, mr, s)
+	} else {
+		b.bases[d] = b.layOutSynthetic(m, d, s)
 	}
+	if refused(d) {
+		// The file at the recorded path is not the binary that ran
+		// (or there is none): a symbolizer that opens m.File without
+		// checking build-ids (go tool pprof's does not) would name
+		// these frames from the wrong file. The verdict appended makes
+		// the name one that opens nothing, while the build-id still
+		// lets pprof find the right binary ($PPROF_BINARY_PATH/<build-id>/...).
+		m.File = d.Path + " [" + d.Verdict.String() + "]"
+	}
+	b.maps[d] = m
+	b.p.Mapping = append(b.p.Mapping, m)
+}
 
-	// p.Location[i] is the profile location of res.Locations[i].
-	for _, l := range res.Locations {
-		m := maps[l.DSO]
+// layOutAddresses lays out the mapping of a DSO whose offsets are
+// addresses: they are real, so they are kept, in a mapping that spans them.
+func layOutAddresses(m *profile.Mapping, d *check.DSO, s *span) {
+	m.Start = s.lo &^ 0xfff
+	m.Limit = (s.hi | 0xfff) + 1
+	if d.Kind == dso.Kernel {
+		// perf's kernel map: an address is its own offset.
+		m.Offset = m.Start
+	}
+	if m.Limit == 0 { // the top page
+		m.Limit = ^uint64(0)
+	}
+}
+
+// layOutRecorded lays out a file-backed mapping as the recording's own:
+// the first executable mapping of this DSO (MMAP2 start, end, pgoff),
+// widened by whole pages if a sampled offset lies outside it (another
+// segment of the same file). Addresses are what that process ran at;
+// Address - Start + Offset is still the file offset, which is all pprof's
+// symbolizers need. It returns the address of offset 0.
+func layOutRecorded(m *profile.Mapping, mr check.MappingRange, s *span) uint64 {
+	base := mr.Start - mr.Pgoff // address of offset 0 (mod 2^64)
+	m.Start, m.Limit, m.Offset = mr.Start, mr.Limit, mr.Pgoff
+	if lo := (base + s.lo) &^ 0xfff; lo < m.Start {
+		m.Offset -= m.Start - lo
+		m.Start = lo
+	}
+	if hi := ((base + s.hi) | 0xfff) + 1; hi > m.Limit {
+		m.Limit = hi
+	}
+	return base
+}
+
+// layOutSynthetic lays out a file-backed mapping the recording gives no
+// usable range for. A DSO is shared by every process that mapped it, each
+// at its own address; the check keeps file offsets. Each DSO gets its own
+// range, laid out like its executable mapping (Start at the page of the
+// text segment's file offset, Offset that file offset), so that pprof's
+// symbolizers, given the same binary later, find file offset = Address -
+// Start + Offset and the virtual address from the program headers. It
+// returns the address of offset 0.
+func (b *builder) layOutSynthetic(m *profile.Mapping, d *check.DSO, s *span) uint64 {
+	pg := textPageOffset(b.res, d, s.lo)
+	base := b.next
+	m.Start = base + pg
+	m.Offset = pg
+	m.Limit = base + ((s.hi | 0xfff) + 1)
+	if m.Limit <= m.Start {
+		m.Limit = m.Start + 0x1000
+	}
+	b.next = (m.Limit + 1<<32) &^ (1<<32 - 1)
+	return base
+}
+
+// addLocations adds a location per location of the check, in its order
+// (p.Location[i] is the profile location of res.Locations[i]), with its
+// frames when its DSO is trusted.
+func (b *builder) addLocations() {
+	p := b.p
+	for _, l := range b.res.Locations {
+		m := b.maps[l.DSO]
 		pl := &profile.Location{ID: uint64(len(p.Location) + 1), Mapping: m}
 		if addrKind(l.DSO) {
 			pl.Address = l.Offset
 		} else {
-			pl.Address = bases[l.DSO] + l.Offset
+			pl.Address = b.bases[l.DSO] + l.Offset
 		}
 		if !refused(l.DSO) {
 			for _, f := range l.Frames {
 				if f.Function == "" && f.RawName == "" {
 					continue
 				}
-				pl.Line = append(pl.Line, profile.Line{Function: function(f), Line: int64(f.Line), Column: int64(f.Column)})
+				pl.Line = append(pl.Line, profile.Line{Function: b.function(f), Line: int64(f.Line), Column: int64(f.Column)})
 				m.HasFunctions = true
 				if f.File != "" {
 					m.HasFilenames = true
@@ -301,25 +340,51 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		}
 		p.Location = append(p.Location, pl)
 	}
-	// A trusted DSO that was found elsewhere than at its path (perf's
-	// cache, a debug directory, debuginfod) and got no names from us:
-	// point pprof at the verified file, not at whatever is at the path now.
+}
+
+// function returns the profile's function for frame f, added on first use.
+func (b *builder) function(f symbolize.Frame) *profile.Function {
+	key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
+	if key.Name == "" {
+		key.Name = f.RawName
+	}
+	if key.SystemName == "" {
+		key.SystemName = key.Name
+	}
+	if fn := b.funcs[key]; fn != nil {
+		return fn
+	}
+	fn := key
+	fn.ID = uint64(len(b.p.Function) + 1)
+	b.funcs[key] = &fn
+	b.p.Function = append(b.p.Function, &fn)
+	return &fn
+}
+
+// pointAtFoundFiles makes the mapping of a trusted DSO that was found
+// elsewhere than at its path (perf's cache, a debug directory,
+// debuginfod) and got no names from us name the verified file, not
+// whatever is at the path now.
+func (b *builder) pointAtFoundFiles(dsos []*check.DSO) {
 	for _, d := range dsos {
-		m := maps[d]
+		m := b.maps[d]
 		if !refused(d) && !m.HasFunctions && d.Verdict == check.Verified && d.FoundPath != "" && !addrKind(d) {
 			m.File = d.FoundPath
 		}
 	}
+}
 
-	// Samples: one per (stack, comm, pid, tid), the events' values side by
-	// side.
+// addSamples adds a sample per (stack, comm, pid, tid), the events'
+// values side by side.
+func (b *builder) addSamples(nev int) {
+	p := b.p
 	type sampleKey struct {
 		stack    int
 		comm     string
 		pid, tid int32
 	}
 	samples := map[sampleKey]*profile.Sample{}
-	for _, ag := range res.Aggregates() {
+	for _, ag := range b.res.Aggregates() {
 		k := sampleKey{ag.Stack.ID, ag.Comm, ag.PID, ag.TID}
 		s := samples[k]
 		if s == nil {
@@ -344,10 +409,6 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		s.Value[2*ag.Event] += int64(ag.Samples)
 		s.Value[2*ag.Event+1] += int64(ag.Period)
 	}
-	if err := p.CheckValid(); err != nil {
-		return nil, fmt.Errorf("pprofout: %w", err)
-	}
-	return p, nil
 }
 
 // Write converts res and writes the profile to w, gzipped, as pprof reads it.
@@ -360,10 +421,9 @@ func Write(w io.Writer, res *check.Result, opts Options) error {
 }
 
 // WriteProfile writes p to w as Profile.Write does (a gzipped protobuf),
-// compressing with klauspost/compress's gzip, which at the same default
-// level is several times faster than compress/gzip for a few percent more
-// bytes: on the 128 MB bench recording's profile (3.7 MB of protobuf),
-// Profile.Write spent more time compressing than Convert building it.
+// compressing with klauspost/compress's gzip rather than compress/gzip:
+// on a large profile the standard compressor costs more than building the
+// profile (docs/pprof.md, "Compression"; figures in bench/README.md).
 func WriteProfile(w io.Writer, p *profile.Profile) error {
 	zw := gzip.NewWriter(w)
 	if err := p.WriteUncompressed(zw); err != nil {
@@ -408,7 +468,7 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		return -1
 	}
 	for i, d := range dsos {
-		if d.Kind != check.KindFile {
+		if d.Kind != dso.File {
 			continue
 		}
 		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]
@@ -428,35 +488,13 @@ func yesNo(b bool) string {
 
 // textPageOffset is the file offset, rounded down to a page, at which the
 // loader maps the executable segment that holds offset lo: what perf
-// recorded as the pgoff of the sampled mapping. It reads the program
-// headers of the verified binary when there is one; otherwise (refused or
-// unreadable) it takes lo's page, which is enough for pprof, whose
-// symbolizer picks the segment by file offset.
-func textPageOffset(d *check.DSO, lo uint64) uint64 {
-	if d.Trusted() && d.FoundPath != "" && !strings.HasPrefix(d.FoundPath, "/proc/") {
-		if off, ok := execSegmentOffset(d.FoundPath, lo); ok {
-			return off &^ 0xfff
-		}
+// recorded as the pgoff of the sampled mapping. The check gives it for a
+// verified binary (Result.ExecSegment); otherwise (refused or unreadable)
+// it is lo's page, which is enough for pprof, whose symbolizer picks the
+// segment by file offset.
+func textPageOffset(res *check.Result, d *check.DSO, lo uint64) uint64 {
+	if off, ok := res.ExecSegment(d, lo); ok {
+		return off &^ 0xfff
 	}
 	return lo &^ 0xfff
-}
-
-func execSegmentOffset(path string, lo uint64) (off uint64, ok bool) {
-	defer func() {
-		// debug/elf documents that malformed input may panic.
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	for _, ph := range f.Progs {
-		if ph.Type == elf.PT_LOAD && ph.Flags&elf.PF_X != 0 && ph.Off <= lo && lo < ph.Off+ph.Filesz {
-			return ph.Off, true
-		}
-	}
-	return 0, false
 }

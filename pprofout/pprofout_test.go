@@ -17,6 +17,7 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 
 	"github.com/google/pprof/profile"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
 )
 
@@ -35,7 +36,7 @@ func analyze(t *testing.T, name, root string) *check.Result {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
-	res, err := check.Analyze(context.Background(), p, check.Options{SymFS: root, BuildIDDir: t.TempDir()})
+	res, err := check.Analyze(context.Background(), check.Path(p), check.Options{Lookup: noLookup(t.TempDir(), root)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +334,7 @@ func TestLayoutResymbolizes(t *testing.T) {
 }
 
 func BenchmarkConvert(b *testing.B) {
-	res, err := check.Analyze(context.Background(), filepath.Join(fixtureDir, "cshared-fp.data"), check.Options{BuildIDDir: b.TempDir()})
+	res, err := check.Analyze(context.Background(), check.Path(filepath.Join(fixtureDir, "cshared-fp.data")), check.Options{Lookup: noLookup(b.TempDir(), "")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 	if _, err := os.Stat(name); err != nil {
 		b.Skipf("no large recording (make it with bench/record-large.sh): %v", err)
 	}
-	res, err := check.Analyze(context.Background(), name, check.Options{})
+	res, err := check.Analyze(context.Background(), check.Path(name), check.Options{Lookup: noLookup("-", "")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -407,4 +408,11 @@ func BenchmarkWriteLarge(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(p.Sample)), "pprof-samples")
 	}
+}
+
+// noLookup looks binaries up in the perf cache dir (none for "-") and at
+// the recorded path under symfs: no debug directory, no debuginfod, so
+// that this machine's ~/.debug cannot change a verdict.
+func noLookup(dir, symfs string) buildidcache.Options {
+	return buildidcache.Options{BuildIDDir: dir, SymFS: symfs, DebugDirs: []string{}, DebuginfodURLs: []string{}}
 }

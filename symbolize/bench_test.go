@@ -1,10 +1,14 @@
 package symbolize
 
 import (
+	"compress/zlib"
 	"debug/elf"
+	"io"
 	"math/rand"
 	"os"
 	"testing"
+
+	kzlib "github.com/klauspost/compress/zlib"
 )
 
 // benchBinary is the binary the benchmarks symbolize: $SYMBOLIZE_BENCH_BIN
@@ -95,5 +99,82 @@ func BenchmarkSteady(b *testing.B) {
 	for b.Loop() {
 		buf, _ = bin.Frames(addrs[i%len(addrs)], buf)
 		i++
+	}
+}
+
+// BenchmarkDecodeUnits decodes every unit with code of the binary's DWARF,
+// walking DIEs with the package's reader and with debug/dwarf's (as
+// relocatable files are read): the measurement behind keeping dieread.go
+// (bench/README.md).
+func BenchmarkDecodeUnits(b *testing.B) {
+	p := benchBinary(b)
+	for _, reader := range []string{"dieReader", "debug-dwarf"} {
+		b.Run(reader, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bin, err := Open(p, Options{NoDebugFile: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				x := bin.loadDWARF()
+				if x == nil || !x.hasData {
+					b.Fatalf("%s: no DWARF", p)
+				}
+				if reader == "debug-dwarf" {
+					x.dies = nil
+				}
+				for u := range x.units {
+					if x.units[u].base != ^uint64(0) {
+						if _, err := x.unit(int32(u)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				bin.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkInflate decompresses the binary's .debug_info (zlib, as the Go
+// linker writes it) with klauspost/compress and with compress/zlib: the
+// measurement behind using the former (bench/README.md).
+func BenchmarkInflate(b *testing.B) {
+	p := benchBinary(b)
+	ef, err := elf.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ef.Close()
+	s := ef.Section(".debug_info")
+	if s == nil || s.Flags&elf.SHF_COMPRESSED == 0 {
+		b.Skipf("%s: no compressed .debug_info", p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	for _, lib := range []string{"klauspost", "compress-zlib"} {
+		b.Run(lib, func(b *testing.B) {
+			b.SetBytes(int64(s.Size))
+			out := make([]byte, s.Size)
+			for b.Loop() {
+				src := io.NewSectionReader(f, int64(s.Offset)+24, int64(s.FileSize)-24)
+				var r io.ReadCloser
+				if lib == "klauspost" {
+					r, err = kzlib.NewReader(src)
+				} else {
+					r, err = zlib.NewReader(src)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(r, out); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 // evicted, and what stays decoded must fit the budget but for the unit
 // being decoded.
 func TestDecodedBudget(t *testing.T) {
+	t.Parallel()
 	p := buildMultiUnit(t)
 	addrs := textAddrs(t, p, 3000)
 	answers := func(b *Binary) [][]Frame {

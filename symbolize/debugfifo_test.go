@@ -16,6 +16,7 @@ import (
 // stat, or a hostile --debug-dir): loading the binary's DWARF must not
 // block on the open, and the refusal is a warning naming the file.
 func TestDebugFileFIFODoesNotBlock(t *testing.T) {
+	t.Parallel()
 	bin := "/usr/bin/true"
 	fifo := filepath.Join(t.TempDir(), "debug")
 	fixtures.Mkfifo(t, fifo)

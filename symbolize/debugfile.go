@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/ulikunitz/xz"
 )
 
@@ -66,7 +67,7 @@ func DefaultDebugFile(q DebugQuery) (string, error) {
 			tried = append(tried, p)
 		}
 	}
-	return "", fmt.Errorf("%w: no debug file for %s (tried %v)", ErrNotFound, q.Path, tried)
+	return "", fmt.Errorf("%s: separate debug file (tried %v): %w", q.Path, tried, buildidcache.ErrNotFound)
 }
 
 func fileExists(p string) bool {
@@ -98,7 +99,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	}
 	p, err := loc(DebugQuery{Path: b.path, BuildID: b.buildID, DebugLink: b.debugLink, DebugLinkCRC: b.linkCRC})
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, buildidcache.ErrNotFound) {
 			return nil, nil, "", nil
 		}
 		return nil, nil, "", err
@@ -122,14 +123,14 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	if id := elfBuildID(ef); len(b.buildID) > 0 && len(id) > 0 {
 		if !bytes.Equal(id, b.buildID) {
 			f.Close()
-			return nil, nil, "", fmt.Errorf("debug file %s has build-id %x, %s has %x", p, id, b.path, b.buildID)
+			return nil, nil, "", fmt.Errorf("debug file %s has build-id %s, %s has %s", p, id, b.path, b.buildID)
 		}
 	} else if len(b.buildID) > 0 && b.debugLink == "" {
 		// Found by the binary's build-id, it must carry it: objcopy
 		// --only-keep-debug keeps the note, and with no debuglink CRC
 		// nothing else would tie the file to the binary.
 		f.Close()
-		return nil, nil, "", fmt.Errorf("debug file %s has no build-id, %s has %x", p, b.path, b.buildID)
+		return nil, nil, "", fmt.Errorf("debug file %s has no build-id, %s has %s", p, b.path, b.buildID)
 	} else if b.debugLink != "" {
 		h := crc32.NewIEEE()
 		if _, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)); err != nil {
@@ -157,31 +158,31 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil, nil
 	}
-	comp, err := s.Data()
+	comp, err := sectionData(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	zr, err := xz.NewReader(bytes.NewReader(comp))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	limit := int64(len(comp)) * 50
 	limit = min(max(limit, 1<<20), maxMiniDebugInfo)
 	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x: %v", ErrMalformed, b.path, s.Offset, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata at offset %#x decompresses beyond %d bytes", ErrMalformed, b.path, s.Offset, limit)
+		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
-	err = safely(b.path+" .gnu_debugdata", func() error {
+	err = safely(b.path, func() error {
 		var err error
 		mini, err = elf.NewFile(bytes.NewReader(data))
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: .gnu_debugdata: %v", ErrMalformed, b.path, err)
+		return nil, fmt.Errorf("%s: .gnu_debugdata: %w", b.path, malformed(err))
 	}
 	return mini, nil
 }

@@ -11,6 +11,7 @@ import (
 // build-id note: nothing ties it to the binary, so it is refused and its
 // DWARF is not used.
 func TestDebugFileWithoutBuildIDRefused(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "objcopy")
 	dir := t.TempDir()

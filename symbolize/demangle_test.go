@@ -23,6 +23,7 @@ func filt(t *testing.T, tool, name string) string {
 // TestDemangleCPlusPlus compares Demangle with c++filt (libiberty, what
 // addr2line -C and perf print) on names taken from g++ binaries, exactly.
 func TestDemangleCPlusPlus(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{
 		"_Z3fooi",
 		"_ZN3foo3barEv",
@@ -59,6 +60,7 @@ func TestDemangleCPlusPlus(t *testing.T) {
 // rustc 1.x binaries. A v0 name in which the library misreads "0" followed
 // by a digit must come back raw, never as the shifted name.
 func TestDemangleRust(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{
 		// legacy
 		"_ZN4prog4main17hcce186249aee5b82E",
@@ -109,6 +111,7 @@ func TestDemangleRust(t *testing.T) {
 // same lookups, with Function equal to the mangled RawName, where the
 // default demangles it.
 func TestNoDemangleOption(t *testing.T) {
+	t.Parallel()
 	needTool(t, "g++")
 	dir := t.TempDir()
 	p := compile(t, dir, "cxx", "g++", testdataPath(t, "prog.cc"), "-O0", "-g")

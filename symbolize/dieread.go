@@ -11,9 +11,9 @@ import (
 
 // This file reads the DIEs of a unit for decodeUnit without debug/dwarf.
 // debug/dwarf allocates an Entry, its Field slice and a boxed value per
-// attribute for every DIE it reads, and copies every string: two thirds
-// of what decoding the Go compiler's DWARF allocated (78 of 122 MB), all
-// of it garbage a moment later. dieReader walks the unit's bytes driven by
+// attribute for every DIE it reads, and copies every string: most of
+// what decoding allocates, all of it garbage a moment later (bench/README.md
+// compares the two readers). dieReader walks the unit's bytes driven by
 // its abbreviation table, keeps only the attributes the tables need, in a
 // die the caller reuses, and returns strings as views of the sections
 // (the caller copies those it keeps). Forms and unit headers follow the
@@ -600,9 +600,6 @@ type dieSections struct {
 	order                                                  binary.ByteOrder
 	units                                                  []unitHdr // sorted by offset
 	abbrevs                                                map[uint64]*abbrevTable
-	// touchRng, when set, is called before .debug_rnglists[lo:hi] is
-	// read (see dwarfIndex.rngTouch).
-	touchRng func(lo, hi int)
 }
 
 // dieReader reads the DIEs of one unit.
@@ -736,22 +733,24 @@ func (r *dieReader) value(aa *abbrevAttr, want bool, v *dieVal) {
 		return
 	}
 	*v = dieVal{class: class}
+	switch class {
+	case dwarf.ClassConstant:
+		r.constant(form, aa, v)
+	case dwarf.ClassReference:
+		r.reference(form, v)
+	case dwarf.ClassString:
+		r.str(form, want, v)
+	default:
+		r.other(form, aa, want, v)
+	}
+}
+
+// constant reads a value of a constant form (ClassConstant, and
+// ClassRangeListPtr for DWARF 2 and 3's constant offsets: formClass
+// gives that class only to these forms or sec_offset).
+func (r *dieReader) constant(form uint32, aa *abbrevAttr, v *dieVal) {
+	c := &r.c
 	switch form {
-	case formAddr:
-		v.kind, v.u = valUint64, r.addr(c)
-	case formAddrx, formAddrx1, formAddrx2, formAddrx3, formAddrx4:
-		idx := r.index(form)
-		if want {
-			v.kind, v.u = valUint64, r.debugAddr(idx)
-		}
-	case formBlock1:
-		c.take(c.fixed(1))
-	case formBlock2:
-		c.take(c.fixed(2))
-	case formBlock4:
-		c.take(c.fixed(4))
-	case formBlock, formExprloc:
-		c.take(c.uleb())
 	case formData1:
 		v.kind, v.u = valInt64, c.fixed(1)
 	case formData2:
@@ -768,9 +767,16 @@ func (r *dieReader) value(aa *abbrevAttr, want bool, v *dieVal) {
 		v.kind, v.u = valInt64, c.uleb()
 	case formImplicitConst:
 		v.kind, v.u = valInt64, uint64(aa.implicit)
-	case formFlag:
-		c.take(1)
-	case formFlagPresent:
+	}
+}
+
+// reference reads a value of a reference form (an offset in
+// .debug_info: within the unit, or from the section's start for
+// ref_addr).
+func (r *dieReader) reference(form uint32, v *dieVal) {
+	c := &r.c
+	unit := uint64(r.h.off)
+	switch form {
 	case formRefAddr:
 		if r.h.version == 2 {
 			v.kind, v.u = valOffset, r.addr(c)
@@ -778,15 +784,26 @@ func (r *dieReader) value(aa *abbrevAttr, want bool, v *dieVal) {
 			v.kind, v.u = valOffset, c.fixed(r.offSize)
 		}
 	case formRef1:
-		v.kind, v.u = valOffset, c.fixed(1)+uint64(r.h.off)
+		v.kind, v.u = valOffset, c.fixed(1)+unit
 	case formRef2:
-		v.kind, v.u = valOffset, c.fixed(2)+uint64(r.h.off)
+		v.kind, v.u = valOffset, c.fixed(2)+unit
 	case formRef4:
-		v.kind, v.u = valOffset, c.fixed(4)+uint64(r.h.off)
+		v.kind, v.u = valOffset, c.fixed(4)+unit
 	case formRef8:
-		v.kind, v.u = valOffset, c.fixed(8)+uint64(r.h.off)
+		v.kind, v.u = valOffset, c.fixed(8)+unit
 	case formRefUdata:
-		v.kind, v.u = valOffset, c.uleb()+uint64(r.h.off)
+		v.kind, v.u = valOffset, c.uleb()+unit
+	case formRefSup4:
+		c.take(4)
+	case formRefSup8:
+		v.kind, v.u = valUint64, c.fixed(8)
+	}
+}
+
+// str reads a value of a string form.
+func (r *dieReader) str(form uint32, want bool, v *dieVal) {
+	c := &r.c
+	switch form {
 	case formString:
 		v.kind, v.s = valString, c.cstring()
 	case formStrp, formLineStrp:
@@ -803,18 +820,40 @@ func (r *dieReader) value(aa *abbrevAttr, want bool, v *dieVal) {
 		if want {
 			v.kind, v.s = valString, r.strx(idx)
 		}
-	case formStrpSup, formSecOffset, formGNURefAlt, formGNUStrpAlt:
-		off := c.fixed(r.offSize)
-		switch {
-		case form != formStrpSup:
-			v.kind, v.u = valInt64, off
-		case r.offSize == 8:
+	case formStrpSup:
+		if off := c.fixed(r.offSize); r.offSize == 8 {
 			v.kind, v.u = valUint64, off // debug/dwarf: uint64, else uint32
 		}
-	case formRefSig8, formRefSup8:
+	}
+}
+
+// other reads a value of the remaining forms: addresses, blocks, flags,
+// section offsets, signatures and list indexes.
+func (r *dieReader) other(form uint32, aa *abbrevAttr, want bool, v *dieVal) {
+	c := &r.c
+	switch form {
+	case formAddr:
+		v.kind, v.u = valUint64, r.addr(c)
+	case formAddrx, formAddrx1, formAddrx2, formAddrx3, formAddrx4:
+		idx := r.index(form)
+		if want {
+			v.kind, v.u = valUint64, r.debugAddr(idx)
+		}
+	case formBlock1:
+		c.take(c.fixed(1))
+	case formBlock2:
+		c.take(c.fixed(2))
+	case formBlock4:
+		c.take(c.fixed(4))
+	case formBlock, formExprloc:
+		c.take(c.uleb())
+	case formFlag:
+		c.take(1)
+	case formFlagPresent:
+	case formSecOffset, formGNURefAlt, formGNUStrpAlt:
+		v.kind, v.u = valInt64, c.fixed(r.offSize)
+	case formRefSig8:
 		v.kind, v.u = valUint64, c.fixed(8)
-	case formRefSup4:
-		c.take(4)
 	case formLoclistx:
 		v.kind, v.u = valUint64, c.uleb()
 	case formRnglistx:
@@ -822,6 +861,10 @@ func (r *dieReader) value(aa *abbrevAttr, want bool, v *dieVal) {
 		if want {
 			v.kind, v.u = valUint64, r.rnglistx(idx)
 		}
+	default:
+		// A constant form read as ClassRangeListPtr (DWARF 2 and
+		// 3's DW_AT_ranges).
+		r.constant(form, aa, v)
 	}
 }
 
@@ -903,9 +946,6 @@ func (r *dieReader) rnglistx(idx uint64) uint64 {
 	c, ok := r.at(r.s.rnglists, ".debug_rnglists", r.rngBase+idx*uint64(r.offSize))
 	if !ok {
 		return 0
-	}
-	if r.s.touchRng != nil {
-		r.s.touchRng(c.pos, min(c.pos+r.offSize, len(c.b)))
 	}
 	off := c.fixed(r.offSize)
 	r.sub(&c)

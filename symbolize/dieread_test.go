@@ -75,6 +75,7 @@ func walkDIEs(s *dieSections) (int, error) {
 // the section and offset, for a unit cut short, an abbreviation code the
 // table lacks, a string offset outside .debug_str and an unknown form.
 func TestDIEReaderMalformed(t *testing.T) {
+	t.Parallel()
 	sec := dieTestSections(t)
 	good := newDIESections(sec, binary.LittleEndian)
 	if n, err := walkDIEs(good); err != nil || n < 100 {
@@ -181,6 +182,7 @@ func FuzzDIEReader(f *testing.F) {
 // and the children skipped through DW_AT_sibling, equal what debug/dwarf
 // reads from the same bytes.
 func TestDIEReaderForms(t *testing.T) {
+	t.Parallel()
 	uleb := func(b []byte, v uint64) []byte {
 		for {
 			c := byte(v & 0x7f)

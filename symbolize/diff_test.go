@@ -399,6 +399,7 @@ type testBinary struct {
 	ef   *elf.File
 	syms []elf.Symbol
 	plt  map[string]uint64 // from objdump -d, lazily
+	norm []string          // normNames, lazily
 
 	objdump string // the objdump for its architecture; "" is the host's
 }
@@ -461,14 +462,16 @@ func (tb *testBinary) inSection(addr uint64, names ...string) bool {
 // are symbols at the same address.
 func (tb *testBinary) aliases(a, b string) bool {
 	va, vb := map[uint64]bool{}, map[uint64]bool{}
-	for _, s := range tb.syms {
+	nb := normFn(b)
+	norm := tb.normNames()
+	for i, s := range tb.syms {
 		if s.Value == 0 {
 			continue
 		}
 		if s.Name == a {
 			va[s.Value] = true
 		}
-		if s.Name == b || normFn(Demangle(s.Name)) == normFn(b) {
+		if s.Name == b || norm[i] == nb {
 			vb[s.Value] = true
 		}
 	}
@@ -478,6 +481,18 @@ func (tb *testBinary) aliases(a, b string) bool {
 		}
 	}
 	return false
+}
+
+// normNames returns normFn(Demangle(name)) of each of tb.syms, computed
+// once: aliases compares a tool's name with every symbol's.
+func (tb *testBinary) normNames() []string {
+	if tb.norm == nil {
+		tb.norm = make([]string, len(tb.syms))
+		for i, s := range tb.syms {
+			tb.norm[i] = normFn(Demangle(s.Name))
+		}
+	}
+	return tb.norm
 }
 
 // gccClone matches the suffixes GCC appends to a function's name for its
@@ -820,6 +835,7 @@ func testdataPath(t *testing.T, name string) string {
 }
 
 func TestDiffC(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	src := testdataPath(t, "prog.c")
 	dir := t.TempDir()
@@ -892,6 +908,7 @@ func hasZdebugSection(t *testing.T, p string) bool {
 }
 
 func TestDiffCPlusPlus(t *testing.T) {
+	t.Parallel()
 	needTool(t, "g++")
 	src := testdataPath(t, "prog.cc")
 	dir := t.TempDir()
@@ -908,6 +925,7 @@ func TestDiffCPlusPlus(t *testing.T) {
 // linked with --add-gnu-debuglink, as distributions ship them; addr2line and
 // llvm-symbolizer find it the same way (next to the binary).
 func TestDiffSplitDebug(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "objcopy")
 	dir := t.TempDir()
@@ -944,6 +962,7 @@ func TestDiffSplitDebug(t *testing.T) {
 }
 
 func TestDiffRust(t *testing.T) {
+	t.Parallel()
 	rustc := "/root/.cargo/bin/rustc"
 	if _, err := os.Stat(rustc); err != nil {
 		p, err := exec.LookPath("rustc")
@@ -973,6 +992,7 @@ func TestDiffRust(t *testing.T) {
 }
 
 func TestDiffGo(t *testing.T) {
+	t.Parallel()
 	gobin := needTool(t, "go")
 	dir := goProgDir(t)
 	// The default build first: the stripped one is checked against it.
@@ -1048,6 +1068,7 @@ func checkGoInlines(t *testing.T, stripped, twin string) {
 // cross-compiled for s390x, default and -s -w): pclntab's words are read
 // in the binary's byte order.
 func TestGoInlinesBigEndian(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("cross-compiles the standard library for s390x (a minute when not cached)")
 	}
@@ -1067,6 +1088,7 @@ func TestGoInlinesBigEndian(t *testing.T) {
 // position-independent Go binary, where moduledata's pointers live in
 // relocations.
 func TestGoStrippedPIE(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the standard library in PIE mode (a minute when not cached)")
 	}
@@ -1081,6 +1103,7 @@ func TestGoStrippedPIE(t *testing.T) {
 }
 
 func TestDiffSystemLibs(t *testing.T) {
+	t.Parallel()
 	for i, name := range []string{"libc.so.6", "libm.so.6"} {
 		t.Run(name, func(t *testing.T) {
 			var p string

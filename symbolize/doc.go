@@ -26,16 +26,13 @@
 // Binaries are untrusted input. Every call into debug/elf, debug/dwarf and
 // debug/gosym, which may panic on malformed input, goes through one wrapper
 // that turns a panic into an error naming the file ([ErrMalformed]); a
-// malformed binary yields an error, never a crash. Decompressed sections
-// (MiniDebugInfo) are read with a size bound derived from the input.
-// Large sections are read-only mappings of the file or anonymous memory
-// (see docs/symbolize.md, "Memory"); a file truncated while mapped makes
-// lookups fail with [ErrMalformed] and loads (also those [Binary.Warnings],
-// [Binary.DebugFile] and [Binary.Symbol] trigger) report it in Warnings:
-// every read of a mapping runs with runtime/debug.SetPanicOnFault, so the
-// process does not die of SIGBUS. A file rewritten in place is decoded
-// with the same bounds checks as any input. Decoded DWARF is bounded per
-// binary by [Options.MaxDecodedDWARF].
+// malformed binary yields an error, never a crash. Our own decoders check
+// every length. Compressed sections are decompressed with a size bound
+// derived from the input, and every read allocates only as far as the data
+// justifies (a declared size is trusted up to a bounded chunk). A file
+// truncated or rewritten after it was opened is read with the same checks
+// as any input: loads and lookups fail with errors or warnings. Decoded
+// DWARF is bounded per binary by [Options.MaxDecodedDWARF].
 // The package only reads files: it never writes, renames or deletes anything,
 // and it opens only the paths it is given plus the separate debug file the
 // [Options.DebugFile] locator returns.

@@ -3,21 +3,16 @@ package symbolize
 import (
 	"debug/elf"
 	"errors"
-	"io"
 	"strings"
 )
 
 // appendSymtab appends the code symbols of ef's .symtab to raw, as
 // appendELFSyms(raw, ef, ef.Symbols()) would, and returns the table's
 // IFUNC symbols (all that pltSymbols reads of it). It does not call
-// elf.File.Symbols, which reads the table and its string table onto the
-// heap and decodes every symbol with its name as a new string: 5 to 7 MB
-// of heap at once for the Go compiler's 28,818 symbols, at the start of a
-// batch (perfcheck symbolize loads the symbol table before its first
-// answer, to print the warnings), which set the heap's high-water mark
-// (gctrace: 5->12->12 MB at that collection). Here both tables are read
-// into anonymous memory unmapped on return, and only the names kept are
-// copied. A table that Symbols would refuse adds nothing, as it did.
+// elf.File.Symbols, which decodes every symbol with its name as a new
+// string, most of them data symbols dropped at once: here names are views
+// of the string table, and only those kept are copied. A table that
+// Symbols would refuse adds nothing, as it did.
 func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
 	symtab := ef.SectionByType(elf.SHT_SYMTAB)
 	if symtab == nil {
@@ -32,19 +27,17 @@ func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
 	default:
 		return raw, nil
 	}
-	data, freeData, err := tableBytes(symtab)
+	data, err := tableBytes(symtab)
 	if err != nil {
 		return raw, nil
 	}
-	defer freeData()
 	if len(data) == 0 || len(data)%size != 0 || symtab.Link == 0 || int(symtab.Link) >= len(ef.Sections) {
 		return raw, nil
 	}
-	strs, freeStrs, err := tableBytes(ef.Sections[symtab.Link])
+	strs, err := tableBytes(ef.Sections[symtab.Link])
 	if err != nil {
 		return raw, nil
 	}
-	defer freeStrs()
 	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, views: true}
 	bo := ef.ByteOrder
 	var ifuncs []elf.Symbol
@@ -91,27 +84,13 @@ func stringAt(strs []byte, off uint32) string {
 	return ""
 }
 
-// tableBytes returns the bytes of s read into anonymous memory, which
-// free unmaps (read onto the heap where nothing can be mapped). A size
-// over 1 GiB is left to s.Data, which bounds what it reads by what the
-// file holds.
-func tableBytes(s *elf.Section) (data []byte, free func(), err error) {
-	noop := func() {}
+// tableBytes returns the bytes of s, a symbol or string table.
+func tableBytes(s *elf.Section) ([]byte, error) {
 	if s.Type == elf.SHT_NOBITS {
-		return nil, noop, errors.New("section has no data")
+		return nil, errors.New("section has no data")
 	}
 	if s.Size == 0 {
-		return nil, noop, nil
+		return nil, nil
 	}
-	if s.Size <= 1<<30 {
-		if mem, err := mapAnon(int64(s.Size), false); err == nil {
-			if _, err := io.ReadFull(s.Open(), mem.data); err != nil {
-				mem.release()
-				return nil, noop, err
-			}
-			return mem.data, mem.release, nil
-		}
-	}
-	d, err := s.Data()
-	return d, noop, err
+	return sectionData(s)
 }

@@ -15,15 +15,12 @@ import (
 // for pltSymbols): the same code symbols in the same order, and the same
 // IFUNC symbols.
 func TestAppendSymtab(t *testing.T) {
+	t.Parallel()
 	gobin := needTool(t, "go")
 	dir := goProgDir(t)
 	bins := map[string]string{"go-amd64": buildGoProg(t)}
 	p386 := filepath.Join(dir, "goprog-386")
-	// goBuild passes the environment on (the amd64 program is built
-	// above, before it changes).
-	t.Setenv("GOOS", "linux")
-	t.Setenv("GOARCH", "386")
-	if o, err := goBuild(gobin, dir, p386); err != nil {
+	if o, err := goBuildFor(gobin, dir, p386, "386"); err != nil {
 		t.Fatalf("go build for 386: %v\n%s", err, o)
 	}
 	bins["go-386"] = p386

@@ -2,10 +2,41 @@ package symbolize_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/symbolize"
 )
+
+// Open reads an ELF file lazily. A runtime address becomes a file address
+// through the load bias of its mapping (here the executable mapping of a
+// PIE binary as /proc/PID/maps would show it), and Frames gives its
+// frames leaf first: the inlined call, then the function it was inlined
+// into.
+func ExampleOpen() {
+	b, err := symbolize.Open("../testdata/perf/bin/cshared", symbolize.Options{NoDebugFile: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer b.Close()
+	bias, err := b.Bias(symbolize.Mapping{Start: 0x555555555000, Limit: 0x555555556000, Offset: 0x1000})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	frames, err := b.Frames(0x555555555412-bias, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range frames {
+		fmt.Printf("%s %s:%d inlined=%v\n", f.Function, filepath.Base(f.File), f.Line, f.Inlined)
+	}
+	// Output:
+	// atol stdlib.h:369 inlined=true
+	// main main.c:84 inlined=false
+}
 
 // A kallsyms listing answers kernel addresses; the same Frames call serves
 // ELF files, DWARF and perf maps.

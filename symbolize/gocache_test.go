@@ -12,6 +12,7 @@ import (
 // the code as it is) is asked every address twice through .gopclntab
 // alone, the second time from the cache where there is one.
 func TestGoInlineCacheOnlyWithoutDWARF(t *testing.T) {
+	t.Parallel()
 	gobin := needTool(t, "go")
 	dir := goProgDir(t)
 	withDWARF, without := filepath.Join(dir, "dwarf"), filepath.Join(dir, "nodwarf")
@@ -53,6 +54,7 @@ func TestGoInlineCacheOnlyWithoutDWARF(t *testing.T) {
 // DWARF index, or with one that holds no DWARF (a debug file of symbols
 // only, DWARF that failed to load), and not beside DWARF that answers.
 func TestCachePCTables(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		dw   *dwarfIndex

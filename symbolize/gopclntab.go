@@ -18,7 +18,8 @@ import (
 // which is what pclntab's pcfile/pcln tables record. When DWARF is present
 // it answers first.
 type goTable struct {
-	data      []byte
+	sec       *elf.Section
+	data      []byte // the section, when held (see pclnTab)
 	textStart uint64
 	inline    *goInline // nil when the inline tree cannot be located
 
@@ -38,41 +39,7 @@ func (b *Binary) loadGo() *goTable {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			return
 		}
-		err := safely(b.path, func() error {
-			data, mapped := mapSection(&b.regions, b.f, s)
-			if mapped && testHookMapped != nil {
-				testHookMapped(b.f)
-			}
-			if !mapped {
-				var err error
-				if data, err = s.Data(); err != nil {
-					return err
-				}
-			}
-			// The magic of every pclntab version debug/gosym reads
-			// (Go 1.2, 1.16, 1.18, 1.20: src/debug/gosym/pclntab.go);
-			// anything else is damage, reported now rather than at
-			// the first lookup that needs the table.
-			if len(data) < 8 {
-				return fmt.Errorf("%w: section at offset %#x: %d bytes, too short for a header", ErrMalformed, s.Offset, len(data))
-			}
-			switch m := b.ef.ByteOrder.Uint32(data); m {
-			case 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1:
-			default:
-				return fmt.Errorf("%w: section at offset %#x: unknown magic %#x", ErrMalformed, s.Offset, m)
-			}
-			g := &goTable{data: data}
-			if t := b.ef.Section(".text"); t != nil {
-				g.textStart = t.Addr
-			}
-			secData := func(s *elf.Section) ([]byte, error) { return s.Data() }
-			if mapped {
-				secData = b.sectionData
-			}
-			g.inline = newGoInline(b.ef, data, secData, mapped, cachePCTables(b.loadDWARF()))
-			b.gotab = g
-			return nil
-		})
+		err := safely(b.path, func() error { return b.readGo(s) })
 		if err != nil {
 			b.goErr = fmt.Errorf("%s: .gopclntab: %w", b.path, err)
 			b.warn("%v (Go functions without DWARF fall back to symbol names)", b.goErr)
@@ -81,13 +48,60 @@ func (b *Binary) loadGo() *goTable {
 	return b.gotab
 }
 
+// readGo sets b.gotab from s, .gopclntab: held in memory when DWARF does
+// not answer for the binary, else read from the file as lookups need it
+// (see pclnTab).
+func (b *Binary) readGo(s *elf.Section) error {
+	cache := cachePCTables(b.loadDWARF())
+	g := &goTable{sec: s}
+	var pcln pclnTab
+	if cache || s.Flags&elf.SHF_COMPRESSED != 0 || s.FileSize != s.Size {
+		data, err := sectionData(s)
+		if err != nil {
+			return fmt.Errorf("section at offset %#x: %w", s.Offset, err)
+		}
+		g.data, pcln = data, memTab(data)
+	} else {
+		pcln = pclnTab{f: b.f, off: int64(s.Offset), size: int(s.Size)}
+	}
+	// The magic of every pclntab version debug/gosym reads (Go 1.2,
+	// 1.16, 1.18, 1.20: src/debug/gosym/pclntab.go); anything else is
+	// damage, reported now rather than at the first lookup that needs
+	// the table.
+	var hdr [8]byte
+	if h := pcln.window(0, hdr[:]); len(h) < 8 {
+		return fmt.Errorf("section at offset %#x: %w: %d bytes, too short for a header", s.Offset, ErrMalformed, len(h))
+	}
+	switch m := b.ef.ByteOrder.Uint32(pcln.window(0, hdr[:])); m {
+	case 0xfffffffb, 0xfffffffa, 0xfffffff0, 0xfffffff1:
+	default:
+		return fmt.Errorf("section at offset %#x: %w: unknown magic %#x", s.Offset, ErrMalformed, m)
+	}
+	if t := b.ef.Section(".text"); t != nil {
+		g.textStart = t.Addr
+	}
+	g.inline = newGoInline(b.ef, pcln, cache)
+	b.gotab = g
+	return nil
+}
+
 func (g *goTable) gosym(name string) (*gosym.Table, error) {
 	g.symOnce.Do(func() {
 		g.symErr = safely(name, func() error {
-			t, err := gosym.NewTable(nil, gosym.NewLineTable(g.data, g.textStart))
+			data := g.data
+			if data == nil {
+				var err error
+				if data, err = sectionData(g.sec); err != nil {
+					return err
+				}
+			}
+			t, err := gosym.NewTable(nil, gosym.NewLineTable(data, g.textStart))
 			g.sym = t
 			return err
 		})
+		if g.symErr != nil {
+			g.symErr = fmt.Errorf("%s: %w", name, malformed(g.symErr))
+		}
 	})
 	return g.sym, g.symErr
 }
@@ -98,9 +112,9 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 			return out, true, nil
 		}
 	}
-	t, err := g.gosym(b.path)
+	t, err := g.gosym(b.path + ": .gopclntab")
 	if err != nil {
-		return buf, false, fmt.Errorf(".gopclntab: %w", err)
+		return buf, false, err
 	}
 	out = buf
 	err = safely(b.path, func() error {
@@ -113,7 +127,10 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		ok = true
 		return nil
 	})
-	return out, ok, err
+	if err != nil {
+		return buf, false, fmt.Errorf("%s: .gopclntab: %w", b.path, err)
+	}
+	return out, ok, nil
 }
 
 // cachePCTables reports whether .gopclntab's decoded tables are worth

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sort"
 )
 
@@ -22,8 +23,7 @@ func (r *lineRow) end() bool { return r.file == rowEnd }
 
 // lineTable holds a unit's line rows, sorted by address, packed into a
 // byte stream: a large binary has over a million rows, which as 16-byte
-// structs outweighed the compressed DWARF they came from (the Go compiler:
-// 19 MB of rows from 1.8 MB of compressed .debug_line). Rows are grouped
+// structs would outweigh the compressed DWARF they came from. Rows are grouped
 // in blocks of lineBlock; each block starts from a known state (its first
 // row's address, file 0, line 0, column 0) so that a lookup binary-searches
 // the block addresses and decodes at most one block. Each row is
@@ -49,13 +49,12 @@ const lineBlock = 32
 // below the previous one's: the caller sorts the rows and starts over.
 var errLineOrder = errors.New("line rows out of address order")
 
-// lineEncoder appends rows, in address order, to a lineTable it builds in
-// growBufs (off the heap once large): table returns the table in them,
-// which the caller copies out (moveOffHeap or packOnHeap) before free.
+// lineEncoder appends rows, in address order, to a lineTable it builds;
+// table returns a copy at its exact size.
 type lineEncoder struct {
-	addr growBuf[uint64]
-	off  growBuf[uint32]
-	data growBuf[byte]
+	addr []uint64
+	off  []uint32
+	data []byte
 	n    int     // rows in the current block
 	prev lineRow // the row last encoded (a block's first is encoded from its base)
 	// last is the row last added, encoded or not; there is one when a
@@ -67,12 +66,12 @@ type lineEncoder struct {
 // add appends r, unless it has the file, line and column of the row added
 // before it: a lookup finds the last row at or below an address, and the
 // earlier row answers every address r would, the same. Go's line programs
-// repeat a row for each is_stmt and prologue_end change (454,720 of the
-// Go compiler's 1,173,375 rows: 1.1 MB of its tables). The order check
+// repeat a row for each is_stmt and prologue_end change (a large share
+// of their rows). The order check
 // still sees every row, so rows out of order are found as if none was
 // left out.
 func (e *lineEncoder) add(r lineRow) error {
-	added := len(e.addr.s) > 0
+	added := len(e.addr) > 0
 	if added && r.addr < e.last.addr {
 		return errLineOrder
 	}
@@ -81,12 +80,12 @@ func (e *lineEncoder) add(r lineRow) error {
 	if same {
 		return nil
 	}
-	if e.n == lineBlock || len(e.addr.s) == 0 {
-		if uint64(len(e.data.s)) > 1<<32-1 {
+	if e.n == lineBlock || len(e.addr) == 0 {
+		if uint64(len(e.data)) > 1<<32-1 {
 			return errors.New("line table larger than 4 GiB")
 		}
-		e.addr.add(r.addr)
-		e.off.add(uint32(len(e.data.s)))
+		e.addr = append(e.addr, r.addr)
+		e.off = append(e.off, uint32(len(e.data)))
 		e.n = 0
 		e.prev = lineRow{addr: r.addr}
 	}
@@ -109,7 +108,7 @@ func (e *lineEncoder) add(r lineRow) error {
 	if h&1 != 0 {
 		b = binary.AppendUvarint(b, uint64(r.col))
 	}
-	e.data.addSlice(b)
+	e.data = append(e.data, b...)
 	e.prev = r
 	e.n++
 	return nil
@@ -118,9 +117,9 @@ func (e *lineEncoder) add(r lineRow) error {
 // reserve makes room for about n more rows (three bytes a row is
 // typical), so that a large unit's table is not grown step by step.
 func (e *lineEncoder) reserve(n int) {
-	e.addr.reserve(n/lineBlock + 1)
-	e.off.reserve(n/lineBlock + 1)
-	e.data.reserve(3 * n)
+	e.addr = slices.Grow(e.addr, n/lineBlock+1)
+	e.off = slices.Grow(e.off, n/lineBlock+1)
+	e.data = slices.Grow(e.data, 3*n)
 }
 
 // lineMark is an encoder's state between two rows (mark, rollback).
@@ -130,27 +129,24 @@ type lineMark struct {
 }
 
 func (e *lineEncoder) mark() lineMark {
-	return lineMark{len(e.addr.s), len(e.data.s), e.n, e.prev, e.last}
+	return lineMark{len(e.addr), len(e.data), e.n, e.prev, e.last}
 }
 
 // rollback forgets the rows added since m was taken.
 func (e *lineEncoder) rollback(m lineMark) {
-	e.addr.s, e.off.s, e.data.s = e.addr.s[:m.blocks], e.off.s[:m.blocks], e.data.s[:m.data]
+	e.addr, e.off, e.data = e.addr[:m.blocks], e.off[:m.blocks], e.data[:m.data]
 	e.n, e.prev, e.last = m.n, m.prev, m.last
 }
 
-// table returns the rows added so far, in e's buffers.
+// table returns a copy of the rows added so far, its slices at their
+// exact size.
 func (e *lineEncoder) table() lineTable {
-	return lineTable{blockAddr: e.addr.s, blockOff: e.off.s, data: e.data.s}
+	return lineTable{blockAddr: slices.Clone(e.addr), blockOff: slices.Clone(e.off), data: slices.Clone(e.data)}
 }
 
-// free releases e's buffers and empties e, which can be used again:
-// tables returned by table are invalid after.
-func (e *lineEncoder) free() {
-	e.addr.free()
-	e.off.free()
-	e.data.free()
-	*e = lineEncoder{}
+// reset empties e, keeping its buffers.
+func (e *lineEncoder) reset() {
+	*e = lineEncoder{addr: e.addr[:0], off: e.off[:0], data: e.data[:0]}
 }
 
 // size is the table's memory in bytes.

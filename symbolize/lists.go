@@ -81,7 +81,7 @@ func readLineBytes(r *bufio.Reader, name string, fn func(line []byte, off int64)
 				buf = append(buf, line...)
 			}
 			if len(buf) > maxListLine {
-				return fmt.Errorf("%w: %s: line at offset %d longer than %d bytes", ErrMalformed, name, off, maxListLine)
+				return fmt.Errorf("%s: %w: line at offset %d longer than %d bytes", name, ErrMalformed, off, maxListLine)
 			}
 			line = buf
 		}
@@ -106,76 +106,96 @@ func readLineBytes(r *bufio.Reader, name string, fn func(line []byte, off int64)
 // are all zero (kptr_restrict hid them) make the listing useless and are an
 // error.
 func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
-	// A boot's kallsyms has 100,000+ lines: the names go into one arena
-	// and the entries into a small struct, converted once at the end, so
-	// that parsing costs a few allocations rather than several per line.
-	type ksym struct {
-		addr     uint64
-		off, end uint32 // the name in arena
-		bind     elf.SymBind
-	}
-	var (
-		ents    []ksym
-		arena   []byte
-		nonZero bool
-		lines   int
-	)
-	err := readLineBytes(r, name, func(line []byte, off int64) error {
-		if len(line) == 0 {
-			return nil
-		}
-		lines++
-		a, rest := nextField(line)
-		typ, rest := nextField(rest)
-		sym, _ := nextField(rest)
-		if len(sym) == 0 || len(typ) != 1 {
-			return fmt.Errorf("%w: %s: offset %d: not a kallsyms line: %.60q", ErrMalformed, name, off, line)
-		}
-		addr, ok := parseHex(a)
-		if !ok {
-			return fmt.Errorf("%w: %s: offset %d: bad address %.20q", ErrMalformed, name, off, a)
-		}
-		if addr != 0 {
-			nonZero = true
-		}
-		bind := elf.STB_GLOBAL
-		switch typ[0] {
-		case 'T':
-		case 'w', 'W':
-			bind = elf.STB_WEAK
-		case 't':
-			bind = elf.STB_LOCAL
-		default:
-			return nil
-		}
-		if uint64(len(arena)+len(sym)) > math.MaxUint32 {
-			return fmt.Errorf("%w: %s: offset %d: too many symbol names", ErrMalformed, name, off)
-		}
-		// Grow by doubling: append grows large slices by a quarter, which
-		// copies (and page-faults) each byte about five times.
-		if len(arena)+len(sym) > cap(arena) {
-			arena = slices.Grow(arena, max(len(arena), 1<<20)+len(sym))
-		}
-		if len(ents) == cap(ents) {
-			ents = slices.Grow(ents, max(len(ents), 1<<14))
-		}
-		o := uint32(len(arena))
-		arena = append(arena, sym...)
-		ents = append(ents, ksym{addr: addr, off: o, end: uint32(len(arena)), bind: bind})
-		return nil
-	})
-	if err != nil {
+	p := kallsymsParser{name: name}
+	if err := readLineBytes(r, name, p.line); err != nil {
 		return nil, err
 	}
-	if lines > 0 && !nonZero {
-		return nil, fmt.Errorf("%w: %s: every address is zero (kernel.kptr_restrict hides them)", ErrMalformed, name)
+	return p.table()
+}
+
+// kallsymsParser collects the text symbols of a kallsyms listing. A boot's
+// kallsyms has 100,000+ lines: the names go end to end into one buffer and
+// the entries into a small struct, converted once at the end, so that
+// parsing costs a few allocations rather than several per line.
+type kallsymsParser struct {
+	name    string
+	ents    []ksym
+	names   []byte
+	nonZero bool
+	lines   int
+}
+
+type ksym struct {
+	addr     uint64
+	off, end uint32 // the name in kallsymsParser.names
+	bind     elf.SymBind
+}
+
+// splitKallsyms splits a kallsyms line into its address, type and name;
+// ok is false when it does not have their shape (the address is not
+// checked).
+func splitKallsyms(line []byte) (addr, typ, sym []byte, ok bool) {
+	addr, rest := nextField(line)
+	typ, rest = nextField(rest)
+	sym, _ = nextField(rest)
+	return addr, typ, sym, len(sym) > 0 && len(typ) == 1
+}
+
+// line takes one line of the listing, at byte offset off.
+func (p *kallsymsParser) line(line []byte, off int64) error {
+	if len(line) == 0 {
+		return nil
 	}
-	if lines == 0 {
-		return nil, fmt.Errorf("%w: %s: empty kallsyms", ErrMalformed, name)
+	p.lines++
+	a, typ, sym, ok := splitKallsyms(line)
+	if !ok {
+		return fmt.Errorf("%s: %w: offset %d: not a kallsyms line: %.60q", p.name, ErrMalformed, off, line)
 	}
-	names := string(arena)
-	raw := make([]rawSym, len(ents))
-	for i, e := range ents {
+	addr, ok := parseHex(a)
+	if !ok {
+		return fmt.Errorf("%s: %w: offset %d: bad address %.20q", p.name, ErrMalformed, off, a)
+	}
+	if addr != 0 {
+		p.nonZero = true
+	}
+	bind := elf.STB_GLOBAL
+	switch typ[0] {
+	case 'T':
+	case 'w', 'W':
+		bind = elf.STB_WEAK
+	case 't':
+		bind = elf.STB_LOCAL
+	default:
+		return nil
+	}
+	if uint64(len(p.names)+len(sym)) > math.MaxUint32 {
+		return fmt.Errorf("%s: %w: offset %d: too many symbol names", p.name, ErrMalformed, off)
+	}
+	// Grow by doubling: append grows large slices by a quarter, which
+	// copies (and page-faults) each byte about five times.
+	if len(p.names)+len(sym) > cap(p.names) {
+		p.names = slices.Grow(p.names, max(len(p.names), 1<<20)+len(sym))
+	}
+	if len(p.ents) == cap(p.ents) {
+		p.ents = slices.Grow(p.ents, max(len(p.ents), 1<<14))
+	}
+	o := uint32(len(p.names))
+	p.names = append(p.names, sym...)
+	p.ents = append(p.ents, ksym{addr: addr, off: o, end: uint32(len(p.names)), bind: bind})
+	return nil
+}
+
+// table returns the symbol table of the lines taken.
+func (p *kallsymsParser) table() (*symTable, error) {
+	if p.lines > 0 && !p.nonZero {
+		return nil, fmt.Errorf("%s: %w: every address is zero (kernel.kptr_restrict hides them)", p.name, ErrMalformed)
+	}
+	if p.lines == 0 {
+		return nil, fmt.Errorf("%s: %w: empty kallsyms", p.name, ErrMalformed)
+	}
+	names := string(p.names)
+	raw := make([]rawSym, len(p.ents))
+	for i, e := range p.ents {
 		// kallsyms has no sizes: rank every symbol as sized so that
 		// only binding and name decide between aliases.
 		raw[i] = rawSym{value: e.addr, name: names[e.off:e.end], rank: aliasRank(e.bind, elf.STT_FUNC, 1), limit: ^uint64(0)}
@@ -186,6 +206,27 @@ func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
 		t.maxEnd[n-1] = t.syms[n-1].end
 	}
 	return t, nil
+}
+
+// kallsymsPeek is how much of a file kallsymsShaped reads.
+const kallsymsPeek = 4096
+
+// kallsymsShaped reports whether the first non-empty line of r (within
+// its first kallsymsPeek bytes) reads as a kallsyms line: a hexadecimal
+// address, a one-letter type and a name. It consumes nothing.
+func kallsymsShaped(r *bufio.Reader) bool {
+	b, _ := r.Peek(kallsymsPeek)
+	for len(b) > 0 {
+		line, rest, _ := bytes.Cut(b, []byte{'\n'})
+		line = bytes.TrimRight(line, "\r")
+		if len(line) > 0 {
+			a, _, _, ok := splitKallsyms(line)
+			_, hex := parseHex(a)
+			return ok && hex
+		}
+		b = rest
+	}
+	return false
 }
 
 // readPerfMap parses a perf JIT map: "START SIZE NAME" with START and SIZE
@@ -227,7 +268,7 @@ func readPerfMap(r *bufio.Reader, name string, warn func(string, ...any)) (*symT
 		return nil, err
 	}
 	if bad > 0 && len(entries) == 0 {
-		return nil, fmt.Errorf("%w: %s: offset %d: no valid perf map line (%d malformed)", ErrMalformed, name, firstBad, bad)
+		return nil, fmt.Errorf("%s: %w: offset %d: no valid perf map line (%d malformed)", name, ErrMalformed, firstBad, bad)
 	}
 	if bad > 0 && warn != nil {
 		warn("%s: %d malformed perf map line(s) skipped, the first at offset %d", name, bad, firstBad)

@@ -35,7 +35,7 @@ type Mapping struct {
 // module's .text, as perf places it, and file addresses are .text offsets.
 // kallsyms and perf maps hold runtime addresses: their bias is 0.
 func (b *Binary) Bias(m Mapping) (uint64, error) {
-	if b.kind != KindELF {
+	if b.format != FormatELF {
 		return 0, nil
 	}
 	if m.Kernel {

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOpenTruncatedELF cuts a real binary inside its ELF header, its
@@ -15,6 +18,7 @@ import (
 // wrapping ErrMalformed and io.ErrUnexpectedEOF (not a bare "EOF") that
 // names the file.
 func TestOpenTruncatedELF(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
@@ -49,5 +53,54 @@ func TestOpenTruncatedELF(t *testing.T) {
 	os.WriteFile(q, d, 0o644)
 	if _, err := Open(q, Options{NoDebugFile: true}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), q) || !strings.Contains(err.Error(), "at byte 0x") {
 		t.Errorf("bad class: %v: want ErrMalformed naming the file and offset", err)
+	}
+}
+
+// TestOpenNonELF checks which text files Open reads as symbol lists (see
+// Open's rule): a file named kallsyms, or one whose first line reads as
+// kallsyms, whatever its name; a perf-PID.map. Anything else, such as
+// /etc/passwd or an empty file, is an error wrapping ErrMalformed.
+func TestOpenNonELF(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const ks = "ffffffff81000000 T _text\nffffffff81000010 t helper\n"
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+		return p
+	}
+	for _, c := range []struct {
+		name, content string
+		format        Format
+	}{
+		{"kallsyms", ks, FormatKallsyms},
+		{"kernel-symbols.txt", "\n" + ks, FormatKallsyms},
+		{"perf-42.map", "1000 10 jitted\n", FormatPerfMap},
+	} {
+		b, err := Open(write(c.name, c.content), Options{})
+		require.NoError(t, err, c.name)
+		assert.Equal(t, c.format, b.Format(), c.name)
+		b.Close()
+	}
+	for _, c := range []struct{ name, content, want string }{
+		{"passwd", "root:x:0:0:root:/root:/bin/bash\n", "neither an ELF file"},
+		{"empty", "", "neither an ELF file"},
+		{"notes.txt", "ffffffff81000000 is an address\n", "neither an ELF file"},
+		// Named kallsyms, it is read as one and fails as one.
+		{"kallsyms", "root:x:0:0:root:/root:/bin/bash\n", "not a kallsyms line"},
+	} {
+		sub := filepath.Join(dir, "bad-"+c.name)
+		require.NoError(t, os.Mkdir(sub, 0o755))
+		p := filepath.Join(sub, c.name)
+		require.NoError(t, os.WriteFile(p, []byte(c.content), 0o644))
+		_, err := Open(p, Options{})
+		require.Error(t, err, c.name)
+		assert.ErrorIs(t, err, ErrMalformed, c.name)
+		assert.Contains(t, err.Error(), p, c.name)
+		assert.Contains(t, err.Error(), c.want, c.name)
+	}
+	if _, err := os.Stat("/etc/passwd"); err == nil {
+		_, err := Open("/etc/passwd", Options{})
+		assert.ErrorIs(t, err, ErrMalformed)
 	}
 }

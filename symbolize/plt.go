@@ -33,9 +33,9 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 		if sec == nil || sec.Type == elf.SHT_NOBITS || sec.Size > 64<<20 {
 			continue
 		}
-		data, err := sec.Data()
+		data, err := sectionData(sec)
 		if err != nil {
-			return out, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, name, sec.Offset, err)
+			return out, fmt.Errorf("section %s at offset %#x: %w: %w", name, sec.Offset, ErrMalformed, err)
 		}
 		var stubs []pltStub
 		if ef.Machine == elf.EM_AARCH64 {
@@ -210,9 +210,9 @@ func gotSlotNames(ef *elf.File, syms, dyn []elf.Symbol) (map[uint64]string, erro
 			!rela && (s.Type != elf.SHT_REL || s.Name != ".rel.plt" && s.Name != ".rel.dyn") {
 			continue
 		}
-		d, err := s.Data()
+		d, err := sectionData(s)
 		if err != nil {
-			return m, fmt.Errorf("%w: section %s at offset %#x: %v", ErrMalformed, s.Name, s.Offset, err)
+			return m, fmt.Errorf("section %s at offset %#x: %w: %w", s.Name, s.Offset, ErrMalformed, err)
 		}
 		bo := ef.ByteOrder
 		for i := 0; uint64(i)+entsize <= uint64(len(d)); i += int(entsize) {

@@ -23,6 +23,7 @@ import (
 // the whole differential test against addr2line and llvm-symbolizer
 // (32-bit DWARF and symbols on i386, AArch64 code).
 func TestPLTCross(t *testing.T) {
+	t.Parallel()
 	ifuncSrc := filepath.Join(t.TempDir(), "ifunc.c")
 	os.WriteFile(ifuncSrc, []byte(ifuncC), 0o644)
 	arches := []struct {

@@ -26,6 +26,7 @@ func rangeUnits(x *dwarfIndex) []uint64 {
 // raw sections, the name cache and the decode buffers must be released,
 // and lookups still give the same answers.
 func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
+	t.Parallel()
 	gcc := needTool(t, "gcc")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data.c")
@@ -49,12 +50,9 @@ func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
 	x.mu.Lock()
 	pending, released, names := x.pending, x.d == nil, x.names
 	x.mu.Unlock()
-	x.secs.mu.Lock()
-	mapped := len(x.secs.list)
-	x.secs.mu.Unlock()
-	if pending != 0 || !released || names != nil || mapped != 0 {
-		t.Errorf("every unit with code decoded (%d of %d units): pending %d, sections released %v, name cache %d entries, %d regions still mapped",
-			len(addrs), len(x.units), pending, released, len(names), mapped)
+	if pending != 0 || !released || names != nil || x.dies != nil {
+		t.Errorf("every unit with code decoded (%d of %d units): pending %d, sections released %v, name cache %d entries, DIE reader kept %v",
+			len(addrs), len(x.units), pending, released, len(names), x.dies != nil)
 	}
 	for i, a := range addrs {
 		if got := mustFrames(t, b, a); !reflect.DeepEqual(got, want[i]) {
@@ -70,6 +68,7 @@ func TestDWARFReleasedWhenAllUnitsDecoded(t *testing.T) {
 // decoded, outside the budget; it may hold at most what one unit's decode
 // needs.
 func TestDWARFNameCacheBounded(t *testing.T) {
+	t.Parallel()
 	p := buildMultiUnit(t)
 	ref := mustOpenOpts(t, p, Options{MaxDecodedDWARF: -1, NoDebugFile: true})
 	rx := ref.loadDWARF()

@@ -1,40 +1,42 @@
 package symbolize
 
 import (
+	"errors"
 	"fmt"
-	"runtime/debug"
+
+	"github.com/perfcheck/perfcheck/internal/safeelf"
 )
 
-// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym, and
-// turns a panic inside it into an error wrapping ErrMalformed that names
-// the file. Those packages document that malformed input may make them
-// panic (an index out of range on a corrupt offset); our own decoders check
-// every length instead and never rely on recover. The panic value is kept
-// in the message so that a bug of ours caught here stays visible.
-//
-// Every loader runs inside safely, and the loaders read mapped sections
-// (see region) from Warnings, DebugFile and Symbol as well as from Frames:
-// f runs with debug.SetPanicOnFault (which is per goroutine), so that a
-// file truncated under its mapping fails the load with ErrMalformed
-// instead of killing the process with SIGBUS.
-func safely(name string, f func() error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if err = faultErr(name, r); err != nil {
-				return
-			}
-			err = fmt.Errorf("%w: %s: decoder panic: %v", ErrMalformed, name, r)
-		}
-	}()
-	return f()
+// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym on
+// the file name, through safeelf.Do: a panic inside it becomes a
+// decoderPanic, which wraps ErrMalformed and the *safeelf.PanicError. The
+// caller names the file in the errors it returns, f's and the panic's
+// alike: the panic's message does not repeat it.
+func safely(name string, f func() error) error {
+	err := safeelf.Do(name, f)
+	// Only a panic in f itself, not an error f returned from a nested
+	// safely, which is a decoderPanic already.
+	if pe, ok := err.(*safeelf.PanicError); ok {
+		return decoderPanic{pe}
+	}
+	return err
 }
 
-// faultErr is the error for a recovered panic r when it is a memory fault
-// on a mapped section of the file name (debug.SetPanicOnFault), else nil.
-func faultErr(name string, r any) error {
-	if _, ok := r.(interface{ Addr() uintptr }); !ok {
-		return nil
+// decoderPanic is a panic recovered by safely.
+type decoderPanic struct{ pe *safeelf.PanicError }
+
+func (e decoderPanic) Error() string {
+	return fmt.Sprintf("%v: decoder panic: %v", ErrMalformed, e.pe.Value)
+}
+
+func (e decoderPanic) Unwrap() []error { return []error{ErrMalformed, e.pe} }
+
+// malformed returns err wrapping ErrMalformed: itself when it does, else
+// "malformed input: " and err (a debug/elf, debug/dwarf or debug/gosym
+// error: input they could not decode).
+func malformed(err error) error {
+	if err == nil || errors.Is(err, ErrMalformed) {
+		return err
 	}
-	return fmt.Errorf("%w: %s: memory fault reading the file (changed or truncated while open?): %v", ErrMalformed, name, r)
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }

@@ -13,6 +13,7 @@ import (
 // caches, out-of-line copies of functions inlined elsewhere, keep the
 // cache's: it is shared with the units that inline them).
 func TestDWARFNamesShareSymbols(t *testing.T) {
+	t.Parallel()
 	p := buildGoProg(t)
 	addrs := textAddrs(t, p, 2000)
 	shared, plain := mustOpen(t, p), mustOpen(t, p)

@@ -9,31 +9,34 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
-// Sentinel errors; every error this package returns wraps one of them (or an
-// *os.PathError from opening a file).
+// Sentinel errors. Every error this package returns wraps one of them (or
+// an *os.PathError from opening a file, or for [DefaultDebugFile]
+// buildidcache.ErrNotFound) with %w, and with it the cause
+// where there is one (an io.ErrUnexpectedEOF, a decompressor's error), so
+// that errors.Is and errors.As reach both. Messages begin with the file
+// they are about: "PATH: malformed input: WHAT[: CAUSE]".
 var (
 	// ErrUnknownAddr means no backend knows the address: it is outside
 	// every function and symbol of the binary.
-	ErrUnknownAddr = errors.New("symbolize: address not found")
+	ErrUnknownAddr = errors.New("address not found")
 	// ErrMalformed means the binary or one of its tables could not be
-	// decoded; the message names the file and, where known, the offset.
-	ErrMalformed = errors.New("symbolize: malformed input")
-	// ErrNotFound is what an [Options.DebugFile] locator returns when it
-	// has no separate debug file for the binary.
-	ErrNotFound = errors.New("symbolize: not found")
+	// decoded, or the file is neither an ELF file nor a symbol list
+	// (see [Open]); the message names the file and, where known, the
+	// offset.
+	ErrMalformed = errors.New("malformed input")
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
-	ErrNoMapping = errors.New("symbolize: mapping not covered by a PT_LOAD segment")
+	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
 	// ErrClosed is returned by lookups on a closed Binary or Set.
-	ErrClosed = errors.New("symbolize: closed")
+	ErrClosed = errors.New("binary closed")
 )
 
 // Frame is one source-level frame. Frames returns them leaf first: the
@@ -42,19 +45,19 @@ var (
 type Frame struct {
 	// Function is the demangled function name ([Options.NoDemangle]
 	// keeps it raw). Empty when unknown.
-	Function string
+	Function string `json:"function,omitempty"`
 	// RawName is the name as stored in the binary: the linkage (mangled)
 	// name when the debug info or symbol table has one.
-	RawName string
+	RawName string `json:"raw_name,omitempty"`
 	// File is the source file, a full path when the debug info gives
 	// one. Empty when unknown.
-	File string
+	File string `json:"file,omitempty"`
 	// Line and Column are 1-based; 0 means unknown.
-	Line   int
-	Column int
+	Line   int `json:"line,omitempty"`
+	Column int `json:"column,omitempty"`
 	// Inlined is true when this frame's code was inlined into the next
 	// frame of the slice (every frame but the last of a lookup).
-	Inlined bool
+	Inlined bool `json:"inlined,omitempty"`
 }
 
 // Symbolizer resolves addresses of one binary. addr is a file address (an
@@ -68,10 +71,10 @@ type Symbolizer interface {
 
 // DebugQuery describes the separate debug file a binary asks for.
 type DebugQuery struct {
-	Path         string // the binary's path
-	BuildID      []byte // its NT_GNU_BUILD_ID, nil when it has none
-	DebugLink    string // the .gnu_debuglink file name, "" when absent
-	DebugLinkCRC uint32 // CRC-32 of the debug file named by DebugLink
+	Path         string     // the binary's path
+	BuildID      buildid.ID // its NT_GNU_BUILD_ID, nil when it has none
+	DebugLink    string     // the .gnu_debuglink file name, "" when absent
+	DebugLinkCRC uint32     // CRC-32 of the debug file named by DebugLink
 }
 
 // Options tune a Binary. The zero value demangles and looks for separate
@@ -81,9 +84,9 @@ type Options struct {
 	NoDemangle bool
 	// DebugFile locates the separate debug file of a binary whose own
 	// file has no DWARF. It returns the path, or an error wrapping
-	// [ErrNotFound]. The returned file is checked (build-id, else the
-	// debuglink CRC) before use. nil means [DefaultDebugFile]; use
-	// NoDebugFile to disable the search.
+	// [buildidcache.ErrNotFound] when there is none. The returned file
+	// is checked (build-id, else the debuglink CRC) before use. nil means
+	// [DefaultDebugFile]; use NoDebugFile to disable the search.
 	DebugFile func(q DebugQuery) (string, error)
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
@@ -96,44 +99,45 @@ type Options struct {
 }
 
 // DefaultMaxDecodedDWARF is the default of [Options.MaxDecodedDWARF]: far
-// above what a profile's binaries need (the Go compiler, every unit
-// decoded, takes about 16 MiB), it bounds the memory of very large
-// binaries (browsers, databases) whose decoded index would otherwise grow
-// with every unit an address falls in.
+// above what a profile's binaries need, it bounds the memory of very
+// large binaries (browsers, databases) whose decoded index would otherwise
+// grow with every unit an address falls in.
 const DefaultMaxDecodedDWARF = 256 << 20
 
-// Kind says what a Binary was opened from.
-type Kind int
+// Format says what kind of file a Binary was opened from. It is not a
+// mapping's kind (dso.Kind): a kernel mapping may be read from an ELF
+// vmlinux or from a kallsyms list.
+type Format int
 
 const (
-	KindELF      Kind = iota // an ELF executable, library, vdso, vmlinux or module
-	KindKallsyms             // a kallsyms text file (/proc/kallsyms, perf's cache)
-	KindPerfMap              // a perf JIT map, /tmp/perf-PID.map
+	FormatELF      Format = iota // an ELF executable, library, vdso, vmlinux or module
+	FormatKallsyms               // a kallsyms text file (/proc/kallsyms, perf's cache)
+	FormatPerfMap                // a perf JIT map, /tmp/perf-PID.map
 )
 
-func (k Kind) String() string {
-	switch k {
-	case KindELF:
+func (f Format) String() string {
+	switch f {
+	case FormatELF:
 		return "elf"
-	case KindKallsyms:
+	case FormatKallsyms:
 		return "kallsyms"
-	case KindPerfMap:
+	case FormatPerfMap:
 		return "perf-map"
 	}
-	return fmt.Sprintf("Kind(%d)", int(k))
+	return fmt.Sprintf("Format(%d)", int(f))
 }
 
 // Binary is one opened binary (or symbol list). It is safe for concurrent
 // use; its indexes are built on first need.
 type Binary struct {
-	path string
-	kind Kind
-	opts Options
+	path   string
+	format Format
+	opts   Options
 
 	f  *os.File
 	ef *elf.File // nil for symbol lists
 
-	buildID   []byte
+	buildID   buildid.ID
 	debugLink string
 	linkCRC   uint32
 	loads     []elf.ProgHeader
@@ -162,13 +166,8 @@ type Binary struct {
 	warnMu sync.Mutex
 	warns  []string // problems that degraded answers without failing them
 
-	// regions are sections kept outside the Go heap (see region). The
-	// DWARF index keeps its own, in dw.secs.
-	regions regionSet
-
-	// closeMu is held for reading by every call that reads section
-	// bytes (Frames, Warnings, DebugFile), for writing by Close, which
-	// unmaps them.
+	// closeMu is held for reading by every call that may load an index
+	// (and so read the files), for writing by Close, which closes them.
 	closeMu sync.RWMutex
 	closed  bool
 }
@@ -178,9 +177,17 @@ type Binary struct {
 func openRegular(path string) (*os.File, error) { return regfile.Open(path) }
 
 // Open opens the binary at path. An ELF file (executable, shared library,
-// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily; a text
-// file is read as a perf JIT map when its name is perf-*.map and as kallsyms
-// otherwise.
+// vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily. Any
+// other file is a symbol list, read at once:
+//
+//   - a perf JIT map when its name is perf-*.map;
+//   - kallsyms when its name is kallsyms (/proc/kallsyms, perf's cache
+//     [kernel.kallsyms]/BUILD-ID/kallsyms) or its first line reads as a
+//     kallsyms line: a hexadecimal address, a one-letter type and a name.
+//
+// Anything else (a text file such as /etc/passwd, an empty file) is an
+// error wrapping [ErrMalformed]. [OpenKallsyms] and [OpenPerfMap] read a
+// list whatever its name.
 func Open(path string, opts Options) (*Binary, error) {
 	// A recording names any path, and a FIFO there would block a plain
 	// open until a writer comes: O_NONBLOCK returns at once, and only a
@@ -200,12 +207,16 @@ func Open(path string, opts Options) (*Binary, error) {
 	}
 	defer func() { f.Close(); b.f = nil }()
 	base := filepath.Base(path)
-	if strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map") {
-		b.kind = KindPerfMap
-		b.syms, b.symErr = readPerfMap(bufio.NewReader(f), path, b.warn)
-	} else {
-		b.kind = KindKallsyms
-		b.syms, b.symErr = readKallsyms(bufio.NewReader(f), path)
+	br := bufio.NewReader(f)
+	switch {
+	case strings.HasPrefix(base, "perf-") && strings.HasSuffix(base, ".map"):
+		b.format = FormatPerfMap
+		b.syms, b.symErr = readPerfMap(br, path, b.warn)
+	case base == "kallsyms" || kallsymsShaped(br):
+		b.format = FormatKallsyms
+		b.syms, b.symErr = readKallsyms(br, path)
+	default:
+		return nil, fmt.Errorf("%s: %w: neither an ELF file nor a kallsyms listing or perf map", path, ErrMalformed)
 	}
 	b.symOnce.Do(func() {})
 	if b.symErr != nil {
@@ -217,19 +228,19 @@ func Open(path string, opts Options) (*Binary, error) {
 // OpenKallsyms reads a kallsyms listing ("ADDR TYPE NAME [MODULE]" lines)
 // from r; name is used in errors.
 func OpenKallsyms(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindKallsyms)
+	return openList(r, name, opts, FormatKallsyms)
 }
 
 // OpenPerfMap reads a perf JIT map ("START SIZE NAME" lines) from r; name is
 // used in errors.
 func OpenPerfMap(r io.Reader, name string, opts Options) (*Binary, error) {
-	return openList(r, name, opts, KindPerfMap)
+	return openList(r, name, opts, FormatPerfMap)
 }
 
-func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
-	b := &Binary{path: name, opts: opts, kind: k}
+func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error) {
+	b := &Binary{path: name, opts: opts, format: k}
 	br := bufio.NewReader(r)
-	if k == KindPerfMap {
+	if k == FormatPerfMap {
 		b.syms, b.symErr = readPerfMap(br, name, b.warn)
 	} else {
 		b.syms, b.symErr = readKallsyms(br, name)
@@ -242,11 +253,11 @@ func openList(r io.Reader, name string, opts Options, k Kind) (*Binary, error) {
 }
 
 func (b *Binary) openELF() error {
-	b.kind = KindELF
+	b.format = FormatELF
 	err := safely(b.path, func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
-			return elfOpenError(b.path, b.f, err)
+			return err
 		}
 		b.ef = ef
 		for _, p := range ef.Progs {
@@ -268,10 +279,7 @@ func (b *Binary) openELF() error {
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrMalformed) {
-			return err // names the file already
-		}
-		return fmt.Errorf("%s: %w", b.path, err)
+		return elfOpenError(b.path, b.f, err)
 	}
 	return nil
 }
@@ -287,19 +295,19 @@ func elfOpenError(path string, f *os.File, err error) error {
 		if st, serr := f.Stat(); serr == nil {
 			size = st.Size()
 		}
-		return fmt.Errorf("%w: %s: ELF headers or tables run past the end of the file (%d bytes): %w", ErrMalformed, path, size, io.ErrUnexpectedEOF)
+		return fmt.Errorf("%s: %w: ELF headers or tables run past the end of the file (%d bytes): %w", path, ErrMalformed, size, io.ErrUnexpectedEOF)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	return fmt.Errorf("%s: %w", path, malformed(err))
 }
 
 // Path returns the path the binary was opened from.
 func (b *Binary) Path() string { return b.path }
 
-// Kind returns what the binary was opened from.
-func (b *Binary) Kind() Kind { return b.kind }
+// Format returns what kind of file the binary was opened from.
+func (b *Binary) Format() Format { return b.format }
 
 // BuildID returns the binary's NT_GNU_BUILD_ID, nil when it has none.
-func (b *Binary) BuildID() []byte { return b.buildID }
+func (b *Binary) BuildID() buildid.ID { return b.buildID }
 
 // DebugFile returns the separate debug file whose DWARF the binary uses, ""
 // when it uses its own or none. It forces the DWARF index to load.
@@ -323,7 +331,7 @@ func (b *Binary) DebugFile() string {
 // corrupt section otherwise looks merely less detailed.
 func (b *Binary) Warnings() []string {
 	b.closeMu.RLock()
-	if b.kind == KindELF && !b.closed {
+	if b.format == FormatELF && !b.closed {
 		b.loadDWARF()
 		b.loadSyms()
 		b.loadGo()
@@ -351,14 +359,8 @@ func (b *Binary) Close() error {
 	}
 	b.closed = true
 	// No lookup is in flight (they hold closeMu for reading), and none
-	// will start: the mappings can go, and so must every Go pointer
-	// into them. The runtime may later map its heap at the same
-	// addresses, and a stale pointer into a span it thinks free makes
-	// the garbage collector throw ("found bad pointer in Go heap"). The
-	// pclntab table and its decoder (their slices, the interned names'
-	// keys) point into the mapped .gopclntab; the DWARF reader into the
-	// mapped or decompressed sections.
-	b.regions.unmapAll()
+	// will start: the indexes can go, for a caller that keeps the
+	// Binary.
 	b.gotab = nil
 	if b.dw != nil {
 		b.dw.mu.Lock()
@@ -379,34 +381,22 @@ func (b *Binary) Close() error {
 // (which gives inlined frames), the Go pclntab, then the symbol tables; the
 // first that knows addr answers. When DWARF knows the line but not the
 // function (assembly units), the symbol table names the function.
-func (b *Binary) Frames(addr uint64, buf []Frame) (_ []Frame, err error) {
+func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 	buf = buf[:0]
 	b.closeMu.RLock()
 	defer b.closeMu.RUnlock()
 	if b.closed {
 		return buf, ErrClosed
 	}
-	// A fault on a mapped section (the file was truncated under us)
-	// fails this lookup rather than the process; see region.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			ferr := faultErr(b.path, r)
-			if ferr == nil {
-				panic(r)
-			}
-			buf, err = buf[:0], ferr
-		}
-	}()
 	return b.frames(addr, buf)
 }
 
 func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
-	if b.kind == KindELF {
+	if b.format == FormatELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+				return buf[:0], err // names the file
 			}
 			if ok {
 				if out[len(out)-1].Function == "" {
@@ -421,7 +411,7 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 		if gt := b.loadGo(); gt != nil {
 			out, ok, err := gt.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], fmt.Errorf("%s: %w", b.path, err)
+				return buf[:0], err // names the file
 			}
 			if ok {
 				return out, nil
@@ -445,7 +435,7 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 // the binary is closed.
 func (b *Binary) Symbol(addr uint64) (name string, start, size uint64, ok bool) {
 	// Loading the symbol table of a stripped binary opens its debug
-	// file's DWARF sections (see region): hold off Close meanwhile.
+	// file: hold off Close meanwhile.
 	b.closeMu.RLock()
 	defer b.closeMu.RUnlock()
 	if b.closed {
@@ -468,10 +458,7 @@ func (b *Binary) lookupSym(addr uint64) (*symbol, bool) {
 
 func (b *Binary) loadSyms() *symTable {
 	b.symOnce.Do(func() {
-		b.syms, b.symErr = b.readELFSymbols()
-		if b.symErr != nil {
-			b.symErr = fmt.Errorf("%s: %w", b.path, b.symErr)
-		}
+		b.syms, b.symErr = b.readELFSymbols() // errors name the file
 		b.symsLoaded.Store(b.syms)
 	})
 	return b.syms
@@ -480,9 +467,8 @@ func (b *Binary) loadSyms() *symTable {
 // sharedSymName returns the symbol table's own copy of name when the
 // table is loaded and its symbol at addr is named so. A Go unit's
 // functions have the names of their symbols, at the same addresses: a
-// decoded unit that kept its own copies (1.1 MB for the Go compiler)
-// would hold every name twice once perfcheck symbolize has loaded the
-// symbol table for its warnings.
+// decoded unit that kept its own copies would hold every name twice once
+// perfcheck symbolize has loaded the symbol table for its warnings.
 func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
 	t := b.symsLoaded.Load()
 	if t == nil {
@@ -495,7 +481,7 @@ func (b *Binary) sharedSymName(addr uint64, name string) (string, bool) {
 }
 
 // elfBuildID returns the NT_GNU_BUILD_ID note's descriptor.
-func elfBuildID(ef *elf.File) []byte {
+func elfBuildID(ef *elf.File) buildid.ID {
 	for _, s := range ef.Sections {
 		if s.Type != elf.SHT_NOTE {
 			continue

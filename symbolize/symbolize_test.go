@@ -66,6 +66,7 @@ func mustFrames(t *testing.T, s Symbolizer, addr uint64) []Frame {
 // way the kernel would at another address, and checks that a runtime
 // address in each mapping symbolizes to the function there.
 func TestBiasNonZeroBasedLibrary(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "lib.c")
@@ -124,6 +125,7 @@ func TestBiasNonZeroBasedLibrary(t *testing.T) {
 // /proc/PID/maps shows them: every mapping of one file must give the same
 // bias, so that the several PT_LOADs of a library agree.
 func TestBiasLiveProcess(t *testing.T) {
+	t.Parallel()
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep binary")
@@ -190,6 +192,7 @@ func TestBiasLiveProcess(t *testing.T) {
 // TestBiasKernel checks the KASLR rule on an ELF that has a _text symbol:
 // perf's kernel map carries the runtime _text in its pgoff.
 func TestBiasKernel(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "k.c")
@@ -221,6 +224,7 @@ func TestBiasKernel(t *testing.T) {
 }
 
 func TestKallsyms(t *testing.T) {
+	t.Parallel()
 	const listing = "ffffffff81000000 T _text\n" +
 		"ffffffff81000000 T startup_64\n" +
 		"ffffffff81001000 t secondary\n" +
@@ -249,8 +253,8 @@ func TestKallsyms(t *testing.T) {
 	if _, err := b.Frames(0xffffffffc0a00000+kallsymsLastSize, nil); !errors.Is(err, ErrUnknownAddr) {
 		t.Errorf("past the last symbol: %v, want ErrUnknownAddr", err)
 	}
-	if b.Kind() != KindKallsyms {
-		t.Errorf("kind %v", b.Kind())
+	if b.Format() != FormatKallsyms {
+		t.Errorf("kind %v", b.Format())
 	}
 	if _, err := OpenKallsyms(strings.NewReader("0000000000000000 T _text\n0000000000000000 t x\n"), "k", Options{}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("all-zero kallsyms: %v, want ErrMalformed", err)
@@ -263,6 +267,7 @@ func TestKallsyms(t *testing.T) {
 // TestProcKallsyms reads the running kernel's /proc/kallsyms through Open
 // (a text file not named perf-*.map) and checks a few symbols.
 func TestProcKallsyms(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {
 		t.Skipf("no /proc/kallsyms: %v", err)
@@ -297,6 +302,7 @@ func TestProcKallsyms(t *testing.T) {
 }
 
 func TestPerfMap(t *testing.T) {
+	t.Parallel()
 	const m = "7f0000001000 40 LazyCompile:~foo bar.js:1\n" +
 		"0x7f0000001040 0x20 Interpreter stub\n" +
 		"7f0000001000 10 LazyCompile:*foo bar.js:1\n"
@@ -306,8 +312,8 @@ func TestPerfMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Kind() != KindPerfMap {
-		t.Fatalf("kind %v", b.Kind())
+	if b.Format() != FormatPerfMap {
+		t.Fatalf("kind %v", b.Format())
 	}
 	if fr := mustFrames(t, b, 0x7f0000001008); fr[0].Function != "LazyCompile:*foo bar.js:1" {
 		t.Errorf("re-jitted code: %q, want the later entry", fr[0].Function)
@@ -344,6 +350,7 @@ func TestPerfMap(t *testing.T) {
 // xz-compressed, added to the stripped binary) and checks that static
 // functions are named from it.
 func TestMiniDebugInfo(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "objcopy")
 	needTool(t, "xz")
@@ -379,6 +386,7 @@ func TestMiniDebugInfo(t *testing.T) {
 // keep only two of four binaries open, and checks every answer against a
 // single-threaded one. Run with -race (scripts/test.sh does).
 func TestSetConcurrent(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	var paths []string
@@ -496,6 +504,7 @@ func TestNoAllocsSteadyState(t *testing.T) {
 // (truncation, corrupted headers and DWARF) and checks that opening and
 // symbolizing return errors or answers, never panic.
 func TestMalformed(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
@@ -596,6 +605,7 @@ func FuzzOpen(f *testing.F) {
 // debug/elf's relocation, and the answer must equal addr2line's on the
 // object.
 func TestRelocatableObject(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "addr2line")
 	dir := t.TempDir()
@@ -628,6 +638,7 @@ func TestRelocatableObject(t *testing.T) {
 // caches it) and symbolizes its exported functions at their runtime
 // addresses through the [vdso] mapping.
 func TestVDSO(t *testing.T) {
+	t.Parallel()
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Skip("no /proc/self/maps")

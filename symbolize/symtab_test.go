@@ -19,6 +19,7 @@ import (
 // over weak, global over local, fewer leading underscores, longer name;
 // then the byte-wise smaller, so that table order never decides.
 func TestAliasChoice(t *testing.T) {
+	t.Parallel()
 	type sym struct {
 		name string
 		bind elf.SymBind
@@ -85,6 +86,7 @@ int main(int argc, char **argv) { printf("%d\n", add(argc, 41)); return 0; }
 // their own names; a call through the PLT (IRELATIVE slot, objdump's
 // *ABS*+0xV@plt) is named add@plt, as perf's get_ifunc_name names it.
 func TestIFUNC(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "objdump")
 	dir := t.TempDir()
@@ -133,6 +135,7 @@ func TestIFUNC(t *testing.T) {
 // there. ld.so has local labels (_start, _dl_start_user), which a rule
 // keeping only global labels dropped, so the test requires one.
 func TestPerfLabels(t *testing.T) {
+	t.Parallel()
 	readelf := needTool(t, "readelf")
 	var ldso string
 	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"} {
@@ -290,6 +293,7 @@ func hasSymtab(t *testing.T, p string) bool {
 // C++ program has the hard case: a clone in an anonymous namespace, whose
 // DWARF name is only "work".
 func TestColdParts(t *testing.T) {
+	t.Parallel()
 	nm := needTool(t, "nm")
 	dir := t.TempDir()
 	cases := []struct {
@@ -370,6 +374,7 @@ func TestColdParts(t *testing.T) {
 // static functions of the same name in two files with the file of their
 // STT_FILE scope, and a global function with none.
 func TestSymtabLocalFile(t *testing.T) {
+	t.Parallel()
 	gcc := needTool(t, "gcc")
 	dir := t.TempDir()
 	for _, f := range []struct{ name, src string }{

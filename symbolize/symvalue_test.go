@@ -7,6 +7,7 @@ import "testing"
 // go:func.*, every symbol's name (the first symbol of that name wins, as
 // in findGoFunc's earlier loop) and a name no symbol has.
 func TestSymbolValue(t *testing.T) {
+	t.Parallel()
 	p := buildGoProg(t)
 	ef, syms := elfSymbols(t, p)
 	first := map[string]uint64{}

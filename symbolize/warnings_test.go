@@ -15,6 +15,7 @@ import (
 // binary's .debug_info: lookups still answer from the symbol table, and
 // Warnings says why they have no file:line, naming the file.
 func TestWarningsCorruptDWARF(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	p := compile(t, dir, "prog", "gcc", testdataPath(t, "prog.c"), "-O2", "-g")
@@ -55,6 +56,7 @@ func TestWarningsCorruptDWARF(t *testing.T) {
 // TestWarningsRefusedDebugFile offers a stripped binary a debug file of
 // another build: it is refused, and Warnings says so.
 func TestWarningsRefusedDebugFile(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	needTool(t, "objcopy")
 	dir := t.TempDir()
@@ -77,6 +79,7 @@ func TestWarningsRefusedDebugFile(t *testing.T) {
 // TestWarningsCorruptGopclntab damages a stripped Go binary's .gopclntab
 // header: Warnings reports it.
 func TestWarningsCorruptGopclntab(t *testing.T) {
+	t.Parallel()
 	gobin := needTool(t, "go")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() { println(1) }\n"), 0o644)

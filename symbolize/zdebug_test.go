@@ -17,6 +17,7 @@ import (
 // section, as for SHF_COMPRESSED sections, and never allocated.
 // (TestDiffC compares such binaries with addr2line and llvm-symbolizer.)
 func TestZdebugSections(t *testing.T) {
+	t.Parallel()
 	needTool(t, "gcc")
 	dir := t.TempDir()
 	if !gccSupports(t, dir, "-gz=zlib-gnu") {

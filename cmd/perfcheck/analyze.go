@@ -45,13 +45,14 @@ func (af *analyzeFlags) register(fs *flag.FlagSet) {
 // options builds the check's options. The caller must call done when the
 // result is no longer needed: it closes the resolver, which removes the
 // scratch directory that debuginfod downloads use when there is no cache
-// directory (buildidcache.Resolver.Close).
+// directory (buildidcache.Resolver.Close), and the result may still read
+// the binaries found (Result.ExecSegment).
 func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func()) {
-	r := buildidcache.New(af.lookup.options(stderr))
+	lookup := af.lookup.options(stderr)
+	r := buildidcache.New(lookup)
 	return check.Options{
-		Locator:    check.NewResolverLocator(r),
-		BuildIDDir: af.lookup.cacheDir(),
-		SymFS:      af.lookup.symfs,
+		Lookup:     lookup,
+		Resolver:   r,
 		TrustPaths: af.trustPaths,
 	}, func() { r.Close() }
 }
@@ -71,7 +72,7 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 	var res *check.Result
 	var err error
 	if name == "-" {
-		res, err = check.AnalyzeReader(ctx, stdin, "-", opts)
+		res, err = check.Analyze(ctx, check.Stream(stdin, "-"), opts)
 		if err != nil {
 			err = fmt.Errorf("standard input: %w", err)
 		}
@@ -81,11 +82,8 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 			size = st.Size()
 		}
 		bar := newProgress(stderr, name, size)
-		opts.Progress = bar.callback()
-		if bar != nil {
-			ctx = check.WithPhase(ctx, phaseCallback(bar, opts.NoSymbols))
-		}
-		res, err = check.Analyze(ctx, name, opts)
+		opts.Progress = progressCallback(bar, opts.NoSymbols)
+		res, err = check.Analyze(ctx, check.Path(name), opts)
 		bar.finish()
 	}
 	if res == nil {
@@ -102,21 +100,28 @@ func partialNote(res *check.Result) string {
 	return fmt.Sprintf("PARTIAL: reading stopped at an error; this covers only the records before it: %v", res.ReadErr)
 }
 
-// phaseCallback moves bar to its second phase when the check has read the
-// recording: locating the binaries by build-id and, unless noSymbols,
-// symbolizing every distinct location.
-func phaseCallback(bar *progress, noSymbols bool) check.PhaseFunc {
-	return func(phase string, locations, dsos int) {
-		if noSymbols {
-			bar.setPhase(fmt.Sprintf("locating %d binaries", dsos))
-			return
+// progressCallback is the check's Options.Progress for bar, nil for a nil
+// bar (so the check skips the calls altogether): it moves the bar while
+// the recording is read, then to its second phase: locating the binaries
+// by build-id and, unless noSymbols, symbolizing every distinct location.
+func progressCallback(bar *progress, noSymbols bool) func(check.Progress) {
+	if bar == nil {
+		return nil
+	}
+	return func(p check.Progress) {
+		switch {
+		case p.Phase == check.PhaseRead:
+			bar.set(p.Offset)
+		case noSymbols:
+			bar.setPhase(fmt.Sprintf("locating %d binaries", p.DSOs))
+		default:
+			bar.setPhase(fmt.Sprintf("locating %d binaries, symbolizing %d locations", p.DSOs, p.Locations))
 		}
-		bar.setPhase(fmt.Sprintf("locating %d binaries, symbolizing %d locations", dsos, locations))
 	}
 }
 
 // notes are the limits the check met on this recording (Report.Notes) and
-// on each DSO samples touch (DSOReport.Notes: where dwarf unwinding stopped,
+// on each DSO samples touch (DSO.Notes: where dwarf unwinding stopped,
 // what a symbolizer skipped), each prefixed with its DSO's path, so that
 // top, script and pprof say what check says.
 func (a *analysis) notes(rep *check.Report) []string {

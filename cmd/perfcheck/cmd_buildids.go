@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -145,7 +146,7 @@ type bidDSO struct {
 	name    string
 	short   string // module DSOs are found by "[name]" (kmod_path__parse_name)
 	id      dsoID
-	bid     perfdata.BuildID
+	bid     buildid.ID
 	source  string
 	hit     bool
 	machine int32
@@ -362,7 +363,7 @@ func (t *hitTracker) record(r perfdata.Record) {
 		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, prot, 0, nil, nil)
 	case *perfdata.Mmap2:
 		var id dsoID
-		var bid perfdata.BuildID
+		var bid buildid.ID
 		if x.HasBuildID() {
 			bid = bytes.Clone(x.BuildID)
 			id.bid = bid.String()
@@ -441,7 +442,7 @@ const (
 // to the kernel or a module, user maps to the thread's process, with
 // anonymous executable memory named /tmp/perf-PID.map (JIT maps) and the
 // vDSO found by name.
-func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, length uint64, name string, prot, flags uint32, id *dsoID, bid perfdata.BuildID) {
+func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, length uint64, name string, prot, flags uint32, id *dsoID, bid buildid.ID) {
 	m := t.ms.host
 	if cpumode == perfdata.CPUModeKernel || cpumode == perfdata.CPUModeGuestKernel {
 		t.kernelMmap(m, start, length, name, bid)
@@ -478,7 +479,7 @@ func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, lengt
 
 // kernelMmap is machine__process_kernel_mmap_event: the kernel image
 // ("[kernel.kallsyms]_text") or a module (a path or another "[name]").
-func (t *hitTracker) kernelMmap(m *machine, start, length uint64, name string, bid perfdata.BuildID) {
+func (t *hitTracker) kernelMmap(m *machine, start, length uint64, name string, bid buildid.ID) {
 	const mmapName = "[kernel.kallsyms]"
 	isKernel := strings.HasPrefix(name, mmapName[:len(mmapName)-1])
 	var d *bidDSO

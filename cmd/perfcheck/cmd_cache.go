@@ -13,6 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 func init() {
@@ -411,7 +412,10 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	opts := lf.options(stderr)
 	c := &buildidcache.Cache{Dir: opts.BuildIDDir, HardLink: *hard, DebugDirs: opts.DebugDirs}
 	// The check finds the DSOs samples touch; symbols are not needed.
-	res, err := check.Analyze(context.Background(), file, check.Options{BuildIDDir: c.Dir, SymFS: lf.symfs, NoSymbols: true})
+	// The lookup is perf's cache and the path alone, as fill's own
+	// lookups below come after: nothing is downloaded twice.
+	res, err := check.Analyze(context.Background(), check.Path(file), check.Options{NoSymbols: true,
+		Lookup: buildidcache.Options{BuildIDDir: c.Dir, SymFS: lf.symfs, DebugDirs: []string{}, DebuginfodURLs: []string{}}})
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -460,13 +464,13 @@ func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 // fillOne caches one DSO; ok is false for mappings that have no binary to
 // cache (anonymous memory, JIT code, [vsyscall]).
 func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids []int) (cacheAddJSON, bool) {
-	a := cacheAddJSON{Path: d.Path, BuildID: buildidcache.BuildID(d.BuildID).String()}
+	a := cacheAddJSON{Path: d.Path, BuildID: d.BuildID.String()}
 	switch d.Kind {
-	case check.KindFile, check.KindModule, check.KindKernel, check.KindVDSO:
+	case dso.File, dso.Module, dso.Kernel, dso.VDSO:
 	default:
 		return a, false
 	}
-	bid := buildidcache.BuildID(d.BuildID)
+	bid := d.BuildID
 	if bid.IsZero() {
 		a.Status, a.Reason = "skipped", "no build-id recorded: nothing to file it under"
 		return a, true
@@ -491,20 +495,20 @@ func fillOne(c *buildidcache.Cache, r *buildidcache.Resolver, d *check.DSO, pids
 		return a, true
 	}
 	switch d.Kind {
-	case check.KindKernel, check.KindVDSO:
+	case dso.Kernel, dso.VDSO:
 		if e, ok := c.Has(bid); ok {
 			return done(e, nil)
 		}
 	}
 	switch d.Kind {
-	case check.KindKernel:
+	case dso.Kernel:
 		kid, err := buildidcache.KernelBuildID()
 		if err != nil || !kid.Matches(bid) {
 			a.Status, a.Reason = "skipped", "recorded on another kernel than the running one ("+kid.String()+")"
 			return a, true
 		}
 		return done(c.AddKernel())
-	case check.KindVDSO:
+	case dso.VDSO:
 		_, id, err := buildidcache.VDSO()
 		if err != nil || !id.BuildID.Matches(bid) {
 			a.Status, a.Reason = "skipped", "the running vDSO has another build-id"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -75,19 +76,19 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 	if rep.Partial {
 		fmt.Fprintf(w, "PARTIAL: reading stopped at an error; this report covers only the records before it: %s\n", rep.Error)
 	}
+	fmt.Fprintln(w)
 	writeDSOTable(w, rep, strict)
 	writeDSODetails(w, rep, trustPaths)
-	writeCheckSummary(w, rep, strict)
+	writeCheckEnd(w, rep, strict)
 }
 
-// writeDSOTable prints the table of DSOs, one line each, "!" marking the
-// problems.
+// writeDSOTable prints the DSO table: one line per DSO with its verdict,
+// hits, build-id and where its binary was found.
 func writeDSOTable(w io.Writer, rep *check.Report, strict bool) {
-	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
 	for _, d := range rep.DSOs {
-		id := d.BuildID
+		id := d.BuildID.String()
 		if id == "" {
 			id = "-"
 		} else if len(id) > 12 {
@@ -106,8 +107,8 @@ func writeDSOTable(w io.Writer, rep *check.Report, strict bool) {
 	tw.Flush()
 }
 
-// writeDSODetails prints, after the table, what the check knows of each
-// DSO that is not plainly verified.
+// writeDSODetails prints, under the table, the details of every DSO that
+// is not plainly verified: the reason and the evidence.
 func writeDSODetails(w io.Writer, rep *check.Report, trustPaths bool) {
 	first := true
 	for _, d := range rep.DSOs {
@@ -134,51 +135,57 @@ func writeDSODetails(w io.Writer, rep *check.Report, trustPaths bool) {
 			writeDSONotes(w, d.Notes)
 			continue
 		}
-		fmt.Fprintf(w, "%s: %s\n", d.Path, d.Verdict)
-		if d.Reason != "" {
-			fmt.Fprintf(w, "    %s\n", d.Reason)
+		writeDSODetail(w, d, trustPaths)
+	}
+}
+
+// writeDSODetail prints the reason and the evidence for d, which is not
+// verified (or could not be opened for symbols).
+func writeDSODetail(w io.Writer, d *check.DSO, trustPaths bool) {
+	fmt.Fprintf(w, "%s: %s\n", d.Path, d.Verdict)
+	if d.Reason != "" {
+		fmt.Fprintf(w, "    %s\n", d.Reason)
+	}
+	if len(d.BuildID) > 0 {
+		src := d.BuildIDSource
+		if src == "" {
+			src = "recorded"
 		}
-		if d.BuildID != "" {
-			src := d.BuildIDSource
-			if src == "" {
-				src = "recorded"
-			}
-			fmt.Fprintf(w, "    recorded build-id: %s (%s)\n", d.BuildID, src)
+		fmt.Fprintf(w, "    recorded build-id: %s (%s)\n", d.BuildID, src)
+	}
+	for _, c := range d.Candidates {
+		fmt.Fprintf(w, "    candidate build-id: %s\n", c)
+	}
+	if d.FoundPath != "" && d.Verdict != check.Missing && (d.FoundPath != d.Path || !bytes.Equal(d.FoundBuildID, d.BuildID)) {
+		what := "file at the path"
+		if d.Verdict == check.Verified {
+			what = "binary used"
 		}
-		for _, c := range d.Candidates {
-			fmt.Fprintf(w, "    candidate build-id: %s\n", c)
+		fb := d.FoundBuildID.String()
+		if fb == "" {
+			fb = "no build-id"
 		}
-		if d.FoundPath != "" && d.Verdict != check.Missing && (d.FoundPath != d.Path || d.FoundBuildID != d.BuildID) {
-			what := "file at the path"
-			if d.Verdict == check.Verified {
-				what = "binary used"
-			}
-			fb := d.FoundBuildID
-			if fb == "" {
-				fb = "no build-id"
-			}
-			fmt.Fprintf(w, "    %s: %s (%s)\n", what, d.FoundPath, fb)
-		}
-		if d.GoBuildID != "" {
-			fmt.Fprintf(w, "    Go build-id: %s\n", d.GoBuildID)
-		}
-		if d.SymbolError != "" {
-			fmt.Fprintf(w, "    symbols: %s\n", d.SymbolError)
-		}
-		writeDSONotes(w, d.Notes)
-		if !d.Verdict.Trusted() {
-			if trustPaths && (d.Verdict == check.Mismatch || d.Verdict == check.Replaced) {
-				fmt.Fprintf(w, "    frames named from the file at the path (--trust-paths) and marked untrusted\n")
-			} else {
-				fmt.Fprintf(w, "    frames shown as %s+0xOFFSET [%s], never named\n", shortPath(d.Path), d.Verdict)
-			}
+		fmt.Fprintf(w, "    %s: %s (%s)\n", what, d.FoundPath, fb)
+	}
+	if d.GoBuildID != "" {
+		fmt.Fprintf(w, "    Go build-id: %s\n", d.GoBuildID)
+	}
+	if d.SymbolError != "" {
+		fmt.Fprintf(w, "    symbols: %s\n", d.SymbolError)
+	}
+	writeDSONotes(w, d.Notes)
+	if !d.Verdict.Trusted() {
+		if trustPaths && (d.Verdict == check.Mismatch || d.Verdict == check.Replaced) {
+			fmt.Fprintf(w, "    frames named from the file at the path (--trust-paths) and marked untrusted\n")
+		} else {
+			fmt.Fprintf(w, "    frames shown as %s+0xOFFSET [%s], never named\n", shortPath(d.Path), d.Verdict)
 		}
 	}
 }
 
-// writeCheckSummary prints the sample counts, the notes and advice, and
-// the verdict line.
-func writeCheckSummary(w io.Writer, rep *check.Report, strict bool) {
+// writeCheckEnd prints the summary, the notes, what to do, and the
+// verdict line.
+func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, rep.Summary())
 	if len(rep.Notes) > 0 {

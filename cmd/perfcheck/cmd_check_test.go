@@ -241,7 +241,7 @@ func TestProgress(t *testing.T) {
 	var nilBar *progress
 	nilBar.set(5) // no-op, no panic
 	nilBar.finish()
-	if nilBar.callback() != nil {
+	if progressCallback(nilBar, false) != nil {
 		t.Error("nil bar gives a callback")
 	}
 

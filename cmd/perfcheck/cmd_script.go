@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 func init() {
@@ -38,13 +39,13 @@ type scriptSample struct {
 
 // scriptFrame is one location of a sample's stack, leaf first.
 type scriptFrame struct {
-	Offset  string        `json:"offset"`            // file offset in the DSO ("0x..."); for the kernel and file-less memory the address
-	Address string        `json:"address,omitempty"` // the runtime address as recorded ("0x...")
-	DSO     string        `json:"dso"`
-	Verdict string        `json:"verdict"`
-	Trusted bool          `json:"trusted"`
-	Symbol  string        `json:"symbol,omitempty"` // the outermost function at this location; absent when not named
-	Frames  []check.Frame `json:"frames,omitempty"`
+	Offset  string            `json:"offset"`            // file offset in the DSO ("0x..."); for the kernel and file-less memory the address
+	Address string            `json:"address,omitempty"` // the runtime address as recorded ("0x...")
+	DSO     string            `json:"dso"`
+	Verdict string            `json:"verdict"`
+	Trusted bool              `json:"trusted"`
+	Symbol  string            `json:"symbol,omitempty"` // the outermost function at this location; absent when not named
+	Frames  []symbolize.Frame `json:"frames,omitempty"`
 }
 
 func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

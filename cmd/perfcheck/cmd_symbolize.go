@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -25,101 +26,56 @@ func init() {
 	})
 }
 
-// symbolizeFrameJSON is one frame in --json output.
-type symbolizeFrameJSON struct {
-	Function string `json:"function,omitempty"`
-	RawName  string `json:"raw_name,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	Column   int    `json:"column,omitempty"`
-	Inlined  bool   `json:"inlined,omitempty"`
-}
-
 // symbolizeAddrJSON is the answer for one address in --json output.
 type symbolizeAddrJSON struct {
-	Address string               `json:"address"`
-	Frames  []symbolizeFrameJSON `json:"frames"`
-	Error   string               `json:"error,omitempty"`
+	Address string            `json:"address"`
+	Frames  []symbolize.Frame `json:"frames"`
+	Error   string            `json:"error,omitempty"`
 }
 
+// symbolizeFlags are perfcheck symbolize's flags.
+type symbolizeFlags struct {
+	fs        *flag.FlagSet
+	exe       string
+	buildID   string
+	recorded  string
+	inlines   bool
+	json      bool
+	demangle  bool
+	addrs     bool
+	debugFile bool
+	lookup    lookupFlags
+}
+
+// runSymbolize runs perfcheck symbolize, reading addresses from stdin
+// when the arguments give none.
 func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "symbolize"
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	exe := fs.String("e", "", "binary, kallsyms or perf-PID.map file to symbolize against")
-	fs.StringVar(exe, "exe", "", "same as -e")
-	buildID := fs.String("build-id", "", "locate the binary by this build-id instead of -e (needs the build-id cache)")
-	inlines := fs.Bool("inlines", false, "print the callers of inlined functions too, leaf first (addr2line -i)")
-	fs.BoolVar(inlines, "i", false, "same as --inlines")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	dem := fs.Bool("demangle", true, "demangle C++ and Rust names")
-	addrs := fs.Bool("a", false, "print each address before its frames (addr2line -a)")
-	debugFile := fs.Bool("debug-file", true, "look for a separate debug file (build-id, .gnu_debuglink) in the standard places")
-	// With --build-id the binary is found as every other command finds
-	// it: --buildid-dir, --debug-dir, --symfs, --debuginfod.
-	var lf lookupFlags
-	lf.register(fs)
-	recorded := fs.String("path", "", "with --build-id: the path the binary was recorded at, for path-based lookups")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]")
-		fmt.Fprintln(stderr, "Addresses are file addresses (as in the binary's symbol table), hex with or without 0x;")
-		fmt.Fprintln(stderr, "with none given they are read from stdin, one or more per line.")
-		fs.PrintDefaults()
+	f, code, ok := parseSymbolizeFlags(args, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitError
-	}
-	if *buildID != "" && *exe != "" {
-		return errorf(stderr, name, "give -e or --build-id, not both")
-	}
-	opts := symbolize.Options{NoDemangle: !*dem, NoDebugFile: !*debugFile}
-	if *buildID != "" {
-		id, err := buildidcache.ParseBuildID(*buildID)
-		if err != nil {
-			return errorf(stderr, name, "--build-id: %v", err)
-		}
-		r := buildidcache.New(lf.options(stderr))
-		defer r.Close() // downloads without a cache directory live until we are done
-		res, err := r.Resolve(context.Background(), buildidcache.Query{BuildID: id, Path: *recorded})
-		if err != nil {
-			return errorf(stderr, name, "%v", err)
-		}
-		code, best, ok := symbolizeFiles(res)
+	opts := symbolize.Options{NoDemangle: !f.demangle, NoDebugFile: !f.debugFile}
+	if f.buildID != "" {
+		done, code, ok := f.locate(&opts, stderr)
 		if !ok {
-			return errorf(stderr, name, "build-id %s resolves to %q, which is not a file", id, res.Identity.Path)
+			return code
 		}
-		*exe = code.Path
-		// The richest verified file (a separate debuginfo) serves symbols
-		// and DWARF; symbolize still checks it against the binary's
-		// build-id.
-		if best.Path != code.Path {
-			opts.DebugFile = func(symbolize.DebugQuery) (string, error) { return best.Path, nil }
-			fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s), symbols from %s (%s)\n", name, id, code.Path, code.Locator, best.Path, best.Locator)
-		} else {
-			fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, code.Path, code.Locator)
-		}
+		defer done() // downloads without a cache directory live until we are done
 	}
-	if *exe == "" {
+	if f.exe == "" {
 		return errorf(stderr, name, "missing -e FILE (or --build-id ID)")
 	}
-	b, err := symbolize.Open(*exe, opts)
+	b, err := symbolize.Open(f.exe, opts)
 	if err != nil {
-		// The package's errors begin "symbolize: "; after our own
-		// "perfcheck symbolize: " prefix that would read twice.
-		return errorf(stderr, name, "%s", strings.TrimPrefix(err.Error(), "symbolize: "))
+		return errorf(stderr, name, "%v", err)
 	}
 	defer b.Close()
-	// A batch decodes much of the binary's DWARF, making garbage,
-	// while the heap that stays (names, file names, the symbol table:
-	// 4.4 MB for the Go compiler; the decoded tables are off the heap)
-	// is small. The default GOGC=100 lets the heap grow to twice what
-	// stays before each collection. 25 keeps the Go compiler's
-	// 100,000-address batch 1.5 MB lower in peak RSS than 50 for no
-	// CPU cost we could measure with DWARF, and 5 to 10% more without
-	// (docs/symbolize.md, "Performance"). A GOGC the user set wins.
+	// A batch decodes much of the binary's DWARF, making garbage, while
+	// the heap that stays (the DWARF sections until every unit is
+	// decoded, the decoded units, the symbol table) is what the
+	// collector's goal multiplies: a lower target keeps the batch's
+	// peak down (bench/README.md). A GOGC the user set wins.
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(symbolizeGCPercent))
 	}
@@ -129,125 +85,225 @@ func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	for _, msg := range b.Warnings() {
 		fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, msg)
 	}
-
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	var results []symbolizeAddrJSON
-	var frames []symbolize.Frame
-	var num []byte
-	status := exitOK
-	// one takes the token as bytes (the input's buffer, or an argument):
-	// reading a batch allocates nothing per address.
-	one := func(tok []byte) {
-		addr, perr := parseAddr(string(tok))
-		if perr != nil {
-			fmt.Fprintf(stderr, "perfcheck %s: bad address %q\n", name, tok)
-			status = exitError
-			return
+	p := &symbolizePrinter{b: b, f: f, w: bufio.NewWriter(stdout), stderr: stderr, status: exitOK}
+	defer p.w.Flush()
+	if f.fs.NArg() > 0 {
+		for _, a := range f.fs.Args() {
+			p.one([]byte(a))
 		}
-		var lerr error
-		frames, lerr = b.Frames(addr, frames)
-		if *jsonOut {
-			r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolizeFrameJSON{}}
-			if lerr != nil && !errors.Is(lerr, symbolize.ErrUnknownAddr) {
-				r.Error = lerr.Error()
-			}
-			fr := frames
-			if !*inlines && len(fr) > 1 {
-				fr = fr[:1]
-			}
-			for _, f := range fr {
-				r.Frames = append(r.Frames, symbolizeFrameJSON(f))
-			}
-			results = append(results, r)
-			return
-		}
-		if *addrs {
-			fmt.Fprintf(w, "0x%016x\n", addr)
-		}
-		if lerr != nil && !errors.Is(lerr, symbolize.ErrUnknownAddr) {
-			fmt.Fprintf(stderr, "perfcheck %s: %#x: %v\n", name, addr, lerr)
-		}
-		if len(frames) == 0 {
-			w.WriteString("??\n??:0\n")
-			return
-		}
-		fr := frames
-		if !*inlines {
-			fr = fr[:1]
-		}
-		// Plain writes, not Fprintf: a batch of 100,000 addresses spends
-		// measurable time formatting.
-		for _, f := range fr {
-			if f.Function == "" {
-				w.WriteString("??")
-			} else {
-				w.WriteString(f.Function)
-			}
-			w.WriteByte('\n')
-			if f.File == "" {
-				w.WriteString("??")
-			} else {
-				w.WriteString(f.File)
-			}
-			w.WriteByte(':')
-			// addr2line prints "?" for an unknown line of a known
-			// address, "??:0" only for an address it cannot place.
-			if f.Line > 0 {
-				num = strconv.AppendInt(num[:0], int64(f.Line), 10)
-				w.Write(num)
-			} else {
-				w.WriteByte('?')
-			}
-			w.WriteByte('\n')
-		}
+	} else if err := p.readStdin(stdin); err != nil {
+		return errorf(stderr, name, "reading stdin: %v", err)
 	}
-	if fs.NArg() > 0 {
-		for _, a := range fs.Args() {
-			one([]byte(a))
-		}
-	} else {
-		br := bufio.NewReaderSize(stdin, 64<<10)
-		var long []byte // a line longer than br's buffer, gathered
-		for {
-			line, err := br.ReadSlice('\n')
-			if err == bufio.ErrBufferFull {
-				long = append(long, line...)
-				continue
-			}
-			if long != nil {
-				line = append(long, line...)
-				long = nil
-			}
-			for rest := line; ; {
-				var tok []byte
-				if tok, rest = nextField(rest); tok == nil {
-					break
-				}
-				one(tok)
-			}
-			// Answer as soon as the input pauses (an interactive pipe
-			// waits for each answer), not after every line of a batch.
-			if !*jsonOut && br.Buffered() == 0 {
-				w.Flush()
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return errorf(stderr, name, "reading stdin: %v", err)
-			}
-		}
-	}
-	if *jsonOut {
-		if results == nil {
-			results = []symbolizeAddrJSON{}
-		}
-		if err := writeJSON(w, results); err != nil {
+	if f.json {
+		if err := p.writeJSON(); err != nil {
 			return errorf(stderr, name, "%v", err)
 		}
 	}
-	return status
+	return p.status
+}
+
+// parseSymbolizeFlags parses args; when ok is false the command ends with
+// code.
+func parseSymbolizeFlags(args []string, stderr io.Writer) (f *symbolizeFlags, code int, ok bool) {
+	f = &symbolizeFlags{fs: flag.NewFlagSet("symbolize", flag.ContinueOnError)}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.exe, "e", "", "binary, kallsyms or perf-PID.map file to symbolize against")
+	fs.StringVar(&f.exe, "exe", "", "same as -e")
+	fs.StringVar(&f.buildID, "build-id", "", "locate the binary by this build-id instead of -e (needs the build-id cache)")
+	fs.BoolVar(&f.inlines, "inlines", false, "print the callers of inlined functions too, leaf first (addr2line -i)")
+	fs.BoolVar(&f.inlines, "i", false, "same as --inlines")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	fs.BoolVar(&f.demangle, "demangle", true, "demangle C++ and Rust names")
+	fs.BoolVar(&f.addrs, "a", false, "print each address before its frames (addr2line -a)")
+	fs.BoolVar(&f.debugFile, "debug-file", true, "look for a separate debug file (build-id, .gnu_debuglink) in the standard places")
+	// With --build-id the binary is found as every other command finds
+	// it: --buildid-dir, --debug-dir, --symfs, --debuginfod.
+	f.lookup.register(fs)
+	fs.StringVar(&f.recorded, "path", "", "with --build-id: the path the binary was recorded at, for path-based lookups")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: perfcheck symbolize -e FILE [--inlines] [--json] [--demangle=false] [ADDR...]")
+		fmt.Fprintln(stderr, "Addresses are file addresses (as in the binary's symbol table), hex with or without 0x;")
+		fmt.Fprintln(stderr, "with none given they are read from stdin, one or more per line.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK, false
+		}
+		return nil, exitError, false
+	}
+	if f.buildID != "" && f.exe != "" {
+		return nil, errorf(stderr, "symbolize", "give -e or --build-id, not both"), false
+	}
+	return f, exitOK, true
+}
+
+// locate finds the binary of --build-id as every other command finds it,
+// sets f.exe to it and, when a richer verified file (a separate debuginfo)
+// holds its symbols, opts.DebugFile; symbolize still checks that file
+// against the binary's build-id. done closes the resolver.
+func (f *symbolizeFlags) locate(opts *symbolize.Options, stderr io.Writer) (done func(), code int, ok bool) {
+	const name = "symbolize"
+	id, err := buildid.Parse(f.buildID)
+	if err != nil {
+		return nil, errorf(stderr, name, "--build-id: %v", err), false
+	}
+	r := buildidcache.New(f.lookup.options(stderr))
+	res, err := r.Resolve(context.Background(), buildidcache.Query{BuildID: id, Path: f.recorded})
+	if err != nil {
+		r.Close()
+		return nil, errorf(stderr, name, "%v", err), false
+	}
+	bin, best, ok := symbolizeFiles(res)
+	if !ok {
+		r.Close()
+		return nil, errorf(stderr, name, "build-id %s resolves to %q, which is not a file", id, res.Identity.Path), false
+	}
+	f.exe = bin.Path
+	if best.Path != bin.Path {
+		opts.DebugFile = func(symbolize.DebugQuery) (string, error) { return best.Path, nil }
+		fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s), symbols from %s (%s)\n", name, id, bin.Path, bin.Locator, best.Path, best.Locator)
+	} else {
+		fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, bin.Path, bin.Locator)
+	}
+	return func() { r.Close() }, exitOK, true
+}
+
+// symbolizePrinter answers addresses one at a time, as addr2line prints
+// them or, with --json, gathered for one JSON array at the end.
+type symbolizePrinter struct {
+	b       *symbolize.Binary
+	f       *symbolizeFlags
+	w       *bufio.Writer
+	stderr  io.Writer
+	status  int
+	results []symbolizeAddrJSON
+	frames  []symbolize.Frame
+	num     []byte
+}
+
+// one answers the address in tok, as bytes (the input's buffer, or an
+// argument): a batch allocates nothing per address.
+func (p *symbolizePrinter) one(tok []byte) {
+	addr, perr := parseAddr(string(tok))
+	if perr != nil {
+		fmt.Fprintf(p.stderr, "perfcheck symbolize: bad address %q\n", tok)
+		p.status = exitError
+		return
+	}
+	var lerr error
+	p.frames, lerr = p.b.Frames(addr, p.frames)
+	if lerr != nil && errors.Is(lerr, symbolize.ErrUnknownAddr) {
+		lerr = nil // "??" says it
+	}
+	if p.f.json {
+		p.addJSON(addr, lerr)
+		return
+	}
+	if p.f.addrs {
+		fmt.Fprintf(p.w, "0x%016x\n", addr)
+	}
+	if lerr != nil {
+		fmt.Fprintf(p.stderr, "perfcheck symbolize: %#x: %v\n", addr, lerr)
+	}
+	p.writeText()
+}
+
+// addJSON records the answer for addr.
+func (p *symbolizePrinter) addJSON(addr uint64, lerr error) {
+	r := symbolizeAddrJSON{Address: fmt.Sprintf("%#x", addr), Frames: []symbolize.Frame{}}
+	if lerr != nil {
+		r.Error = lerr.Error()
+	}
+	fr := p.frames
+	if !p.f.inlines && len(fr) > 1 {
+		fr = fr[:1]
+	}
+	r.Frames = append(r.Frames, fr...)
+	p.results = append(p.results, r)
+}
+
+// writeText prints the frames of the last address as addr2line does:
+// function, then file:line, "??" for what is unknown.
+func (p *symbolizePrinter) writeText() {
+	w := p.w
+	if len(p.frames) == 0 {
+		w.WriteString("??\n??:0\n")
+		return
+	}
+	fr := p.frames
+	if !p.f.inlines {
+		fr = fr[:1]
+	}
+	// Plain writes, not Fprintf: a batch of many addresses spends
+	// measurable time formatting.
+	for _, f := range fr {
+		if f.Function == "" {
+			w.WriteString("??")
+		} else {
+			w.WriteString(f.Function)
+		}
+		w.WriteByte('\n')
+		if f.File == "" {
+			w.WriteString("??")
+		} else {
+			w.WriteString(f.File)
+		}
+		w.WriteByte(':')
+		// addr2line prints "?" for an unknown line of a known
+		// address, "??:0" only for an address it cannot place.
+		if f.Line > 0 {
+			p.num = strconv.AppendInt(p.num[:0], int64(f.Line), 10)
+			w.Write(p.num)
+		} else {
+			w.WriteByte('?')
+		}
+		w.WriteByte('\n')
+	}
+}
+
+// readStdin answers every address of in, one or more per line.
+func (p *symbolizePrinter) readStdin(in io.Reader) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var long []byte // a line longer than br's buffer, gathered
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		for rest := line; ; {
+			var tok []byte
+			if tok, rest = nextField(rest); tok == nil {
+				break
+			}
+			p.one(tok)
+		}
+		// Answer as soon as the input pauses (an interactive pipe
+		// waits for each answer), not after every line of a batch.
+		if !p.f.json && br.Buffered() == 0 {
+			p.w.Flush()
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeJSON prints the answers gathered.
+func (p *symbolizePrinter) writeJSON() error {
+	if p.results == nil {
+		p.results = []symbolizeAddrJSON{}
+	}
+	return writeJSON(p.w, p.results)
 }
 
 // symbolizeFiles picks, among a lookup's verified files, the one to read

@@ -75,7 +75,7 @@ func TestSymbolizeUnknownAndStdin(t *testing.T) {
 	bin, work := buildSymbolizeProg(t)
 	in := strings.NewReader(fmt.Sprintf("0x1\n%x\n", work))
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "-a", "-e", bin}, in, &out, &errb); code != exitOK {
+	if code := runSymbolize([]string{"-a", "-e", bin}, in, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -297,7 +297,7 @@ func TestSymbolizeStdinTokens(t *testing.T) {
 	in := "0x1 " + w + "\t0x2\r\n\n  " + w + "\n" + long + "\n\t" + w
 	want := 3 + 1 + strings.Count(long, w) + 1 // unknown answers count too
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "-a", "-e", bin}, strings.NewReader(in), &out, &errb); code != exitOK {
+	if code := runSymbolize([]string{"-a", "-e", bin}, strings.NewReader(in), &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/pprofout"
 )
 
@@ -140,8 +141,12 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // event names, units, percentages.
 func (a *analysis) top(byTotal bool, n int) []topEvent {
 	var out []topEvent
-	for _, t := range check.Top(a.res, byTotal, n) {
-		te := topEvent{Event: a.eventName(t.Event), Unit: periodUnit(a, t.Event), Samples: t.Samples, Period: t.Period,
+	by := check.BySelf
+	if byTotal {
+		by = check.ByTotal
+	}
+	for _, t := range check.Top(a.res, check.TopOptions{By: by, N: n}) {
+		te := topEvent{Event: t.Event, Unit: periodUnit(t.Attr), Samples: t.Samples, Period: t.Period,
 			Omitted: t.Omitted}
 		for _, e := range t.Entries {
 			te.Entries = append(te.Entries, topEntry{
@@ -155,13 +160,13 @@ func (a *analysis) top(byTotal bool, n int) []topEvent {
 	return out
 }
 
-// periodUnit is the unit of event i's period: the software clocks count
-// nanoseconds (cpu-clock and task-clock, PERF_COUNT_SW_CPU_CLOCK and
-// PERF_COUNT_SW_TASK_CLOCK in include/uapi/linux/perf_event.h), every other
-// event counts occurrences.
-func periodUnit(a *analysis, i int) string {
-	if i >= 0 && i < len(a.events) {
-		return pprofout.PeriodUnit(&a.events[i].Attr)
+// periodUnit is the unit of the period of the event with attributes a:
+// the software clocks count nanoseconds (cpu-clock and task-clock,
+// PERF_COUNT_SW_CPU_CLOCK and PERF_COUNT_SW_TASK_CLOCK in
+// include/uapi/linux/perf_event.h), every other event counts occurrences.
+func periodUnit(a *perfdata.Attr) string {
+	if a != nil {
+		return pprofout.PeriodUnit(a)
 	}
 	return "count"
 }

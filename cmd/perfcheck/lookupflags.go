@@ -13,9 +13,9 @@ import (
 )
 
 // lookupFlags are the flags that say where binaries are looked up by
-// build-id (DESIGN.md, "Command line"). Every command that resolves
-// binaries registers them with register and builds its Resolver from
-// options, so that the flags mean the same everywhere.
+// build-id (docs/commands-check.md, docs/buildidcache.md). Every command
+// that resolves binaries registers them with register and builds its
+// Resolver from options, so that the flags mean the same everywhere.
 type lookupFlags struct {
 	buildIDDir string
 	symfs      string

@@ -15,7 +15,8 @@ import (
 	"strings"
 )
 
-// Exit codes shared by every subcommand (DESIGN.md, "Command line").
+// Exit codes shared by every subcommand (docs/commands-check.md, "Exit
+// status"; docs/commands.md).
 const (
 	exitOK       = 0 // clean
 	exitProblems = 1 // the check found problems (or buildid found a binary without one)

@@ -60,8 +60,8 @@ func startProgress(w io.Writer, name string, total int64) *progress {
 	return p
 }
 
-// set records the byte offset reached; it is the check package's
-// Options.Progress callback.
+// set records the byte offset reached (progressCallback calls it for the
+// check's Options.Progress).
 func (p *progress) set(off int64) {
 	if p == nil {
 		return
@@ -74,15 +74,6 @@ func (p *progress) set(off int64) {
 			return
 		}
 	}
-}
-
-// callback returns set as a func, or nil for a nil bar (so the check
-// package skips the call altogether).
-func (p *progress) callback() func(int64) {
-	if p == nil {
-		return nil
-	}
-	return p.set
 }
 
 func (p *progress) loop() {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/check"
 )
 
 // After reading, the bar shows the second phase (locating and
@@ -18,7 +20,7 @@ func TestProgressPhase(t *testing.T) {
 		t.Fatalf("reading bar %q", b.String())
 	}
 	b.Reset()
-	phaseCallback(p, false)("symbolize", 1234, 7)
+	progressCallback(p, false)(check.Progress{Phase: check.PhaseSymbolize, Locations: 1234, DSOs: 7})
 	p.draw(p.off.Load())
 	got := b.String()
 	if !strings.Contains(got, "symbolizing 1234 locations") || !strings.Contains(got, "locating 7 binaries") || strings.Contains(got, "%") {
@@ -29,7 +31,7 @@ func TestProgressPhase(t *testing.T) {
 	}
 	b.Reset()
 	q := &progress{w: &b, total: 100 << 20, label: "big.data"}
-	phaseCallback(q, true)("symbolize", 1234, 7)
+	progressCallback(q, true)(check.Progress{Phase: check.PhaseSymbolize, Locations: 1234, DSOs: 7})
 	q.draw(0)
 	if s := b.String(); strings.Contains(s, "symbolizing") || !strings.Contains(s, "locating 7 binaries") {
 		t.Errorf("check (no symbols): %q", s)

@@ -27,11 +27,10 @@ import (
 //
 // CPU time, not wall time: cpu-clock samples the CPU time a task uses, so
 // a loop bounded by wall time gets fewer samples the busier the machine
-// is. Under a load of 6 on 2 cores a 300 ms wall-time loop got 47 ms of
-// CPU, 95 samples at -F 2000, and one stray sample in libc or the vdso was
-// 1.05%, above the 1% at which the clean states compare names with perf
-// report. cpuSecondsC is the clock every C workload of these tests spins
-// on; about 600 samples whatever the load.
+// is, and on a busy machine one stray sample in libc or the vdso can reach
+// the 1% at which the clean states compare names with perf report.
+// cpuSecondsC is the clock every C workload of these tests spins on, so
+// the number of samples does not depend on the load.
 const hotC = `
 #include <time.h>
 volatile unsigned long sink;

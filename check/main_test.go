@@ -1,0 +1,30 @@
+package check
+
+import (
+	"os"
+	"testing"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+)
+
+// TestMain points the default lookup (a zero Options.Lookup) at an empty
+// perf cache and no debuginfod server, so that what this machine's
+// ~/.debug or environment holds cannot change a verdict a test expects.
+// Tests that mean a cache say so in Options.Lookup.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "check-test-cache")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("PERF_BUILDID_DIR", dir)
+	os.Unsetenv("DEBUGINFOD_URLS")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// isolated is a lookup in the perf cache dir alone (and the recorded
+// path): no debug directory, no debuginfod.
+func isolated(dir string) buildidcache.Options {
+	return buildidcache.Options{BuildIDDir: dir, DebugDirs: []string{}, DebuginfodURLs: []string{}}
+}
