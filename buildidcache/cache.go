@@ -40,6 +40,11 @@ type Cache struct {
 	// over the old file) would change the cached copy too and lose exactly
 	// the file the cache was filled to keep.
 	HardLink bool
+
+	// copyFault, set only by tests, wraps the source of a copy: the
+	// fault-injection point that proves a copy cut short leaves nothing
+	// a lookup would trust.
+	copyFault func(io.Reader) io.Reader
 }
 
 // Entry is one cached binary.
@@ -534,8 +539,8 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 	// io.Copy between two *os.File uses copy_file_range, which shares
 	// extents on file systems that can (btrfs, xfs).
 	var r io.Reader = in
-	if copyFault != nil {
-		r = copyFault(in)
+	if c.copyFault != nil {
+		r = c.copyFault(in)
 	}
 	_, err = io.Copy(out, r)
 	if err == nil {
@@ -595,11 +600,6 @@ func (c *Cache) link(root *os.Root, dir string, bid buildid.ID) (*Entry, error) 
 	e.Added = true
 	return e, nil
 }
-
-// copyFault, set only by tests, wraps the source of a cache copy: the
-// fault-injection point that proves a copy cut short leaves nothing a
-// lookup would trust.
-var copyFault func(io.Reader) io.Reader
 
 type fileKey struct{ dev, ino uint64 }
 

@@ -323,9 +323,8 @@ func OpenRegular(name string) (*os.File, error) {
 	return f, err
 }
 
-// Where the running system publishes its identities. Variables so that
-// tests can point them elsewhere.
-var (
+// Where the running system publishes its identities.
+const (
 	kernelNotesPath = "/sys/kernel/notes"
 	procSelfMaps    = "/proc/self/maps"
 	procSelfMem     = "/proc/self/mem"

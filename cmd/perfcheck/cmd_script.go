@@ -48,7 +48,7 @@ type scriptFrame struct {
 	Frames  []symbolize.Frame `json:"frames,omitempty"`
 }
 
-func runScript(args []string, stdout, stderr io.Writer) int {
+func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("script", "usage: perfcheck script [flags] perf.data|-",
 		"Prints each sample (comm pid/tid [cpu] time: period event:) and its callchain; untrusted frames stay dso+0xoffset [verdict].", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
@@ -64,7 +64,7 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	opts, done := af.options(stderr)
 	defer done()
 	opts.KeepSamples = true
-	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
