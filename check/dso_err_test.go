@@ -3,8 +3,6 @@ package check_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,25 +18,13 @@ import (
 // recording's libhot.so is looked for under a --symfs root whose file at
 // its path is another binary, and nowhere else.
 func TestDSOErrNotFound(t *testing.T) {
-	const recorded = "/work/main/testdata/perf/bin/libhot.so" // as cshared-fp.data maps it
-	symfs := t.TempDir()
-	at := filepath.Join(symfs, recorded)
-	require.NoError(t, os.MkdirAll(filepath.Dir(at), 0o755))
-	other, err := os.ReadFile("../testdata/perf/bin/cshared")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(at, other, 0o755))
+	symfs, at := otherLibUnderSymFS(t)
 
 	opts := check.Options{NoSymbols: true, Lookup: buildidcache.Options{BuildIDDir: t.TempDir(), DebugDirs: []string{},
 		DebuginfodURLs: []string{}, SymFS: symfs}}
 	res, err := check.Analyze(context.Background(), check.Path("../testdata/perf/cshared-fp.data"), opts)
 	require.NoError(t, err)
-	var lib *check.DSO
-	for _, d := range res.DSOs {
-		if d.Path == recorded {
-			lib = d
-		}
-	}
-	require.NotNil(t, lib)
+	lib := recordedLibDSO(t, res)
 	require.Equal(t, check.Mismatch, lib.Verdict, lib.Reason)
 	require.Error(t, lib.Err)
 	assert.ErrorIs(t, lib.Err, buildidcache.ErrNotFound)

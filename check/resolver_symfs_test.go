@@ -2,8 +2,6 @@ package check_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,13 +17,7 @@ import (
 // recorded path is another binary, while the host's path may hold the
 // right one.
 func TestResolverSymFSJudgesPaths(t *testing.T) {
-	const recorded = "/work/main/testdata/perf/bin/libhot.so" // as cshared-fp.data maps it
-	symfs := t.TempDir()
-	at := filepath.Join(symfs, recorded)
-	require.NoError(t, os.MkdirAll(filepath.Dir(at), 0o755))
-	other, err := os.ReadFile("../testdata/perf/bin/cshared")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(at, other, 0o755))
+	symfs, at := otherLibUnderSymFS(t)
 	otherID, err := buildidcache.ReadFileIdentity(at)
 	require.NoError(t, err)
 
@@ -34,13 +26,7 @@ func TestResolverSymFSJudgesPaths(t *testing.T) {
 	assert.Equal(t, symfs, r.SymFS())
 	res, err := check.Analyze(context.Background(), check.Path("../testdata/perf/cshared-fp.data"), check.Options{Resolver: r, NoSymbols: true})
 	require.NoError(t, err)
-	var lib *check.DSO
-	for _, d := range res.DSOs {
-		if d.Path == recorded {
-			lib = d
-		}
-	}
-	require.NotNil(t, lib)
+	lib := recordedLibDSO(t, res)
 	assert.Equal(t, check.Mismatch, lib.Verdict, lib.Reason)
 	assert.Equal(t, at, lib.FoundPath)
 	assert.Equal(t, otherID.BuildID, lib.FoundBuildID)
