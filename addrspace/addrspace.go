@@ -125,7 +125,7 @@ type process struct {
 }
 
 // Tracker rebuilds the address spaces of a recording's processes and of the
-// kernel from MMAP, MMAP2, FORK, COMM and EXIT records fed in the order
+// kernel from MMAP, MMAP2, FORK and COMM records fed in the order
 // perf delivers them (time order; see perfdata's ordered delivery). Lookup
 // then answers, for a sample at that moment, which mapping covered an
 // address.
@@ -193,8 +193,8 @@ func (t *Tracker) proc(pid uint32) *process {
 	return p
 }
 
-// Update takes one record: MMAP, MMAP2, COMM, FORK and EXIT change the
-// address spaces, other records are ignored. For an MMAP or MMAP2 record it
+// Update takes one record: MMAP, MMAP2, COMM and FORK change the address
+// spaces; other records, EXIT among them (see Tracker), are ignored. For an MMAP or MMAP2 record it
 // returns the new mapping; otherwise nil. Nothing of rec is kept: perfdata
 // reuses a record's storage for the next one.
 func (t *Tracker) Update(rec perfdata.Record) *Mapping {

@@ -244,6 +244,60 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 		return nil, fmt.Errorf("%s: %w", orReader(name), ErrNotELF)
 	}
 	id := &Identity{}
+	h, err := e.header(id)
+	if err != nil {
+		return nil, err
+	}
+	secs, err := e.sections(h.shoff, h.shentsize, h.shnum, &h.shstrndx)
+	if err != nil {
+		return nil, err
+	}
+	var names []byte
+	if h.shstrndx > 0 && h.shstrndx < int64(len(secs)) {
+		s := secs[h.shstrndx]
+		if s.typ != shtNobits && s.size <= maxShstrtab {
+			if names, err = e.read(s.off, s.size, "section name table"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	noteErr, err := e.scanSections(secs, names, id)
+	if err != nil {
+		return nil, err
+	}
+	if id.BuildID == nil {
+		// Stripped section headers (llvm-objcopy --strip-sections, some
+		// firmware and packers) leave only the PT_NOTE segments, which is
+		// what the kernel and perf's minimal reader use too
+		// (read_build_id in tools/perf/util/symbol-minimal.c). In a
+		// separate debug file the segments describe the original
+		// binary's layout and may point anywhere, so their errors count
+		// only when there are no sections to trust.
+		if err := e.segments(h.phoff, h.phentsize, h.phnum, id); err != nil && len(secs) == 0 {
+			return nil, err
+		}
+		if id.BuildID != nil {
+			id.FromSegments = true
+		}
+	}
+	if id.BuildID == nil && noteErr != nil {
+		return nil, noteErr
+	}
+	return id, nil
+}
+
+// elfHeader holds the ELF header's fields that locate the program and
+// section header tables.
+type elfHeader struct {
+	phoff, shoff               int64
+	phentsize, phnum           int64
+	shentsize, shnum, shstrndx int64
+}
+
+// header reads the ELF identification (byte order and class, which it
+// records in id and e) and the header fields that locate the tables.
+func (e *elfReader) header(id *Identity) (elfHeader, error) {
+	var h elfHeader
 	switch e.head[5] {
 	case 1:
 		e.order = binary.LittleEndian
@@ -251,7 +305,7 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 		e.order = binary.BigEndian
 		id.BigEndian = true
 	default:
-		return nil, e.errf(5, nil, "unknown ELF data encoding %d", e.head[5])
+		return h, e.errf(5, nil, "unknown ELF data encoding %d", e.head[5])
 	}
 	switch e.head[4] {
 	case 1:
@@ -259,42 +313,35 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 	case 2:
 		id.Class, e.is64 = 64, true
 	default:
-		return nil, e.errf(4, nil, "unknown ELF class %d", e.head[4])
+		return h, e.errf(4, nil, "unknown ELF class %d", e.head[4])
 	}
 	hdrSize := int64(52)
 	if e.is64 {
 		hdrSize = 64
 	}
-	h, err := e.read(0, hdrSize, "ELF header")
+	b, err := e.read(0, hdrSize, "ELF header")
 	if err != nil {
-		return nil, err
+		return h, err
 	}
-	var phoff, shoff int64
-	var phentsize, phnum, shentsize, shnum, shstrndx int64
+	o := e.order
 	if e.is64 {
-		phoff, shoff = int64(e.order.Uint64(h[32:])), int64(e.order.Uint64(h[40:]))
-		phentsize, phnum = int64(e.order.Uint16(h[54:])), int64(e.order.Uint16(h[56:]))
-		shentsize, shnum, shstrndx = int64(e.order.Uint16(h[58:])), int64(e.order.Uint16(h[60:])), int64(e.order.Uint16(h[62:]))
+		h.phoff, h.shoff = int64(o.Uint64(b[32:])), int64(o.Uint64(b[40:]))
+		h.phentsize, h.phnum = int64(o.Uint16(b[54:])), int64(o.Uint16(b[56:]))
+		h.shentsize, h.shnum, h.shstrndx = int64(o.Uint16(b[58:])), int64(o.Uint16(b[60:])), int64(o.Uint16(b[62:]))
 	} else {
-		phoff, shoff = int64(e.order.Uint32(h[28:])), int64(e.order.Uint32(h[32:]))
-		phentsize, phnum = int64(e.order.Uint16(h[42:])), int64(e.order.Uint16(h[44:]))
-		shentsize, shnum, shstrndx = int64(e.order.Uint16(h[46:])), int64(e.order.Uint16(h[48:])), int64(e.order.Uint16(h[50:]))
+		h.phoff, h.shoff = int64(o.Uint32(b[28:])), int64(o.Uint32(b[32:]))
+		h.phentsize, h.phnum = int64(o.Uint16(b[42:])), int64(o.Uint16(b[44:]))
+		h.shentsize, h.shnum, h.shstrndx = int64(o.Uint16(b[46:])), int64(o.Uint16(b[48:])), int64(o.Uint16(b[50:]))
 	}
+	return h, nil
+}
 
-	secs, err := e.sections(shoff, shentsize, shnum, &shstrndx)
-	if err != nil {
-		return nil, err
-	}
-	var names []byte
-	if shstrndx > 0 && shstrndx < int64(len(secs)) {
-		s := secs[shstrndx]
-		if s.typ != shtNobits && s.size <= maxShstrtab {
-			if names, err = e.read(s.off, s.size, "section name table"); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var noteErr error
+// scanSections records in id what the sections tell: the richest debug
+// information, the build-ids from the note sections and the
+// .gnu_debuglink. A broken note section's error is returned as noteErr,
+// for the caller to report only if no build-id turns up; err is an error
+// that ends the reading.
+func (e *elfReader) scanSections(secs []section, names []byte, id *Identity) (noteErr, err error) {
 	for _, s := range secs {
 		switch s.typ {
 		case shtSymtab:
@@ -332,29 +379,11 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 			}
 		case ".gnu_debuglink":
 			if err := e.debugLink(s, id); err != nil {
-				return nil, err
+				return noteErr, err
 			}
 		}
 	}
-	if id.BuildID == nil {
-		// Stripped section headers (llvm-objcopy --strip-sections, some
-		// firmware and packers) leave only the PT_NOTE segments, which is
-		// what the kernel and perf's minimal reader use too
-		// (read_build_id in tools/perf/util/symbol-minimal.c). In a
-		// separate debug file the segments describe the original
-		// binary's layout and may point anywhere, so their errors count
-		// only when there are no sections to trust.
-		if err := e.segments(phoff, phentsize, phnum, id); err != nil && len(secs) == 0 {
-			return nil, err
-		}
-		if id.BuildID != nil {
-			id.FromSegments = true
-		}
-	}
-	if id.BuildID == nil && noteErr != nil {
-		return nil, noteErr
-	}
-	return id, nil
+	return noteErr, nil
 }
 
 func orReader(name string) string {

@@ -20,6 +20,7 @@ import (
 )
 
 func TestLookupNames(t *testing.T) {
+	t.Parallel()
 	id16 := buildid.ID(bytes.Repeat([]byte{0xab}, 16))
 	padded := buildid.ID(append(bytes.Clone(id16), 0, 0, 0, 0))
 	names := lookupNames(padded)
@@ -31,6 +32,7 @@ func TestLookupNames(t *testing.T) {
 // TestReadIdentityC checks GNU build-ids of every common length against
 // readelf, on binaries gcc builds here.
 func TestReadIdentityC(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name  string
@@ -82,6 +84,7 @@ func TestReadIdentityC(t *testing.T) {
 // (386: 32-bit little-endian, mips: 32-bit big-endian, s390x: 64-bit
 // big-endian), all checked against readelf.
 func TestReadIdentityGo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name      string
@@ -127,6 +130,7 @@ func TestReadIdentityGo(t *testing.T) {
 // otherwise by zeroing e_shoff/e_shnum/e_shstrndx in a copy (the same
 // result for a reader); the build-id must then come from PT_NOTE.
 func TestReadIdentityNoSections(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := buildC(t, dir, "prog", "-Wl,--build-id")
 	want := readelfID(t, bin)
@@ -173,6 +177,7 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func TestReadIdentityTouchesOnlyNotes(t *testing.T) {
+	t.Parallel()
 	// The Go toolchain binary is tens of megabytes with DWARF.
 	bin := filepath.Join(filepath.Dir(goTool(t)), "go")
 	f, err := os.Open(bin)
@@ -198,6 +203,7 @@ func TestReadIdentityTouchesOnlyNotes(t *testing.T) {
 // binaries of /usr/bin (debug/elf reads whole note sections; it is the
 // reference here, not the implementation).
 func TestReadIdentitySystem(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("/usr/bin/*")
 	n := 0
 	for _, name := range files {
@@ -270,6 +276,7 @@ func stdlibBuildID(name string) (id string, ok bool) {
 // TestReadIdentityBrokenOtherNote corrupts the .note.ABI-tag note of a real
 // binary (its name size made huge): the build-id note is still found.
 func TestReadIdentityBrokenOtherNote(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := buildC(t, dir, "prog", "-Wl,--build-id")
 	want := mustID(t, bin).BuildID
@@ -294,6 +301,7 @@ func TestReadIdentityBrokenOtherNote(t *testing.T) {
 }
 
 func TestReadIdentityNotELF(t *testing.T) {
+	t.Parallel()
 	_, err := ReadIdentity(strings.NewReader("#!/bin/sh\necho hi\n"), 18)
 	if !errors.Is(err, ErrNotELF) {
 		t.Errorf("err = %v, want ErrNotELF", err)
@@ -308,6 +316,7 @@ func TestReadIdentityNotELF(t *testing.T) {
 // must give either a clean error (with an offset, io.ErrUnexpectedEOF for
 // truncation) or a result, and never a panic.
 func TestReadIdentityTruncated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := buildC(t, dir, "prog", "-Wl,--build-id")
 	data, err := os.ReadFile(bin)
@@ -339,6 +348,7 @@ func TestReadIdentityTruncated(t *testing.T) {
 // TestKernelBuildID compares /sys/kernel/notes with what perf says about the
 // running kernel.
 func TestKernelBuildID(t *testing.T) {
+	t.Parallel()
 	id, err := KernelBuildID()
 	if err != nil {
 		t.Skipf("no kernel build-id here: %v", err)
@@ -356,6 +366,7 @@ func TestKernelBuildID(t *testing.T) {
 // TestVDSO reads the vDSO out of our own memory and checks it with
 // debug/elf and readelf on a copy.
 func TestVDSO(t *testing.T) {
+	t.Parallel()
 	img, id, err := VDSO()
 	if err != nil {
 		t.Skipf("no vDSO readable here: %v", err)
@@ -438,6 +449,7 @@ func tinyELF() []byte {
 }
 
 func TestTinyELF(t *testing.T) {
+	t.Parallel()
 	b := tinyELF()
 	id, err := ReadIdentity(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -479,6 +491,7 @@ func FuzzReadIdentity(f *testing.F) {
 // and gzip tools, as kernel modules ship: the same build-id comes out, and
 // the resolver and the cache accept the compressed file.
 func TestReadIdentityCompressed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := buildC(t, dir, "mod.ko", "-Wl,--build-id")
 	want := mustID(t, bin).BuildID
@@ -574,6 +587,7 @@ func elfNote(name string, typ uint32, desc []byte) []byte {
 // TestReadIdentityNoteBudget: many note sections over the same bytes cost
 // at most about the file's size in reads, not one read per section.
 func TestReadIdentityNoteBudget(t *testing.T) {
+	t.Parallel()
 	gnu := elfNote("GNU\x00", 3, []byte{1, 2, 3, 4, 5, 6, 7, 8})
 	both := append(append([]byte(nil), gnu...), elfNote("Go\x00\x00", 4, []byte("a/b"))...)
 	for _, tc := range []struct {
@@ -606,6 +620,7 @@ func TestReadIdentityNoteBudget(t *testing.T) {
 // TestReadIdentityHugeEntSize: a header table entry size far beyond the
 // gABI's is refused before the table is read, not read in full.
 func TestReadIdentityHugeEntSize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		at   int // offset of e_shentsize or e_phentsize in the ELF64 header

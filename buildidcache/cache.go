@@ -40,6 +40,11 @@ type Cache struct {
 	// over the old file) would change the cached copy too and lose exactly
 	// the file the cache was filled to keep.
 	HardLink bool
+
+	// copyFault, set only by tests, wraps the source of a copy: the
+	// fault-injection point that proves a copy cut short leaves nothing
+	// a lookup would trust.
+	copyFault func(io.Reader) io.Reader
 }
 
 // Entry is one cached binary.
@@ -534,8 +539,8 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 	// io.Copy between two *os.File uses copy_file_range, which shares
 	// extents on file systems that can (btrfs, xfs).
 	var r io.Reader = in
-	if copyFault != nil {
-		r = copyFault(in)
+	if c.copyFault != nil {
+		r = c.copyFault(in)
 	}
 	_, err = io.Copy(out, r)
 	if err == nil {
@@ -595,11 +600,6 @@ func (c *Cache) link(root *os.Root, dir string, bid buildid.ID) (*Entry, error) 
 	e.Added = true
 	return e, nil
 }
-
-// copyFault, set only by tests, wraps the source of a cache copy: the
-// fault-injection point that proves a copy cut short leaves nothing a
-// lookup would trust.
-var copyFault func(io.Reader) io.Reader
 
 type fileKey struct{ dev, ino uint64 }
 
@@ -845,8 +845,8 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 // --buildid-dir) must not be searched for directories to remove.
 func (c *Cache) pruneOrphans(root *os.Root, now time.Time, dryRun bool, rep *PruneReport) {
 	linked, err := linkedDirs(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errLinkScan) {
+		return // no .build-id; a link or fan-out directory gone mid-scan is warned of below
 	}
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("orphaned entries not looked for: %v", err))
@@ -906,7 +906,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+		return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 	}
 	for _, t := range tops {
 		if !t.IsDir() {
@@ -915,7 +915,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 		fan := path.Join(".build-id", t.Name())
 		links, err := fs.ReadDir(root.FS(), fan)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+			return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 		}
 		for _, l := range links {
 			if l.Type()&fs.ModeSymlink == 0 {
@@ -923,7 +923,7 @@ func linkedDirs(root *os.Root) (map[string]bool, error) {
 			}
 			target, err := root.Readlink(path.Join(fan, l.Name()))
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", errLinkScan, err)
+				return nil, fmt.Errorf("%w: %w", errLinkScan, err)
 			}
 			if path.IsAbs(target) {
 				continue

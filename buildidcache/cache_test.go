@@ -45,6 +45,7 @@ func tree(t *testing.T, dir string) []string {
 // TestAddSameLayoutAsPerf adds one binary with real perf buildid-cache -a
 // and with Cache.Add, and compares the trees.
 func TestAddSameLayoutAsPerf(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	perfHome := t.TempDir()
@@ -72,6 +73,7 @@ func TestAddSameLayoutAsPerf(t *testing.T) {
 // its cache, caches the binary with Cache.Add, replaces the binary, and
 // checks that perf report still names the function: perf found our entry.
 func TestPerfReadsWhatAddWrote(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	prog := buildC(t, home, "prog", "-Wl,--build-id")
 	id := mustID(t, prog)
@@ -109,6 +111,7 @@ func TestPerfReadsWhatAddWrote(t *testing.T) {
 // TestListPerfWritten lists a cache that perf record filled, and compares
 // with perf buildid-cache -l.
 func TestListPerfWritten(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	prog := buildC(t, home, "prog", "-Wl,--build-id")
 	perfRecord(t, home, prog, "1")
@@ -141,6 +144,7 @@ func TestListPerfWritten(t *testing.T) {
 }
 
 func TestAddKernelAndVDSO(t *testing.T) {
+	t.Parallel()
 	c := &Cache{Dir: t.TempDir()}
 	r := New(Options{BuildIDDir: c.Dir, DebugDirs: []string{}, DebuginfodURLs: []string{}, DebuginfodCache: t.TempDir()})
 	if e, err := c.AddKernel(); err == nil {
@@ -164,6 +168,7 @@ func TestAddKernelAndVDSO(t *testing.T) {
 // write outside the cache, and a symlink planted in the cache must not be
 // followed out of it.
 func TestAddHostileNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	base := t.TempDir()
@@ -220,6 +225,7 @@ func TestAddHostileNames(t *testing.T) {
 }
 
 func TestAddMismatchAndNoBuildID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	none := buildC(t, dir, "none", "-Wl,--build-id=none")
@@ -236,6 +242,7 @@ func TestAddMismatchAndNoBuildID(t *testing.T) {
 }
 
 func TestAddHardLink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	c := &Cache{Dir: filepath.Join(dir, "cache"), HardLink: true, DebugDirs: []string{}}
@@ -262,6 +269,7 @@ func TestAddHardLink(t *testing.T) {
 // TestAddWithDebug stores the separate debug file next to the binary, as
 // perf does, and the resolver then prefers it for symbols.
 func TestAddWithDebug(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin, dbg := debugPair(t, dir)
 	id := mustID(t, bin)
@@ -289,6 +297,7 @@ func TestAddWithDebug(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 	now := time.Now()
@@ -371,6 +380,7 @@ func TestPrune(t *testing.T) {
 // .build-id link is itself the binary, kallsyms a file named by the
 // build-id) by hand, since no perf here writes it any more.
 func TestOldStyleEntries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	id := mustID(t, prog).BuildID
@@ -407,6 +417,7 @@ func TestOldStyleEntries(t *testing.T) {
 // resolver then rejects the entry instead of trusting it, and adding the
 // original again repairs the entry.
 func TestHardLinkOverwrittenInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	orig := filepath.Join(dir, "prog.orig")
@@ -443,6 +454,7 @@ func TestHardLinkOverwrittenInPlace(t *testing.T) {
 // TestFIFOPathDoesNotHang puts a FIFO where a recorded binary should be:
 // opening it for reading would block forever.
 func TestFIFOPathDoesNotHang(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "app")
 	fixtures.Mkfifo(t, fifo)
@@ -469,6 +481,7 @@ func TestFIFOPathDoesNotHang(t *testing.T) {
 // recorded it: zero-padded to 20 bytes. The cache stores it under its real
 // 16 hex digits, as perf 6.x does.
 func TestPaddedBuildID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id=0x0102030405060708")
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
@@ -496,6 +509,7 @@ func TestPaddedBuildID(t *testing.T) {
 // name: before the fix, the link to ../../.build-id was listed as "/." of
 // size 0, pruned first, and Prune wiped every link.
 func TestPlantedLinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
@@ -564,6 +578,7 @@ func TestPlantedLinks(t *testing.T) {
 // symlink (as debug directories' .build-id files are) is linked through
 // to its target, not as the symlink itself.
 func TestAddHardLinkSymlinkedSource(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	sym := filepath.Join(dir, "prog-link")
@@ -589,6 +604,7 @@ func TestAddHardLinkSymlinkedSource(t *testing.T) {
 // refused, and a write stopped by a planted symlink says ErrUnsafePath and
 // names the link.
 func TestAddControlCharsAndPlantedLinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	cacheDir := filepath.Join(dir, "cache")
@@ -645,6 +661,7 @@ func (h *halfReader) Read(b []byte) (int, error) {
 // is on disk, and after the failure, there is no elf and no .build-id
 // link, and List, Has and Resolve see nothing; a later Add succeeds.
 func TestAddInterruptedCopy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	id := mustID(t, prog).BuildID
@@ -673,7 +690,7 @@ func TestAddInterruptedCopy(t *testing.T) {
 		}
 	}
 	sawHalf := false
-	copyFault = func(r io.Reader) io.Reader {
+	c.copyFault = func(r io.Reader) io.Reader {
 		return &halfReader{r: r, size: st.Size(), at: func() {
 			ents, _ := os.ReadDir(entryDir)
 			for _, e := range ents {
@@ -684,7 +701,6 @@ func TestAddInterruptedCopy(t *testing.T) {
 			nothing("mid-copy")
 		}}
 	}
-	defer func() { copyFault = nil }()
 	if _, err := c.AddFile(prog, prog, nil); err == nil || !strings.Contains(err.Error(), "injected fault") {
 		t.Fatalf("AddFile: %v", err)
 	}
@@ -695,7 +711,7 @@ func TestAddInterruptedCopy(t *testing.T) {
 	if ents, _ := os.ReadDir(entryDir); len(ents) != 0 {
 		t.Errorf("left behind: %v", ents)
 	}
-	copyFault = nil
+	c.copyFault = nil
 	if e, err := c.AddFile(prog, prog, nil); err != nil || !e.Added {
 		t.Errorf("AddFile after the fault: %+v %v", e, err)
 	}

@@ -248,7 +248,7 @@ func (d *debuginfod) cached(target string, bid buildid.ID, typ string) (res fetc
 			return fetchResult{path: target}, true, nil
 		}
 		if rerr := os.Remove(target); rerr != nil {
-			return fetchResult{}, true, fmt.Errorf("%w: %v; removing it: %v", ErrNotFound, err, rerr)
+			return fetchResult{}, true, fmt.Errorf("%w: %w; removing it: %w", ErrNotFound, err, rerr)
 		}
 		return fetchResult{rejected: []Candidate{{Locator: "debuginfod", Path: target, Role: typ,
 			Err: fmt.Errorf("%w (removed from the debuginfod cache)", err)}}}, false, nil
@@ -380,7 +380,7 @@ func (d *debuginfod) get(ctx context.Context, base string, bid buildid.ID, typ, 
 	defer stall.Stop()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		o.err = fmt.Errorf("%w: %s: %v", ErrServer, u, timeoutText(err, stall, d.timeout))
+		o.err = fmt.Errorf("%w: %s: %w", ErrServer, u, timeoutText(err, stall, d.timeout))
 		return o
 	}
 	defer resp.Body.Close()
@@ -416,7 +416,7 @@ func (d *debuginfod) get(ctx context.Context, base string, bid buildid.ID, typ, 
 	}
 	pr.finish()
 	if err != nil {
-		o.err = fmt.Errorf("%w: %s: %v", ErrServer, u, timeoutText(err, stall, d.timeout))
+		o.err = fmt.Errorf("%w: %s: %w", ErrServer, u, timeoutText(err, stall, d.timeout))
 		return o
 	}
 	id, err := ReadFileIdentity(tmp)

@@ -1,71 +1,116 @@
-package buildidcache
+package buildidcache_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
-	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 )
 
-// A file's identity, read from its notes; tinyELF is a minimal ELF file
-// built in memory by the tests.
-func ExampleReadIdentity() {
-	b := tinyELF()
-	id, err := ReadIdentity(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		fmt.Println(err)
-		return
+// The binaries that the committed recordings profiled.
+const fixtureBin = "../testdata/perf/bin"
+
+// A file's identities, read from its notes: the GNU build-id that perf
+// records, the Go toolchain's own build-id, and how much a symbolizer can
+// learn from it.
+func ExampleReadFileIdentity() {
+	for _, name := range []string{"cshared", "goprog"} {
+		id, err := buildidcache.ReadFileIdentity(filepath.Join(fixtureBin, name))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: gnu %v, %d-bit, debug %v\n", name, id.BuildID, id.Class, id.Debug)
+		if id.GoBuildID != "" {
+			fmt.Printf("%s: go %s\n", name, id.GoBuildID)
+		}
 	}
-	fmt.Println("gnu:", id.BuildID, "go:", id.GoBuildID, "debuglink:", id.DebugLink)
-	// Output: gnu: 0102030405060708 go: abc/def debuglink: x.debug
+	// Output:
+	// cshared: gnu ad8b5c79a49d3fe78a633a20251339808292bf79, 64-bit, debug dwarf
+	// goprog: gnu 3bbcdd27d9d1f692b3b6e2511771de5156b990a7, 64-bit, debug dwarf
+	// goprog: go rC3y6fPNFoQCQ1hy5-9O/vfqa_Tb2lAJM-ug2wMrT/bI_R1Qq_dtMUcH2JFGe3/cKBCYCPYM8e4otj5CAqj
 }
 
 // Adding a binary writes perf's layout: the binary under its path and
-// build-id, and a relative link under .build-id.
+// build-id, and a relative link under .build-id that perf follows.
 func ExampleCache_Add() {
-	dir, _ := os.MkdirTemp("", "example")
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "bin", "app")
-	os.MkdirAll(filepath.Dir(bin), 0o755)
-	os.WriteFile(bin, tinyELF(), 0o755)
-
-	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
-	e, err := c.Add(bin)
+	dir, err := os.MkdirTemp("", "example-cache")
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-	link, _ := os.Readlink(filepath.Join(c.Dir, ".build-id", "01", "02030405060708"))
-	rel, _ := filepath.Rel(dir, e.Name)
-	fmt.Println(e.BuildID, rel, e.Files)
-	fmt.Println(filepath.Base(link) == e.BuildID.String(), filepath.IsAbs(link))
+	defer os.RemoveAll(dir)
+	c := &buildidcache.Cache{Dir: dir, DebugDirs: []string{}}
+	e, err := c.Add(filepath.Join(fixtureBin, "libhot.so"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(e.BuildID, e.Files, e.Added)
+
+	id := e.BuildID.String()
+	link, err := os.Readlink(filepath.Join(dir, ".build-id", id[:2], id[2:]))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("link is relative:", !filepath.IsAbs(link))
+	fmt.Println("link leads to the entry:", filepath.Join(dir, ".build-id", id[:2], link) == e.Dir)
+
+	again, err := c.Add(filepath.Join(fixtureBin, "libhot.so"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("added again:", again.Added)
 	// Output:
-	// 0102030405060708 bin/app [elf]
-	// true false
+	// aebfba490ca2999a3556d11af444f9c41b7d8ac9 [elf] true
+	// link is relative: true
+	// link leads to the entry: true
+	// added again: false
 }
 
-// Resolving a recorded build-id: where the file is, how it was verified,
-// and what was refused on the way.
+// Resolving a recorded build-id: the binary that ran was rebuilt or
+// deleted since, but perf's cache kept a copy; another build-id is found
+// nowhere, and the error says where it was looked for.
 func ExampleResolver_Resolve() {
-	r := New(Options{}) // perf's cache, /usr/lib/debug, $DEBUGINFOD_URLS
-	res, err := r.Resolve(context.Background(), Query{
-		BuildID: buildid.ID{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08},
-		Path:    "/usr/bin/app",
-	})
-	var nf *NotFoundError
-	switch {
-	case errors.As(err, &nf):
-		for _, c := range nf.Rejected {
-			fmt.Println("refused", c.Path, c.Reason())
-		}
-	case err != nil:
-		fmt.Println(err)
-	default:
-		fmt.Println("identity:", res.Identity.Locator, res.Identity.Path)
-		fmt.Println("symbols from:", res.Best.Path, res.Best.Debug)
+	dir, err := os.MkdirTemp("", "example-resolve")
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer os.RemoveAll(dir)
+	cache := &buildidcache.Cache{Dir: dir, DebugDirs: []string{}}
+	e, err := cache.Add(filepath.Join(fixtureBin, "forkchild"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	other, err := buildidcache.ReadFileIdentity(filepath.Join(fixtureBin, "forkparent"))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Only this cache: no debug directory, no debuginfod server.
+	r := buildidcache.New(buildidcache.Options{BuildIDDir: dir, DebugDirs: []string{}, DebuginfodURLs: []string{}})
+	res, err := r.Resolve(context.Background(), buildidcache.Query{BuildID: e.BuildID, Path: "/gone/forkchild"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	rel, _ := filepath.Rel(dir, res.Identity.Path)
+	fmt.Println("found by", res.Identity.Locator, "verified by", res.Identity.Verified+":", rel)
+
+	_, err = r.Resolve(context.Background(), buildidcache.Query{BuildID: other.BuildID, Path: "/gone/forkparent"})
+	var nf *buildidcache.NotFoundError
+	if errors.As(err, &nf) {
+		fmt.Println("not found:", errors.Is(err, buildidcache.ErrNotFound))
+		for _, t := range nf.Tried {
+			fmt.Println("  tried", strings.ReplaceAll(t, dir, "CACHE"))
+		}
+	}
+	// Output:
+	// found by perf-cache verified by build-id: .build-id/30/0344e1b5921a4c9eb45803d30e4f3a8b5bd13c/elf
+	// not found: true
+	//   tried perf-cache: CACHE/.build-id/14/d340559a557555cf28c520ede1c5714c0e005b
+	//   tried debuginfod debuginfo: no file with this build-id found: no debuginfod URL configured
+	//   tried path: /gone/forkparent
+	//   tried debuginfod executable: no file with this build-id found: no debuginfod URL configured
 }

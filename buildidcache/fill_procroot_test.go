@@ -127,6 +127,7 @@ func forge(t *testing.T, path string, b []byte) []byte {
 // at the same path, other code carrying the same build-id note. Fill must
 // cache the host's file, and the Resolver must answer with it too.
 func TestAddRecordedPrefersHostFile(t *testing.T) {
+	t.Parallel()
 	j := startJailed(t)
 	forged := forge(t, j.bin, j.prog)
 	j.plant(t, j.bin, forged)
@@ -156,6 +157,7 @@ func TestAddRecordedPrefersHostFile(t *testing.T) {
 // process maps now), and always as a copy, even with HardLink: the
 // container owns that inode and may rewrite it in place.
 func TestAddRecordedProcRootNeedsMappedInode(t *testing.T) {
+	t.Parallel()
 	j := startJailed(t)
 	// A path that names nothing on this host, only in the jail: the
 	// genuine bytes, but a file the process does not map.

@@ -28,6 +28,7 @@ int main(void) { char c; while (read(0, &c, 1) > 0) ; return 0; }
 // say ErrNotFound once the process is gone; a wrong build-id is
 // ErrMismatch, never cached.
 func TestAddRecordedProcRoot(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("chroot needs root")
 	}
@@ -133,6 +134,7 @@ func TestAddRecordedProcRoot(t *testing.T) {
 // a cached build-id answers without a file; no file at all is
 // ErrNotFound, a changed file ErrMismatch.
 func TestAddRecordedPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	id, err := ReadFileIdentity(prog)

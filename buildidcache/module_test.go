@@ -19,6 +19,7 @@ import (
 // original bytes. A plain file comes back unchanged, and a truncated
 // stream is an error naming the file.
 func TestReadModuleByMagic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	obj := filepath.Join(dir, "mod.ko")
 	src := filepath.Join(dir, "mod.c")

@@ -53,6 +53,7 @@ func realBuildIDNotes(t *testing.T) map[string][]byte {
 // build-id among them) as KernelBuildID, which TestKernelBuildID checks
 // against perf.
 func TestBuildIDFromNotes(t *testing.T) {
+	t.Parallel()
 	for p, b := range realBuildIDNotes(t) {
 		want := readelfID(t, p)
 		id, err := BuildIDFromNotes(b, binary.LittleEndian)
@@ -90,6 +91,7 @@ func TestBuildIDFromNotes(t *testing.T) {
 // Notes other than a GNU build-id are stepped over, the first build-id
 // wins, and their absence is ErrNoBuildID.
 func TestBuildIDFromNotesChoice(t *testing.T) {
+	t.Parallel()
 	first, second := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, []byte{9, 8, 7, 6, 5, 4, 3, 2, 1}
 	abi := elfNote("GNU\x00", 1, []byte{0, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0}) // NT_GNU_ABI_TAG
 	goID := elfNote("Go\x00\x00", ntGoBuildID, []byte("abc/def"))
@@ -108,6 +110,7 @@ func TestBuildIDFromNotesChoice(t *testing.T) {
 // Malformed notes give a *FormatError at the offending note's offset,
 // never a panic nor a build-id.
 func TestBuildIDFromNotesMalformed(t *testing.T) {
+	t.Parallel()
 	prefix := elfNote("Go\x00\x00", ntGoBuildID, []byte("abc/def")) // a good note first: offsets are not 0
 	at := int64(len(prefix))
 	huge := make([]byte, 12)
@@ -136,6 +139,7 @@ func TestBuildIDFromNotesMalformed(t *testing.T) {
 // Every cut of a real note and random bytes: an answer or an error, never
 // both, never a panic; a cut note is never read as a shorter build-id.
 func TestBuildIDFromNotesGarbage(t *testing.T) {
+	t.Parallel()
 	for p, b := range realBuildIDNotes(t) {
 		for n := 0; n < len(b); n++ {
 			id, err := BuildIDFromNotes(b[:n], binary.LittleEndian)

@@ -21,6 +21,7 @@ import (
 // directory holding files perf does not write, not one written within the
 // hour (an add in progress), not what a planted symlink leads to.
 func TestPruneOrphans(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 	progA := buildC(t, dir, "a", "-Wl,--build-id", "-DTAG=\"a\"")

@@ -17,6 +17,7 @@ import (
 // not delete a linked, reachable entry. Run as nobody (as root, a mode
 // hides nothing).
 func TestPruneUnreadableFanKeepsEntries(t *testing.T) {
+	t.Parallel()
 	if !fixtures.AsNobody(t, "TestPruneUnreadableFanKeepsEntries") {
 		return
 	}
@@ -62,6 +63,7 @@ func TestPruneUnreadableFanKeepsEntries(t *testing.T) {
 // orphaned (a cache whose links were lost, or a --buildid-dir that is not
 // perf's cache). Prune removes nothing there.
 func TestPruneWithoutBuildIDDirRemovesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 	e, err := c.Add(buildC(t, dir, "a", "-Wl,--build-id", "-DTAG=\"a\""))
@@ -90,6 +92,7 @@ func TestPruneWithoutBuildIDDirRemovesNothing(t *testing.T) {
 // build-id length (logs/2024 holding a file named debug, in a cache
 // directory set to a wrong place).
 func TestPruneKeepsProbesAndUserDirs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := &Cache{Dir: filepath.Join(dir, "cache"), DebugDirs: []string{}}
 	e, err := c.Add(buildC(t, dir, "a", "-Wl,--build-id", "-DTAG=\"a\""))
@@ -134,6 +137,7 @@ func TestPruneKeepsProbesAndUserDirs(t *testing.T) {
 // file appears: only files still the ones examined are removed, and the
 // directory stays while anything else is in it.
 func TestRemoveOrphanOnlyWhatWasChecked(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, dir string)

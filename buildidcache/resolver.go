@@ -225,6 +225,10 @@ func (r *Resolver) Close() error {
 	return r.dl.close()
 }
 
+// SymFS is the root recorded paths are looked up under (Options.SymFS);
+// "" when they are looked up as they are.
+func (r *Resolver) SymFS() string { return r.symfs }
+
 // underSymFS maps a recorded absolute path into SymFS. The path is cleaned
 // as if rooted, so ".." cannot climb out of SymFS.
 func (r *Resolver) underSymFS(p string) string {

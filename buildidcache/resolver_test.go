@@ -74,6 +74,7 @@ func slicesDeleteEnv(env []string, key string) []string {
 // TestResolvePerfCache resolves user, kernel and vDSO build-ids from a
 // cache that real perf filled during perf record.
 func TestResolvePerfCache(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	prog := buildC(t, home, "prog", "-Wl,--build-id")
 	perfRecord(t, home, prog, "1")
@@ -138,6 +139,7 @@ func TestResolvePerfCache(t *testing.T) {
 }
 
 func TestResolveNotFoundListsWhatWasTried(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	opts := noNet(t)
@@ -181,6 +183,7 @@ func debugPair(t *testing.T, dir string) (bin, dbg string) {
 }
 
 func TestResolveDebugDirs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin, dbg := debugPair(t, dir)
 	id := mustID(t, bin)
@@ -288,6 +291,7 @@ func TestResolveDebugDirs(t *testing.T) {
 }
 
 func TestResolveSymFSAndProcRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	id := mustID(t, prog)
@@ -330,6 +334,7 @@ func TestResolveSymFSAndProcRoot(t *testing.T) {
 }
 
 func TestResolveRunningKernelAndVDSO(t *testing.T) {
+	t.Parallel()
 	r := New(noNet(t))
 	if kid, err := KernelBuildID(); err == nil {
 		res, err := r.Resolve(context.Background(), Query{BuildID: kid, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
@@ -400,6 +405,7 @@ func debuginfodCount(t *testing.T, url, typ string) int {
 // TestDebuginfodReal serves binaries built here (C with and without DWARF,
 // Go) from a real elfutils debuginfod and resolves them through it.
 func TestDebuginfodReal(t *testing.T) {
+	t.Parallel()
 	srv := t.TempDir()
 	cDbg := buildC(t, srv, "cdebug", "-g", "-Wl,--build-id")
 	cStripped := buildC(t, srv, "cstripped", "-s", "-Wl,--build-id=md5")
@@ -790,6 +796,7 @@ func TestDebuginfodTimeoutEnv(t *testing.T) {
 // TestProgressReader: a download longer than a second prints progress
 // lines to its writer and a final line; without a writer nothing.
 func TestProgressReader(t *testing.T) {
+	t.Parallel()
 	stall := time.AfterFunc(time.Hour, func() {})
 	defer stall.Stop()
 	body := strings.Repeat("x", 3_000_000)

@@ -314,18 +314,17 @@ func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 // (paths come from perf.data files) cannot hang the caller; O_NONBLOCK has
 // no effect on regular files. The type is checked on the open file, so a
 // swap after a stat cannot slip a FIFO or a device in. Anything else is an
-// error wrapping ErrNotELF.
+// error wrapping ErrNotELF (and regfile.ErrNotRegular).
 func OpenRegular(name string) (*os.File, error) {
 	f, err := regfile.Open(name)
 	if errors.Is(err, regfile.ErrNotRegular) {
-		return nil, fmt.Errorf("%s: not a regular file: %w", name, ErrNotELF)
+		return nil, fmt.Errorf("%s: %w: %w", name, regfile.ErrNotRegular, ErrNotELF)
 	}
 	return f, err
 }
 
-// Where the running system publishes its identities. Variables so that
-// tests can point them elsewhere.
-var (
+// Where the running system publishes its identities.
+const (
 	kernelNotesPath = "/sys/kernel/notes"
 	procSelfMaps    = "/proc/self/maps"
 	procSelfMem     = "/proc/self/mem"

@@ -46,6 +46,7 @@ func overwriteInPlace(t *testing.T, src, dst string) {
 // private copy, so the rewrite no longer reaches it; with HardLink they
 // leave it linked, by the user's choice.
 func TestAddUnsharesHardLinks(t *testing.T) {
+	t.Parallel()
 	for _, maker := range []string{"perf", "HardLink"} {
 		t.Run(maker, func(t *testing.T) {
 			dir := t.TempDir()

@@ -94,15 +94,28 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 	if closer != nil {
 		defer closer.Close()
 	}
+	if opts.Resolver != nil {
+		// One root for the lookup and the verdicts: the paths the
+		// Resolver looked up are the ones judged on disk.
+		opts.Lookup.SymFS = opts.Resolver.SymFS()
+	}
+	own := false
 	if opts.locator == nil {
 		r := opts.Resolver
 		if r == nil {
 			r = buildidcache.New(opts.Lookup)
 			defer r.Close()
+			own = true
 		}
 		opts.locator = &resolverLocator{r: r}
 	}
-	return analyze(ctx, rec, src.name, opts, info)
+	res, err := analyze(ctx, rec, src.name, opts, info)
+	if own && res != nil {
+		// Closing r removes what it downloaded to a scratch directory;
+		// ExecSegment must not find those files gone.
+		res.readDownloadedSegments()
+	}
+	return res, err
 }
 
 // analyze is Analyze on an open recording, with opts.locator set.

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
@@ -35,7 +34,7 @@ func readCFI(path string, want buildid.ID) (t *unwind.Table, err error) {
 // debug/elf may panic on malformed input; that becomes an error naming the
 // file.
 func readELF(path string, want buildid.ID, fn func(ef *elf.File) error) (err error) {
-	f, err := openRegular(path)
+	f, err := buildidcache.OpenRegular(path)
 	if err != nil {
 		return err
 	}
@@ -119,8 +118,3 @@ func elfLoads(ef *elf.File, exec bool) []load {
 	}
 	return loads
 }
-
-// openRegular opens path for reading only when it is a regular file: a
-// hostile recording names any path, and a FIFO there would block a plain
-// open forever (buildidcache.OpenRegular).
-func openRegular(path string) (*os.File, error) { return buildidcache.OpenRegular(path) }

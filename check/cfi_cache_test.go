@@ -186,7 +186,7 @@ func TestCFIFilesIdentity(t *testing.T) {
 	}
 	table := []perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: st.BuildID}}
 
-	s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s := newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	s.addBuildIDs(table)
 	now := mmap(s, 10, st.Ino)
 	if paths, why := s.cfiFiles(now); why != "" || len(paths) == 0 || paths[0] != bin {
@@ -203,7 +203,7 @@ func TestCFIFilesIdentity(t *testing.T) {
 		t.Errorf("the inode at the path now, after another was mapped: %q", why)
 	}
 
-	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s = newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	other := append(buildid.ID(nil), st.BuildID...)
 	other[0] ^= 0xff
 	s.addBuildIDs(append(table, perfdata.BuildIDEntry{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}))
@@ -211,13 +211,13 @@ func TestCFIFilesIdentity(t *testing.T) {
 		t.Errorf("two build-ids for the path: %q", why)
 	}
 
-	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s = newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, Filename: bin, BuildID: other}})
 	if _, why := s.cfiFiles(mmap(s, 10, st.Ino)); !strings.Contains(why, "no binary with its build-id "+other.String()) {
 		t.Errorf("the table names another build than the file at the path: %q", why)
 	}
 
-	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s = newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	if paths, why := s.cfiFiles(mmap(s, 10, st.Ino)); why != "" || len(paths) != 1 || paths[0] != bin {
 		t.Errorf("no build-id, same device and inode: %v, %q", paths, why)
 	}

@@ -50,12 +50,12 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 		t.Fatal("rewriting in place changed the inode")
 	}
 	const perfT = 1_000_000_000 // perf time of the mapping = wall time `mapped`
-	s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s := newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
 	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d := s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why := s.cfiFiles(d)
-	s.judge(context.Background(), d, s.locator(), &stateCache{})
+	s.judge(context.Background(), d, s.opts.locator, &stateCache{})
 	if d.Verdict != Replaced {
 		t.Fatalf("verdict %v (%s), want Replaced: modified after it was mapped", d.Verdict, d.Reason)
 	}
@@ -67,12 +67,12 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	if err := os.Chtimes(bin, mapped.Add(-time.Minute), mapped.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	s = newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+	s = newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 	s.rec = recInfo{end: time.Now(), clock: &perfdata.ClockData{WallClockNS: uint64(mapped.UnixNano()), ClockIDNS: perfT}}
 	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d = s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why = s.cfiFiles(d)
-	s.judge(context.Background(), d, s.locator(), &stateCache{})
+	s.judge(context.Background(), d, s.opts.locator, &stateCache{})
 	if d.Verdict != Unverified || why != "" || len(paths) != 1 || paths[0] != bin {
 		t.Errorf("unchanged since mapped: verdict %v (%s), CFI files %v %q", d.Verdict, d.Reason, paths, why)
 	}

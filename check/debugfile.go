@@ -10,8 +10,8 @@ import (
 // cache keeps one as .build-id/xx/…/debug beside the binary; debug
 // directories and debuginfod hold .debug files) has unusable ones:
 // objcopy --only-keep-debug leaves its PT_LOAD segments with p_offset 0 and
-// p_filesz 0, so no offset falls in them and every frame of the DSO went
-// unnamed (ld.so's, found through perf's cache, in every fixture). The
+// p_filesz 0, so no offset falls in them and every frame of the DSO would
+// go unnamed (ld.so's, found through perf's cache, in every fixture). The
 // segments of a file with the same build-id that holds the code — the
 // binary that proved the identity, or the file at the recorded path when
 // it has the recorded build-id — give the mapping instead; the debug

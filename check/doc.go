@@ -52,15 +52,22 @@
 // # Security
 //
 // Everything in a perf.data file is untrusted, file names included. The
-// package only reads: the recording, the files at the recorded paths (under
-// Options.Lookup.SymFS when set, cleaned so that ".." cannot climb out of it),
-// perf's build-id cache, /proc/kallsyms, /proc/modules and
+// package itself only reads: the recording, the files at the recorded
+// paths (under the SymFS root when one is set, the Resolver's or
+// Options.Lookup's, cleaned so that ".." cannot climb out of it), perf's
+// build-id cache, debug directories, /proc/kallsyms, /proc/modules and
 // /sys/module/NAME (NAME checked to be a plain module name, so a recorded
-// path cannot lead elsewhere) and /tmp/perf-PID.map files. The
-// only file it writes is a private temporary copy of the running vdso
-// (mode 0600, removed before Analyze returns) when a recorded vdso is
-// verified against it; it never modifies, renames or deletes anything
-// else. Memory grows with the
+// path cannot lead elsewhere) and /tmp/perf-PID.map files; the only file
+// it writes is a private temporary copy of the running vdso (mode 0600,
+// removed before Analyze returns) when a recorded vdso is verified
+// against it. The Resolver it looks binaries up with goes further when
+// debuginfod servers are named (the zero Options takes $DEBUGINFOD_URLS):
+// it sends the recorded build-ids to them and writes what they serve,
+// verified by build-id, into elfutils' debuginfod client cache (or a
+// scratch directory removed when the Resolver is closed), where it also
+// remembers misses and removes a cached file whose build-id is wrong
+// (see package buildidcache). With no server named there is no network
+// access. Nothing else is modified, renamed or deleted. Memory grows with the
 // distinct stacks, mappings and threads of the input, each bounded by the
 // input's size. A malformed binary makes its DSO unsymbolized with an
 // error in the report; it never aborts the check or panics. Unwind tables

@@ -84,12 +84,17 @@ type DSO struct {
 	FoundPath    string     `json:"found_path"`            // the file symbols come from, or the file examined at the path
 	FoundBuildID buildid.ID `json:"found_build_id"`        // the build-id of the file found (verified) or now at the path
 	GoBuildID    string     `json:"go_build_id,omitempty"` // the Go build-id of the file at the path, when it has one
-	Advice       string     `json:"-"`                     // what to do about it, "" when nothing (Report.Advice gathers them)
 	Rejected     []string   `json:"rejected,omitempty"`    // candidates the locator refused, with reasons
 	// Symbolized reports whether names are given for this DSO's frames:
 	// its verdict allows them and its binary could be opened for them.
 	Symbolized  bool   `json:"symbolized"`
 	SymbolError string `json:"symbol_error,omitempty"` // why the binary could not be opened for symbols, "" when it could
+	// Err is the error behind Reason or SymbolError, for errors.Is and
+	// errors.As: the lookup's when no binary with the recorded build-id
+	// was found (a *buildidcache.NotFoundError, with what was tried and
+	// rejected, wrapping buildidcache.ErrNotFound) or it failed, else
+	// why the binary could not be opened for symbols; nil when neither.
+	Err error `json:"-"`
 
 	HitsLeaf uint64 `json:"hits_leaf"` // samples whose leaf is in this DSO
 	HitsAny  uint64 `json:"hits_any"`  // samples with a frame anywhere in this DSO (each sample once)
@@ -99,6 +104,7 @@ type DSO struct {
 	// Each once, in the order met.
 	Notes []string `json:"notes,omitempty"`
 
+	advice    string // what to do about it, "" when nothing (Report.Advice gathers them)
 	index     int
 	tableZero bool   // the header's table has the path with an all-zero build-id
 	inodes    int    // how many dev/inode identities the recording mapped this path as
@@ -140,7 +146,8 @@ type Options struct {
 	// Resolver, when set, looks binaries up instead of one Analyze builds
 	// from Lookup (and closes when it returns). The caller closes it; one
 	// Resolver shared by several analyses downloads each file once.
-	// Lookup.SymFS should then be the Resolver's SymFS.
+	// Lookup is then not used: recorded paths are looked at under the
+	// Resolver's SymFS.
 	Resolver *buildidcache.Resolver
 	// TrustPaths symbolizes replaced and mismatched DSOs through the file
 	// at the path anyway. Their frames stay marked untrusted.
@@ -155,8 +162,9 @@ type Options struct {
 	Workers int
 	// Progress, when set, is told how the check advances: now and then
 	// during reading with the byte offset reached, then once when reading
-	// is done (for a progress bar). It is called from the goroutine that
-	// reads.
+	// is done (for a progress bar). It is called on the goroutine that
+	// called Analyze, never concurrently with itself, and never after
+	// Analyze returns.
 	Progress func(Progress)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
@@ -381,7 +389,7 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateC
 	if len(d.Candidates) > 0 {
 		d.Verdict = Replaced
 		d.Reason = fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them; record with --buildid-mmap", len(d.Candidates))
-		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+		d.advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return
 	}
 	if d.BuildID != nil {
@@ -446,16 +454,17 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 	if d.Kind == dso.Module && s.opts.Lookup.SymFS == "" && s.runningModuleMatches(d) {
 		return
 	}
+	d.Err = err
 	switch d.Kind {
 	case dso.Kernel:
 		d.Verdict = Mismatch
 		d.Reason += "the recording's kernel (" + d.BuildID.String() + ") is not the running one and its kallsyms is not in the build-id cache"
-		d.Advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
+		d.advice = "run `perfcheck cache fill` (or perf buildid-cache) on the recording machine, or point --buildid-dir at its cache"
 		return
 	case dso.VDSO:
 		d.Verdict = Missing
 		d.Reason += "this vdso (" + d.BuildID.String() + ") is not in the build-id cache and is not the running kernel's"
-		d.Advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
+		d.advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
 		return
 	}
 	s.judgeAtPath(d, states)
@@ -521,19 +530,19 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 	case !st.Exists:
 		d.Verdict = Missing
 		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
-		d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
 	case st.BuildID == nil:
 		d.Verdict = Mismatch
 		d.FoundBuildID = nil
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
-		d.Advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+		d.advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
 	default:
 		d.Verdict = Mismatch
 		d.FoundBuildID = st.BuildID
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
-		d.Advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+		d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
 	}
 	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
 		d.symPath = disk
@@ -547,14 +556,14 @@ func (s *session) judgeKernelWithoutBuildID(d *DSO) {
 	if o.Lookup.SymFS != "" {
 		d.Verdict = Missing
 		d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
-		d.Advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
+		d.advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
 		return
 	}
 	rel := kernelRelease()
 	if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
 		d.Verdict = Replaced
 		d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
-		d.Advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
+		d.advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
 		return
 	}
 	d.Verdict = Unverified
@@ -579,7 +588,7 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 	if !st.Exists {
 		d.Verdict = Missing
 		d.Reason = "no build-id recorded and no file at the path"
-		d.Advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
 		return
 	}
 	d.FoundBuildID = st.BuildID
@@ -647,19 +656,19 @@ func noBuildIDAdvice(d *DSO, st *fileState, table bool) {
 	switch {
 	case st.BuildID == nil && st.GoBuildID != "":
 		d.Reason += "; a Go binary without a GNU build-id"
-		d.Advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
+		d.advice = "build with Go ≥ 1.24 (a GNU build-id by default) or -ldflags=-B=gobuildid; -B none removes it"
 	case st.BuildID == nil && st.IsELF:
 		d.Reason += "; the binary has no build-id"
-		d.Advice = "link with -Wl,--build-id so profiles can be verified"
+		d.advice = "link with -Wl,--build-id so profiles can be verified"
 	case st.BuildID != nil && !table:
 		d.Reason += "; the recording has no build-id table (perf 6.1 writes none with -z or in pipe mode, and none with --no-buildid)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+		d.advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	case st.BuildID != nil && d.tableZero:
 		d.Reason += "; perf wrote an empty build-id for it (perf 6.1 does so in pipe mode and with -z)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+		d.advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	case st.BuildID != nil:
 		d.Reason += "; the recording has no build-id for it (older perf records build-ids only for DSOs hit by a sample's IP, not for those seen only in callchains)"
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+		d.advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	}
 }
 
@@ -783,7 +792,7 @@ func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		d.Verdict = Replaced
 		d.symPath = ""
 		d.Reason = fmt.Sprintf("the file at this path changed during the recording (mapped as %d different inodes); the header's build-id, read when the recording ended, is the one of the file there now (inode %d), not of this one (inode %d)", d.inodes, st.Ino, d.Dev.Ino)
-		d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+		d.advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return true
 	}
 	t, ok := s.rec.wallTime(d.firstTime)
@@ -794,7 +803,7 @@ func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 	d.Verdict = Replaced
 	d.symPath = ""
 	d.Reason = fmt.Sprintf("the file was replaced during the recording (inode %d ran, %d is there now, written at %s, after it was mapped and before the recording ended): the header's build-id describes the replacement", d.Dev.Ino, st.Ino, st.MTime.UTC().Format(time.RFC3339))
-	d.Advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
+	d.advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 	return true
 }
 

@@ -21,8 +21,9 @@ import (
 // Options.Workers 1 each batch is consumed as soon as it is full, on the
 // caller's goroutine.
 //
-// Options.Progress is called by the reader, so on a goroutine of its own,
-// never concurrently with itself, and never after Analyze returns.
+// Options.Progress is called by the reader, which runs on the caller's
+// goroutine, never concurrently with itself, and never after Analyze
+// returns.
 //
 // A few batches circulate between the two goroutines (feedBatches), so
 // memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +

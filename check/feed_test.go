@@ -135,7 +135,7 @@ func TestFeedSameAsDirect(t *testing.T) {
 			var prints []string
 			for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
 				opts := Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true, Workers: workers}
-				s := newSession(opts)
+				s := newTestSession(t, opts)
 				if workers < 0 {
 					s.opts.Workers = 0
 					feedDirect(t, s, f)

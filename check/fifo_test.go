@@ -81,7 +81,7 @@ func finishNotSymbolized(t *testing.T, fifo string, m perfdata.Record, smp *samp
 	var res *Result
 	var err error
 	mustReturn(t, fifo, "Finish", func() {
-		s := newSession(Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+		s := newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
 		s.update(m)
 		s.sample(smp)
 		res, err = s.finish(context.Background())

@@ -17,13 +17,13 @@ func TestFinishAgainAfterCancel(t *testing.T) {
 			s.sample(&sampleEvent{PID: 7, TID: 7, Mode: perfdata.CPUModeUser, IP: 0x10100, Period: 1})
 		}
 	}
-	ref := newSession(Options{NoSymbols: true})
+	ref := newTestSession(t, Options{NoSymbols: true})
 	feed(ref)
 	want, err := ref.finish(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSession(Options{NoSymbols: true})
+	s := newTestSession(t, Options{NoSymbols: true})
 	feed(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -15,7 +15,7 @@ func FuzzSession(f *testing.F) {
 	f.Add([]byte("\x00\x01\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x03\x05\x00\x00\x10\x10\x00\x00\x00\x00\x00\x00"))
 	f.Add(make([]byte, 200))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := newSession(Options{NoSymbols: true, JITMapDir: t.TempDir()})
+		s := newTestSession(t, Options{NoSymbols: true, JITMapDir: t.TempDir()})
 		u64 := func() uint64 {
 			if len(b) < 8 {
 				b = nil

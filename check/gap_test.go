@@ -205,7 +205,7 @@ func TestSampleIPs(t *testing.T) {
 		})
 	}
 	// A session fed by hand keeps no addresses.
-	s := newSession(Options{KeepSamples: true, NoSymbols: true})
+	s := newTestSession(t, Options{KeepSamples: true, NoSymbols: true})
 	s.sample(&sampleEvent{PID: 1, TID: 1, IP: 0x1234, Mode: 2})
 	res, err := s.finish(context.Background())
 	if err != nil {

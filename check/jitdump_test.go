@@ -403,7 +403,7 @@ func assertJITMissing(t *testing.T, j *jitWorld, res *Result) {
 	var inJIT uint64
 	for _, so := range j.sos {
 		d := mustDSO(t, res, so, Missing)
-		if d.Advice == "" {
+		if d.advice == "" {
 			t.Errorf("%s: missing without advice", so)
 		}
 		inJIT += samplesIn(res, so, true)

@@ -101,7 +101,8 @@ func runningVDSOFile(id buildid.ID) (string, func(), error) {
 }
 
 // Kernel modules are named in one of two ways, each only when it is proven
-// to describe the module as it ran (docs/verdicts.md, "Kernel modules").
+// to describe the module as it ran (docs/verdicts.md, "Special mappings";
+// docs/check-symbols.md says what each proves).
 // A module's offsets are from its load address (perf synthesizes a module's
 // MMAP from /proc/modules with pgoff 0: perf_event__synthesize_modules).
 //
@@ -342,9 +343,9 @@ func runningModuleNames(name string, base, limit uint64) (*moduleLookup, error) 
 // module tools install them, or perf's cached copy of one, <build-id>/elf
 // with no suffix) decompressed by buildidcache.ReadModule, which knows the
 // format by its magic bytes and bounds the output by the input's size. Only
-// a regular file is opened, without blocking (openRegular).
+// a regular file is opened, without blocking (buildidcache.OpenRegular).
 func openModuleELF(path string) (r io.ReaderAt, size int64, done func(), err error) {
-	f, err := openRegular(path)
+	f, err := buildidcache.OpenRegular(path)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -28,3 +28,18 @@ func TestMain(m *testing.M) {
 func isolated(dir string) buildidcache.Options {
 	return buildidcache.Options{BuildIDDir: dir, DebugDirs: []string{}, DebuginfodURLs: []string{}}
 }
+
+// newTestSession is newSession with the locator Analyze would give it: a
+// Resolver built from opts.Lookup (closed when the test ends), or
+// opts.Resolver.
+func newTestSession(t testing.TB, opts Options) *session {
+	if opts.locator == nil {
+		r := opts.Resolver
+		if r == nil {
+			r = buildidcache.New(opts.Lookup)
+			t.Cleanup(func() { r.Close() })
+		}
+		opts.locator = &resolverLocator{r: r}
+	}
+	return newSession(opts)
+}

@@ -106,7 +106,7 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
-	s := newSession(Options{})
+	s := newTestSession(t, Options{})
 	s.update(mmapRec(-1, modBase, 0x4000, 0, ko))
 	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id

@@ -141,7 +141,7 @@ const modBase uint64 = 0xffffffffc0a1b000
 // entry, and one kernel sample at each offset.
 func moduleSession(t *testing.T, opts Options, path string, id buildid.ID, offs []uint64) *Result {
 	t.Helper()
-	s := newSession(opts)
+	s := newTestSession(t, opts)
 	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeKernel, Filename: path, BuildID: id}})
 	s.update(mmapRec(-1, modBase, 0x4000, 0, path))
 	for i, off := range offs {

@@ -84,7 +84,7 @@ func TestFeedOpSize(t *testing.T) {
 // the aggregate its counts go to; every sample's count and period must end
 // in its own thread's aggregate, through session.sample and Finish.
 func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
-	s := newSession(Options{NoSymbols: true})
+	s := newTestSession(t, Options{NoSymbols: true})
 	s.update(commRec(7, 7, "prog", true))
 	s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/prog"))
 	type want struct{ samples, period uint64 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,17 +28,24 @@ func TestREADMEProgramBuilds(t *testing.T) {
 	prog = prog[:strings.Index(prog, end)]
 	require.Contains(t, prog, "package main")
 
-	// Inside the module, so that its imports resolve to this tree; a
-	// directory named testdata is no package of ./... .
-	require.NoError(t, os.MkdirAll("testdata", 0o755))
-	dir, err := os.MkdirTemp("testdata", "readme")
+	// The program is built as a package inside this module, so that its
+	// imports resolve to this tree, but it is written only to a temporary
+	// directory: an overlay puts it at a path of the module that does
+	// not exist (under testdata, no package of ./...).
+	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		os.RemoveAll(dir)
-		os.Remove("testdata") // when nothing else is in it
-	})
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(prog), 0o644))
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", os.DevNull, "./"+dir)
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "main.go")
+	require.NoError(t, os.WriteFile(src, []byte(prog), 0o644))
+	pkg := filepath.Join(root, "check", "testdata", "readme-program")
+	_, err = os.Stat(pkg)
+	require.ErrorIs(t, err, os.ErrNotExist, "the overlay's directory must not be in the tree")
+	overlay, err := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(pkg, "main.go"): src}})
+	require.NoError(t, err)
+	ov := filepath.Join(tmp, "overlay.json")
+	require.NoError(t, os.WriteFile(ov, overlay, 0o644))
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-overlay", ov, "-o", os.DevNull, pkg)
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)

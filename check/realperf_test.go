@@ -392,7 +392,7 @@ func TestRealDeletedBinary(t *testing.T) {
 	os.Remove(bin)
 	res := w.analyze(data, Options{})
 	d := mustDSO(t, res, bin, Missing)
-	if d.Advice == "" {
+	if d.advice == "" {
 		t.Error("a missing binary needs advice")
 	}
 	if res.UntrustedLeafSamples == 0 || res.UntrustedLeafSamples != samplesIn(res, bin, true) {
@@ -653,7 +653,7 @@ func TestRealGoProgram(t *testing.T) {
 			res := w.analyze(data, Options{})
 			d := mustDSO(t, res, bin, tc.before)
 			assertName(t, res, "main.goOldHot")
-			if tc.goAdvice && (d.GoBuildID == "" || !strings.Contains(d.Advice, "gobuildid")) {
+			if tc.goAdvice && (d.GoBuildID == "" || !strings.Contains(d.advice, "gobuildid")) {
 				t.Errorf("a Go binary without a GNU build-id must say so and name the fix: %+v", d)
 			}
 			if res.TrustedSamples != res.Samples {
@@ -663,8 +663,8 @@ func TestRealGoProgram(t *testing.T) {
 			w.goBuild(bin, goV2, tc.ldflags)
 			res = w.analyze(data, Options{})
 			d = mustDSO(t, res, bin, tc.after)
-			if tc.goAdvice && !strings.Contains(d.Advice, "gobuildid") {
-				t.Errorf("advice after the rebuild: %q", d.Advice)
+			if tc.goAdvice && !strings.Contains(d.advice, "gobuildid") {
+				t.Errorf("advice after the rebuild: %q", d.advice)
 			}
 			if got, want := res.UntrustedAnySamples, samplesIn(res, bin, false); got != want || got == 0 {
 				t.Errorf("untrusted samples %d, samples through the Go binary %d", got, want)
@@ -1026,7 +1026,7 @@ func TestRealClockDataMtime(t *testing.T) {
 	data := w.record("clock.data", []string{"-k", "CLOCK_MONOTONIC"}, bin)
 	res := w.analyze(data, Options{})
 	d := mustDSO(t, res, bin, Unverified)
-	if d.BuildID != nil || !strings.Contains(d.Advice, "--build-id") {
+	if d.BuildID != nil || !strings.Contains(d.advice, "--build-id") {
 		t.Errorf("a C binary without a build-id: %+v", d)
 	}
 	f, err := perfdata.Open(data)

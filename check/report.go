@@ -67,11 +67,11 @@ func (r *Result) Report() *Report {
 		if d.Verdict.Problem(true) {
 			rep.StrictProblems++
 		}
-		if d.Advice != "" && d.Verdict != Verified {
-			if _, ok := advice[d.Advice]; !ok {
-				order = append(order, d.Advice)
+		if d.advice != "" && d.Verdict != Verified {
+			if _, ok := advice[d.advice]; !ok {
+				order = append(order, d.advice)
 			}
-			advice[d.Advice] = append(advice[d.Advice], d.Path)
+			advice[d.advice] = append(advice[d.advice], d.Path)
 		}
 	}
 	if r.StackUserSamples > 0 {

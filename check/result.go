@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
@@ -80,7 +79,7 @@ type Stack struct {
 	// The stack's locations are set.ptrs[first:first+n], once built.
 	n     int32
 	first int
-	set   *stackSet // nil for a Stack not made by Finish
+	set   *stackSet // nil for a Stack not made by finish
 }
 
 // Locations returns the stack's locations, leaf first. The slice is shared
@@ -146,9 +145,7 @@ type Sample struct {
 	Stack  *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
-	// Location has the file offset. Set when the Result comes from
-	// Analyze; nil for a session fed by
-	// hand. It is reused like the Sample.
+	// Location has the file offset. It is reused like the Sample.
 	IPs []uint64
 }
 
@@ -157,7 +154,7 @@ type Sample struct {
 type Result struct {
 	File      string
 	Events    []string         // event names by index ("" when unknown)
-	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; set by Analyze*
+	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index
 	DSOs      []*DSO           // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location
@@ -198,11 +195,11 @@ type Result struct {
 	aggs    []Aggregate
 	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
 	kept    []compactSample
-	ips     *sampleIPs // per kept sample, its addresses (Analyze* only)
+	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
 
-	firstMaps firstMaps // each DSO's first executable mapping (Analyze* only)
+	firstMaps firstMaps // each DSO's first executable mapping
 	segMu     sync.Mutex
-	execSegs  map[*DSO][]segment // executable segments of found binaries, read by ExecSegment
+	execSegs  map[*DSO]*dsoSegments // executable segments of found binaries, read by ExecSegment
 	comms     []string
 	opts      Options
 }
@@ -270,7 +267,7 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 
 func (r *Result) comm(i int32) string { return r.comms[i] }
 
-// Finish ends the session: it gives each DSO a samples touch its identity
+// finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
 // allows it (each once, in parallel), and counts trusted samples.
 func (s *session) finish(ctx context.Context) (*Result, error) {
@@ -279,10 +276,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	loc := s.locator()
-	if s.ownResolver != nil {
-		defer s.ownResolver.Close()
-	}
+	loc := s.opts.locator
 	s.assignTableBuildIDs()
 	stackSamples, touched := s.countHits()
 	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
@@ -327,7 +321,7 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	}
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
 	for _, d := range s.dsos {
-		// Counted afresh: a Finish after one that failed (a cancelled
+		// Counted afresh: a finish after one that failed (a cancelled
 		// context) must not add the hits a second time.
 		d.HitsLeaf, d.HitsAny = 0, 0
 	}
@@ -462,7 +456,7 @@ func (d *DSO) addNote(n string) {
 // symbolWarner is implemented by a symbolLookup that can say what it had to
 // skip in its file without failing (symbolize.Binary's Warnings: malformed
 // DWARF or .gopclntab, a refused debug file, malformed perf map lines).
-// Finish turns each warning into a note of the DSO.
+// finish turns each warning into a note of the DSO.
 type symbolWarner interface {
 	Warnings() []string
 }
@@ -507,21 +501,6 @@ func (s *session) perfMapNotes(res *Result) {
 func (s *session) moduleStart(d *DSO) uint64 {
 	start, _, _ := s.moduleRange(d)
 	return start
-}
-
-// locator is Options.locator, or, for a session not made by Analyze, a
-// Resolver built from Options.Lookup (or Options.Resolver), which finish
-// closes.
-func (s *session) locator() locator {
-	if s.opts.locator == nil {
-		r := s.opts.Resolver
-		if r == nil {
-			r = buildidcache.New(s.opts.Lookup)
-			s.ownResolver = r
-		}
-		s.opts.locator = &resolverLocator{r: r}
-	}
-	return s.opts.locator
 }
 
 // openSymbols opens the symbol source of every DSO of dsos whose verdict

@@ -3,6 +3,7 @@ package check
 import (
 	"debug/elf"
 	"strings"
+	"sync"
 
 	"github.com/perfcheck/perfcheck/dso"
 )
@@ -11,22 +12,31 @@ import (
 // and size in the file.
 type segment struct{ off, filesz uint64 }
 
+// dsoSegments is one DSO's executable segments, read once.
+type dsoSegments struct {
+	once sync.Once
+	segs []segment
+}
+
 // execSegments reads the executable segments of the binary found for d,
 // when d is a trusted file or vdso: what a pprof profile needs to lay out
-// a mapping where the recording gives none (ExecSegment). A binary that
-// cannot be read only goes without. A module (a relocatable object) has
-// no segments, nor has this boot's /proc/kallsyms.
+// a mapping where the recording gives none (ExecSegment). The file must
+// still carry the build-id its verdict found (FoundBuildID): a file put at
+// the path since is not the one judged, and goes without, as does a
+// binary that cannot be read. A module (a relocatable object) has no
+// segments, nor has this boot's /proc/kallsyms, nor the running vdso,
+// whose "[vdso]" names memory, not a file.
 func execSegments(d *DSO) []segment {
 	switch d.Kind {
 	case dso.File, dso.VDSO:
 	default:
 		return nil
 	}
-	if !d.Trusted() || d.FoundPath == "" || strings.HasPrefix(d.FoundPath, "/proc/") {
+	if !d.Trusted() || d.FoundPath == "" || d.Source == "running-vdso" || strings.HasPrefix(d.FoundPath, "/proc/") {
 		return nil
 	}
 	var segs []segment
-	readELF(d.FoundPath, nil, func(ef *elf.File) error {
+	readELF(d.FoundPath, d.FoundBuildID, func(ef *elf.File) error {
 		for _, l := range elfLoads(ef, true) {
 			segs = append(segs, segment{off: l.off, filesz: l.filesz})
 		}
@@ -35,31 +45,53 @@ func execSegments(d *DSO) []segment {
 	return segs
 }
 
+// segmentsOf returns d's executable segments, read on the first call for
+// d; calls for other DSOs do not wait for that read.
+func (r *Result) segmentsOf(d *DSO) []segment {
+	r.segMu.Lock()
+	e := r.execSegs[d]
+	if e == nil {
+		e = &dsoSegments{}
+		if r.execSegs == nil {
+			r.execSegs = map[*DSO]*dsoSegments{}
+		}
+		r.execSegs[d] = e
+	}
+	r.segMu.Unlock()
+	e.once.Do(func() { e.segs = execSegments(d) })
+	return e.segs
+}
+
+// readDownloadedSegments reads now the segments of the binaries debuginfod
+// found: Analyze calls it before it closes a Resolver it made itself,
+// which removes the files it downloaded to a scratch directory (when there
+// is no debuginfod cache directory).
+func (r *Result) readDownloadedSegments() {
+	for _, d := range r.DSOs {
+		if d.Source == "debuginfod" {
+			r.segmentsOf(d)
+		}
+	}
+}
+
 // ExecSegment returns the file offset at which the executable segment
 // (PT_LOAD) that holds file offset off begins in the binary found for d:
 // the offset at which the loader mapped the code at off, as the
 // recording's MMAP pgoff would show it. It knows only files and vdsos
-// that are trusted and whose binary was found and could be read; false
-// otherwise, or when no executable segment holds off.
+// that are trusted and whose binary was found, still carries the build-id
+// found for it (DSO.FoundBuildID) and could be read; false otherwise, or
+// when no executable segment holds off.
 //
 // Only pprof output needs it, so the binary is read on the first call for
-// d (and its segments kept): the check itself opens nothing for it. A
-// binary downloaded to a scratch directory (debuginfod without a cache
-// directory) is gone once the Resolver that fetched it is closed: pass
-// Options.Resolver and close it after the last call. It is safe for
-// concurrent use.
+// d (and its segments kept): the check itself opens nothing for it, except
+// where Analyze made its own Resolver (Options.Resolver nil) and a binary
+// was downloaded by debuginfod, whose segments are read before that
+// Resolver is closed. A binary downloaded to a scratch directory
+// (debuginfod without a cache directory) by a caller's Resolver is gone
+// once that Resolver is closed: close it after the last call. It is safe
+// for concurrent use.
 func (r *Result) ExecSegment(d *DSO, off uint64) (uint64, bool) {
-	r.segMu.Lock()
-	segs, ok := r.execSegs[d]
-	if !ok {
-		segs = execSegments(d)
-		if r.execSegs == nil {
-			r.execSegs = map[*DSO][]segment{}
-		}
-		r.execSegs[d] = segs
-	}
-	r.segMu.Unlock()
-	for _, s := range segs {
+	for _, s := range r.segmentsOf(d) {
 		if s.off <= off && off < s.off+s.filesz {
 			return s.off, true
 		}

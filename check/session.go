@@ -11,7 +11,6 @@ import (
 
 	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildid"
-	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -103,14 +102,11 @@ type compactSample struct {
 
 // session consumes a recording's events in perf's delivery order and
 // collects, bounded by the number of distinct stacks, what the check needs.
-// Feed it with the methods Update, Sample and AddBuildIDs (or let Analyze
-// do it from a perf.data file), then call Finish.
+// analyze feeds it (feed, addBuildIDs), then calls finish.
 type session struct {
 	opts    Options
 	rec     recInfo
 	tracker *addrspace.Tracker
-	// ownResolver is the Resolver locator made, closed by finish.
-	ownResolver *buildidcache.Resolver
 
 	dsos   []*DSO
 	dsoIdx map[dsoKey]int32
@@ -159,7 +155,7 @@ type session struct {
 	// unprovenUnwinds counts samples whose unwinding stopped at a binary
 	// not proven to be the one that ran.
 	unprovenUnwinds uint64
-	// unwindCtx is the context of the Feed or Analyze reading the
+	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
 	// copied into the Result.
@@ -188,8 +184,8 @@ func newSession(opts Options) *session {
 	return s
 }
 
-// Update feeds a record that changes the address spaces (MMAP, MMAP2,
-// COMM, FORK, EXIT); other records are ignored. Like every record of a
+// update feeds a record that changes the address spaces (MMAP, MMAP2,
+// COMM, FORK); other records are ignored (addrspace.Tracker.Update). Like every record of a
 // recording, it must come in perf's delivery order with the samples.
 func (s *session) update(rec perfdata.Record) {
 	if m := s.tracker.Update(rec); m != nil {
@@ -197,7 +193,7 @@ func (s *session) update(rec perfdata.Record) {
 	}
 }
 
-// AddBuildIDs adds entries of the header's build-id table (the BUILD_ID
+// addBuildIDs adds entries of the header's build-id table (the BUILD_ID
 // feature, or HEADER_BUILD_ID records in a pipe, which come at its end).
 func (s *session) addBuildIDs(entries []perfdata.BuildIDEntry) {
 	s.buildIDs = append(s.buildIDs, entries...)

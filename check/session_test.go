@@ -83,8 +83,8 @@ type synthetic struct {
 
 // record feeds a session with one process that maps path and takes 10
 // samples at old_only_hot, as perf would have recorded them.
-func (sy *synthetic) session(opts Options) *session {
-	s := newSession(opts)
+func (sy *synthetic) session(t testing.TB, opts Options) *session {
+	s := newTestSession(t, opts)
 	s.update(commRec(100, 100, "prog", true))
 	if ev := sy.ev; sy.noInode {
 		s.update(mmapRec(int32(ev.PID), ev.Addr, ev.Len, ev.PgOff, ev.Filename))
@@ -165,7 +165,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 	sy := newSynthetic(t, path)
 
 	// The binary is there: verified, named.
-	res := finish(t, sy.session(Options{}))
+	res := finish(t, sy.session(t, Options{}))
 	d := dsoOf(t, res, path)
 	if d.Verdict != Verified || d.Source != "path" || d.BuildIDSource != "header" {
 		t.Fatalf("clean: %+v", d)
@@ -201,7 +201,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res = finish(t, sy.session(Options{}))
+	res = finish(t, sy.session(t, Options{}))
 	d = dsoOf(t, res, path)
 	if d.Verdict != Mismatch || d.FoundBuildID == nil || d.FoundBuildID.Matches(sy.bid) {
 		t.Fatalf("rebuilt, no cache: %+v", d)
@@ -216,7 +216,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 		t.Fatalf("label %q", got)
 	}
 
-	res = finish(t, sy.session(Options{Lookup: buildidcache.Options{BuildIDDir: cache}}))
+	res = finish(t, sy.session(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}}))
 	d = dsoOf(t, res, path)
 	if d.Verdict != Verified || d.Source != "perf-cache" {
 		t.Fatalf("rebuilt, cache kept: %+v", d)
@@ -227,7 +227,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 
 	// No build-id recorded: the inode tells.
 	sy.noTable = true
-	res = finish(t, sy.session(Options{}))
+	res = finish(t, sy.session(t, Options{}))
 	d = dsoOf(t, res, path)
 	if d.Verdict != Replaced || !strings.Contains(d.Reason, "inode") {
 		t.Fatalf("no build-id, other inode: %+v", d)
@@ -237,22 +237,22 @@ func TestVerdictsSynthetic(t *testing.T) {
 	}
 	// Without dev/inode (MMAP records), the mtime against the recording's end.
 	sy.noInode = true
-	s := sy.session(Options{})
+	s := sy.session(t, Options{})
 	s.rec.end = end
 	res = finish(t, s)
 	if d = dsoOf(t, res, path); d.Verdict != Replaced || !strings.Contains(d.Reason, "after the recording ended") {
 		t.Fatalf("no build-id, mtime after the end: %+v", d)
 	}
 	// Nothing to compare: unverified, named, marked.
-	res = finish(t, sy.session(Options{}))
+	res = finish(t, sy.session(t, Options{}))
 	if d = dsoOf(t, res, path); d.Verdict != Unverified || res.TrustedSamples != 10 {
 		t.Fatalf("no evidence: %+v", d)
 	}
 	// Deleted: missing.
 	os.Remove(path)
 	sy.noTable = false
-	res = finish(t, sy.session(Options{}))
-	if d = dsoOf(t, res, path); d.Verdict != Missing || d.Advice == "" {
+	res = finish(t, sy.session(t, Options{}))
+	if d = dsoOf(t, res, path); d.Verdict != Missing || d.advice == "" {
 		t.Fatalf("deleted: %+v", d)
 	}
 	if rep := res.Report(); !rep.Failed(false) || rep.Problems != 1 || len(rep.Advice) != 1 {
@@ -267,7 +267,7 @@ func TestAmbiguousTable(t *testing.T) {
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
 	sy.noInode = true
-	s := sy.session(Options{})
+	s := sy.session(t, Options{})
 	s.addBuildIDs([]perfdata.BuildIDEntry{{PID: -1, CPUMode: perfdata.CPUModeUser, BuildID: buildid.ID{1, 2, 3}, Filename: path}})
 	res := finish(t, s)
 	d := dsoOf(t, res, path)
@@ -277,7 +277,7 @@ func TestAmbiguousTable(t *testing.T) {
 }
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
-	s := newSession(Options{})
+	s := newTestSession(t, Options{})
 	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
 	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
 	s.update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))

@@ -125,6 +125,7 @@ func (d *DSO) proveLookup(lk symbolLookup) error {
 // evidence of change). Its frames then stay dso+0xoffset, untrusted.
 // Any other error is a symbolization failure (SymbolError).
 func (d *DSO) refuseLookup(err error) {
+	d.Err = err
 	var ce *changedError
 	if !errors.As(err, &ce) {
 		d.SymbolError = err.Error()
@@ -143,13 +144,13 @@ func (d *DSO) refuseLookup(err error) {
 		d.Reason = "build-id " + d.BuildID.String() + " was found (" + d.Source + "), but the file then opened for its names is not it (" + err.Error() + "): left unsymbolized"
 		d.Source = ""
 		d.FoundPath, d.FoundBuildID = opened, ce.got
-		d.Advice = "the binary was replaced while perfcheck ran: run it again, and keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
+		d.advice = "the binary was replaced while perfcheck ran: run it again, and keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
 	case Unverified:
 		d.Verdict = Replaced
 		d.Source = ""
 		d.Reason = "no build-id recorded; the file at the path changed while perfcheck ran (" + err.Error() + "): left unsymbolized"
 		d.FoundBuildID = ce.got
-		d.Advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
+		d.advice = "record with perf record --buildid-mmap, or run `perfcheck cache fill` at record time"
 	default:
 		d.SymbolError = err.Error()
 	}

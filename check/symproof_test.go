@@ -106,7 +106,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		// The same opener with nothing to swap: verified and named.
 		path := filepath.Join(t.TempDir(), "prog")
 		sy := newSynthetic(t, path)
-		res := finish(t, sy.session(Options{symbolizer: newSwapOpener()}))
+		res := finish(t, sy.session(t, Options{symbolizer: newSwapOpener()}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("%+v\n%s", d, names(res))
 		}
@@ -118,12 +118,12 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{symbolizer: o}))
+		res := finish(t, sy.session(t, Options{symbolizer: o}))
 		o.done(t)
 		d := dsoOf(t, res, path)
 		assertRefused(t, res, d, Mismatch, newID)
-		if d.Source != "" || d.Advice == "" {
-			t.Errorf("source %q, advice %q", d.Source, d.Advice)
+		if d.Source != "" || d.advice == "" {
+			t.Errorf("source %q, advice %q", d.Source, d.advice)
 		}
 	})
 	t.Run("unverified", func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		newID := fileBuildID(t, path+".v2")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v2")
-		res := finish(t, sy.session(Options{symbolizer: o}))
+		res := finish(t, sy.session(t, Options{symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Replaced, newID)
 	})
@@ -152,7 +152,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		buildC(t, path+".v3", progV1, "-DV3")
 		o := newSwapOpener()
 		o.renameOver(path, path+".v3")
-		res := finish(t, sy.session(Options{symbolizer: o, TrustPaths: true}))
+		res := finish(t, sy.session(t, Options{symbolizer: o, TrustPaths: true}))
 		o.done(t)
 		d := dsoOf(t, res, path)
 		if d.Verdict != Mismatch || d.Symbolized || !strings.Contains(d.SymbolError, "changed since") {
@@ -183,13 +183,13 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		}
 		newID := fileBuildID(t, dbg+".v2")
 		loc := &fixedLocator{located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
-		res := finish(t, sy.session(Options{locator: loc}))
+		res := finish(t, sy.session(t, Options{locator: loc}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("before the swap: %+v\n%s", d, names(res))
 		}
 		o := newSwapOpener()
 		o.renameOver(dbg, dbg+".v2")
-		res = finish(t, sy.session(Options{locator: loc, symbolizer: o}))
+		res = finish(t, sy.session(t, Options{locator: loc, symbolizer: o}))
 		o.done(t)
 		assertRefused(t, res, dsoOf(t, res, path), Mismatch, newID)
 	})
@@ -415,7 +415,7 @@ func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
 			swapErr = os.Rename(path+".v2", path)
 		}
 	}}
-	res := finish(t, sy.session(Options{symbolizer: o}))
+	res := finish(t, sy.session(t, Options{symbolizer: o}))
 	if !swapped || swapErr != nil {
 		t.Fatalf("swapped %v: %v", swapped, swapErr)
 	}

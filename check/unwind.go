@@ -106,15 +106,15 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		if d.pid > 0 {
 			q.PID = int(d.pid)
 		}
-		// The context of the Feed or Analyze reading the records, so that
-		// cancelling it cuts a debuginfod download short; Sample called
-		// directly has none, and a locator bounds its own network waits
+		// The context of the Analyze reading the records, so that
+		// cancelling it cuts a debuginfod download short; a session fed
+		// without one (a test) has none, and a locator bounds its own network waits
 		// (buildidcache's debuginfod client has timeouts).
 		ctx := s.unwindCtx
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		found, err := s.locator().Locate(ctx, q)
+		found, err := s.opts.locator.Locate(ctx, q)
 		d.cfiQuery, d.cfiFound, d.cfiErr = id, found, err
 		if err != nil {
 			return nil, "no binary with its build-id " + id.String() + " was found, so its unwind tables are not the ones that ran (" + err.Error() + ")"

@@ -52,7 +52,7 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 	}
 
 	// A lookup cancelled while unwinding is asked again by judge.
-	s := newSession(Options{locator: loc})
+	s := newTestSession(t, Options{locator: loc})
 	d = &DSO{Path: bin, Kind: dso.File, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
 	s.judge(ctx, d, loc, &stateCache{})
 	if d.Verdict != Verified {

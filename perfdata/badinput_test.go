@@ -56,8 +56,10 @@ func isPrefix(short, long []recSig) bool {
 // followed, when the cut falls inside the data section, by a FormatError
 // that unwraps to io.ErrUnexpectedEOF.
 func TestTruncatedEveryByte(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"twoevents.data", "zstd.data"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			b := readFixture(t, name)
 			full, err := NewFile(bytes.NewReader(b), int64(len(b)))
 			if err != nil {
@@ -115,8 +117,10 @@ func TestTruncatedEveryByte(t *testing.T) {
 
 // TestTruncatedPipeEveryByte cuts a pipe stream at every byte.
 func TestTruncatedPipeEveryByte(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"pipe.data", "zstd-pipe.data"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			b := readFixture(t, name)
 			r, err := NewReader(bytes.NewReader(b))
 			if err != nil {
@@ -180,6 +184,7 @@ func TestTruncatedPipeEveryByte(t *testing.T) {
 // when it is killed before rewriting the header: data size 0 and nothing
 // after the records.
 func TestDataSizeZero(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "cshared-fp.data")
 	full, err := NewFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -263,6 +268,7 @@ func wantErrAt(t *testing.T, err error, off int64, cause error, text string) {
 
 // TestBadRecordSizes corrupts the size of real records.
 func TestBadRecordSizes(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "twoevents.data")
 	sigs, full := recordOffsets(t, b)
 	target := sigs[len(sigs)/2]

@@ -19,6 +19,7 @@ import (
 // guest user DSO of the same guest; for the old layout each entry's pid
 // is deleted, as TestBuildIDLegacyLayout does.
 func TestBuildIDGuestEntries(t *testing.T) {
+	t.Parallel()
 	const guestPID = 4242
 	orig := readFixture(t, "twoevents.data")
 	f, err := NewFile(bytes.NewReader(orig), int64(len(orig)))

@@ -95,6 +95,7 @@ func toBigEndianPipe(t *testing.T, orig []byte) (big, little []byte) {
 // every field rewritten at its width (toBigEndianPipe); the feature
 // records it cannot convert are dropped from both.
 func TestBigEndianPipe(t *testing.T) {
+	t.Parallel()
 	orig := readFixture(t, "pipe.data")
 	big, little := toBigEndianPipe(t, orig)
 	type dump struct {

@@ -499,6 +499,7 @@ func dumpRecords(t *testing.T, f *File) []string {
 }
 
 func TestBigEndianCopy(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	for _, n := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data", "buildid-mmap.data"} {
 		paths = append(paths, rdFixtures+"/"+n)

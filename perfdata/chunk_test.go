@@ -2,83 +2,130 @@ package perfdata
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// digestOrdered reads every record of name in time order and returns a
-// digest of each (printed in full), the error text and the warnings.
-// copying selects the queue that copies every record (the reference)
-// over the one that keeps positions in the stream's chunks.
-func digestOrdered(t *testing.T, name string, data []byte, copying bool) (sums [][32]byte, errText string, warns []string) {
+// orderedReading is one time-ordered iteration over a recording, with
+// its own File or Reader so that warnings are its own.
+type orderedReading struct {
+	rs      *Records
+	warn    func() []string
+	openErr string // set when the recording did not open (rs is nil)
+}
+
+// openOrdered starts a time-ordered reading of name (of data when it is
+// not nil; through NewReader when name ends in ".stream") with tune.
+func openOrdered(t *testing.T, name string, data []byte, tune readTuning) orderedReading {
 	t.Helper()
-	defer func(v bool) { copyQueued = v }(copyQueued)
-	copyQueued = copying
-	var (
-		rs   *Records
-		warn func() []string
-	)
+	opts := RecordsOptions{Ordered: true, tune: tune}
 	switch {
 	case data != nil:
 		f, err := NewFile(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
-			return nil, "open: " + err.Error(), nil
+			return orderedReading{openErr: "open: " + err.Error()}
 		}
-		rs, warn = f.Records(RecordsOptions{Ordered: true}), f.Warnings
+		return orderedReading{rs: f.Records(opts), warn: f.Warnings}
 	case filepath.Ext(name) == ".stream":
-		in, err := os.Open(name[:len(name)-len(".stream")])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
+		in, err := os.Open(strings.TrimSuffix(name, ".stream"))
+		require.NoError(t, err)
+		t.Cleanup(func() { in.Close() })
 		r, err := NewReader(in)
 		if err != nil {
-			return nil, "open: " + err.Error(), nil
+			return orderedReading{openErr: "open: " + err.Error()}
 		}
-		rs, warn = r.Records(RecordsOptions{Ordered: true}), r.Warnings
+		return orderedReading{rs: r.Records(opts), warn: r.Warnings}
 	default:
 		f, err := Open(name)
 		if err != nil {
-			return nil, "open: " + err.Error(), nil
+			return orderedReading{openErr: "open: " + err.Error()}
 		}
-		defer f.Close()
-		rs, warn = f.Records(RecordsOptions{Ordered: true}), f.Warnings
+		t.Cleanup(func() { f.Close() })
+		return orderedReading{rs: f.Records(opts), warn: f.Warnings}
 	}
-	if prefetchMin == 0 && data == nil && rs.stopPrefetch == nil && filepath.Ext(name) != ".stream" {
-		t.Errorf("%s: no read-ahead", name)
-	}
-	for rs.Next() {
-		sums = append(sums, sha256.Sum256(fmt.Appendf(nil, "%T %+v", rs.Record(), rs.Record())))
-		if copying && len(rs.streams) > 0 && rs.streams[0].chunked {
-			t.Fatal("the reference run uses chunks")
-		}
-	}
-	if rs.Err() != nil {
-		errText = rs.Err().Error()
-	}
-	return sums, errText, warn()
 }
 
-func compareOrdered(t *testing.T, name string, data []byte) {
+// sameRecord tells whether two records print alike ("%T %+v"), which is
+// what the readings must agree on; reflect.DeepEqual, which implies it
+// for records (they hold no pointers), answers most calls without the
+// cost of printing.
+func sameRecord(a, b Record) bool {
+	return reflect.DeepEqual(a, b) || fmt.Sprintf("%T %+v", a, a) == fmt.Sprintf("%T %+v", b, b)
+}
+
+// compareReadings reads a and b in step and fails unless they deliver the
+// same records, in the same order, with the same error and warnings.
+// check, when not nil, is called on each after every record.
+func compareReadings(t *testing.T, what [2]string, a, b orderedReading, check func(*Records)) {
 	t.Helper()
-	a, aerr, awarn := digestOrdered(t, name, data, false)
-	b, berr, bwarn := digestOrdered(t, name, data, true)
-	if aerr != berr || fmt.Sprint(awarn) != fmt.Sprint(bwarn) {
-		t.Errorf("chunks: error %q warnings %q; copies: error %q warnings %q", aerr, awarn, berr, bwarn)
+	if a.rs == nil || b.rs == nil {
+		require.Equal(t, a.openErr, b.openErr, "%s and %s: opening", what[0], what[1])
+		return
 	}
-	if len(a) != len(b) {
-		t.Fatalf("%d records with chunks, %d with copies", len(a), len(b))
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			t.Fatalf("record %d differs", i)
+	n := 0
+	for {
+		na, nb := a.rs.Next(), b.rs.Next()
+		if na != nb {
+			ca, cb := n+count(a.rs, na), n+count(b.rs, nb)
+			require.Failf(t, "record counts differ", "%d records %s, %d %s", ca, what[0], cb, what[1])
 		}
+		if !na {
+			break
+		}
+		if check != nil {
+			check(a.rs)
+			check(b.rs)
+		}
+		if ra, rb := a.rs.Record(), b.rs.Record(); !sameRecord(ra, rb) {
+			require.Failf(t, "records differ", "record %d %s: %+v\n%s: %+v", n, what[0], ra, what[1], rb)
+		}
+		n++
 	}
+	assert.Equal(t, errText(a.rs.Err()), errText(b.rs.Err()), "error %s and %s", what[0], what[1])
+	assert.Equal(t, a.warn(), b.warn(), "warnings %s and %s", what[0], what[1])
+}
+
+// count returns the records left in rs, counting the current one if any.
+func count(rs *Records, cur bool) int {
+	n := 0
+	if cur {
+		n = 1
+	}
+	for rs.Next() {
+		n++
+	}
+	return n
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// compareOrdered compares the chunked queue with the copying one (the
+// reference) on name or data, both tuned as base otherwise.
+func compareOrdered(t *testing.T, name string, data []byte, base readTuning) {
+	t.Helper()
+	ref := base
+	ref.copyQueued = true
+	chunks := openOrdered(t, name, data, base)
+	copies := openOrdered(t, name, data, ref)
+	compareReadings(t, [2]string{"with chunks", "with copies"}, chunks, copies, func(rs *Records) {
+		if rs.tune.copyQueued && len(rs.streams) > 0 && rs.streams[0].chunked {
+			require.FailNow(t, "the reference run uses chunks")
+		}
+	})
 }
 
 // TestChunkedSameOrder: the ordered queue that keeps records where the
@@ -87,6 +134,7 @@ func compareOrdered(t *testing.T, name string, data []byte) {
 // copied each, for every fixture and corpus recording, through Open and,
 // for the fixtures, through NewReader.
 func TestChunkedSameOrder(t *testing.T) {
+	t.Parallel()
 	rdNeedFixtures(t)
 	names := rdGlob(t, filepath.Join(rdFixtures, "*.data"))
 	for _, n := range names {
@@ -100,18 +148,25 @@ func TestChunkedSameOrder(t *testing.T) {
 		t.Logf("shared corpus absent: fixtures only (%v)", err)
 	}
 	for _, name := range names {
-		t.Run(filepath.Base(name), func(t *testing.T) { compareOrdered(t, name, nil) })
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			t.Parallel()
+			compareOrdered(t, name, nil, readTuning{})
+		})
 	}
 }
 
 // TestChunkedSameOrderTruncated: the same on a fixture cut at many points
 // (records cut short, the data section running past the end).
 func TestChunkedSameOrderTruncated(t *testing.T) {
+	t.Parallel()
 	rdNeedFixtures(t)
 	for _, fx := range []string{"forkexec.data", "zstd.data", "pipe.data"} {
 		full := readFixture(t, fx)
 		for cut := len(full) / 17; cut < len(full); cut += len(full)/17 + 1 {
-			t.Run(fmt.Sprintf("%s/%d", fx, cut), func(t *testing.T) { compareOrdered(t, fx, full[:cut]) })
+			t.Run(fmt.Sprintf("%s/%d", fx, cut), func(t *testing.T) {
+				t.Parallel()
+				compareOrdered(t, fx, full[:cut], readTuning{})
+			})
 		}
 	}
 }
@@ -121,40 +176,33 @@ func TestChunkedSameOrderTruncated(t *testing.T) {
 // earlier half is delivered, in the order of the copying queue; and the
 // chunks held stay few.
 func TestChunkedQueueLimit(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
-	defer func(n int) { maxQueueBytes = n }(maxQueueBytes)
-	maxQueueBytes = 16 << 10
+	small := readTuning{maxQueueBytes: 16 << 10}
 	name := corpusDir + "/perf.data.callgraph-3.8"
 	f, err := Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
-	rs := f.Records(RecordsOptions{Ordered: true})
+	rs := f.Records(RecordsOptions{Ordered: true, tune: small})
 	n, maxQueued := 0, 0
 	for rs.Next() {
 		n++
 		maxQueued = max(maxQueued, rs.oq.bytes)
-		if len(rs.oq.arena) != 0 {
-			t.Fatalf("record %d: %d bytes copied to the arena", n, len(rs.oq.arena))
-		}
+		require.Empty(t, rs.oq.arena, "record %d: bytes copied to the arena", n)
 	}
-	if rs.Err() != nil || n == 0 {
-		t.Fatalf("%d records, err %v", n, rs.Err())
-	}
-	if maxQueued > 2*maxQueueBytes || maxQueued == 0 {
-		t.Errorf("queue held %d bytes, limit %d", maxQueued, maxQueueBytes)
-	}
-	if c := len(rs.streams[0].chunks); c > 3 {
-		t.Errorf("%d chunks for a %d-byte queue", c, maxQueueBytes)
-	}
-	compareOrdered(t, name, nil)
+	require.NoError(t, rs.Err())
+	require.NotZero(t, n, "no records")
+	assert.NotZero(t, maxQueued, "the queue held nothing")
+	assert.LessOrEqual(t, maxQueued, 2*small.maxQueueBytes, "queue bytes over twice the limit")
+	assert.LessOrEqual(t, len(rs.streams[0].chunks), 3, "chunks held for a %d-byte queue", small.maxQueueBytes)
+	compareOrdered(t, name, nil, small)
 }
 
 // TestPrefetchSameRecords: reading ahead on another goroutine changes
 // nothing in what is delivered, for every fixture and corpus recording
 // and for a fixture cut at many points (read through Open from a file).
 func TestPrefetchSameRecords(t *testing.T) {
+	t.Parallel()
 	rdNeedFixtures(t)
 	names := rdGlob(t, filepath.Join(rdFixtures, "*.data"))
 	if _, err := os.Stat(corpusDir); err == nil {
@@ -184,19 +232,15 @@ func TestPrefetchSameRecords(t *testing.T) {
 		}
 		names = append(names, name)
 	}
-	defer func(n int64) { prefetchMin = n }(prefetchMin)
 	for _, name := range names {
 		t.Run(filepath.Base(name), func(t *testing.T) {
-			prefetchMin = 0
-			a, aerr, awarn := digestOrdered(t, name, nil, false)
-			prefetchMin = -1
-			b, berr, bwarn := digestOrdered(t, name, nil, false)
-			if aerr != berr || fmt.Sprint(awarn) != fmt.Sprint(bwarn) {
-				t.Errorf("read ahead: error %q warnings %q; not: error %q warnings %q", aerr, awarn, berr, bwarn)
+			t.Parallel()
+			ahead := openOrdered(t, name, nil, readTuning{readAhead: readAheadAlways})
+			if ahead.rs != nil {
+				require.NotNil(t, ahead.rs.stopPrefetch, "%s: no read-ahead", name)
 			}
-			if fmt.Sprint(a) != fmt.Sprint(b) {
-				t.Errorf("read ahead: %d records; not: %d, or they differ", len(a), len(b))
-			}
+			plain := openOrdered(t, name, nil, readTuning{readAhead: readAheadNever})
+			compareReadings(t, [2]string{"read ahead", "not"}, ahead, plain, nil)
 		})
 	}
 }

@@ -118,6 +118,7 @@ func kernelDump(t *testing.T, rs *Records) (dump []string, user, compressed int)
 }
 
 func TestRecompressedPipe(t *testing.T) {
+	t.Parallel()
 	orig := readFixture(t, "pipe.data")
 	recs := rawRecords(t, orig[16:])
 	r, err := NewReader(bytes.NewReader(orig))
@@ -170,6 +171,7 @@ func TestRecompressedPipe(t *testing.T) {
 }
 
 func TestRecompressedFile(t *testing.T) {
+	t.Parallel()
 	orig := readFixture(t, "twoevents.data")
 	f, err := NewFile(bytes.NewReader(orig), int64(len(orig)))
 	if err != nil {
@@ -237,6 +239,7 @@ func kernelDumpPlain(t *testing.T, rs *Records) (dump []string, user, compressed
 // TestZstdBomb: compressed data that expands far beyond what perf data
 // compresses to is refused instead of decoded for gigabytes.
 func TestZstdBomb(t *testing.T) {
+	t.Parallel()
 	orig := readFixture(t, "pipe.data")
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	// 64 MiB of one record repeated compresses to a few KiB.
@@ -279,6 +282,7 @@ func TestZstdBomb(t *testing.T) {
 // show are built: with the frame left open (the decoder asks for more input
 // than there is) and with it closed (the partial record is left over).
 func TestCompressedTailClipped(t *testing.T) {
+	t.Parallel()
 	orig := readFixture(t, "pipe.data")
 	recs := rawRecords(t, orig[16:])
 	last := -1

@@ -67,6 +67,7 @@ func FuzzFeatureSection(f *testing.F) {
 // big-endian machine is here: the payloads are built by hand with the
 // layouts of header.c's write_* functions, docs/perfdata-format.md).
 func TestFeaturesBigEndian(t *testing.T) {
+	t.Parallel()
 	be := binary.BigEndian
 	str := func(s string) []byte {
 		n := (len(s) + 1 + 63) / 64 * 64

@@ -166,6 +166,7 @@ var brokenSections = map[string]struct {
 
 // TestFeaturesCorpusDecode decodes every feature of every corpus file.
 func TestFeaturesCorpusDecode(t *testing.T) {
+	t.Parallel()
 	seen := map[Feature]int{}
 	for _, f := range corpusRecordings(t) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -202,6 +203,7 @@ func TestFeaturesCorpusDecode(t *testing.T) {
 // TestFeaturesValues pins decoded values that perf 6.1's
 // `perf report --header-only -I` printed for these files.
 func TestFeaturesValues(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	p := func(name string) *Features { return testFeatures(t, filepath.Join(corpusDir, name)) }
 
@@ -299,6 +301,7 @@ func eq[T comparable](t *testing.T, what string, got, want T, err error) {
 // every corpus file it reads and checks that each value it prints, for
 // the features where perf's format is simple, is what we decoded.
 func TestFeaturesAgainstPerf(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs perf on every recording; skipped with -short")
 	}
@@ -447,6 +450,7 @@ func TestFeaturesAgainstPerf(t *testing.T) {
 
 // TestFeatureNames checks String against perf's names.
 func TestFeatureNames(t *testing.T) {
+	t.Parallel()
 	for f, want := range map[Feature]string{FeatureBuildID: "BUILD_ID", FeatureNUMATopology: "NUMA_TOPOLOGY",
 		FeatureCPUDomainInfo: "CPU_DOMAIN_INFO", 40: "feature(40)", -1: "feature(-1)"} {
 		if got := f.String(); got != want {
@@ -459,6 +463,7 @@ func TestFeatureNames(t *testing.T) {
 // written without PERF_RECORD_MISC_BUILD_ID_SIZE, so perf (and we) read 20
 // bytes: the four after the real id are zero.
 func TestBuildIDs16Byte(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.weight_struct"))
 	ids, err := fs.BuildIDs()
@@ -486,6 +491,7 @@ func TestBuildIDs16Byte(t *testing.T) {
 // says how long the build-id is (perf.data.hybrid_topology is written by
 // perf 5.15, which sets it).
 func TestBuildIDSizeBit(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.hybrid_topology"))
 	ids, err := fs.BuildIDs()
@@ -532,6 +538,7 @@ func buildIDEvent(order binary.ByteOrder, misc uint16, pid int32, id []byte, siz
 // (perf.data.busy.0-3.8's) by deleting each entry's pid, which is what the
 // old writer produced; perf detects it by the kernel's name losing "[ker".
 func TestBuildIDLegacyLayout(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.busy.0-3.8"))
 	want, err := fs.BuildIDs()
@@ -569,6 +576,7 @@ func TestBuildIDLegacyLayout(t *testing.T) {
 // TestFeaturesPipe checks the pipe-mode path: payloads are copied, build-id
 // records accumulate, and a later record of a feature replaces the first.
 func TestFeaturesPipe(t *testing.T) {
+	t.Parallel()
 	le := binary.LittleEndian
 	fs := newPipeFeatures(le)
 	p := []byte{4, 0, 0, 0, 'h', 'o', 's', 0}
@@ -612,6 +620,7 @@ func TestFeaturesPipe(t *testing.T) {
 // TestFeaturesConcurrent calls accessors from several goroutines (run with
 // -race).
 func TestFeaturesConcurrent(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	fs := testFeatures(t, filepath.Join(corpusDir, "perf.data.hybrid_topology"))
 	var wg sync.WaitGroup
@@ -793,6 +802,7 @@ func TestFeaturesChunkedRead(t *testing.T) {
 // TestFeaturesLazy: a broken section does not affect the others, and
 // nothing is read until asked for.
 func TestFeaturesLazy(t *testing.T) {
+	t.Parallel()
 	le := binary.LittleEndian
 	file := make([]byte, 256)
 	copy(file[16:], []byte{4, 0, 0, 0, 'a', 'b', 'c', 0})
@@ -829,6 +839,7 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // TestFeaturesFileBuildIDRecords: HEADER_BUILD_ID records in a file-mode
 // recording (perf inject -b) add to the table, or stand in for it.
 func TestFeaturesFileBuildIDRecords(t *testing.T) {
+	t.Parallel()
 	le := binary.LittleEndian
 	table := buildIDEvent(le, 1, -1, bytes.Repeat([]byte{1}, 20), 0, "[kernel.kallsyms]")
 	rec := BuildIDEntry{PID: -1, CPUMode: CPUModeUser, BuildID: buildid.ID{2, 2}, Filename: "/bin/x"}

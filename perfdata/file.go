@@ -485,6 +485,8 @@ type RecordsOptions struct {
 	// (perfcheck stats and info) then do not copy the callchains, which
 	// are most of a recording's bytes.
 	SkipSampleArrays bool
+
+	tune readTuning // what tests change; the zero value is every reader's
 }
 
 // Records returns an iterator over the records, from the beginning. Each

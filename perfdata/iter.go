@@ -36,12 +36,14 @@ type Records struct {
 
 	// stopPrefetch, when set, ends the read-ahead goroutines.
 	stopPrefetch func()
+
+	tune readTuning
 }
 
 const readerBudget = 2 << 20
 
 func newRecords(streams []*stream, es *eventSet, order binary.ByteOrder, name string, opts RecordsOptions) *Records {
-	rs := &Records{streams: streams, name: name, ordered: opts.Ordered}
+	rs := &Records{streams: streams, name: name, ordered: opts.Ordered, tune: opts.tune}
 	rs.p.order = order
 	rs.p.name = name
 	rs.p.events = es

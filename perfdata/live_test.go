@@ -16,6 +16,7 @@ import (
 // reads of a group, a pipe stream), and compares every count with what the
 // same perf's report --stats prints for the same file.
 func TestLivePerf(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("records with perf; not in -short")
 	}
@@ -44,6 +45,9 @@ func TestLivePerf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case records and reads its own file; they overlap
+			// while perf sleeps.
+			t.Parallel()
 			path := filepath.Join(dir, tc.name+".data")
 			cmd := exec.Command(perf, tc.args...)
 			cmd.Dir = dir

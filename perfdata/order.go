@@ -309,7 +309,7 @@ func (rs *Records) nextOrdered() (Record, error) {
 	if q.streams == nil {
 		q.streams = rs.streams
 		for _, st := range rs.streams {
-			if !copyQueued {
+			if !rs.tune.copyQueued {
 				st.startChunked()
 			}
 		}
@@ -365,7 +365,7 @@ func (rs *Records) nextOrdered() (Record, error) {
 			return rs.decode(raw)
 		}
 		q.push(ts, raw, rs.cur)
-		if q.bytes > maxQueueBytes {
+		if q.bytes > rs.tune.queueLimit() {
 			// No FINISHED_ROUND for too long (perf before 3.x wrote none,
 			// nor do the data.N files of perf record --threads): deliver
 			// the earlier half, as perf's OE_FLUSH__HALF does when its
@@ -377,12 +377,39 @@ func (rs *Records) nextOrdered() (Record, error) {
 	}
 }
 
-// copyQueued makes the queue copy every record, as it did before streams
-// kept their chunks (tests compare the two).
-var copyQueued = false
-
 // maxQueueBytes bounds the records the ordered queue holds.
-var maxQueueBytes = 64 << 20 // a variable for tests
+const maxQueueBytes = 64 << 20
+
+// readTuning is what tests change of one iteration, so that they can
+// compare two ways of reading side by side; its zero value is what every
+// reader gets.
+type readTuning struct {
+	// copyQueued makes the ordered queue copy every record, as it did
+	// before streams kept their chunks (the reference the chunks are
+	// compared with).
+	copyQueued bool
+	// maxQueueBytes, when not 0, replaces the const maxQueueBytes (a
+	// small limit makes a fixture overflow the queue).
+	maxQueueBytes int
+	// readAhead chooses the streams read ahead (see prefetchStreams).
+	readAhead readAhead
+}
+
+// readAhead chooses the streams a time-ordered iteration reads ahead.
+type readAhead uint8
+
+const (
+	readAheadLarge  readAhead = iota // streams of at least prefetchMin bytes
+	readAheadAlways                  // every stream of known size
+	readAheadNever
+)
+
+func (t readTuning) queueLimit() int {
+	if t.maxQueueBytes != 0 {
+		return t.maxQueueBytes
+	}
+	return maxQueueBytes
+}
 
 // nextRawOrdered reads the next raw record; with several streams (a
 // perf.data directory) it reads each for readerBudget bytes in turn.

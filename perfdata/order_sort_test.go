@@ -11,6 +11,7 @@ import (
 // ascending runs, one per CPU buffer, with equal times across and within
 // runs) and on random ones: same order, and equal times keep input order.
 func TestSortItemsStable(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(1))
 	for trial := range 500 {
 		var items []queued
@@ -80,6 +81,7 @@ func TestSortItemsNoAllocs(t *testing.T) {
 // without FINISHED_ROUND filling the queue, or hostile input of many short
 // runs) is sorted in place, stably, without the merge array.
 func TestSortItemsLargeQueueInPlace(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{maxMergeItems + 1, 2*maxMergeRuns + 2} {
 		items := make([]queued, n)
 		for i := range items {

@@ -28,9 +28,8 @@ const (
 	prefetchBlocks = 3
 )
 
-// prefetchMin is the smallest input worth a goroutine (a variable for
-// tests; -1 turns prefetching off).
-var prefetchMin int64 = 16 << 20
+// prefetchMin is the smallest input worth a goroutine.
+const prefetchMin = 16 << 20
 
 func newPrefetcher(r io.Reader) *prefetcher {
 	p := &prefetcher{
@@ -97,6 +96,17 @@ func (p *prefetcher) stop() {
 	}
 }
 
+// readsAhead tells whether st is read ahead: its size must be known.
+func (t readTuning) readsAhead(st *stream) bool {
+	switch t.readAhead {
+	case readAheadAlways:
+		return st.limit >= 0
+	case readAheadNever:
+		return false
+	}
+	return st.limit >= 0 && st.limit-st.pos >= prefetchMin
+}
+
 // prefetchStreams puts a prefetcher under each large stream of a
 // time-ordered rs and arranges for them to stop when rs is done with or
 // collected. Time-ordered readers (perfcheck check, top, pprof) do much
@@ -109,7 +119,7 @@ func prefetchStreams(rs *Records) {
 	}
 	var ps []*prefetcher
 	for _, st := range rs.streams {
-		if prefetchMin >= 0 && st.limit >= 0 && st.limit-st.pos >= prefetchMin {
+		if rs.tune.readsAhead(st) {
 			p := newPrefetcher(st.r)
 			st.r = p
 			ps = append(ps, p)

@@ -77,6 +77,7 @@ func (r *Reader) Records(opts RecordsOptions) *Records {
 		r.used = true
 		r.rs.ordered = opts.Ordered
 		r.rs.p.skipSampleArrays = opts.SkipSampleArrays
+		r.rs.tune = opts.tune
 	}
 	return r.rs
 }

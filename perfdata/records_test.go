@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -159,6 +162,7 @@ func compareTally(t *testing.T, got, want tally) {
 // TestCorpusRecords reads every corpus recording to its end, in file order
 // and in time order, and compares the counts with what perf 6.1 printed.
 func TestCorpusRecords(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	for _, path := range corpusDataFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -207,6 +211,7 @@ func TestCorpusRecords(t *testing.T) {
 // TestFixtureRecords compares the fixtures recorded with perf 6.1 against
 // that perf's own perf report --stats.
 func TestFixtureRecords(t *testing.T) {
+	t.Parallel()
 	rdNeedFixtures(t)
 	for _, stats := range rdGlob(t, rdFixtures+"/*.data.stats") {
 		path := strings.TrimSuffix(stats, ".stats")
@@ -241,6 +246,7 @@ func TestFixtureRecords(t *testing.T) {
 // TestReaderMatchesFile reads pipe-format files both as a stream and as a
 // File and expects the same records.
 func TestReaderMatchesFile(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	if _, err := os.Stat(corpusDir); err == nil {
 		paths = append(paths, rdGlob(t, corpusDir+"/*piped*")...)
@@ -299,6 +305,7 @@ func TestReaderMatchesFile(t *testing.T) {
 // TestTrailingGarbage: perf 6.16 wrote its stderr into the same file after
 // the last record of this pipe recording.
 func TestTrailingGarbage(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	path := corpusDir + "/modern/sleep.compressed2.pipe.data"
 	f, err := Open(path)
@@ -323,6 +330,7 @@ func TestTrailingGarbage(t *testing.T) {
 // of perf 6.16 describe the same run shape: one sleep process, a handful of
 // samples at 4000 Hz, its binary mapped.
 func TestCompressedSameStory(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
 	for _, path := range rdGlob(t, corpusDir+"/modern/sleep*.data") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -373,6 +381,7 @@ func TestCompressedSameStory(t *testing.T) {
 // order once, and the timestamps of kernel records never go back (perf
 // would count an out-of-order event; none of these files has one).
 func TestOrderedIsSorted(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	if _, err := os.Stat(corpusDir); err == nil {
 		paths = append(paths, corpusDataFiles(t)...)
@@ -434,6 +443,7 @@ func TestOrderedIsSorted(t *testing.T) {
 // TestConcurrentRecords: iterations of one File are independent and may run
 // at once (run with -race).
 func TestConcurrentRecords(t *testing.T) {
+	t.Parallel()
 	rdNeedFixtures(t)
 	for _, name := range []string{"twoevents.data", "pipe.data", "zstd.data"} {
 		f, err := Open(rdFixtures + "/" + name)
@@ -464,6 +474,7 @@ func TestConcurrentRecords(t *testing.T) {
 // TestFileFormatStream reads file-format recordings through NewReader, as
 // from cat perf.data | perfcheck: the same records, then the same features.
 func TestFileFormatStream(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	if _, err := os.Stat(rdFixtures + "/pipe.data"); err == nil {
 		for _, n := range []string{"twoevents.data", "zstd.data", "cshared-fp.data", "buildid-mmap.data"} {
@@ -547,6 +558,7 @@ func TestFileFormatStream(t *testing.T) {
 // TestAll: the iter.Seq2 adapter yields the same records and ends with the
 // error, if any.
 func TestAll(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "twoevents.data")
 	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
@@ -585,27 +597,25 @@ func TestAll(t *testing.T) {
 
 // TestOrderedQueueLimit: without FINISHED_ROUND records (perf 3.x) the
 // queue would hold the whole file; past its limit it delivers the earlier
-// half, as perf does.
+// half, as perf does. The queue that copies records (the one the chunked
+// queue is compared with) is measured by its arena; TestChunkedQueueLimit
+// measures the chunked one.
 func TestOrderedQueueLimit(t *testing.T) {
+	t.Parallel()
 	fixtures.Corpus(t, "")
-	defer func(n int) { maxQueueBytes = n }(maxQueueBytes)
-	maxQueueBytes = 16 << 10
+	small := readTuning{maxQueueBytes: 16 << 10, copyQueued: true}
 	f, err := Open(corpusDir + "/perf.data.callgraph-3.8")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	plain := countRecords(t, f, RecordsOptions{})
-	rs := f.Records(RecordsOptions{Ordered: true})
+	rs := f.Records(RecordsOptions{Ordered: true, tune: small})
 	n, maxQueued := 0, 0
 	for rs.Next() {
 		n++
 		maxQueued = max(maxQueued, len(rs.oq.arena))
 	}
-	if rs.Err() != nil || n != plain.total {
-		t.Fatalf("%d records (err %v), want %d", n, rs.Err(), plain.total)
-	}
-	if maxQueued > 2*maxQueueBytes {
-		t.Errorf("queue held %d bytes, limit %d", maxQueued, maxQueueBytes)
-	}
+	require.NoError(t, rs.Err())
+	require.Equal(t, plain.total, n, "records in time order")
+	assert.NotZero(t, maxQueued, "nothing was copied to the arena")
+	assert.LessOrEqual(t, maxQueued, 2*small.maxQueueBytes, "arena bytes over twice the limit")
 }

@@ -43,6 +43,7 @@ func decodeOne(t *testing.T, o binary.ByteOrder, es *eventSet, rec []byte) (Reco
 }
 
 func TestSampleAllFields(t *testing.T) {
+	t.Parallel()
 	st := SampleIdentifier | SampleIP | SampleTID | SampleTime | SampleAddr | SampleID | SampleStreamID |
 		SampleCPU | SamplePeriod | SampleRead | SampleCallchain | SampleRaw | SampleBranchStack |
 		SampleRegsUser | SampleStackUser | SampleWeightStruct | SampleDataSrc | SampleTransaction |
@@ -171,6 +172,7 @@ func TestSampleAllFields(t *testing.T) {
 }
 
 func TestFrames(t *testing.T) {
+	t.Parallel()
 	s := &Sample{Callchain: []uint64{ContextKernel, 1, 2, ContextUser, 3, ContextUserDeferred, 0xc00c1e, ContextGuestKernel, 4, ContextGuestUser, 5, ContextHV, 6}}
 	s.Misc = uint16(CPUModeKernel)
 	var got []string
@@ -193,6 +195,7 @@ func TestFrames(t *testing.T) {
 // TestKernelRecords decodes hand-built kernel records of the types the
 // corpus lacks, with a sample_id trailer.
 func TestKernelRecords(t *testing.T) {
+	t.Parallel()
 	st := SampleTID | SampleTime | SampleID | SampleCPU | SampleIdentifier
 	for _, o := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
 		es := &eventSet{}
@@ -285,6 +288,7 @@ func TestKernelRecords(t *testing.T) {
 
 // TestUserRecords decodes hand-built perf-tool records the corpus lacks.
 func TestUserRecords(t *testing.T) {
+	t.Parallel()
 	o := binary.LittleEndian
 	cases := []struct {
 		typ   RecordType

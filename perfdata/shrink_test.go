@@ -18,6 +18,7 @@ import (
 // be read in file order (with and without SkipSampleArrays; time order
 // reads 1 MiB chunks, and would have read this file whole already).
 func TestFileShrinksWhileRead(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "cshared-dwarf.data")
 	sigs, f := recordOffsets(t, b)
 	off, size := f.DataRange()

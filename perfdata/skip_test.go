@@ -9,35 +9,50 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 )
 
-// skipDump reads every record of rs and describes each one: with
-// SkipSampleArrays a sample must have its arrays empty and every other
-// field as full decoding gives it, so a full decoding's arrays are left out
-// of the description.
-func skipDump(t *testing.T, rs *Records, skipping bool) (dump []string, err error) {
+// withoutArrays describes r for the comparison of a full and a
+// SkipSampleArrays reading: a sample loses its arrays, which only the
+// full reading has, and with skipping its arrays must be empty already.
+func withoutArrays(t *testing.T, r Record, skipping bool) Record {
 	t.Helper()
-	for rs.Next() {
-		r := rs.Record()
-		if s, ok := r.(*Sample); ok {
-			c := *s
-			if skipping && len(c.Callchain)+len(c.Branches)+len(c.BranchCounters)+len(c.RegsUser)+len(c.RegsIntr) != 0 {
-				t.Fatalf("SkipSampleArrays: sample at %d has arrays: %d ips, %d branches, %d counters, %d+%d registers",
-					s.Offset, len(c.Callchain), len(c.Branches), len(c.BranchCounters), len(c.RegsUser), len(c.RegsIntr))
-			}
-			c.Callchain, c.Branches, c.BranchCounters, c.RegsUser, c.RegsIntr = nil, nil, nil, nil, nil
-			// The byte fields by checksum: printing dwarf stacks
-			// would make the test slow.
-			sums := fmt.Sprintf("raw %d/%08x stack %d/%08x aux %d/%08x", len(c.Raw), crc32.ChecksumIEEE(c.Raw),
-				len(c.StackUser), crc32.ChecksumIEEE(c.StackUser), len(c.Aux), crc32.ChecksumIEEE(c.Aux))
-			c.Raw, c.StackUser, c.Aux = nil, nil, nil
-			dump = append(dump, fmt.Sprintf("%+v %s", c, sums))
-			continue
-		}
-		dump = append(dump, fmt.Sprintf("%T %+v", r, r))
+	s, ok := r.(*Sample)
+	if !ok {
+		return r
 	}
-	return dump, rs.Err()
+	c := *s
+	if skipping && len(c.Callchain)+len(c.Branches)+len(c.BranchCounters)+len(c.RegsUser)+len(c.RegsIntr) != 0 {
+		t.Fatalf("SkipSampleArrays: sample at %d has arrays: %d ips, %d branches, %d counters, %d+%d registers",
+			s.Offset, len(c.Callchain), len(c.Branches), len(c.BranchCounters), len(c.RegsUser), len(c.RegsIntr))
+	}
+	c.Callchain, c.Branches, c.BranchCounters, c.RegsUser, c.RegsIntr = nil, nil, nil, nil, nil
+	return &c
+}
+
+// sameWithoutArrays tells whether two records, arrays left out, are
+// alike: equal (reflect.DeepEqual, which answers most calls cheaply), or
+// printing alike with their byte fields by checksum.
+func sameWithoutArrays(a, b Record) bool {
+	if reflect.DeepEqual(a, b) {
+		return true
+	}
+	return describe(a) == describe(b)
+}
+
+// describe prints r, a sample's byte fields by checksum (printing dwarf
+// stacks would make the test slow).
+func describe(r Record) string {
+	s, ok := r.(*Sample)
+	if !ok {
+		return fmt.Sprintf("%T %+v", r, r)
+	}
+	c := *s
+	sums := fmt.Sprintf("raw %d/%08x stack %d/%08x aux %d/%08x", len(c.Raw), crc32.ChecksumIEEE(c.Raw),
+		len(c.StackUser), crc32.ChecksumIEEE(c.StackUser), len(c.Aux), crc32.ChecksumIEEE(c.Aux))
+	c.Raw, c.StackUser, c.Aux = nil, nil, nil
+	return fmt.Sprintf("%+v %s", c, sums)
 }
 
 // chunkyReader returns at most a few hundred bytes per Read, so that
@@ -59,51 +74,52 @@ func (c *chunkyReader) Read(p []byte) (int, error) {
 // error, message and offset included.
 func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, err error) {
 	t.Helper()
-	type reading struct {
-		dump []string
-		err  error
-	}
-	read := func(skip bool, mode string) (reading, bool) {
+	open := func(skip bool, mode string) *Records {
 		opts := RecordsOptions{SkipSampleArrays: skip, Ordered: mode == "time order"}
-		var rs *Records
 		if mode == "stream" {
 			r, err := NewReader(&chunkyReader{bytes.NewReader(b), rand.New(rand.NewSource(seed))})
 			if err != nil {
-				return reading{}, false
+				return nil
 			}
-			rs = r.Records(opts)
-		} else {
-			f, err := NewFile(bytes.NewReader(b), int64(len(b)))
-			if err != nil {
-				return reading{}, false
-			}
-			rs = f.Records(opts)
+			return r.Records(opts)
 		}
-		d, err := skipDump(t, rs, skip)
-		return reading{d, err}, true
+		f, err := NewFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			return nil
+		}
+		return f.Records(opts)
 	}
 	// File order from a File and from a stream cut into small reads
 	// (the in-place path and its hand-over), and time order (the
-	// general path, through the queue).
+	// general path, through the queue). The two readings go in step.
 	for _, mode := range []string{"file", "stream", "time order"} {
-		full, ok := read(false, mode)
-		if !ok {
+		full, skip := open(false, mode), open(true, mode)
+		if full == nil || skip == nil {
+			if (full == nil) != (skip == nil) {
+				t.Fatalf("%s (%s): opened only with SkipSampleArrays %v", name, mode, skip != nil)
+			}
 			continue
 		}
-		skip, _ := read(true, mode)
-		if fmt.Sprint(full.err) != fmt.Sprint(skip.err) {
-			t.Fatalf("%s (%s): error %v, with SkipSampleArrays %v", name, mode, full.err, skip.err)
-		}
-		if len(full.dump) != len(skip.dump) {
-			t.Fatalf("%s (%s): %d records, with SkipSampleArrays %d", name, mode, len(full.dump), len(skip.dump))
-		}
-		for i := range full.dump {
-			if full.dump[i] != skip.dump[i] {
-				t.Fatalf("%s (%s): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, mode, i, full.dump[i], skip.dump[i])
+		n := 0
+		for {
+			nf, ns := full.Next(), skip.Next()
+			if nf != ns {
+				t.Fatalf("%s (%s): %d records, with SkipSampleArrays %d", name, mode, n+count(full, nf), n+count(skip, ns))
 			}
+			if !nf {
+				break
+			}
+			a, b := withoutArrays(t, full.Record(), false), withoutArrays(t, skip.Record(), true)
+			if !sameWithoutArrays(a, b) {
+				t.Fatalf("%s (%s): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, mode, n, describe(a), describe(b))
+			}
+			n++
+		}
+		if fmt.Sprint(full.Err()) != fmt.Sprint(skip.Err()) {
+			t.Fatalf("%s (%s): error %v, with SkipSampleArrays %v", name, mode, full.Err(), skip.Err())
 		}
 		if mode == "file" {
-			records, err = len(full.dump), full.err
+			records, err = n, full.Err()
 		}
 	}
 	return records, err
@@ -116,13 +132,19 @@ func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, 
 // places, record sizes and sample counts overwritten, bytes flipped at
 // random (seeded) in the data section.
 func TestSkipSampleArraysSame(t *testing.T) {
+	t.Parallel()
 	paths := rdGlob(t, rdFixtures+"/*.data")
 	if _, err := os.Stat(corpusDir); err == nil {
 		paths = append(paths, corpusDataFiles(t)...)
 	} else {
 		t.Logf("corpus %s absent: reading the fixtures only", corpusDir)
 	}
-	samples := 0
+	var samples atomic.Int64
+	t.Cleanup(func() {
+		if samples.Load() == 0 {
+			t.Error("no uncompressed samples were damaged: the test checked nothing of the sample path")
+		}
+	})
 	for _, path := range paths {
 		st, err := os.Stat(path)
 		if err != nil || !st.Mode().IsRegular() {
@@ -134,6 +156,7 @@ func TestSkipSampleArraysSame(t *testing.T) {
 		}
 		fixture := filepath.Dir(path) == filepath.Clean(rdFixtures)
 		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
 			compareSkip(t, "whole", b, 1)
 			if !fixture {
 				// The corpus files are read whole only; damaging
@@ -157,7 +180,7 @@ func TestSkipSampleArraysSame(t *testing.T) {
 					at = append(at, h.Offset)
 				}
 			}
-			samples += len(at)
+			samples.Add(int64(len(at)))
 			trials := 60
 			if testing.Short() {
 				trials = 15
@@ -196,15 +219,13 @@ func TestSkipSampleArraysSame(t *testing.T) {
 			}
 		})
 	}
-	if samples == 0 {
-		t.Fatal("no uncompressed samples were damaged: the test checked nothing of the sample path")
-	}
 }
 
 // TestSkipSampleArraysBoundary: a recording whose records straddle the
 // stream's reads (as they do every 256 KiB in a large file) reads the same
 // with SkipSampleArrays, including a sample cut at the very end.
 func TestSkipSampleArraysBoundary(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "cshared-fp.data")
 	for seed := range int64(20) {
 		compareSkip(t, fmt.Sprintf("seed %d", seed), b, seed)
@@ -225,6 +246,7 @@ func TestSkipSampleArraysBoundary(t *testing.T) {
 // of the previous sample shows through in the next (a field added to
 // Sample and forgotten there fails this test).
 func TestResetSampleEveryField(t *testing.T) {
+	t.Parallel()
 	var s Sample
 	v := reflect.ValueOf(&s).Elem()
 	for i := range v.NumField() {

@@ -333,29 +333,7 @@ func (s *stream) nextOuter() (rawRecord, error) {
 	}
 	off := s.pos
 	if !s.fill(8) {
-		if s.err != nil {
-			return rawRecord{}, s.err
-		}
-		if s.end == s.start {
-			if s.shortBy > 0 {
-				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the file ends %d bytes before the header says", s.shortBy)
-			}
-			if s.expectEnd > 0 && off < s.expectEnd {
-				if s.sized {
-					return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data cut short: the file ends %d bytes before offset %d, where it ended when opened (it shrank while being read)", s.expectEnd-off, s.expectEnd)
-				}
-				return rawRecord{}, s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the stream ends %d bytes before the header says", s.expectEnd-off)
-			}
-			if s.onEnd != nil {
-				end := s.onEnd
-				s.onEnd = nil
-				if err := end(); err != nil {
-					return rawRecord{}, err
-				}
-			}
-			return rawRecord{}, io.EOF
-		}
-		return rawRecord{}, s.truncated(off, 8)
+		return rawRecord{}, s.endErr(off)
 	}
 	typ, misc, size := s.header(s.buf[s.start : s.start+8])
 	if s.pipe && (typ == 0 || typ > 0xffff) && size != 0 {
@@ -407,31 +385,70 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		}
 	}
 	if extra != 0 {
-		if extra < 0 || (s.limit >= 0 && extra > s.limit) {
-			return rawRecord{}, s.formatErr(off, ErrMalformed, "%v payload of %d bytes exceeds the input", typ, uint64(extra))
-		}
-		rec.extraOff, rec.extraSize = s.pos, extra
-		if typ == RecordTracingData && extra <= maxTracingData {
-			// Keep the tracing data (tracepoint formats, kallsyms): it
-			// is the pipe-mode form of the TRACING_DATA feature.
-			if !s.readExtra(&rec, extra) {
-				if s.err != nil {
-					return rawRecord{}, s.err
-				}
-				return rawRecord{}, s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
-			}
-			return rec, nil
-		}
-		// The record's bytes stay valid: discard never moves them
-		// unless it empties the buffer, and then it only resets indexes.
-		if !s.discard(extra) {
-			if s.err != nil {
-				return rawRecord{}, s.err
-			}
-			return rawRecord{}, s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
+		if err := s.payload(&rec, extra); err != nil {
+			return rawRecord{}, err
 		}
 	}
 	return rec, nil
+}
+
+// endErr is what nextOuter returns when no record header follows at off:
+// the stream's error, io.EOF at a clean end (after onEnd), or the error
+// for input that ends too early.
+func (s *stream) endErr(off int64) error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.end != s.start {
+		return s.truncated(off, 8)
+	}
+	if s.shortBy > 0 {
+		return s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the file ends %d bytes before the header says", s.shortBy)
+	}
+	if s.expectEnd > 0 && off < s.expectEnd {
+		if s.sized {
+			return s.formatErr(off, io.ErrUnexpectedEOF, "data cut short: the file ends %d bytes before offset %d, where it ended when opened (it shrank while being read)", s.expectEnd-off, s.expectEnd)
+		}
+		return s.formatErr(off, io.ErrUnexpectedEOF, "data section cut short: the stream ends %d bytes before the header says", s.expectEnd-off)
+	}
+	if s.onEnd != nil {
+		end := s.onEnd
+		s.onEnd = nil
+		if err := end(); err != nil {
+			return err
+		}
+	}
+	return io.EOF
+}
+
+// payload reads (TRACING_DATA, up to maxTracingData) or skips the extra
+// bytes of payload that follow rec, which nextOuter has just consumed.
+func (s *stream) payload(rec *rawRecord, extra int64) error {
+	typ, off := rec.typ, rec.off
+	if extra < 0 || (s.limit >= 0 && extra > s.limit) {
+		return s.formatErr(off, ErrMalformed, "%v payload of %d bytes exceeds the input", typ, uint64(extra))
+	}
+	rec.extraOff, rec.extraSize = s.pos, extra
+	if typ == RecordTracingData && extra <= maxTracingData {
+		// Keep the tracing data (tracepoint formats, kallsyms): it
+		// is the pipe-mode form of the TRACING_DATA feature.
+		if !s.readExtra(rec, extra) {
+			if s.err != nil {
+				return s.err
+			}
+			return s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
+		}
+		return nil
+	}
+	// The record's bytes stay valid: discard never moves them
+	// unless it empties the buffer, and then it only resets indexes.
+	if !s.discard(extra) {
+		if s.err != nil {
+			return s.err
+		}
+		return s.formatErr(rec.extraOff, io.ErrUnexpectedEOF, "%v payload of %d bytes cut short", typ, extra)
+	}
+	return nil
 }
 
 // maxTracingData bounds the TRACING_DATA payload kept in memory; a larger

@@ -182,6 +182,7 @@ var verdictSuffix = regexp.MustCompile(` \[[a-z-]+\]$`)
 // for stack and thread for thread, the samples perf script prints, each
 // frame at the same map-relative address (user) or address (kernel).
 func TestRealMappings(t *testing.T) {
+	t.Parallel()
 	fixtures.NeedTool(t, "perf")
 	root := symfs(t)
 	for _, name := range []string{"cshared-fp.data", "forkexec.data", "goprog.data", "pipe.data", "zstd.data", "buildid-mmap.data", "threads.data"} {

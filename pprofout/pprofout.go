@@ -26,8 +26,12 @@
 //
 // # Security
 //
-// Convert reads nothing but the Result: it opens no file. Strings from the
-// recording (paths, comms, names) are copied into the profile as they are.
+// Convert opens no file itself; it reads the Result, and through
+// Result.ExecSegment the program headers of the trusted binaries the check
+// found (each still carrying the build-id found for it), where the
+// recording gives no executable mapping to lay a DSO out by. Strings from
+// the recording (paths, comms, names) are copied into the profile as they
+// are.
 package pprofout
 
 import (

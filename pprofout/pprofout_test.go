@@ -44,6 +44,7 @@ func analyze(t *testing.T, name, root string) *check.Result {
 }
 
 func TestConvertFixture(t *testing.T) {
+	t.Parallel()
 	root := symfs(t)
 	res := analyze(t, "cshared-fp.data", root)
 	p, err := Convert(res, Options{})
@@ -159,6 +160,7 @@ func sampleTypes(p *profile.Profile) string {
 // Two events: two pairs of sample types, each with its own unit, and each
 // sample's values in its event's pair.
 func TestConvertTwoEvents(t *testing.T) {
+	t.Parallel()
 	res := analyze(t, "twoevents.data", symfs(t))
 	p, err := Convert(res, Options{})
 	if err != nil {
@@ -218,6 +220,7 @@ func pprofTop(t *testing.T, file string) (map[string]float64, string) {
 // report --no-children gives at least 1% has the same flat percentage, to
 // the rounding of both (two decimals each).
 func TestGoToolPprofReadsIt(t *testing.T) {
+	t.Parallel()
 	root := symfs(t)
 	res := analyze(t, "cshared-fp.data", root)
 	file := filepath.Join(t.TempDir(), "out.pb.gz")
@@ -270,6 +273,7 @@ func TestGoToolPprofReadsIt(t *testing.T) {
 }
 
 func TestPeriodUnit(t *testing.T) {
+	t.Parallel()
 	res := analyze(t, "twoevents.data", symfs(t))
 	if len(res.EventInfo) != 2 {
 		t.Fatalf("%d events", len(res.EventInfo))
@@ -288,6 +292,7 @@ func TestPeriodUnit(t *testing.T) {
 // address - Start + the text segment's address) and finds the names
 // perfcheck gave.
 func TestLayoutResymbolizes(t *testing.T) {
+	t.Parallel()
 	root := symfs(t)
 	res := analyze(t, "cshared-fp.data", root)
 	p, err := Convert(res, Options{})
@@ -345,6 +350,7 @@ func BenchmarkConvert(b *testing.B) {
 // that profile.Parse reads back to exactly the profile written: the same
 // protobuf bytes once re-encoded.
 func TestWriteProfileRoundTrip(t *testing.T) {
+	t.Parallel()
 	res := analyze(t, "cshared-fp.data", symfs(t))
 	p, err := Convert(res, Options{Comments: []string{"round trip"}})
 	if err != nil {

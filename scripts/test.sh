@@ -2,8 +2,23 @@
 # Runs every test of the project on a fresh Debian machine: installs what the
 # tests drive for real (perf, the elfutils debuginfod server, addr2line,
 # llvm-symbolizer, gcc and its i386/AArch64 cross compilers, libc's debug
-# files) when it is missing, then runs the Go tests, with the race
-# detector on the packages that use goroutines.
+# files) when it is missing, then runs the Go tests, and the race detector
+# over the packages that use goroutines.
+#
+# Three jobs run at once, because the tests spend much of their time waiting
+# for perf record, gcc and go build while the other two compile and compute:
+#   - the tests of every package but buildidcache, without the race
+#     detector;
+#   - the race detector (it needs cgo): over buildidcache, all its tests;
+#     over check and symbolize in -short mode, where only the tests that
+#     record with the real perf or build the standard library for another
+#     system are skipped (they ran above; their goroutines are the ones the
+#     fixture tests drive); and over perfdata's tests that use goroutines
+#     (its allocation proofs are not meaningful under -race, where
+#     sync.Pool drops items at random);
+#   - vet, and the builds and vets for the other systems and word sizes.
+# Each job's output is printed when it ends; the exit status is 1 when any
+# job failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,28 +46,51 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 export CGO_ENABLED=0
+# A package that does not compile fails every job: stop here instead.
 go build ./...
-go vet ./...
-# It must also build where int is 32 bits (i686, armv7) and vet on the
-# other systems Go targets (Linux is where it runs; they only build).
-GOARCH=386 go build ./...
-GOARCH=arm GOARM=7 go build ./...
-GOARCH=arm64 go build ./...
-GOOS=darwin go vet ./...
-GOOS=windows go vet ./...
-# The race detector needs cgo; it runs on the packages with goroutines.
-race_pkgs=$(go list ./... | grep -E '/(buildidcache|symbolize|check)($|/)' || true)
-plain_pkgs=$(go list ./... | grep -vE '/(buildidcache|symbolize|check)($|/)' || true)
+
+logs=$(mktemp -d)
+# On an interrupt, the jobs still running go too.
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
+
+# static: vet here, then build where int is 32 bits (i686, armv7) and on
+# arm64, and vet on the other systems Go targets (Linux is where it runs;
+# they only build).
+static() {
+	go vet ./...
+	GOARCH=386 go build ./...
+	GOARCH=arm GOARM=7 go build ./...
+	GOARCH=arm64 go build ./...
+	GOOS=darwin go vet ./...
+	GOOS=windows go vet ./...
+}
+
+race() {
+	local status=0
+	CGO_ENABLED=1 go test -count=1 -race -short -timeout 15m ./symbolize/... ./check/... || status=1
+	CGO_ENABLED=1 go test -count=1 -race -timeout 10m ./buildidcache/... || status=1
+	CGO_ENABLED=1 go test -count=1 -race -timeout 10m \
+		-run '^(TestConcurrentRecords|TestFeaturesConcurrent|TestPrefetchSameRecords)$' ./perfdata || status=1
+	return $status
+}
+
+(set -e; race) >"$logs/race" 2>&1 &
+race_pid=$!
+(set -e; static) >"$logs/static" 2>&1 &
+static_pid=$!
+
 status=0
-if [ -n "$plain_pkgs" ]; then
-	go test -count=1 -timeout 15m $plain_pkgs || status=1
-fi
-# perfdata runs without the race detector (its allocation proofs are not
-# meaningful under -race, where sync.Pool drops items at random), and its
-# tests that use goroutines run again under -race.
-CGO_ENABLED=1 go test -count=1 -race -timeout 10m \
-	-run '^(TestConcurrentRecords|TestFeaturesConcurrent|TestPrefetchSameRecords)$' ./perfdata || status=1
-if [ -n "$race_pkgs" ]; then
-	CGO_ENABLED=1 go test -count=1 -race -timeout 15m $race_pkgs || status=1
-fi
+# shellcheck disable=SC2046 # one package per word
+go test -count=1 -timeout 15m $(go list ./... | grep -v '/buildidcache$') || status=1
+
+# report NAME PID: print a background job's output once it has ended.
+report() {
+	local rc=0
+	wait "$2" || rc=$?
+	echo "--- $1 (exit $rc)"
+	cat "$logs/$1"
+	[ $rc -eq 0 ] || status=1
+}
+report race $race_pid
+report static $static_pid
 exit $status

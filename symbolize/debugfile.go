@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/regfile"
 	"github.com/ulikunitz/xz"
 )
 
@@ -106,7 +107,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	}
 	// The locator's stat came before this open: open non-blocking and
 	// check the descriptor, so a FIFO swapped in since cannot block.
-	f, err := openRegular(p)
+	f, err := regfile.Open(p)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -2,10 +2,8 @@
 // name, source file, line and column, with inlined frames expanded leaf
 // first, as addr2line -f -i and llvm-symbolizer do.
 //
-// Open a binary with [Open] (or share opened binaries through a [Set], which
-// opens each path once, bounds how many stay open and is safe for concurrent
-// use), convert a runtime address to a file address with [Binary.Bias], and
-// ask [Binary.Frames]. Callers never name a backend: a [Binary] consults, in
+// Open a binary with [Open], convert a runtime address to a file address
+// with [Binary.Bias], and ask [Binary.Frames]. Callers never name a backend: a [Binary] consults, in
 // order, DWARF (its own or a separate debug file found through
 // [Options.DebugFile]), the Go pclntab, and the ELF symbol tables (.symtab,
 // .dynsym, MiniDebugInfo, synthesized foo@plt entries). Text symbol lists —

@@ -207,20 +207,6 @@ func decodeRow(p []byte, prev lineRow) (lineRow, []byte) {
 	return r, p
 }
 
-// all decodes every row, in order (tests).
-func (t *lineTable) all() []lineRow {
-	var rows []lineRow
-	for b := range t.blockAddr {
-		p := t.block(b)
-		cur := lineRow{addr: t.blockAddr[b]}
-		for len(p) > 0 {
-			cur, p = decodeRow(p, cur)
-			rows = append(rows, cur)
-		}
-	}
-	return rows
-}
-
 // lineUvarint is binary.Uvarint for bytes the encoder wrote; a truncated or
 // overlong value (impossible from add) reads as what was decoded so far,
 // consuming the rest, so that a loop over a block always ends.

@@ -292,3 +292,17 @@ func TestLineRollback(t *testing.T) {
 		t.Fatalf("rows after rollback: %+v, want %+v", got, want)
 	}
 }
+
+// all decodes every row, in order.
+func (t *lineTable) all() []lineRow {
+	var rows []lineRow
+	for b := range t.blockAddr {
+		p := t.block(b)
+		cur := lineRow{addr: t.blockAddr[b]}
+		for len(p) > 0 {
+			cur, p = decodeRow(p, cur)
+			rows = append(rows, cur)
+		}
+	}
+	return rows
+}

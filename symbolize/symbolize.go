@@ -35,7 +35,7 @@ var (
 	// ErrNoMapping means a mapping's file offset is covered by no PT_LOAD
 	// segment of the binary, so its load bias cannot be computed.
 	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
-	// ErrClosed is returned by lookups on a closed Binary or Set.
+	// ErrClosed is returned by lookups on a closed Binary.
 	ErrClosed = errors.New("binary closed")
 )
 
@@ -172,10 +172,6 @@ type Binary struct {
 	closed  bool
 }
 
-// openRegular opens path for reading when it is a regular file, without
-// blocking on a FIFO (regfile.Open).
-func openRegular(path string) (*os.File, error) { return regfile.Open(path) }
-
 // Open opens the binary at path. An ELF file (executable, shared library,
 // vdso, vmlinux, kernel module, perf's jitted-*.so) is read lazily. Any
 // other file is a symbol list, read at once:
@@ -192,7 +188,7 @@ func Open(path string, opts Options) (*Binary, error) {
 	// A recording names any path, and a FIFO there would block a plain
 	// open until a writer comes: O_NONBLOCK returns at once, and only a
 	// regular file, checked on the open descriptor, is read.
-	f, err := openRegular(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

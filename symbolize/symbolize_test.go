@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -379,77 +378,6 @@ func TestMiniDebugInfo(t *testing.T) {
 		if fr[0].Function != name {
 			t.Errorf("%s: got %+v", name, fr)
 		}
-	}
-}
-
-// TestSetConcurrent symbolizes from many goroutines through a Set that may
-// keep only two of four binaries open, and checks every answer against a
-// single-threaded one. Run with -race (scripts/test.sh does).
-func TestSetConcurrent(t *testing.T) {
-	t.Parallel()
-	needTool(t, "gcc")
-	dir := t.TempDir()
-	var paths []string
-	for i, flags := range [][]string{{"-O0", "-g"}, {"-O2", "-g"}, {"-O2"}, {"-O1", "-g", "-no-pie"}} {
-		paths = append(paths, compile(t, dir, fmt.Sprint("b", i), "gcc", testdataPath(t, "prog.c"), flags...))
-	}
-	type q struct {
-		path string
-		addr uint64
-	}
-	var qs []q
-	want := map[q]string{}
-	rng := rand.New(rand.NewSource(5))
-	for _, p := range paths {
-		tb := openTestBinary(t, p)
-		b, err := Open(p, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range sampleAddrs(t, tb, rng, 60) {
-			fr, err := b.Frames(a, nil)
-			k := q{p, a}
-			want[k] = fmtOurs(fr) + fmt.Sprint(err)
-			qs = append(qs, k)
-		}
-		b.Close()
-	}
-	s := NewSet(Options{}, 2)
-	defer s.Close()
-	var wg sync.WaitGroup
-	errs := make(chan string, 100)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			r := rand.New(rand.NewSource(int64(g)))
-			var buf []Frame
-			for i := 0; i < 300; i++ {
-				k := qs[r.Intn(len(qs))]
-				var err error
-				buf, err = s.Frames(k.path, k.addr, buf)
-				if got := fmtOurs(buf) + fmt.Sprint(err); got != want[k] {
-					select {
-					case errs <- fmt.Sprintf("%s %#x: %s, want %s", k.path, k.addr, got, want[k]):
-					default:
-					}
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	s.mu.Lock()
-	open := len(s.m)
-	s.mu.Unlock()
-	if open > 2 {
-		t.Errorf("%d binaries open, limit 2", open)
-	}
-	if _, err := s.Frames(filepath.Join(dir, "missing"), 1, nil); err == nil {
-		t.Error("a missing binary gave no error")
 	}
 }
 

@@ -100,9 +100,6 @@ func partialNote(res *check.Result) string {
 	return fmt.Sprintf("PARTIAL: reading stopped at an error; this covers only the records before it: %v", res.ReadErr)
 }
 
-// stdinReader is where "-" reads from; tests replace it.
-var stdinReader io.Reader = os.Stdin
-
 // progressCallback is the check's Options.Progress for bar, nil for a nil
 // bar (so the check skips the calls altogether): it moves the bar while
 // the recording is read, then to its second phase: locating the binaries

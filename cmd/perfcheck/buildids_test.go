@@ -11,6 +11,7 @@ import (
 // TestAddrSpaceInsert: a new map replaces what it covers of older ones,
 // splitting them, as perf's maps__fixup_overlappings.
 func TestAddrSpaceInsert(t *testing.T) {
+	t.Parallel()
 	a, b, c := &bidDSO{name: "a"}, &bidDSO{name: "b"}, &bidDSO{name: "c"}
 	var as addrSpace
 	as.insert(bidMap{0x1000, 0x5000, a})
@@ -35,6 +36,7 @@ func TestAddrSpaceInsert(t *testing.T) {
 }
 
 func TestKmodName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"/lib/modules/3.8.11/kernel/net/mac80211-3.4/mac80211.ko": "[mac80211]",
 		"/lib/modules/6.1.0/kernel/drivers/net/virtio-net.ko.xz":  "[virtio_net]",
@@ -51,6 +53,7 @@ func TestKmodName(t *testing.T) {
 // in a module inside the kernel's range. Only hit DSOs are listed, in the
 // order they were created.
 func TestHitTracker(t *testing.T) {
+	t.Parallel()
 	tr := newHitTracker()
 	hdr := func(misc uint16) perfdata.RecordHeader { return perfdata.RecordHeader{Misc: misc} }
 	sample := func(mode perfdata.CPUMode, pid, tid uint32, ip uint64) *perfdata.Sample {
@@ -94,6 +97,7 @@ func TestHitTracker(t *testing.T) {
 // TestMachinesOrder: host DSOs first, then guests by pid; same-named
 // DSOs of one machine are one.
 func TestMachinesOrder(t *testing.T) {
+	t.Parallel()
 	var ms machines
 	ms.get(7).findnew("/guest7", nil)
 	ms.get(-1).findnew("/host", nil)
@@ -123,6 +127,7 @@ func TestMachinesOrder(t *testing.T) {
 // TestAddrSpaceModel checks insert and find against a plain model (one
 // owner per address) over random maps in a small address range.
 func TestAddrSpaceModel(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	dsos := []*bidDSO{{name: "a"}, {name: "b"}, {name: "c"}, {name: "d"}}
 	for round := 0; round < 200; round++ {

@@ -106,6 +106,7 @@ func compareWithDocs(t *testing.T, what string, obj map[string]any, table map[st
 // documented with its JSON type, and every field the docs do not call
 // optional is present, at the top level, in each DSO and in each advice.
 func TestCheckJSONMatchesDocs(t *testing.T) {
+	t.Parallel()
 	tables := docTables(t)
 	data := ckFixture(t, "cshared-fp.data")
 	out, errOut, code := ckRun(t, append(append([]string{"check", "--json", "--symfs", ckSymfs(t)}, ckHermetic(t)...), data)...)

@@ -55,7 +55,7 @@ const (
 	adviceC = "no GNU build-id: link with -Wl,--build-id (gcc, clang; lld's --build-id=fast is fine too)"
 )
 
-func runBuildID(args []string, stdout, stderr io.Writer) int {
+func runBuildID(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "buildid"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -45,11 +45,12 @@ func bicBuildGo(t *testing.T, dir, name string, flags ...string) string {
 func bicRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
+	code := run(args, nil, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
 func TestBuildIDCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	goDefault := bicBuildGo(t, dir, "godefault")
 	goNone := bicBuildGo(t, dir, "gonone", "-ldflags=-B=none")

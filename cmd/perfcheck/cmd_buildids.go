@@ -45,7 +45,7 @@ type buildIDsJSON struct {
 	Error       string        `json:"error,omitempty"`
 }
 
-func runBuildIDs(args []string, stdout, stderr io.Writer) int {
+func runBuildIDs(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "buildids"
 	var withHits bool
 	file, jsonOut, code := parseFileArgs(name, "perfcheck buildids [--json] [-H] FILE",
@@ -57,7 +57,7 @@ func runBuildIDs(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	f, err := openRecording(file)
+	f, err := openRecording(file, stdin)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}

@@ -34,7 +34,7 @@ func cacheUsage(w io.Writer) {
 	fmt.Fprintln(w, "perf report and perf annotate read what these commands write.")
 }
 
-func runCache(args []string, stdout, stderr io.Writer) int {
+func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		cacheUsage(stderr)
 		return exitError

@@ -56,6 +56,7 @@ int main(void) {
 // through /proc/PID/root and cache it, so that the check verifies it; once
 // the process is gone there is no file to find.
 func TestCacheFillContainerProcRoot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("records with perf: skipped in -short mode")
 	}

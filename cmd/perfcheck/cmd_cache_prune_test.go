@@ -18,6 +18,7 @@ import (
 // deletion itself is shown by buildidcache's
 // TestPruneUnreadableFanKeepsEntries, with a clock two hours on.)
 func TestCachePruneUnreadableLinks(t *testing.T) {
+	t.Parallel()
 	if !fixtures.AsNobody(t, "TestCachePruneUnreadableLinks") {
 		return
 	}

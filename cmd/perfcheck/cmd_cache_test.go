@@ -19,6 +19,7 @@ import (
 var bicPerf = fixtures.PerfHome
 
 func TestCacheAddListPrune(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
 	a := bicBuildC(t, dir, "a", "-Wl,--build-id", `-DTAG="a"`)
@@ -83,6 +84,7 @@ func TestCacheAddListPrune(t *testing.T) {
 // cache anything, fills the cache from the recording, replaces the binary,
 // and checks that perf report still names the function through our cache.
 func TestCacheFill(t *testing.T) {
+	t.Parallel()
 	bicNeed(t, "perf")
 	home := t.TempDir()
 	prog := bicBuildC(t, home, "prog", "-Wl,--build-id")
@@ -123,6 +125,7 @@ func TestCacheFill(t *testing.T) {
 }
 
 func TestParseSizeAge(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"4096": 4096, "2G": 2 << 30, "500M": 500 << 20, "1.5GiB": 3 << 29, "10k": 10 << 10, "1T": 1 << 40} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
@@ -169,6 +172,7 @@ func TestLookupFlags(t *testing.T) {
 // TestLookupFlagsProgressOnlyOnTerminal: download progress goes to stderr
 // only when it is a terminal; a file, a pipe or a buffer gets none.
 func TestLookupFlagsProgressOnlyOnTerminal(t *testing.T) {
+	t.Parallel()
 	var lf lookupFlags
 	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {

@@ -28,7 +28,7 @@ type checkJSON struct {
 	Failed bool `json:"failed"` // the exit status is 1
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
+func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("check", "usage: perfcheck [check] [flags] perf.data|-",
 		"Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.", stderr)
 	jsonOut := fs.Bool("json", false, "print the report as JSON (docs/check-json.md)")
@@ -44,7 +44,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	opts, done := af.options(stderr)
 	defer done()
 	opts.NoSymbols = true // the verdicts need no names
-	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "check", "%v", readErr)
 	}

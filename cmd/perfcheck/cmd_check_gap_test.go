@@ -11,19 +11,13 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// withStdin makes "-" read data for the duration of the test.
-func withStdin(t *testing.T, data []byte) {
-	old := stdinReader
-	stdinReader = bytes.NewReader(data)
-	t.Cleanup(func() { stdinReader = old })
-}
-
-// `perfcheck check -` reads a pipe through the library's AnalyzeReader,
+// `perfcheck check -` reads a pipe through the library's check.Stream,
 // which learns the recording's kernel release from the pipe's
 // HEADER_FEATURE records: a kernel without a recorded build-id, recorded
 // on another release than this machine's, is replaced, with that release
 // in the reason.
 func TestCheckStdinKernelRelease(t *testing.T) {
+	t.Parallel()
 	p := fixtures.Corpus(t, "perf.data.piped.header_features-4.16")
 	if rel, _ := os.ReadFile("/proc/sys/kernel/osrelease"); strings.TrimSpace(string(rel)) == "4.4.0-116-generic" {
 		t.Skip("this machine runs the recording's kernel release")
@@ -32,8 +26,7 @@ func TestCheckStdinKernelRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withStdin(t, data)
-	out, errs, code := ckRun(t, append([]string{"check", "--json", "-"}, ckHermetic(t)...)...)
+	out, errs, code := ckRunIn(t, bytes.NewReader(data), append([]string{"check", "--json", "-"}, ckHermetic(t)...)...)
 	if code == exitError {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -60,6 +53,7 @@ func TestCheckStdinKernelRelease(t *testing.T) {
 // recorded binaries absent (an empty --symfs) none can be proven, so
 // every sample's unwinding stops at the leaf and a note says so.
 func TestCheckTextNotes(t *testing.T) {
+	t.Parallel()
 	p := ckFixture(t, "cshared-dwarf.data")
 	args := append([]string{"check", "--symfs", t.TempDir(), p}, ckHermetic(t)...)
 	out, errs, code := ckRun(t, args...)
@@ -94,6 +88,7 @@ func ckTruncated(t *testing.T) string { return fixtures.Truncated(t, "cshared-fp
 // partial, the error (file and offset) goes to stderr, and the exit
 // status is 2.
 func TestPartialTruncated(t *testing.T) {
+	t.Parallel()
 	p := ckTruncated(t)
 	flags := append([]string{"--symfs", ckSymfs(t)}, ckHermetic(t)...)
 	wantErr := func(what, errs string) {
@@ -172,13 +167,13 @@ func TestPartialTruncated(t *testing.T) {
 // (no sample precedes the corrupt one), the error naming standard input
 // and offset 49104, exit 2.
 func TestPartialCorruptPipeStdin(t *testing.T) {
+	t.Parallel()
 	p := fixtures.Corpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	withStdin(t, data)
-	out, errs, code := ckRun(t, append([]string{"check", "--json", "-"}, ckHermetic(t)...)...)
+	out, errs, code := ckRunIn(t, bytes.NewReader(data), append([]string{"check", "--json", "-"}, ckHermetic(t)...)...)
 	if code != exitError {
 		t.Errorf("exit %d, want 2", code)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,14 @@ func ckHermetic(t *testing.T) []string {
 // code.
 func ckRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return ckRunIn(t, nil, args...)
+}
+
+// ckRunIn is ckRun with stdin as the standard input ("-").
+func ckRunIn(t *testing.T, stdin io.Reader, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
+	code := run(args, stdin, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -118,6 +125,7 @@ func (r *ckReport) verdict(path string) string {
 }
 
 func TestCheckUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -150,6 +158,7 @@ func TestCheckUsageErrors(t *testing.T) {
 }
 
 func TestCheckFixture(t *testing.T) {
+	t.Parallel()
 	symfs := ckSymfs(t)
 	data := ckFixture(t, "cshared-fp.data")
 	args := append([]string{"check", "--json", "--symfs", symfs}, ckHermetic(t)...)
@@ -192,6 +201,7 @@ func TestCheckFixture(t *testing.T) {
 // With the fixture's programs missing (a checkout elsewhere, no symfs) the
 // check must fail and name nothing from them.
 func TestCheckFixtureMissingBinaries(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(recordedBin); err == nil {
 		t.Skip(recordedBin + " exists here: the fixture's binaries are not missing")
 	}
@@ -206,14 +216,12 @@ func TestCheckFixtureMissingBinaries(t *testing.T) {
 }
 
 func TestCheckStdin(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(ckFixture(t, "pipe.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := stdinReader
-	stdinReader = bytes.NewReader(data)
-	defer func() { stdinReader = old }()
-	out, errOut, code := ckRun(t, append(append([]string{"check", "--json", "--symfs", ckSymfs(t)}, ckHermetic(t)...), "-")...)
+	out, errOut, code := ckRunIn(t, bytes.NewReader(data), append(append([]string{"check", "--json", "--symfs", ckSymfs(t)}, ckHermetic(t)...), "-")...)
 	if code == exitError {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -225,6 +233,7 @@ func TestCheckStdin(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if p := newProgress(&b, "x.data", 1<<30); p != nil {
 		t.Fatal("a progress bar on a non-terminal")
@@ -261,6 +270,7 @@ func TestProgress(t *testing.T) {
 // that looks complete: what was read is printed, marked PARTIAL (script
 // prints the samples before the cut, as perf script does).
 func TestTruncatedInput(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(ckFixture(t, "cshared-fp.data"))
 	if err != nil {
 		t.Fatal(err)

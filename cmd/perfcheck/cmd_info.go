@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -205,15 +204,34 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 	for _, id := range fs.IDs() {
 		in.Features = append(in.Features, id.String())
 	}
-	keep := func(feat perfdata.Feature, err error) bool {
-		if err == nil {
-			return true
-		}
-		if !errors.Is(err, perfdata.ErrNoFeature) {
-			in.featureErrors[feat.String()] = err
-		}
-		return false
+	in.readFeatures(fs, st)
+	in.setTimeRange(fs, st, f.Events())
+	for _, e := range f.Events() {
+		in.Events = append(in.Events, infoEvent(e))
 	}
+	in.Samples, in.Records = st.allSamples, st.total
+	in.LostEvents, in.LostSamples = st.lostEvents, st.lostSamples
+	in.Warnings = f.Warnings()
+	if len(in.featureErrors) > 0 {
+		names := make([]string, 0, len(in.featureErrors))
+		for n := range in.featureErrors {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			in.Warnings = append(in.Warnings, fmt.Sprintf("%s feature unreadable: %v", n, in.featureErrors[n]))
+		}
+	}
+	if rerr != nil {
+		in.Error = rerr.Error()
+	}
+	return in, rerr
+}
+
+// readFeatures fills in what the header's features say; a feature that is
+// present but unreadable goes to in.featureErrors.
+func (in *infoJSON) readFeatures(fs *perfdata.Features, st *recordStats) {
+	keep := in.keep
 	if v, err := fs.Hostname(); keep(perfdata.FeatureHostname, err) {
 		in.Hostname = v
 	}
@@ -249,14 +267,20 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 	if ids, err := fs.BuildIDs(); keep(perfdata.FeatureBuildID, err) {
 		in.BuildIDs = len(ids)
 	}
-	if first, last, err := fs.SampleTime(); keep(perfdata.FeatureSampleTime, err) && (first != 0 || last != 0) {
+}
+
+// setTimeRange sets the recording's time range, from SAMPLE_TIME or else
+// from the samples, in wall-clock time too when CLOCK_DATA gives the
+// reference and the events use its clock.
+func (in *infoJSON) setTimeRange(fs *perfdata.Features, st *recordStats, events []perfdata.Event) {
+	if first, last, err := fs.SampleTime(); in.keep(perfdata.FeatureSampleTime, err) && (first != 0 || last != 0) {
 		in.TimeRange = &infoTimeJSON{FirstNS: first, LastNS: last, Source: "SAMPLE_TIME"}
 	} else if st.timed {
 		// perf writes SAMPLE_TIME only in file mode and not with -z;
 		// the samples themselves tell.
 		in.TimeRange = &infoTimeJSON{FirstNS: st.firstTime, LastNS: st.lastTime, Source: "samples"}
 	}
-	if cd, err := fs.ClockData(); keep(perfdata.FeatureClockData, err) && in.TimeRange != nil && sameClock(f.Events(), cd.ClockID) {
+	if cd, err := fs.ClockData(); in.keep(perfdata.FeatureClockData, err) && in.TimeRange != nil && sameClock(events, cd.ClockID) {
 		// perf converts with the reference pair the same way
 		// (tod = wall_clock_ns + (t - clockid_ns), session.c's
 		// timestamp conversion for --clock-data / perf script --tod).
@@ -266,46 +290,43 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 		}
 		in.TimeRange.FirstWall, in.TimeRange.LastWall = wall(in.TimeRange.FirstNS), wall(in.TimeRange.LastNS)
 	}
-	for _, e := range f.Events() {
-		a := e.Attr
-		ev := infoEventJSON{Name: e.Name, Type: a.Type, Config: fmt.Sprintf("%#x", a.Config),
-			SampleType: bitNames(uint64(a.SampleType), sampleTypeNames[:]),
-			ReadFormat: bitNames(uint64(a.ReadFormat), readFormatNames[:]),
-			PreciseIP:  a.PreciseIP(), Flags: attrFlagNames(a.Flags), AttrSize: a.Size, IDs: len(e.IDs)}
-		if a.Freq() {
-			ev.SampleFreq = a.SamplePeriod
-		} else {
-			ev.SamplePeriod = a.SamplePeriod
-		}
-		in.Events = append(in.Events, ev)
-	}
-	in.Samples, in.Records = st.allSamples, st.total
-	in.LostEvents, in.LostSamples = st.lostEvents, st.lostSamples
-	in.Warnings = f.Warnings()
-	if len(in.featureErrors) > 0 {
-		names := make([]string, 0, len(in.featureErrors))
-		for n := range in.featureErrors {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			in.Warnings = append(in.Warnings, fmt.Sprintf("%s feature unreadable: %v", n, in.featureErrors[n]))
-		}
-	}
-	if rerr != nil {
-		in.Error = rerr.Error()
-	}
-	return in, rerr
 }
 
-func runInfo(args []string, stdout, stderr io.Writer) int {
+// keep tells whether a feature accessor succeeded; an error other than
+// the feature's absence is kept for the warnings.
+func (in *infoJSON) keep(feat perfdata.Feature, err error) bool {
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, perfdata.ErrNoFeature) {
+		in.featureErrors[feat.String()] = err
+	}
+	return false
+}
+
+// infoEvent describes one event.
+func infoEvent(e perfdata.Event) infoEventJSON {
+	a := e.Attr
+	ev := infoEventJSON{Name: e.Name, Type: a.Type, Config: fmt.Sprintf("%#x", a.Config),
+		SampleType: bitNames(uint64(a.SampleType), sampleTypeNames[:]),
+		ReadFormat: bitNames(uint64(a.ReadFormat), readFormatNames[:]),
+		PreciseIP:  a.PreciseIP(), Flags: attrFlagNames(a.Flags), AttrSize: a.Size, IDs: len(e.IDs)}
+	if a.Freq() {
+		ev.SampleFreq = a.SamplePeriod
+	} else {
+		ev.SamplePeriod = a.SamplePeriod
+	}
+	return ev
+}
+
+func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "info"
 	file, jsonOut, code := parseFileArgs(name, "perfcheck info [--json] FILE",
 		"Prints the recording's header: host, kernel, perf version, command line, events, time range, counts.", args, stderr)
 	if code >= 0 {
 		return code
 	}
-	f, err := openRecording(file)
+	f, err := openRecording(file, stdin)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}
@@ -432,10 +453,7 @@ type recording struct {
 	file *perfdata.File // nil for stdin
 }
 
-// stdin is where "-" reads from; tests replace it.
-var stdin io.Reader = os.Stdin
-
-func openRecording(name string) (*recording, error) {
+func openRecording(name string, stdin io.Reader) (*recording, error) {
 	if name == "-" {
 		r, err := perfdata.NewReader(bufio.NewReaderSize(stdin, 1<<20))
 		if err != nil {

@@ -40,7 +40,7 @@ type pprofJSON struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func runPprof(args []string, stdout, stderr io.Writer) int {
+func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("pprof", "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-",
 		"Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).", stderr)
 	out := fs.String("o", "", "write the profile to `FILE` (gzipped protobuf; \"-\" for stdout)")
@@ -63,7 +63,7 @@ func runPprof(args []string, stdout, stderr io.Writer) int {
 	}
 	copts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], copts, stdinReader, stderr)
+	a, readErr := analyze(context.Background(), pos[0], copts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "pprof", "%v", readErr)
 	}

@@ -49,7 +49,7 @@ type scriptFrame struct {
 	Frames  []symbolize.Frame `json:"frames,omitempty"`
 }
 
-func runScript(args []string, stdout, stderr io.Writer) int {
+func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("script", "usage: perfcheck script [flags] perf.data|-",
 		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
@@ -82,7 +82,7 @@ func runScript(args []string, stdout, stderr io.Writer) int {
 	// Folded stacks come from the check's aggregates; only the samples
 	// printed one by one need a record each.
 	opts.KeepSamples = !*folded
-	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}

@@ -39,6 +39,7 @@ func scriptAddrs(out string) []string {
 // 7f298e54bb70, which the deduplicated locations no longer hold, so the
 // engine keeps each sample's addresses for script).
 func TestScriptAddressColumn(t *testing.T) {
+	t.Parallel()
 	needPerf(t)
 	symfs := ckSymfs(t)
 	for _, name := range []string{"cshared-fp.data", "goprog.data", "forkexec.data", "twoevents.data"} {
@@ -78,6 +79,7 @@ func TestScriptAddressColumn(t *testing.T) {
 // --json keeps both: the file offset and the recorded address of every
 // frame; for a file-backed frame they agree in the page offset.
 func TestScriptJSONAddress(t *testing.T) {
+	t.Parallel()
 	data := ckFixture(t, "twoevents.data")
 	out, _, code := ckRun(t, append(append([]string{"script", "--json", "--symfs", ckSymfs(t)}, ckHermetic(t)...), data)...)
 	if code != exitOK {

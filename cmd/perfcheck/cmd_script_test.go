@@ -45,6 +45,7 @@ func headerLines(s string) []string {
 // comparison stops at the end of perfcheck's header, before the frame,
 // whose name perf may spell as another alias.
 func TestScriptHeadersMatchPerfScript(t *testing.T) {
+	t.Parallel()
 	needPerf(t)
 	symfs := ckSymfs(t)
 	for _, data := range ckFixtures(t) {
@@ -80,6 +81,7 @@ func TestScriptHeadersMatchPerfScript(t *testing.T) {
 // file offset for a DSO and the address for the kernel), and a named frame
 // carries the name perf gives it, up to aliases of one address.
 func TestScriptFramesMatchPerfScript(t *testing.T) {
+	t.Parallel()
 	needPerf(t)
 	symfs := ckSymfs(t)
 	data := ckFixture(t, "cshared-fp.data")
@@ -119,6 +121,7 @@ func TestScriptFramesMatchPerfScript(t *testing.T) {
 }
 
 func TestScriptJSONLines(t *testing.T) {
+	t.Parallel()
 	data := ckFixture(t, "cshared-fp.data")
 	out, _, code := ckRun(t, append(append([]string{"script", "--json", "--symfs", ckSymfs(t)}, ckHermetic(t)...), data)...)
 	if code != exitOK {

@@ -176,14 +176,14 @@ func (ef *eventFinder) find(h *perfdata.RecordHeader) int {
 	return 0
 }
 
-func runStats(args []string, stdout, stderr io.Writer) int {
+func runStats(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "stats"
 	file, jsonOut, code := parseFileArgs(name, "perfcheck stats [--json] FILE",
 		"Prints what perf report --stats prints: records per type, then samples per event.", args, stderr)
 	if code >= 0 {
 		return code
 	}
-	f, err := openRecording(file)
+	f, err := openRecording(file, stdin)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
 	}

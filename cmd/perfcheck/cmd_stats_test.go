@@ -21,6 +21,7 @@ import (
 // that SkipSampleArrays reports a damaged sample's arrays with the same
 // error and offset as full decoding is perfdata's TestSkipSampleArraysSame.
 func TestStatsCutRecording(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(fixturesDir, "cshared-fp.data"))
 	if err != nil {
 		t.Fatal(err)

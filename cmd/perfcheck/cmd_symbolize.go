@@ -33,10 +33,6 @@ type symbolizeAddrJSON struct {
 	Error   string            `json:"error,omitempty"`
 }
 
-func runSymbolize(args []string, stdout, stderr io.Writer) int {
-	return symbolizeWith(args, os.Stdin, stdout, stderr)
-}
-
 // symbolizeFlags are perfcheck symbolize's flags.
 type symbolizeFlags struct {
 	fs        *flag.FlagSet
@@ -51,9 +47,9 @@ type symbolizeFlags struct {
 	lookup    lookupFlags
 }
 
-// symbolizeWith runs perfcheck symbolize, reading addresses from stdin
+// runSymbolize runs perfcheck symbolize, reading addresses from stdin
 // when the arguments give none.
-func symbolizeWith(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "symbolize"
 	f, code, ok := parseSymbolizeFlags(args, stderr)
 	if !ok {
@@ -348,7 +344,7 @@ func symbolizeFiles(res *buildidcache.Result) (code, best buildidcache.Candidate
 }
 
 // symbolizeGCPercent is the garbage collector's target percentage while
-// perfcheck symbolize runs (see symbolizeWith).
+// perfcheck symbolize runs (see runSymbolize).
 const symbolizeGCPercent = 25
 
 // nextField returns the first run of non-space bytes in b (space as

@@ -36,7 +36,7 @@ func TestSymbolizeGCPercent(t *testing.T) {
 		t.Setenv("GOGC", tc.gogc)
 		in := &gcPercentReader{r: strings.NewReader(fmt.Sprintf("%x\n", work))}
 		var out, errb bytes.Buffer
-		code := symbolizeWith([]string{"-e", bin}, in, &out, &errb)
+		code := runSymbolize([]string{"-e", bin}, in, &out, &errb)
 		if code != exitOK {
 			t.Fatalf("GOGC=%q: exit %d: %s", tc.gogc, code, errb.String())
 		}

@@ -45,6 +45,7 @@ func buildSymbolizeProg(t *testing.T) (string, uint64) {
 }
 
 func TestSymbolizeLikeAddr2line(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	if _, err := exec.LookPath("addr2line"); err != nil {
 		t.Skip("addr2line not installed")
@@ -60,7 +61,7 @@ func TestSymbolizeLikeAddr2line(t *testing.T) {
 			args = []string{"symbolize", "--inlines", "-e", bin, addr}
 		}
 		var out, errb bytes.Buffer
-		if code := run(args, &out, &errb); code != exitOK {
+		if code := run(args, nil, &out, &errb); code != exitOK {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
 		if out.String() != string(want) {
@@ -70,10 +71,11 @@ func TestSymbolizeLikeAddr2line(t *testing.T) {
 }
 
 func TestSymbolizeUnknownAndStdin(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	in := strings.NewReader(fmt.Sprintf("0x1\n%x\n", work))
 	var out, errb bytes.Buffer
-	if code := symbolizeWith([]string{"-a", "-e", bin}, in, &out, &errb); code != exitOK {
+	if code := runSymbolize([]string{"-a", "-e", bin}, in, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -86,9 +88,10 @@ func TestSymbolizeUnknownAndStdin(t *testing.T) {
 }
 
 func TestSymbolizeJSON(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "--json", "--inlines", "-e", bin, fmt.Sprintf("%x", work), "zz"}, &out, &errb); code != exitError {
+	if code := run([]string{"symbolize", "--json", "--inlines", "-e", bin, fmt.Sprintf("%x", work), "zz"}, nil, &out, &errb); code != exitError {
 		t.Fatalf("a bad address must give exit %d, got %d", exitError, code)
 	}
 	var res []symbolizeAddrJSON
@@ -128,11 +131,12 @@ func readelfBuildID(t *testing.T, bin string) string {
 }
 
 func TestSymbolizeBuildID(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	id := readelfBuildID(t, bin)
 	var o, errb bytes.Buffer
 	args := []string{"symbolize", "--build-id", id, "--path", bin, "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(), fmt.Sprintf("%x", work)}
-	if code := run(args, &o, &errb); code != exitOK {
+	if code := run(args, nil, &o, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if !strings.HasPrefix(o.String(), "work\n") {
@@ -141,18 +145,19 @@ func TestSymbolizeBuildID(t *testing.T) {
 	o.Reset()
 	errb.Reset()
 	args[2] = strings.Repeat("ab", 20)
-	if code := run(args, &o, &errb); code != exitError || errb.Len() == 0 {
+	if code := run(args, nil, &o, &errb); code != exitError || errb.Len() == 0 {
 		t.Errorf("an unknown build-id: exit %d, stderr %q", code, errb.String())
 	}
 }
 
 func TestSymbolizeUsage(t *testing.T) {
+	t.Parallel()
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "0x10"}, &out, &errb); code != exitError || !strings.Contains(errb.String(), "-e FILE") {
+	if code := run([]string{"symbolize", "0x10"}, nil, &out, &errb); code != exitError || !strings.Contains(errb.String(), "-e FILE") {
 		t.Errorf("missing -e: exit %d, %q", code, errb.String())
 	}
 	errb.Reset()
-	if code := run([]string{"symbolize", "-e", filepath.Join(os.TempDir(), "does-not-exist-perfcheck"), "0x10"}, &out, &errb); code != exitError {
+	if code := run([]string{"symbolize", "-e", filepath.Join(os.TempDir(), "does-not-exist-perfcheck"), "0x10"}, nil, &out, &errb); code != exitError {
 		t.Errorf("missing file: exit %d", code)
 	}
 }
@@ -162,6 +167,7 @@ func TestSymbolizeUsage(t *testing.T) {
 // from the .debug file that verified first, with symbols from the .debug
 // file when the executable is stripped.
 func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	for _, tool := range []string{"objcopy", "strip", "readelf"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -186,7 +192,7 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 	var o, errb bytes.Buffer
 	args := []string{"symbolize", "--build-id", id, "--path", "/usr/bin/prog", "--symfs", symfs,
 		"--buildid-dir", t.TempDir(), "--debug-dir", debugDir, "--debuginfod", "none", fmt.Sprintf("%x", work)}
-	if code := run(args, &o, &errb); code != exitOK {
+	if code := run(args, nil, &o, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if !strings.HasPrefix(o.String(), "work\n") {
@@ -201,6 +207,7 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 // decoded still gets names, and the command says on stderr why it has no
 // file:line.
 func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	d, ok := fixtures.CorruptDWARF(t, bin) // DWARF version 0xffff
 	if !ok {
@@ -210,7 +217,7 @@ func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "--debug-file=false", "-e", bin, fmt.Sprintf("%#x", work)}, &out, &errb); code != exitOK {
+	if code := run([]string{"symbolize", "--debug-file=false", "-e", bin, fmt.Sprintf("%#x", work)}, nil, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if got := out.String(); got != "work\n??:?\n" {
@@ -224,10 +231,11 @@ func TestSymbolizeWarnsCorruptDWARF(t *testing.T) {
 // TestSymbolizeTruncatedELF: a cut ELF file is named with the reason,
 // without "symbolize:" repeated after the command's prefix.
 func TestSymbolizeTruncatedELF(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "trunc")
 	os.WriteFile(p, []byte("\x7fELF\x02\x01\x01"), 0o644)
 	var out, errb bytes.Buffer
-	if code := run([]string{"symbolize", "-e", p, "0x10"}, &out, &errb); code != exitError {
+	if code := run([]string{"symbolize", "-e", p, "0x10"}, nil, &out, &errb); code != exitError {
 		t.Fatalf("exit %d, want %d", code, exitError)
 	}
 	e := errb.String()
@@ -239,6 +247,7 @@ func TestSymbolizeTruncatedELF(t *testing.T) {
 // TestSymbolizeDemangleFlag: --demangle=false prints the mangled name of a
 // C++ function, as addr2line without -C does; the default demangles.
 func TestSymbolizeDemangleFlag(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("g++ not installed")
 	}
@@ -267,7 +276,7 @@ func TestSymbolizeDemangleFlag(t *testing.T) {
 		flag, want string
 	}{{"--demangle=true", "ns::twice(int)\n"}, {"--demangle=false", "_ZN2ns5twiceEi\n"}} {
 		var out, errb bytes.Buffer
-		if code := run([]string{"symbolize", c.flag, "-e", bin, fmt.Sprintf("%#x", addr)}, &out, &errb); code != exitOK {
+		if code := run([]string{"symbolize", c.flag, "-e", bin, fmt.Sprintf("%#x", addr)}, nil, &out, &errb); code != exitOK {
 			t.Fatalf("%s: exit %d: %s", c.flag, code, errb.String())
 		}
 		if first, _, _ := strings.Cut(out.String(), "\n"); first+"\n" != c.want {
@@ -281,13 +290,14 @@ func TestSymbolizeDemangleFlag(t *testing.T) {
 // than the 64 KiB read buffer (gathered whole, no address cut in two);
 // each answer in input order.
 func TestSymbolizeStdinTokens(t *testing.T) {
+	t.Parallel()
 	bin, work := buildSymbolizeProg(t)
 	w := fmt.Sprintf("%#x", work)
 	long := strings.Repeat(w+" ", (70<<10)/(len(w)+1)) // over 64 KiB, spans reads
 	in := "0x1 " + w + "\t0x2\r\n\n  " + w + "\n" + long + "\n\t" + w
 	want := 3 + 1 + strings.Count(long, w) + 1 // unknown answers count too
 	var out, errb bytes.Buffer
-	if code := symbolizeWith([]string{"-a", "-e", bin}, strings.NewReader(in), &out, &errb); code != exitOK {
+	if code := runSymbolize([]string{"-a", "-e", bin}, strings.NewReader(in), &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")

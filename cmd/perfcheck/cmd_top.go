@@ -67,7 +67,7 @@ type topEntry struct {
 
 func (e *topEntry) label() string { return e.lbl }
 
-func runTop(args []string, stdout, stderr io.Writer) int {
+func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("top", "usage: perfcheck top [flags] perf.data|-",
 		"Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
@@ -83,7 +83,7 @@ func runTop(args []string, stdout, stderr io.Writer) int {
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdinReader, stderr)
+	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "top", "%v", readErr)
 	}

@@ -50,6 +50,7 @@ func parsePerfSelf(out string, minPct float64) []perfEntry {
 // rounding (two decimals). Kernel entries are left out: under --symfs the
 // recording's kernel is not this host's, and perfcheck refuses to name it.
 func TestTopMatchesPerfReport(t *testing.T) {
+	t.Parallel()
 	needPerf(t)
 	symfs := ckSymfs(t)
 	for _, name := range []string{"cshared-fp.data", "cshared-dwarf.data", "goprog.data", "forkexec.data", "threads.data", "pipe.data", "zstd.data", "buildid-mmap.data"} {
@@ -91,6 +92,7 @@ func TestTopMatchesPerfReport(t *testing.T) {
 }
 
 func TestTopText(t *testing.T) {
+	t.Parallel()
 	data := ckFixture(t, "cshared-fp.data")
 	out, _, code := ckRun(t, append(append([]string{"top", "-n", "3", "--symfs", ckSymfs(t)}, ckHermetic(t)...), data)...)
 	if code != exitOK {

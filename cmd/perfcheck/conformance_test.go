@@ -40,9 +40,7 @@ func updating() bool {
 // code.
 func runCmd(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(args, &out, &errb)
-	return out.String(), errb.String(), code
+	return ckRunIn(t, nil, args...)
 }
 
 // vdsoTempName matches the name perf gives the vDSO when it lists the DSOs
@@ -158,6 +156,7 @@ func checkConformance(t *testing.T, c conformanceCase) {
 // TestConformanceCorpus: for every corpus file perf 6.1 reads, perfcheck
 // stats and buildids print exactly what perf 6.1 printed.
 func TestConformanceCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range corpusCases(t) {
 		t.Run(c.name, func(t *testing.T) { checkConformance(t, c) })
 	}
@@ -166,6 +165,7 @@ func TestConformanceCorpus(t *testing.T) {
 // TestConformanceFixtures: the same for the recordings under
 // testdata/perf, made here with perf 6.1 (record.sh).
 func TestConformanceFixtures(t *testing.T) {
+	t.Parallel()
 	for _, c := range fixtureCases(t) {
 		t.Run(c.name, func(t *testing.T) { checkConformance(t, c) })
 	}
@@ -173,6 +173,7 @@ func TestConformanceFixtures(t *testing.T) {
 
 // TestStatsJSON checks that --json carries the same figures as the text.
 func TestStatsJSON(t *testing.T) {
+	t.Parallel()
 	out, errs, code := runCmd(t, "stats", "--json", filepath.Join(fixturesDir, "twoevents.data"))
 	if code != exitOK {
 		t.Fatal(errs)
@@ -199,6 +200,7 @@ func TestStatsJSON(t *testing.T) {
 // TestBuildIDsJSON checks the JSON form against the text form, and the
 // build-ids that perf record --buildid-mmap puts in MMAP2 records.
 func TestBuildIDsJSON(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(fixturesDir, "buildid-mmap.data")
 	out, errs, code := runCmd(t, "buildids", "--json", file)
 	if code != exitOK {
@@ -227,6 +229,7 @@ func TestBuildIDsJSON(t *testing.T) {
 // files under testdata/info (go test -run InfoGolden -update rewrites
 // them).
 func TestInfoGolden(t *testing.T) {
+	t.Parallel()
 	cases := []string{
 		filepath.Join(fixturesDir, "twoevents.data"),
 		filepath.Join(fixturesDir, "pipe.data"),
@@ -274,6 +277,7 @@ func TestInfoGolden(t *testing.T) {
 // data size set to 0, as perf leaves a file when it is killed before
 // rewriting the header, is read to its end with a warning.
 func TestInfoNotClosedCleanly(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(fixturesDir, "twoevents.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -302,6 +306,7 @@ func TestInfoNotClosedCleanly(t *testing.T) {
 // TestCommandsUsage: no file, two files, a missing file and --json after
 // the file name.
 func TestCommandsUsage(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"info", "stats", "buildids"} {
 		if _, _, code := runCmd(t, cmd); code != exitError {
 			t.Errorf("%s without a file: exit %d", cmd, code)
@@ -323,16 +328,14 @@ func TestCommandsUsage(t *testing.T) {
 // TestStdinPipe: "-" reads a pipe-mode stream from standard input, as in
 // perf record -o - | perfcheck stats -, with the same output as the file.
 func TestStdinPipe(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(fixturesDir, "pipe.data")
 	for _, c := range []struct{ cmd, want string }{{"stats", file + ".stats"}, {"buildids", file + ".buildid-list"}} {
 		f, err := os.Open(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := stdin
-		stdin = f
-		out, errs, code := runCmd(t, c.cmd, "-")
-		stdin = old
+		out, errs, code := ckRunIn(t, f, c.cmd, "-")
 		f.Close()
 		want, err := os.ReadFile(c.want)
 		if err != nil {
@@ -342,9 +345,7 @@ func TestStdinPipe(t *testing.T) {
 			t.Errorf("%s -: exit %d %s\n%s", c.cmd, code, errs, out)
 		}
 	}
-	stdin = strings.NewReader("PERFILE2")
-	_, errs, code := runCmd(t, "info", "-")
-	stdin = os.Stdin
+	_, errs, code := ckRunIn(t, strings.NewReader("PERFILE2"), "info", "-")
 	if code != exitError || !strings.Contains(errs, "standard input") {
 		t.Errorf("short stream: exit %d %q", code, errs)
 	}
@@ -355,6 +356,7 @@ func TestStdinPipe(t *testing.T) {
 // `sleep 1` at perf's default frequency yields a handful of samples, as
 // the corpus README says.
 func TestModernCorpus(t *testing.T) {
+	t.Parallel()
 	m, _ := filepath.Glob(filepath.Join(fixtures.Corpus(t, "modern"), "*.data"))
 	if len(m) == 0 {
 		t.Skipf("no recordings in %s/modern", corpusDir)
@@ -387,6 +389,7 @@ func TestModernCorpus(t *testing.T) {
 // every recording it reads and compares perfcheck buildids -H with it.
 // perf's vDSO temporary name is replaced as in perfQuirks.
 func TestBuildIDsWithHitsAgainstPerf(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs perf on every recording; skipped with -short")
 	}
@@ -426,6 +429,7 @@ func TestBuildIDsWithHitsAgainstPerf(t *testing.T) {
 // section claims an offset far past the end of the file. info reports that
 // feature as unreadable, with the offset, and shows everything else.
 func TestInfoHostileFeature(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(fixturesDir, "twoevents.data"))
 	if err != nil {
 		t.Fatal(err)
@@ -460,6 +464,7 @@ func TestInfoHostileFeature(t *testing.T) {
 // buildids and buildids -H with what the same perf prints for them. A
 // recording perf itself cannot read back is skipped.
 func TestAgainstFreshRecordings(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("records with perf; skipped with -short")
 	}
@@ -475,10 +480,6 @@ func TestAgainstFreshRecordings(t *testing.T) {
 	if _, err := os.Stat(fork); err != nil {
 		t.Fatalf("fixture program missing: %v", err)
 	}
-	dir := t.TempDir()
-	// perf record fills $HOME/.debug with every binary it saw: point HOME
-	// at the test's directory so the user's build-id cache is untouched.
-	perfEnv := fixtures.PerfEnv(dir)
 	cases := []struct {
 		name string
 		pipe bool
@@ -494,6 +495,13 @@ func TestAgainstFreshRecordings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// The recordings overlap; each has its own directory.
+			t.Parallel()
+			dir := t.TempDir()
+			// perf record fills $HOME/.debug with every binary it saw:
+			// point HOME at the test's directory so the user's build-id
+			// cache is untouched.
+			perfEnv := fixtures.PerfEnv(dir)
 			file := filepath.Join(dir, c.name+".data")
 			args := append([]string{"record", "-q", "-o", file}, c.args...)
 			if c.pipe {

@@ -20,6 +20,7 @@ import (
 // perf report (which finds the same debug file by build-id in
 // /usr/lib/debug) names the leaf `access`: the names are compared.
 func TestLdsoNamedThroughDebugFile(t *testing.T) {
+	t.Parallel()
 	const id = "7ebc65e52f2bbea498b4040fa92f7238377aaba9"
 	const ldso = "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 	dbg := "/usr/lib/debug/.build-id/7e/" + id[2:] + ".debug"

@@ -24,12 +24,12 @@ const (
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's
-// name and returns the process exit code.
+// name and the standard streams, and returns the process exit code.
 type command struct {
 	name    string
 	usage   string // one line: "perfcheck NAME [flags] ARGS"
 	summary string // one line for the help listing
-	run     func(args []string, stdout, stderr io.Writer) int
+	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 }
 
 var commands = map[string]*command{}
@@ -44,13 +44,13 @@ func register(c *command) {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run dispatches args to a subcommand. "perfcheck perf.data" is short for
 // "perfcheck check perf.data": an argument that names no subcommand is taken
 // as the check's input.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitError
@@ -61,10 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if c, ok := commands[args[0]]; ok {
-		return c.run(args[1:], stdout, stderr)
+		return c.run(args[1:], stdin, stdout, stderr)
 	}
 	if c, ok := commands["check"]; ok {
-		return c.run(args, stdout, stderr)
+		return c.run(args, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "perfcheck: unknown command %q\n", args[0])
 	usage(stderr)

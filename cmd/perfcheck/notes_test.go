@@ -58,6 +58,7 @@ func corruptDWARFSymfs(t *testing.T) (string, string) {
 // JSON), script (stderr, so stdout keeps perf script's shape) and pprof
 // (the profile's comments and its JSON), once each.
 func TestNotesInEveryAnalysingCommand(t *testing.T) {
+	t.Parallel()
 	root, bin := corruptDWARFSymfs(t)
 	data := ckFixture(t, "cshared-fp.data")
 	flags := append([]string{"--symfs", root}, ckHermetic(t)...)

@@ -11,6 +11,7 @@ import (
 // After reading, the bar shows the second phase (locating and
 // symbolizing) instead of sitting at the last read offset.
 func TestProgressPhase(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	p := &progress{w: &b, total: 100 << 20, label: "big.data"}
 	p.set(98 << 20)

@@ -148,9 +148,15 @@ func (w *realWorld) perfScriptByPID(data string, paths []string) []*pidCounts {
 // case's own after them, and returns stdout, stderr and the exit code.
 func (w *realWorld) pcOut(c proofCase, args ...string) (string, string, int) {
 	w.t.Helper()
+	return w.pcOutIn(nil, c, args...)
+}
+
+// pcOutIn is pcOut with stdin as the standard input ("-").
+func (w *realWorld) pcOutIn(stdin io.Reader, c proofCase, args ...string) (string, string, int) {
+	w.t.Helper()
 	full := append([]string{args[0]}, ckHermetic(w.t)...)
 	full = append(append(full, c.flags...), args[1:]...)
-	out, errb, code := ckRun(w.t, full...)
+	out, errb, code := ckRunIn(w.t, stdin, full...)
 	if code == exitError {
 		w.t.Fatalf("perfcheck %s: exit 2: %s", strings.Join(full, " "), errb)
 	}
@@ -480,6 +486,7 @@ var (
 // cleared it is a mismatch, unnamed; with the cache perf record filled it
 // is verified and named from the cached copy.
 func TestProofCRebuilt(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -505,6 +512,7 @@ func TestProofCRebuilt(t *testing.T) {
 // through a real debuginfod server that holds it, and named from the
 // download.
 func TestProofDeletedBinary(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -572,6 +580,7 @@ func (w *realWorld) buildSrc(out, src string, flags ...string) {
 // A shared library replaced after recording: the library is a mismatch and
 // its samples untrusted; the program stays verified.
 func TestProofSharedLibraryReplaced(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	lib, app := filepath.Join(w.dir, "libhot.so"), filepath.Join(w.dir, "app")
 	w.buildSrc(lib, libHotC, append([]string{"-shared", "-fPIC"}, origNames...)...)
@@ -660,6 +669,7 @@ func (w *realWorld) buildGo(out, a, b string, ldflags string) {
 // default: mismatch) and without (-B none: no identity, the new inode is
 // the evidence: replaced).
 func TestProofGoRebuilt(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, ldflags, before, after string
 		advice                       []string
@@ -668,6 +678,7 @@ func TestProofGoRebuilt(t *testing.T) {
 		{"no-build-id", "-B=none", "unverified", "replaced", []string{"-B=gobuildid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			w := newRealWorld(t)
 			bin := filepath.Join(w.dir, "gohot")
 			w.buildGo(bin, "origAlphaSpin", "origBetaSpin", tc.ldflags)
@@ -685,6 +696,7 @@ func TestProofGoRebuilt(t *testing.T) {
 // --buildid-mmap: every MMAP2 carries the build-id; after a rebuild the
 // binary is a mismatch by the MMAP2's build-id.
 func TestProofBuildIDMmap(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -700,6 +712,7 @@ func TestProofBuildIDMmap(t *testing.T) {
 // so MMAP2's device and inode are the identity: unverified while the file
 // is the one that ran, replaced after a rebuild.
 func TestProofPipeAndCompressed(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -746,6 +759,7 @@ int main(int argc, char **argv) {
 // recording: only the child's samples become untrusted, the parent stays
 // verified and named.
 func TestProofForkExec(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	parent, child := filepath.Join(w.dir, "parent"), filepath.Join(w.dir, "hot")
 	w.buildSrc(parent, forkExecC)
@@ -763,6 +777,7 @@ func TestProofForkExec(t *testing.T) {
 // user-space samples only), go tool pprof's top functions are perf
 // report --no-children's.
 func TestProofAllVerifiedPprofTop(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames, "-static", "-Wl,--build-id=sha1")
@@ -782,6 +797,7 @@ func TestProofAllVerifiedPprofTop(t *testing.T) {
 // data). The report is the one for the same bytes read from a file —
 // same DSOs, verdicts, hits and counts — and its counts are perf script's.
 func TestProofLivePipe(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -803,10 +819,7 @@ func TestProofLivePipe(t *testing.T) {
 	if err := rec.Start(); err != nil {
 		t.Fatal(err)
 	}
-	old := stdinReader
-	stdinReader = io.TeeReader(pipe, f)
-	t.Cleanup(func() { stdinReader = old })
-	live, _, code := w.pcOut(proofCase{}, "check", "--json", "-")
+	live, _, code := w.pcOutIn(io.TeeReader(pipe, f), proofCase{}, "check", "--json", "-")
 	if err := rec.Wait(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, recErr.String())
 	}
@@ -843,6 +856,7 @@ func TestProofLivePipe(t *testing.T) {
 // its pid) even though the second run, verified, legitimately shows the
 // replacement's names; the original build's names appear nowhere.
 func TestProofReplacedDuringRecording(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin, next := filepath.Join(w.dir, "hot"), filepath.Join(w.dir, "hot-next")
 	w.build(bin, origNames)

@@ -137,6 +137,7 @@ func goToolPprof(t *testing.T, args ...string) string {
 var pprofTopLine = regexp.MustCompile(`^\s*\S+\s+([0-9.]+)%\s+[0-9.]+%\s+\S+\s+[0-9.]+%\s+(.+?)\s*$`)
 
 func TestRealRebuiltBinaryEveryOutput(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
@@ -317,6 +318,7 @@ func googlePprof(t *testing.T) string {
 // be verified, the new inode is the evidence (replaced). No tool may name
 // its frames: pprof has not even a build-id to check.
 func TestRealReplacedWithoutBuildID(t *testing.T) {
+	t.Parallel()
 	w := newRealWorld(t)
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames, "-Wl,--build-id=none")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {

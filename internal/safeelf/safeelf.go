@@ -1,15 +1,13 @@
 // Package safeelf is the one place perfcheck recovers from a panic:
 // debug/elf, debug/dwarf and debug/gosym document that malformed input may
 // make them panic (an index out of range on a corrupt offset), so every call
-// into them on a file we did not write goes through Do, Open or NewFile,
+// into them on a file we did not write goes through Do or Recover,
 // which turn such a panic into a *PanicError naming the file. perfcheck's
 // own decoders check every length instead and never rely on recover.
 package safeelf
 
 import (
-	"debug/elf"
 	"fmt"
-	"io"
 )
 
 // PanicError is a panic recovered while reading File. Value, what was
@@ -48,17 +46,4 @@ func Recover(file string, err *error) {
 func Do(file string, f func() error) (err error) {
 	defer Recover(file, &err)
 	return f()
-}
-
-// Open is elf.Open, with a panic turned into a *PanicError.
-func Open(name string) (f *elf.File, err error) {
-	defer Recover(name, &err)
-	return elf.Open(name)
-}
-
-// NewFile is elf.NewFile of r, the contents of the file name, with a panic
-// turned into a *PanicError.
-func NewFile(name string, r io.ReaderAt) (f *elf.File, err error) {
-	defer Recover(name, &err)
-	return elf.NewFile(r)
 }

@@ -1,9 +1,7 @@
 package safeelf
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"runtime"
 	"testing"
 
@@ -34,23 +32,4 @@ func TestDoPassesErrors(t *testing.T) {
 	want := errors.New("plain")
 	assert.Equal(t, want, Do("f", func() error { return want }))
 	assert.NoError(t, Do("f", func() error { return nil }))
-}
-
-func TestOpen(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	f, err := Open(exe)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-
-	_, err = Open("/nonexistent/file")
-	assert.ErrorIs(t, err, os.ErrNotExist)
-
-	b, err := os.ReadFile(exe)
-	require.NoError(t, err)
-	f, err = NewFile(exe, bytes.NewReader(b))
-	require.NoError(t, err)
-	assert.NotEmpty(t, f.Progs)
-	_, err = NewFile("junk", bytes.NewReader([]byte("not ELF")))
-	assert.Error(t, err)
 }
