@@ -399,6 +399,12 @@ func (b *builder) labelFunction(d *check.DSO) *profile.Function {
 	if refused(d) {
 		key.SystemName = "[" + d.Verdict.String() + "] " + d.Path
 	}
+	return b.addFunction(key)
+}
+
+// addFunction returns the profile's function equal to key, added with
+// the next ID on first use: pprof dedups functions by value.
+func (b *builder) addFunction(key profile.Function) *profile.Function {
 	if fn := b.funcs[key]; fn != nil {
 		return fn
 	}
@@ -418,14 +424,7 @@ func (b *builder) function(f symbolize.Frame) *profile.Function {
 	if key.SystemName == "" {
 		key.SystemName = key.Name
 	}
-	if fn := b.funcs[key]; fn != nil {
-		return fn
-	}
-	fn := key
-	fn.ID = uint64(len(b.p.Function) + 1)
-	b.funcs[key] = &fn
-	b.p.Function = append(b.p.Function, &fn)
-	return &fn
+	return b.addFunction(key)
 }
 
 // pointAtFoundFiles makes the mapping of a trusted DSO that was found
