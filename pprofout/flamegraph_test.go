@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -77,14 +76,7 @@ func TestPprofFlameGraphKeepsUntrustedWeight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts go tool pprof's web server")
 	}
-	res := analyze(t, "cshared-fp.data", mismatchSymFS(t))
-	lib := dsoByPath(res, recordedBin+"/libhot.so")
-	require.NotNil(t, lib)
-	file := filepath.Join(t.TempDir(), "out.pb.gz")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	require.NoError(t, Write(f, res, Options{}))
-	require.NoError(t, f.Close())
+	res, lib, file := mismatchedProfile(t)
 
 	st := serveFlameGraph(t, file)
 	var leaf, through int64

@@ -97,14 +97,7 @@ func pprofRun(t *testing.T, file string, args ...string) string {
 // every stack that went through it, with the stack's weight, never as its
 // caller's self time, and -raw keeps each location's address.
 func TestGoToolPprofKeepsUntrustedWeight(t *testing.T) {
-	res := analyze(t, "cshared-fp.data", mismatchSymFS(t))
-	lib := dsoByPath(res, recordedBin+"/libhot.so")
-	require.NotNil(t, lib)
-	file := filepath.Join(t.TempDir(), "out.pb.gz")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	require.NoError(t, Write(f, res, Options{}))
-	require.NoError(t, f.Close())
+	res, lib, file := mismatchedProfile(t)
 
 	flat, raw := pprofTop(t, file)
 	want := 100 * float64(lib.HitsLeaf) / float64(res.Samples)
@@ -150,14 +143,7 @@ func TestGoToolPprofKeepsUntrustedWeight(t *testing.T) {
 // its object files report no build-id, so it refuses every candidate for
 // a mapping that has one, and the label stays (docs/pprof.md).
 func TestLabelledProfileResymbolizesByBuildID(t *testing.T) {
-	res := analyze(t, "cshared-fp.data", mismatchSymFS(t))
-	lib := dsoByPath(res, recordedBin+"/libhot.so")
-	require.NotNil(t, lib)
-	file := filepath.Join(t.TempDir(), "out.pb.gz")
-	f, err := os.Create(file)
-	require.NoError(t, err)
-	require.NoError(t, Write(f, res, Options{}))
-	require.NoError(t, f.Close())
+	_, lib, file := mismatchedProfile(t)
 
 	dir := t.TempDir()
 	bid := filepath.Join(dir, lib.BuildID.String())
@@ -202,4 +188,20 @@ func googlePprof(t *testing.T) string {
 		return ""
 	}
 	return filepath.Join(dir, "pprof")
+}
+
+// mismatchedProfile writes the profile of cshared-fp.data with libhot.so
+// mismatched (another binary at its path under a --symfs root) and
+// returns the check's result, that DSO and the profile's file.
+func mismatchedProfile(t *testing.T) (*check.Result, *check.DSO, string) {
+	t.Helper()
+	res := analyze(t, "cshared-fp.data", mismatchSymFS(t))
+	lib := dsoByPath(res, recordedBin+"/libhot.so")
+	require.NotNil(t, lib)
+	file := filepath.Join(t.TempDir(), "out.pb.gz")
+	f, err := os.Create(file)
+	require.NoError(t, err)
+	require.NoError(t, Write(f, res, Options{}))
+	require.NoError(t, f.Close())
+	return res, lib, file
 }
