@@ -20,7 +20,7 @@ import (
 // only once the records start: the kernel's verdict must still use it.
 // perf.data.piped.header_features-4.16 was recorded on 4.4.0-116-generic,
 // without a kernel build-id.
-func TestAnalyzeReaderKernelRelease(t *testing.T) {
+func TestStreamKernelRelease(t *testing.T) {
 	p := fixtures.Corpus(t, "perf.data.piped.header_features-4.16")
 	if kernelRelease() == "4.4.0-116-generic" {
 		t.Skip("this machine runs the recording's kernel release")

@@ -16,10 +16,10 @@ import (
 // absentID is a build-id no file here has.
 var absentID = buildid.ID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 
-// TestResolverLocatorNotFound checks that a failed lookup keeps its cause:
+// TestResolverLookupNotFound checks that a failed lookup keeps its cause:
 // errors.Is finds buildidcache.ErrNotFound, and errors.As the
 // *buildidcache.NotFoundError with what was tried and rejected.
-func TestResolverLocatorNotFound(t *testing.T) {
+func TestResolverLookupNotFound(t *testing.T) {
 	t.Setenv("DEBUGINFOD_URLS", "")
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestResolverLocatorNotFound(t *testing.T) {
 }
 
 // A file neither in the cache nor at its path is not found.
-func TestResolverLocatorAbsent(t *testing.T) {
+func TestResolverLookupAbsent(t *testing.T) {
 	r := buildidcache.New(isolated(t.TempDir()))
 	defer r.Close()
 	loc := &resolverLocator{r: r}
