@@ -171,6 +171,8 @@ type Options struct {
 
 	locator    locator      // tests: replaces the Resolver
 	symbolizer symbolOpener // tests: replaces the symbolize package
+	host       hostRoots    // tests: replaces /sys and /proc for kernel modules
+	batchOps   int          // tests: the most records a feed batch holds; 0 = feedBatchOps
 }
 
 // Progress is what Options.Progress is told.
@@ -506,13 +508,13 @@ func (s *session) verified(d *DSO, found *located, states *stateCache) {
 // found anywhere; it reports whether it did.
 func (s *session) runningModuleMatches(d *DSO) bool {
 	name := moduleName(d.Path)
-	id, err := runningModuleBuildID(name)
+	id, err := s.opts.host.runningModuleBuildID(name)
 	if err != nil || !id.Matches(d.BuildID) {
 		return false
 	}
 	d.Verdict = Verified
 	d.Source = "running-module"
-	d.FoundPath = filepath.Join(sysRoot, "module", name)
+	d.FoundPath = s.opts.host.moduleDir(name)
 	d.FoundBuildID = id
 	d.Reason = "build-id " + d.BuildID.String() + " is the one of module " + name + " loaded now"
 	s.planModuleNames(d, nil)
@@ -713,17 +715,17 @@ func (s *session) planModuleNames(d *DSO, found *located) {
 		why = append(why, "under --symfs this machine's loaded modules are not the recording's")
 	} else if !ok {
 		why = append(why, "the recording maps it at more than one address")
-	} else if id, err := runningModuleBuildID(name); err != nil {
+	} else if id, err := s.opts.host.runningModuleBuildID(name); err != nil {
 		why = append(why, "it is not loaded now ("+err.Error()+")")
 	} else if !id.Matches(d.BuildID) {
 		why = append(why, "the module loaded now has build-id "+id.String())
-	} else if base, err := runningModuleBase(name); err != nil {
+	} else if base, err := s.opts.host.runningModuleBase(name); err != nil {
 		why = append(why, err.Error())
 	} else if base != start {
 		why = append(why, fmt.Sprintf("it is loaded now at %#x, not at %#x as recorded", base, start))
 	} else {
 		d.modNames = "kallsyms"
-		d.symPath = filepath.Join(procRoot, "kallsyms")
+		d.symPath = s.opts.host.kallsyms()
 		d.modLimit = limit
 		d.Reason += "; named from /proc/kallsyms: the module is loaded now with this build-id at the recorded address"
 		return

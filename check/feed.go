@@ -34,13 +34,10 @@ import (
 // work on it.
 const (
 	feedBatches    = 4
+	feedBatchOps   = 2048      // records (tests lower it with Options.batchOps)
 	feedBatchWords = 128 << 10 // callchain entries and user registers
 	feedBatchBytes = 1 << 20   // user stack copies (--call-graph dwarf)
 )
-
-// feedBatchOps is the most records a batch holds; a variable so that
-// tests can make every fixture span many batches.
-var feedBatchOps = 2048
 
 // feedOp is one record as the session takes it, kept small (64 bytes, a cache line):
 // every sample has one, and they cross from one core to the other. What
@@ -78,8 +75,9 @@ type aheadKey struct {
 
 // feedBatch is a run of consecutive records.
 type feedBatch struct {
-	ops   []feedOp
-	users []feedUser
+	maxOps int // the most records it holds
+	ops    []feedOp
+	users  []feedUser
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
@@ -87,8 +85,9 @@ type feedBatch struct {
 	bytes  []byte
 }
 
-func newFeedBatch() *feedBatch {
-	return &feedBatch{ops: make([]feedOp, 0, feedBatchOps), words: make([]uint64, 0, feedBatchWords)}
+// newFeedBatch returns an empty batch of at most maxOps records.
+func newFeedBatch(maxOps int) *feedBatch {
+	return &feedBatch{maxOps: maxOps, ops: make([]feedOp, 0, maxOps), words: make([]uint64, 0, feedBatchWords)}
 }
 
 func (b *feedBatch) reset() {
@@ -103,7 +102,7 @@ func (b *feedBatch) reset() {
 // full reports whether the batch should be handed over before a record
 // needing nw words and nb bytes is added.
 func (b *feedBatch) full(nw, nb int) bool {
-	return len(b.ops) >= feedBatchOps ||
+	return len(b.ops) >= b.maxOps ||
 		len(b.ops) > 0 && (len(b.words)+nw > feedBatchWords || len(b.bytes)+nb > feedBatchBytes)
 }
 
@@ -118,8 +117,12 @@ func (b *feedBatch) other(r perfdata.Record) {
 // nil.
 func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
+	maxOps := s.opts.batchOps
+	if maxOps <= 0 {
+		maxOps = feedBatchOps
+	}
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
-		return s.read(ctx, f, newFeedBatch(), func(full *feedBatch) *feedBatch {
+		return s.read(ctx, f, newFeedBatch(maxOps), func(full *feedBatch) *feedBatch {
 			s.apply(full, ips)
 			full.reset()
 			return full
@@ -128,7 +131,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	work := make(chan *feedBatch, feedBatches)
 	free := make(chan *feedBatch, feedBatches)
 	for range feedBatches {
-		free <- newFeedBatch()
+		free <- newFeedBatch(maxOps)
 	}
 	done := make(chan struct{})
 	go func() {

@@ -15,7 +15,7 @@ import (
 // same address and callchain: the second belongs to libB.
 func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 	s := newTestSession(t, Options{NoSymbols: true, KeepSamples: true})
-	b := newFeedBatch()
+	b := newFeedBatch(feedBatchOps)
 	b.other(commRec(7, 7, "prog", true))
 	const ip = 0x10100
 	sample := func() {

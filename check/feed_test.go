@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -49,32 +52,28 @@ func fingerprint(t *testing.T, res *Result) string {
 
 // Reading on one goroutine and checking on another (session.feed) gives
 // exactly the result of doing both on one, on every fixture: with batches
-// of a few records, so that each recording crosses between the goroutines
-// hundreds of times, user stack copies (cshared-dwarf) and process events
-// (forkexec) included. The serial path is the one GOMAXPROCS 1 and
-// Options.Workers 1 take.
+// of a few records (smallBatch), so that each recording crosses between
+// the goroutines hundreds of times, user stack copies (cshared-dwarf) and
+// process events (forkexec) included. The serial path is the one
+// GOMAXPROCS 1 and Options.Workers 1 take.
 func TestFeedPipelineSameAsSerial(t *testing.T) {
+	t.Parallel()
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("one CPU: feed never pipelines")
 	}
-	files := smallBatchFixtures(t)
 	cache := fixtureCache(t)
-	for _, name := range files {
+	for _, name := range feedFixtures(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
+			t.Parallel()
 			run := func(workers int) string {
-				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true, Workers: workers})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Samples == 0 {
-					t.Fatal("no samples")
-				}
+				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache},
+					KeepSamples: true, NoSymbols: true, Workers: workers, batchOps: smallBatch})
+				require.NoError(t, err)
+				require.NotZero(t, res.Samples, "no samples")
 				return fingerprint(t, res)
 			}
 			serial, piped := run(1), run(0)
-			if serial != piped {
-				t.Errorf("pipelined reading differs from serial:\n%s", firstDiff(serial, piped))
-			}
+			assert.True(t, serial == piped, "pipelined reading differs from serial:\n%s", firstDiff(serial, piped))
 		})
 	}
 }
@@ -123,53 +122,45 @@ func feedDirect(t *testing.T, s *session, f recording) {
 // the records one by one does: the same stacks, aggregates and kept
 // samples, on every fixture (each spanning many batches).
 func TestFeedSameAsDirect(t *testing.T) {
-	files := smallBatchFixtures(t)
+	t.Parallel()
 	cache := fixtureCache(t)
-	for _, name := range files {
+	for _, name := range feedFixtures(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
+			t.Parallel()
 			f, err := perfdata.Open(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer f.Close()
 			var prints []string
 			for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
-				opts := Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true, Workers: workers}
+				opts := Options{Lookup: buildidcache.Options{BuildIDDir: cache}, KeepSamples: true, NoSymbols: true,
+					Workers: workers, batchOps: smallBatch}
 				s := newTestSession(t, opts)
 				if workers < 0 {
 					s.opts.Workers = 0
 					feedDirect(t, s, f)
-				} else if err := s.feed(context.Background(), f, nil); err != nil {
-					t.Fatal(err)
+				} else {
+					require.NoError(t, s.feed(context.Background(), f, nil))
 				}
 				res, err := s.finish(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Samples == 0 {
-					t.Fatal("no samples")
-				}
+				require.NoError(t, err)
+				require.NotZero(t, res.Samples, "no samples")
 				prints = append(prints, fingerprint(t, res))
 			}
-			if prints[1] != prints[0] {
-				t.Errorf("batched reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[1]))
-			}
-			if prints[2] != prints[0] {
-				t.Errorf("pipelined reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[2]))
-			}
+			assert.True(t, prints[1] == prints[0], "batched reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[1]))
+			assert.True(t, prints[2] == prints[0], "pipelined reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[2]))
 		})
 	}
 }
 
-// smallBatchFixtures makes Session.Feed's batches three records long for
-// the test, so each fixture spans many batches, and lists the fixtures.
-func smallBatchFixtures(t *testing.T) []string {
-	old := feedBatchOps
-	feedBatchOps = 3
-	t.Cleanup(func() { feedBatchOps = old })
+// smallBatch is Options.batchOps for the feed tests: batches of three
+// records, so that each fixture spans many batches.
+const smallBatch = 3
+
+// feedFixtures lists the committed recordings.
+func feedFixtures(t *testing.T) []string {
+	t.Helper()
 	files, err := filepath.Glob("../testdata/perf/*.data")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixture matches ../testdata/perf/*.data (%v)", err)
-	}
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no fixture matches ../testdata/perf/*.data")
 	return files
 }

@@ -58,10 +58,7 @@ func mustReturn(t *testing.T, fifo, what string, f func()) {
 // not plan to name it from the "ko" there, and Finish must return.
 func TestFinishModulePathIsFIFO(t *testing.T) {
 	ko := mkfifo(t, t.TempDir(), "evil.ko")
-	oldSys, oldProc := sysRoot, procRoot
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
-	finishNotSymbolized(t, ko,
+	finishNotSymbolized(t, ko, notLoaded(t),
 		mmapRec(-1, modBase, 0x4000, 0, ko),
 		&sampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeKernel, IP: modBase + 0x10})
 }
@@ -69,19 +66,20 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 // A user DSO recorded without a build-id whose path is a FIFO.
 func TestFinishFilePathIsFIFO(t *testing.T) {
 	p := mkfifo(t, t.TempDir(), "evil.so")
-	finishNotSymbolized(t, p,
+	finishNotSymbolized(t, p, hostRoots{},
 		mmapRec(7, 0x400000, 0x4000, 0, p),
 		&sampleEvent{PID: 7, TID: 7, Time: 1, Period: 1, Mode: perfdata.CPUModeUser, IP: 0x400010})
 }
 
 // finishNotSymbolized feeds one mapping of the FIFO at fifo and one sample
-// in it to a session: Finish must return, and not symbolize the FIFO.
-func finishNotSymbolized(t *testing.T, fifo string, m perfdata.Record, smp *sampleEvent) {
+// in it to a session with host as /sys and /proc: Finish must return, and
+// not symbolize the FIFO.
+func finishNotSymbolized(t *testing.T, fifo string, host hostRoots, m perfdata.Record, smp *sampleEvent) {
 	t.Helper()
 	var res *Result
 	var err error
 	mustReturn(t, fifo, "Finish", func() {
-		s := newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}})
+		s := newTestSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host})
 		s.update(m)
 		s.sample(smp)
 		res, err = s.finish(context.Background())

@@ -119,13 +119,35 @@ func runningVDSOFile(id buildid.ID) (string, func(), error) {
 //     exactly when .text is the first allocated executable section that is
 //     not an init one; otherwise the .ko is not used.
 
-// sysRoot and procRoot are where /sys and /proc are read; tests point them
-// at a copy laid out as the kernel does (this project's VM has no module
-// support to record with).
-var (
-	sysRoot  = "/sys"
-	procRoot = "/proc"
-)
+// hostRoots says where the running kernel's module state is read: /sys
+// and /proc, or (in tests, through Options.host) a copy laid out as the
+// kernel lays them out, since this project's VM has no module support to
+// record with. The zero value is this machine's /sys and /proc.
+type hostRoots struct {
+	sys, proc string
+}
+
+func (h hostRoots) sysDir() string {
+	if h.sys == "" {
+		return "/sys"
+	}
+	return h.sys
+}
+
+func (h hostRoots) procDir() string {
+	if h.proc == "" {
+		return "/proc"
+	}
+	return h.proc
+}
+
+// moduleDir is module name's directory under /sys/module.
+func (h hostRoots) moduleDir(name string) string {
+	return filepath.Join(h.sysDir(), "module", name)
+}
+
+// kallsyms is the path of /proc/kallsyms.
+func (h hostRoots) kallsyms() string { return filepath.Join(h.procDir(), "kallsyms") }
 
 // moduleName is the kernel's name of a module DSO: "[nf_tables]" or
 // /lib/modules/…/nf-tables.ko(.xz) give "nf_tables" (the kernel turns '-'
@@ -153,11 +175,11 @@ func validModuleName(n string) bool {
 
 // runningModuleBuildID reads the build-id of module name as loaded now, from
 // its GNU build-id note in /sys/module/NAME/notes.
-func runningModuleBuildID(name string) (buildid.ID, error) {
+func (h hostRoots) runningModuleBuildID(name string) (buildid.ID, error) {
 	if !validModuleName(name) {
 		return nil, fmt.Errorf("%q is not a module name", name)
 	}
-	p := filepath.Join(sysRoot, "module", name, "notes", ".note.gnu.build-id")
+	p := filepath.Join(h.moduleDir(name), "notes", ".note.gnu.build-id")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
@@ -177,8 +199,8 @@ func runningModuleBuildID(name string) (buildid.ID, error) {
 // address /proc/modules shows (what perf's module MMAP records), else
 // /sys/module/NAME/sections/.text. Zero addresses (kptr_restrict) are not
 // an answer.
-func runningModuleBase(name string) (uint64, error) {
-	if f, err := os.Open(filepath.Join(procRoot, "modules")); err == nil {
+func (h hostRoots) runningModuleBase(name string) (uint64, error) {
+	if f, err := os.Open(filepath.Join(h.procDir(), "modules")); err == nil {
 		defer f.Close()
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
@@ -194,7 +216,7 @@ func runningModuleBase(name string) (uint64, error) {
 			return a, nil
 		}
 	}
-	p := filepath.Join(sysRoot, "module", name, "sections", ".text")
+	p := filepath.Join(h.moduleDir(name), "sections", ".text")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return 0, fmt.Errorf("%s is not loaded now: %w", name, err)
@@ -271,8 +293,8 @@ func finishSyms(syms []modSym, limit uint64) *moduleLookup {
 // runningModuleSyms returns module name's functions from this boot's
 // /proc/kallsyms as offsets from base, its load address; limit bounds the
 // last one (the recorded length).
-func runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
-	f, err := os.Open(filepath.Join(procRoot, "kallsyms"))
+func (h hostRoots) runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
+	f, err := os.Open(h.kallsyms())
 	if err != nil {
 		return nil, err
 	}
@@ -320,19 +342,19 @@ func runningModuleSyms(name string, base, limit uint64) (*moduleLookup, error) {
 // functions. A build-id read after the listing that is still the recorded
 // one (symbolize compares it, proveLookup) and the same address mean the
 // listing was of that module.
-func runningModuleNames(name string, base, limit uint64) (*moduleLookup, error) {
-	l, err := runningModuleSyms(name, base, limit)
+func (h hostRoots) runningModuleNames(name string, base, limit uint64) (*moduleLookup, error) {
+	l, err := h.runningModuleSyms(name, base, limit)
 	if err != nil {
 		return nil, err
 	}
-	now, err := runningModuleBase(name)
+	now, err := h.runningModuleBase(name)
 	if err != nil {
 		return nil, err
 	}
 	if now != base {
 		return nil, fmt.Errorf("module %s is loaded at %#x now, not at %#x as when its verdict was given", name, now, base)
 	}
-	if l.buildID, err = runningModuleBuildID(name); err != nil {
+	if l.buildID, err = h.runningModuleBuildID(name); err != nil {
 		return nil, err
 	}
 	return l, nil

@@ -68,13 +68,14 @@ func TestCompressedModuleReadOnce(t *testing.T) {
 		offs = append(offs, vs[0]+vs[1]/2)
 	}
 	c := countOpens(t, elfPath)
+	host := notLoaded(t)
 	for _, tc := range []struct {
 		name string
 		opts Options
 	}{
-		{"lookup", Options{Lookup: buildidcache.Options{BuildIDDir: cache}}},
+		{"lookup", Options{Lookup: buildidcache.Options{BuildIDDir: cache}, host: host}},
 		{"resolver", Options{locator: &resolverLocator{r: buildidcache.New(buildidcache.Options{
-			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}})}}},
+			BuildIDDir: cache, DebugDirs: []string{}, DebuginfodURLs: []string{}})}, host: host}},
 	} {
 		c.opens(t)
 		res := moduleSession(t, tc.opts, ko, id, offs)
@@ -101,12 +102,12 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	id := buildKO(t, ko, modSrc, "")
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
-	fakeRunning(t, ko, "perfcheck_test", modBase)
+	host := fakeRunning(t, ko, "perfcheck_test", modBase)
 	found, err := (&resolverLocator{r: buildidcache.New(isolated(cache))}).Locate(context.Background(), query{Path: ko, Kind: dso.Module, BuildID: id})
 	if err != nil || found.module == nil {
 		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
 	}
-	s := newTestSession(t, Options{})
+	s := newTestSession(t, Options{host: host})
 	s.update(mmapRec(-1, modBase, 0x4000, 0, ko))
 	d := s.dsoOf(s.tracker.Maps(addrspace.KernelPID)[0])
 	d.BuildID = id

@@ -168,16 +168,20 @@ func moduleNames(res *Result, d *DSO) map[uint64]string {
 	return out
 }
 
+// notLoaded is a /sys and /proc where no module is loaded (this VM cannot
+// load modules; the roots are empty).
+func notLoaded(t *testing.T) hostRoots {
+	return hostRoots{sys: t.TempDir(), proc: t.TempDir()}
+}
+
 // fakeRunning lays out, under a temporary /sys and /proc, module name as
 // the kernel shows it loaded at base: the build-id note of ko, its line in
 // /proc/modules and its .text functions in /proc/kallsyms, between lines
-// of the core kernel and of another module.
-func fakeRunning(t *testing.T, ko, name string, base uint64) {
+// of the core kernel and of another module. It returns those roots, for
+// Options.host.
+func fakeRunning(t *testing.T, ko, name string, base uint64) hostRoots {
 	t.Helper()
 	sys, proc := t.TempDir(), t.TempDir()
-	oldSys, oldProc := sysRoot, procRoot
-	sysRoot, procRoot = sys, proc
-	t.Cleanup(func() { sysRoot, procRoot = oldSys, oldProc })
 	f, err := elf.Open(ko)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +213,7 @@ func fakeRunning(t *testing.T, ko, name string, base uint64) {
 	fmt.Fprintf(&ks, "%016x b msink\t[%s]\n", base+0x1000, name)
 	fmt.Fprintf(&ks, "%016x t other_fn\t[other_mod]\n", base+0x2000)
 	os.WriteFile(filepath.Join(proc, "kallsyms"), []byte(ks.String()), 0o444)
+	return hostRoots{sys: sys, proc: proc}
 }
 
 func TestModuleNamedFromKO(t *testing.T) {
@@ -216,9 +221,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 	ko := filepath.Join(dir, "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
 	id := buildKO(t, ko, modSrc, "")
 	funcs := readelfTextFuncs(t, ko)
-	// Not loaded (this VM cannot load modules; the roots are empty).
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
+	host := notLoaded(t)
 
 	var offs []uint64
 	want := map[uint64]string{}
@@ -237,7 +240,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 		t.Fatal("readelf puts mod_init (.init.text) in .text")
 	}
 
-	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Kind != dso.Module || !d.Symbolized || !strings.Contains(d.Reason, "named from the .text symbols of "+ko) {
 		t.Errorf("module: kind %v, symbolized %v, reason %q", d.Kind, d.Symbolized, d.Reason)
@@ -252,7 +255,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 	// Rebuilt at the path with other code, nothing holding the old one:
 	// a mismatch, never named.
 	buildKO(t, ko, modSrcV2, "")
-	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d = mustDSO(t, res, ko, Mismatch)
 	for off, fn := range moduleNames(res, d) {
 		if fn != "" {
@@ -270,9 +273,7 @@ func TestModuleTextNotFirst(t *testing.T) {
 	ko := filepath.Join(dir, "odd.ko")
 	src := modSrc + `__attribute__((section(".text.hot"), noinline)) void mod_hot(long n) { msink += n; }` + "\n"
 	id := buildKO(t, ko, src, "SECTIONS { .text.hot : { *(.text.hot) } .text : { *(.text) } }\n")
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
-	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, []uint64{0x10, 0x20})
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: notLoaded(t)}, ko, id, []uint64{0x10, 0x20})
 	d := mustDSO(t, res, ko, Verified)
 	if d.Symbolized || !strings.Contains(d.Reason, ".text.hot precedes .text") {
 		t.Errorf("symbolized %v, reason %q", d.Symbolized, d.Reason)
@@ -303,12 +304,12 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	name := "perfcheck_test"
 
 	// Loaded at the recorded address; the .ko deleted.
-	fakeRunning(t, ko, name, modBase)
+	host := fakeRunning(t, ko, name, modBase)
 	kept := filepath.Join(dir, "kept.ko")
 	if err := os.Rename(ko, kept); err != nil {
 		t.Fatal(err)
 	}
-	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Source != "running-module" || !strings.Contains(d.Reason, "named from /proc/kallsyms") {
 		t.Errorf("source %q, reason %q", d.Source, d.Reason)
@@ -325,8 +326,8 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 
 	// Loaded at another address now (reloaded since): verified by its
 	// build-id, but kallsyms' addresses are not the recording's.
-	fakeRunning(t, kept, name, modBase+0x10000)
-	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	host = fakeRunning(t, kept, name, modBase+0x10000)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
 	if d.Symbolized || !strings.Contains(d.Reason, fmt.Sprintf("loaded now at %#x, not at %#x", modBase+0x10000, modBase)) {
 		t.Errorf("reloaded elsewhere: symbolized %v, reason %q", d.Symbolized, d.Reason)
@@ -336,8 +337,8 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	// Another build loaded now at the same address, no .ko: missing.
 	other := filepath.Join(dir, "other.ko")
 	buildKO(t, other, modSrcV2, "")
-	fakeRunning(t, other, name, modBase)
-	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	host = fakeRunning(t, other, name, modBase)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d = mustDSO(t, res, ko, Missing)
 	assertNoName(t, res, "mod_v2_only", "mod_v2_entry")
 
@@ -346,8 +347,8 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 	if err := os.Rename(kept, ko); err != nil {
 		t.Fatal(err)
 	}
-	fakeRunning(t, ko, name, modBase+0x10000)
-	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}}, ko, id, offs)
+	host = fakeRunning(t, ko, name, modBase+0x10000)
+	res = moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, host: host}, ko, id, offs)
 	d = mustDSO(t, res, ko, Verified)
 	got = moduleNames(res, d)
 	for fn, vs := range funcs {
@@ -368,11 +369,12 @@ func TestRunningModuleFormats(t *testing.T) {
 	if _, err := os.Stat("/proc/kallsyms"); err != nil {
 		t.Skip("no /proc/kallsyms")
 	}
-	if _, err := runningModuleSyms("__builtin__ftrace", 0, ^uint64(0)); err != nil && !strings.Contains(err.Error(), "lists no function") {
+	var here hostRoots // this machine's /sys and /proc
+	if _, err := here.runningModuleSyms("__builtin__ftrace", 0, ^uint64(0)); err != nil && !strings.Contains(err.Error(), "lists no function") {
 		t.Errorf("reading this machine's /proc/kallsyms: %v", err)
 	}
 	for _, bad := range []string{"../../etc", "a/b", "", strings.Repeat("x", 65)} {
-		if _, err := runningModuleBuildID(bad); err == nil || !strings.Contains(err.Error(), "not a module name") {
+		if _, err := here.runningModuleBuildID(bad); err == nil || !strings.Contains(err.Error(), "not a module name") {
 			t.Errorf("module name %q: %v", bad, err)
 		}
 	}
@@ -417,9 +419,9 @@ func cacheModule(t *testing.T, cache, ko string, id buildid.ID) string {
 // staleCachedModule builds the test module, keeps it in a fresh perf-style
 // cache (compressed, as cacheModule does) and rebuilds it from modSrcV2 at
 // its path, so that only the cache holds the module that ran; no module is
-// loaded (sysRoot and procRoot are empty directories). It returns the
-// module's path, the build-id and .text functions of the one that ran, the
-// cache and the cached file.
+// loaded (Options.host is to be notLoaded). It returns the module's path,
+// the build-id and .text functions of the one that ran, the cache and the
+// cached file.
 func staleCachedModule(t *testing.T) (ko string, id buildid.ID, funcs map[string][2]uint64, cache, elfPath string) {
 	t.Helper()
 	ko = filepath.Join(t.TempDir(), "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
@@ -428,8 +430,6 @@ func staleCachedModule(t *testing.T) (ko string, id buildid.ID, funcs map[string
 	cache = t.TempDir()
 	elfPath = cacheModule(t, cache, ko, id)
 	buildKO(t, ko, modSrcV2, "")
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
 	return ko, id, funcs, cache, elfPath
 }
 
@@ -447,7 +447,7 @@ func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
 		offs = append(offs, off)
 		want[off] = fn
 	}
-	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}}, ko, id, offs)
+	res := moduleSession(t, Options{Lookup: buildidcache.Options{BuildIDDir: cache}, host: notLoaded(t)}, ko, id, offs)
 	d := mustDSO(t, res, ko, Verified)
 	if d.Source != "perf-cache" || !d.Symbolized {
 		t.Fatalf("source %q, symbolized %v: %s", d.Source, d.Symbolized, d.Reason)

@@ -542,7 +542,7 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 			var err error
 			switch d.modNames {
 			case "kallsyms":
-				lk, err = runningModuleNames(moduleName(d.Path), s.moduleStart(d), d.modLimit)
+				lk, err = s.opts.host.runningModuleNames(moduleName(d.Path), s.moduleStart(d), d.modLimit)
 			case "ko":
 				if d.modLookup != nil {
 					lk = d.modLookup
@@ -562,7 +562,7 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 			defer mu.Unlock()
 			if lk == nil {
 				// One failing binary is reported and skipped.
-				d.refuseLookup(err)
+				d.refuseLookup(err, s.opts.host)
 				return nil
 			}
 			lookups[d] = lk

@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
@@ -123,8 +122,9 @@ func (d *DSO) proveLookup(lk symbolLookup) error {
 // verified DSO becomes mismatch (a build-id was recorded, the file now
 // has another), an unverified one replaced (no build-id recorded, and
 // evidence of change). Its frames then stay dso+0xoffset, untrusted.
-// Any other error is a symbolization failure (SymbolError).
-func (d *DSO) refuseLookup(err error) {
+// Any other error is a symbolization failure (SymbolError). host is where
+// a loaded module's build-id was read.
+func (d *DSO) refuseLookup(err error, host hostRoots) {
 	d.Err = err
 	var ce *changedError
 	if !errors.As(err, &ce) {
@@ -134,7 +134,7 @@ func (d *DSO) refuseLookup(err error) {
 	opened := d.symPath
 	if d.modNames == "kallsyms" {
 		// The build-id that changed is the loaded module's.
-		opened = filepath.Join(sysRoot, "module", moduleName(d.Path))
+		opened = host.moduleDir(moduleName(d.Path))
 	}
 	d.symPath = ""
 	d.modNames = ""

@@ -336,45 +336,45 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 	id := buildKO(t, ko, modSrc, "")
 	otherID := buildKO(t, other, modSrcV2, "")
 	name := "perfcheck_test"
-	d := func() *DSO {
+	d := func(h hostRoots) *DSO {
 		return &DSO{Path: ko, Kind: dso.Module, Verdict: Verified, BuildID: id, Source: "running-module",
-			FoundPath: ko, modNames: "kallsyms", symPath: filepath.Join(procRoot, "kallsyms")}
+			FoundPath: ko, modNames: "kallsyms", symPath: h.kallsyms()}
 	}
 
-	fakeRunning(t, ko, name, modBase)
-	l, err := runningModuleNames(name, modBase, 0x4000)
+	host := fakeRunning(t, ko, name, modBase)
+	l, err := host.runningModuleNames(name, modBase, 0x4000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(l.BuildID(), id) {
 		t.Fatalf("build-id %x, want %s", l.BuildID(), id)
 	}
-	if err := d().proveLookup(l); err != nil {
+	if err := d(host).proveLookup(l); err != nil {
 		t.Fatal(err)
 	}
 
-	fakeRunning(t, other, name, modBase)
-	if l, err = runningModuleNames(name, modBase, 0x4000); err != nil {
+	host = fakeRunning(t, other, name, modBase)
+	if l, err = host.runningModuleNames(name, modBase, 0x4000); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(l.BuildID(), otherID) {
 		t.Fatalf("build-id %x, want the module loaded now, %s", l.BuildID(), otherID)
 	}
-	m := d()
+	m := d(host)
 	err = m.proveLookup(l)
 	if err == nil {
 		t.Fatal("another build's listing was accepted")
 	}
-	m.refuseLookup(err)
-	if m.Verdict != Mismatch || m.Symbolized || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(sysRoot, "module", name) {
+	m.refuseLookup(err, host)
+	if m.Verdict != Mismatch || m.Symbolized || !bytes.Equal(m.FoundBuildID, otherID) || m.FoundPath != filepath.Join(host.sys, "module", name) {
 		t.Errorf("verdict %v, symbolized %v, found %s at %s", m.Verdict, m.Symbolized, m.FoundBuildID, m.FoundPath)
 	}
 
 	// Reloaded elsewhere after the listing was read: the listing (still
 	// at the recorded address here) is not trusted.
-	fakeRunning(t, ko, name, modBase)
-	os.WriteFile(filepath.Join(procRoot, "modules"), []byte(fmt.Sprintf("%s 16384 0 - Live 0x%x\n", name, modBase+0x10000)), 0o444)
-	if _, err := runningModuleNames(name, modBase, 0x4000); err == nil || !strings.Contains(err.Error(), "loaded at") {
+	host = fakeRunning(t, ko, name, modBase)
+	os.WriteFile(filepath.Join(host.proc, "modules"), []byte(fmt.Sprintf("%s 16384 0 - Live 0x%x\n", name, modBase+0x10000)), 0o444)
+	if _, err := host.runningModuleNames(name, modBase, 0x4000); err == nil || !strings.Contains(err.Error(), "loaded at") {
 		t.Errorf("reloaded elsewhere: %v", err)
 	}
 }
@@ -387,10 +387,8 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 	ko := filepath.Join(dir, "perfcheck-test.ko")
 	buildKO(t, ko, modSrc, "")
 	funcs := readelfTextFuncs(t, ko)
-	sysRoot, procRoot = t.TempDir(), t.TempDir()
-	t.Cleanup(func() { sysRoot, procRoot = "/sys", "/proc" })
 	vs := funcs["mod_first"]
-	res := moduleSession(t, Options{}, ko, make(buildid.ID, 20), []uint64{vs[0] + vs[1]/2})
+	res := moduleSession(t, Options{host: notLoaded(t)}, ko, make(buildid.ID, 20), []uint64{vs[0] + vs[1]/2})
 	d := mustDSO(t, res, ko, Unverified)
 	if got := moduleNames(res, d)[vs[0]+vs[1]/2]; got != "mod_first" {
 		t.Errorf("named %q, want mod_first (%s; %s)", got, d.Reason, d.SymbolError)
