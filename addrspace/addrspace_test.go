@@ -65,6 +65,7 @@ func wantMap(t *testing.T, tr *Tracker, pid uint32, ip uint64, path string, off 
 }
 
 func TestOverlapSplits(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	a := mmap(tr, 10, 0x1000, 0x5000, 0x100000, "/a")
 	// A new map in the middle splits /a in two; the right piece keeps its
@@ -94,6 +95,7 @@ func TestOverlapSplits(t *testing.T) {
 }
 
 func TestForkExecExit(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	comm(tr, 1, 1, "parent", false)
 	mmap(tr, 1, 0x400000, 0x1000, 0, "/bin/parent")
@@ -131,6 +133,7 @@ func TestForkExecExit(t *testing.T) {
 
 // A thread's COMM names the process only until the main thread names it.
 func TestCommThreads(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	comm(tr, 4, 5, "worker", false)
 	assert.Equal(t, "worker", tr.Comm(4))
@@ -141,6 +144,7 @@ func TestCommThreads(t *testing.T) {
 }
 
 func TestKernel(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	// As perf synthesizes them: the kernel text first (pgoff = start, len to
 	// the end of _etext or beyond), then modules that lie above it.
@@ -181,6 +185,7 @@ func TestKernel(t *testing.T) {
 
 // An MMAP2 record's identity comes through in either of its forms.
 func TestMmap2Identity(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	id := buildid.ID{0xde, 0xad, 0xbe, 0xef}
 	r := &perfdata.Mmap2{RecordHeader: header(perfdata.RecordMmap2, perfdata.CPUModeUser, miscMmapBuildID),
@@ -207,6 +212,7 @@ func TestMmap2Identity(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	for path, want := range map[string]dso.Kind{
 		"/usr/lib/libc.so.6": dso.File,
 		"[vdso]":             dso.VDSO,
@@ -227,6 +233,7 @@ func TestClassify(t *testing.T) {
 // those made before the question too; its data maps stay anonymous. It is
 // asked once per process.
 func TestPerfMap(t *testing.T) {
+	t.Parallel()
 	var asked []uint32
 	tr := New()
 	tr.HasPerfMap = func(pid uint32) bool {
@@ -252,6 +259,7 @@ func TestPerfMap(t *testing.T) {
 
 // Maps made before the perf map is known become JIT code once it is.
 func TestPerfMapLate(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	tr.HasPerfMap = func(uint32) bool { return true }
 	comm(tr, 8, 8, "java", false)
@@ -264,6 +272,7 @@ func TestPerfMapLate(t *testing.T) {
 
 // Generations change exactly when a lookup could answer differently.
 func TestGeneration(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	mmap(tr, 1, 0x1000, 0x1000, 0, "/a")
 	p1, k1 := tr.Generation(1)
@@ -288,6 +297,7 @@ func TestGeneration(t *testing.T) {
 
 // Records other than the address-space ones change nothing.
 func TestUpdateIgnores(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	mmap(tr, 1, 0x1000, 0x1000, 0, "/a")
 	p, k := tr.Generation(1)
@@ -300,6 +310,7 @@ func TestUpdateIgnores(t *testing.T) {
 // Many maps in one process, inserted in both directions, stay sorted and
 // answer for every address.
 func TestManyMaps(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	const n = 2000
 	for i := 0; i < n; i++ {
@@ -323,6 +334,7 @@ func TestManyMaps(t *testing.T) {
 // covered it and at which file offset. Random overlapping maps must give
 // the same answer for every page.
 func TestOverlapModel(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 50; round++ {
 		tr := New()
@@ -352,6 +364,7 @@ func TestOverlapModel(t *testing.T) {
 
 // A mapping that runs past the top of the address space ends there.
 func TestWrap(t *testing.T) {
+	t.Parallel()
 	tr := New()
 	m := kmmap(tr, 0xffffffff81000000, 0x100000000, 0xffffffff81000000, "[kernel.kallsyms]_text")
 	assert.Equal(t, ^uint64(0), m.Limit)

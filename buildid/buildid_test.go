@@ -10,6 +10,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	id, err := Parse("0102ABcd")
 	require.NoError(t, err)
 	assert.Equal(t, ID{1, 2, 0xab, 0xcd}, id)
@@ -21,6 +22,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestMatches(t *testing.T) {
+	t.Parallel()
 	id16 := ID(bytes.Repeat([]byte{0xab}, 16))
 	padded := append(bytes.Clone(id16), 0, 0, 0, 0)
 	other := append(bytes.Clone(id16), 0, 0, 0, 1)
@@ -41,12 +43,14 @@ func TestMatches(t *testing.T) {
 }
 
 func TestIsZero(t *testing.T) {
+	t.Parallel()
 	assert.True(t, ID(nil).IsZero())
 	assert.True(t, ID{0, 0, 0}.IsZero())
 	assert.False(t, ID{0, 1}.IsZero())
 }
 
 func TestJSON(t *testing.T) {
+	t.Parallel()
 	type row struct {
 		ID ID `json:"build_id"`
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestKindString(t *testing.T) {
+	t.Parallel()
 	for k, want := range map[Kind]string{
 		File: "file", Kernel: "kernel", Module: "module", VDSO: "vdso", Vsyscall: "vsyscall",
 		Anon: "anon", JIT: "jit", Unknown: "unknown", Guest: "guest", Guest + 1: "kind?",
@@ -18,6 +19,7 @@ func TestKindString(t *testing.T) {
 }
 
 func TestKindJSON(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(struct {
 		Kind Kind `json:"kind"`
 	}{Module})

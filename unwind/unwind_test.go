@@ -80,6 +80,7 @@ func (ss symbols) addr(t *testing.T, name string) uint64 {
 // the call (RSP + 8) and the return address is just below it: the rule
 // every x86-64 .eh_frame CIE starts with.
 func TestRowAtEntry(t *testing.T) {
+	t.Parallel()
 	tb := table(t, "libhot.so")
 	ss := readSymbols(t, "libhot.so")
 	for _, fn := range []string{"lib_walk", "lib_hash_block"} {
@@ -96,6 +97,7 @@ func TestRowAtEntry(t *testing.T) {
 }
 
 func TestNewTableErrors(t *testing.T) {
+	t.Parallel()
 	// A Go binary has .debug_frame, not .eh_frame.
 	ef, err := elf.Open(filepath.Join(fixtureBin, "goprog"))
 	require.NoError(t, err)
@@ -148,6 +150,7 @@ var perfScript = map[string]int{
 // gives no table: the address space comes from package addrspace, the
 // tables from the committed binaries.
 func TestWalkFixture(t *testing.T) {
+	t.Parallel()
 	tables := map[string]*Table{"libhot.so": table(t, "libhot.so"), "cshared": table(t, "cshared")}
 	syms := map[string]symbols{"libhot.so": readSymbols(t, "libhot.so"), "cshared": readSymbols(t, "cshared")}
 	f, err := perfdata.Open("../testdata/perf/cshared-dwarf.data")
@@ -192,6 +195,7 @@ func TestWalkFixture(t *testing.T) {
 // A stack copy without the stack pointer or the instruction pointer
 // cannot be walked; one without the copy stops after the leaf.
 func TestWalkShortInput(t *testing.T) {
+	t.Parallel()
 	never := func(uint64) (*Table, uint64) {
 		t.Fatal("no table is needed")
 		return nil, 0
