@@ -25,7 +25,8 @@ func steadySession() (*session, *sampleEvent) {
 }
 
 // A repeated stack costs no allocation: the raw-stack cache answers, the
-// key buffers are reused, the aggregate exists.
+// key buffers are reused, the aggregate exists. Not parallel:
+// testing.AllocsPerRun counts the allocations of every goroutine.
 func TestSampleSteadyStateAllocs(t *testing.T) {
 	s, e := steadySession()
 	s.sample(e)

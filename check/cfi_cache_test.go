@@ -43,6 +43,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 // another build, its unwind tables must not be used: stacks stop at the
 // library's frame, and its notes say why.
 func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	lib, bin, data := w.dwarfApp()
 	served := w.path("served")
@@ -173,6 +174,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 // unwound through; several build-ids for the path prove nothing; without
 // a build-id, device and inode must match.
 func TestCFIFilesIdentity(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	buildC(t, bin, "int main(void) { return 0; }\n")

@@ -18,6 +18,7 @@ import (
 // build's CFI would invent callers beneath a frame the verdict distrusts.
 // The rule is one (modifiedAfterMapped); this holds both to it.
 func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	buildC(t, bin, "int main(void) { return 0; }\n", "-Wl,--build-id=none")
@@ -82,6 +83,7 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 // was replaced before its unwind tables were read: readCFI checks the
 // build-id of the file it parses and refuses another build.
 func TestReadCFIChecksBuildIDOfFileRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	buildC(t, bin, "int main(void) { return 0; }\n", "-Wl,--build-id=sha1")

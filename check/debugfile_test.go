@@ -14,6 +14,7 @@ import (
 // to 20 bytes: a file whose build-id merely begins with the recorded one
 // is another build.
 func TestCodeFileCandidatesBuildID(t *testing.T) {
+	t.Parallel()
 	bin := fixtures.BuildC(t, t.TempDir(), "prog", "-Wl,--build-id=0x0102030405060708aabb")
 	id := buildid.ID{1, 2, 3, 4, 5, 6, 7, 8, 0xaa, 0xbb}
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ import "testing"
 // cfiFiles and replacedSoFar share; each site keys on a different answer,
 // so each answer is pinned here.
 func TestDevInoNow(t *testing.T) {
+	t.Parallel()
 	rec := &DevIno{Maj: 8, Min: 1, Ino: 42, Generation: 7}
 	for _, c := range []struct {
 		name string

@@ -14,6 +14,7 @@ import (
 // maps libA, takes a sample, maps libB over it, and takes a sample with the
 // same address and callchain: the second belongs to libB.
 func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
+	t.Parallel()
 	s := newTestSession(t, Options{NoSymbols: true, KeepSamples: true})
 	b := newFeedBatch(feedBatchOps)
 	b.other(commRec(7, 7, "prog", true))
@@ -39,6 +40,7 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 // (the frame memo is keyed by the maps' generations, as the raw-stack cache
 // is): libB's sample must not take libA's location from the memo.
 func TestLocMemoSeesMapChanges(t *testing.T) {
+	t.Parallel()
 	s := newTestSession(t, Options{NoSymbols: true})
 	s.update(commRec(7, 7, "prog", true))
 	const ip = 0x10100

@@ -57,6 +57,7 @@ func mustReturn(t *testing.T, fifo, what string, f func()) {
 // A module recorded without a build-id whose path is a FIFO: judge must
 // not plan to name it from the "ko" there, and Finish must return.
 func TestFinishModulePathIsFIFO(t *testing.T) {
+	t.Parallel()
 	ko := mkfifo(t, t.TempDir(), "evil.ko")
 	finishNotSymbolized(t, ko, notLoaded(t),
 		mmapRec(-1, modBase, 0x4000, 0, ko),
@@ -65,6 +66,7 @@ func TestFinishModulePathIsFIFO(t *testing.T) {
 
 // A user DSO recorded without a build-id whose path is a FIFO.
 func TestFinishFilePathIsFIFO(t *testing.T) {
+	t.Parallel()
 	p := mkfifo(t, t.TempDir(), "evil.so")
 	finishNotSymbolized(t, p, hostRoots{},
 		mmapRec(7, 0x400000, 0x4000, 0, p),
@@ -101,6 +103,7 @@ func finishNotSymbolized(t *testing.T, fifo string, host hostRoots, m perfdata.R
 // before them (judge's, the locator's) stat the path, and the file there
 // can be swapped between that stat and the open.
 func TestOpenersRefuseFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, open := range map[string]func(p string) error{
 		"readCFI": func(p string) error { _, err := readCFI(p, nil); return err },

@@ -10,6 +10,7 @@ import (
 // TestFinishAgainAfterCancel: Finish with a cancelled context fails; a
 // second Finish on the same session must give the counts one Finish gives.
 func TestFinishAgainAfterCancel(t *testing.T) {
+	t.Parallel()
 	feed := func(s *session) {
 		s.update(commRec(7, 7, "prog", true))
 		s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/lib.so"))

@@ -21,6 +21,7 @@ import (
 // perf.data.piped.header_features-4.16 was recorded on 4.4.0-116-generic,
 // without a kernel build-id.
 func TestStreamKernelRelease(t *testing.T) {
+	t.Parallel()
 	p := fixtures.Corpus(t, "perf.data.piped.header_features-4.16")
 	if kernelRelease() == "4.4.0-116-generic" {
 		t.Skip("this machine runs the recording's kernel release")
@@ -55,6 +56,7 @@ func truncatedFixture(t *testing.T) string { return fixtures.Truncated(t, "cshar
 // A truncated recording gives the report of what was read and the error:
 // the Result is partial, the error names the file and the offset.
 func TestAnalyzePartialTruncated(t *testing.T) {
+	t.Parallel()
 	p := truncatedFixture(t)
 	res, err := Analyze(context.Background(), Path(p), Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, NoSymbols: true})
 	if err == nil {
@@ -97,6 +99,7 @@ func TestAnalyzePartialTruncated(t *testing.T) {
 // 49104, after 570 good records, none a sample. The result is there, with
 // no samples, and the error names the file and the offset.
 func TestAnalyzePartialCorruptPipe(t *testing.T) {
+	t.Parallel()
 	p := fixtures.Corpus(t, "perf.data.piped.corrupted.zero_size_sample-3.2")
 	for _, viaReader := range []bool{false, true} {
 		var res *Result
@@ -127,6 +130,7 @@ func TestAnalyzePartialCorruptPipe(t *testing.T) {
 // file's size, then the symbolize phase once, after reading, with the
 // number of distinct locations the result then holds.
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	const name = "../testdata/perf/threads.data"
 	st, err := os.Stat(name)
 	require.NoError(t, err)
@@ -163,8 +167,10 @@ func TestProgress(t *testing.T) {
 // fixtures' cache wherever the repository is checked out (not at the
 // recorded /work/main/testdata/perf/bin): they must be there too.
 func TestSampleIPs(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			res, err := Analyze(context.Background(), Path("../testdata/perf/"+name), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}, KeepSamples: true, NoSymbols: true})
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 // hugeInt32s gives exactly the capacity asked for, on a 2 MB boundary,
 // and memory that holds what is stored in it.
 func TestHugeInt32s(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{1, hugePage / 4, hugePage/4 + 1, 3*hugePage/4 + 17} {
 		v := hugeInt32s(n)
 		if len(v) != 0 || cap(v) != n {

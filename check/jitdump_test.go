@@ -175,6 +175,7 @@ func scriptLeaves(t *testing.T, res *Result) map[string]int {
 }
 
 func TestRealJitdump(t *testing.T) {
+	t.Parallel()
 	j := newJITWorld(t)
 	emptyCache := t.TempDir()
 

@@ -62,6 +62,7 @@ func (c *openCounter) opens(t *testing.T) int {
 // decompressions: the lookup's, a sniff of its magic bytes, and
 // buildidcache.ReadModule's).
 func TestCompressedModuleReadOnce(t *testing.T) {
+	t.Parallel()
 	ko, id, funcs, cache, elfPath := staleCachedModule(t)
 	var offs []uint64
 	for _, vs := range funcs {
@@ -97,6 +98,7 @@ func TestCompressedModuleReadOnce(t *testing.T) {
 // address) and the image is not needed: the lookup's answers are kept for
 // the whole check, and with them any image not taken.
 func TestCompressedModuleImageReleased(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "perfcheck-test.ko")
 	id := buildKO(t, ko, modSrc, "")

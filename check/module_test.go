@@ -217,6 +217,7 @@ func fakeRunning(t *testing.T, ko, name string, base uint64) hostRoots {
 }
 
 func TestModuleNamedFromKO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "lib/modules/6.1.0-test/kernel/drivers/misc/perfcheck-test.ko")
 	id := buildKO(t, ko, modSrc, "")
@@ -269,6 +270,7 @@ func TestModuleNamedFromKO(t *testing.T) {
 // from its load address are not .text offsets, so it is verified but left
 // unnamed, and the reason says why.
 func TestModuleTextNotFirst(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "odd.ko")
 	src := modSrc + `__attribute__((section(".text.hot"), noinline)) void mod_hot(long n) { msink += n; }` + "\n"
@@ -289,6 +291,7 @@ func TestModuleTextNotFirst(t *testing.T) {
 // address: named from /proc/kallsyms, even with no .ko anywhere. Loaded
 // elsewhere, or another build: offsets, with the reason.
 func TestModuleNamedFromKallsyms(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "perfcheck-test.ko")
 	id := buildKO(t, ko, modSrc, "")
@@ -366,6 +369,7 @@ func TestModuleNamedFromKallsyms(t *testing.T) {
 // modules) are read without error, and a name with a path in it is never
 // looked up under /sys.
 func TestRunningModuleFormats(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/kallsyms"); err != nil {
 		t.Skip("no /proc/kallsyms")
 	}
@@ -438,6 +442,7 @@ func staleCachedModule(t *testing.T) (ko string, id buildid.ID, funcs map[string
 // magic bytes), so naming its frames must decompress it by content too,
 // not by a file name that has no .xz to go by.
 func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
+	t.Parallel()
 	ko, id, funcs, cache, elfPath := staleCachedModule(t)
 
 	var offs []uint64
@@ -467,7 +472,8 @@ func TestModuleNamedFromCompressedCacheEntry(t *testing.T) {
 // can be (concatenated members of zeros, which gzip readers go on through,
 // RFC 1952 section 2.2): refused with buildidcache.ErrTooLarge once past
 // the bound its compressed size gives, having allocated a small multiple
-// of that bound, not of the stream's 300 MiB.
+// of that bound, not of the stream's 300 MiB. Not parallel: the
+// allocations are the whole process's.
 func TestModuleDecompressionBomb(t *testing.T) {
 	var member bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&member, gzip.BestCompression)
@@ -500,6 +506,7 @@ func TestModuleDecompressionBomb(t *testing.T) {
 // changed before its symbols were read: the build-id is checked again on
 // the bytes parsed, and another build is refused rather than named.
 func TestModuleSymbolsCheckBuildIDOfBytesRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "m.ko")
 	id := buildKO(t, ko, modSrc, "")

@@ -15,6 +15,7 @@ import (
 // skipped — in the Result, the Report and its JSON, whether the check
 // symbolizes or not (perfcheck check does not).
 func TestRealPerfMapWarningNote(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	src := strings.Replace(jitSrc, `fprintf(f, "%lx %zx jit_hot_fn\n"`,
 		`fprintf(f, "zz12 nothex half_written\n"); fprintf(f, "%lx %zx jit_hot_fn\n"`, 1)
@@ -64,6 +65,7 @@ func TestRealPerfMapWarningNote(t *testing.T) {
 // are named from the symbol table, and the DSO's notes say once why they
 // have no file:line, though many locations were looked up.
 func TestRealCorruptDWARFNote(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)

@@ -20,10 +20,10 @@ var absentID = buildid.ID{0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
 // errors.Is finds buildidcache.ErrNotFound, and errors.As the
 // *buildidcache.NotFoundError with what was tried and rejected.
 func TestResolverLookupNotFound(t *testing.T) {
-	t.Setenv("DEBUGINFOD_URLS", "")
+	t.Parallel()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	r := buildidcache.New(buildidcache.Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}})
+	r := buildidcache.New(isolated(t.TempDir()))
 	defer r.Close()
 
 	// The test binary is at the recorded path, with another build-id (or
@@ -43,6 +43,7 @@ func TestResolverLookupNotFound(t *testing.T) {
 
 // A file neither in the cache nor at its path is not found.
 func TestResolverLookupAbsent(t *testing.T) {
+	t.Parallel()
 	r := buildidcache.New(isolated(t.TempDir()))
 	defer r.Close()
 	loc := &resolverLocator{r: r}

@@ -14,6 +14,7 @@ import (
 // and checks that every sample's counts reach its aggregate exactly once:
 // through a change of aggregate, a restart, or the final flush.
 func TestRawTableCounts(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(1))
 	var tab rawTable
 	aggs := make([]aggVal, 8)
@@ -64,6 +65,7 @@ func TestRawTableCounts(t *testing.T) {
 
 // TestRawSlotSize: a slot is one cache line.
 func TestRawSlotSize(t *testing.T) {
+	t.Parallel()
 	if n := unsafeSizeof(rawSlot{}); n != 64 {
 		t.Errorf("rawSlot is %d bytes, want 64", n)
 	}
@@ -74,6 +76,7 @@ func unsafeSizeof(s rawSlot) uintptr { return unsafe.Sizeof(s) }
 // TestFeedOpSize: a batch's op is one cache line, so that ops never share
 // a line the other goroutine is reading.
 func TestFeedOpSize(t *testing.T) {
+	t.Parallel()
 	if n := unsafe.Sizeof(feedOp{}); n != 64 {
 		t.Errorf("feedOp is %d bytes, want 64", n)
 	}
@@ -84,6 +87,7 @@ func TestFeedOpSize(t *testing.T) {
 // the aggregate its counts go to; every sample's count and period must end
 // in its own thread's aggregate, through session.sample and Finish.
 func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
+	t.Parallel()
 	s := newTestSession(t, Options{NoSymbols: true})
 	s.update(commRec(7, 7, "prog", true))
 	s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/prog"))

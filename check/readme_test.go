@@ -16,6 +16,7 @@ import (
 // its Go block is compiled, as a main package inside this module, with
 // the go command that runs the tests.
 func TestREADMEProgramBuilds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a program")
 	}

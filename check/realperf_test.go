@@ -243,6 +243,7 @@ int main(int argc, char **argv) { replacement_only(argc > 1 ? atol(argv[1]) : 10
 var v2Names = []string{"replacement_only", "replacement_pad_a"}
 
 func TestRealCleanMatchesPerfReport(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -323,6 +324,7 @@ func comparePerfReport(t *testing.T, w *world, data string, res *Result) {
 }
 
 func TestRealRebuiltSamePath(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -335,8 +337,10 @@ func TestRealRebuiltSamePath(t *testing.T) {
 	}
 	w.gcc(bin, busyV2)
 
+	// The two lookups read the same rebuilt world.
 	t.Run("cache-cleared", func(t *testing.T) {
-		res := w.analyze(data, Options{})
+		t.Parallel()
+		res := analyzeT(t, data, Options{})
 		d := mustDSO(t, res, bin, Mismatch)
 		if len(d.FoundBuildID) == 0 || d.FoundBuildID.String() == d.BuildID.String() {
 			t.Errorf("found build-id %s, recorded %s", d.FoundBuildID, d.BuildID)
@@ -353,7 +357,7 @@ func TestRealRebuiltSamePath(t *testing.T) {
 		assertNoName(t, res, append(v2Names, "first_hot", "second_hot")...)
 
 		// --trust-paths: named from the file at the path, loudly.
-		res = w.analyze(data, Options{TrustPaths: true})
+		res = analyzeT(t, data, Options{TrustPaths: true})
 		named := 0
 		for _, l := range res.Locations {
 			if l.DSO.Path == bin && len(l.Frames) > 0 {
@@ -368,9 +372,10 @@ func TestRealRebuiltSamePath(t *testing.T) {
 		}
 	})
 	t.Run("cache-kept", func(t *testing.T) {
+		t.Parallel()
 		resolver := &resolverLocator{r: buildidcache.New(isolated(w.cache()))}
 		for _, opts := range []Options{{Lookup: buildidcache.Options{BuildIDDir: w.cache()}}, {locator: resolver}} {
-			res := w.analyze(data, opts)
+			res := analyzeT(t, data, opts)
 			d := mustDSO(t, res, bin, Verified)
 			if d.Source != "perf-cache" {
 				t.Errorf("source %q, want perf-cache", d.Source)
@@ -385,6 +390,7 @@ func TestRealRebuiltSamePath(t *testing.T) {
 }
 
 func TestRealDeletedBinary(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -424,6 +430,7 @@ int main(int argc, char **argv) { lib_old_work(100000000); main_loop(60000000); 
 `
 
 func TestRealSharedLibraryReplaced(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	lib := w.path("libwork.so")
 	bin := w.path("app")
@@ -447,6 +454,7 @@ func TestRealSharedLibraryReplaced(t *testing.T) {
 }
 
 func TestRealBuildIDMmap(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -471,6 +479,7 @@ func TestRealBuildIDMmap(t *testing.T) {
 // prints blanks), so identity falls back to MMAP2's device and inode:
 // unverified while the file is the same, replaced after a rebuild.
 func TestRealPipeAndCompressed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -533,6 +542,7 @@ int main(void) { child_spin(100000000); return 0; }
 `
 
 func TestRealForkExec(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	parent, child := w.path("parent"), w.path("child")
 	w.gcc(parent, parentSrc)
@@ -632,6 +642,7 @@ func (w *world) goBuild(out, src string, ldflags string) {
 }
 
 func TestRealGoProgram(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		ldflags  string
@@ -646,6 +657,7 @@ func TestRealGoProgram(t *testing.T) {
 		{"no-build-id", "-B=none", Unverified, Replaced, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t)
 			bin := w.path("goprog")
 			w.goBuild(bin, goV1, tc.ldflags)
@@ -679,6 +691,7 @@ func TestRealGoProgram(t *testing.T) {
 // replacement for both runs. MMAP2's inode tells the runs apart: the first
 // run's binary must be replaced (unnamed), the second's verified.
 func TestRealReplacedDuringRecording(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin, next := w.path("busy"), w.path("busy-next")
 	w.gcc(bin, busyV1)
@@ -758,6 +771,7 @@ func (w *world) recordJIT(name, src string) (data, mapFile string, out []byte) {
 }
 
 func TestRealJITPerfMap(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	data, mapFile, out := w.recordJIT("jit", jitSrc)
 	if _, err := os.Stat(mapFile); err != nil {
@@ -810,6 +824,7 @@ int main(void) {
 // either the cache or the running vdso (same kernel) verifies it, and its
 // functions are named.
 func TestRealVDSO(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("clock")
 	w.gcc(bin, vdsoSrc)
@@ -838,6 +853,7 @@ func TestRealVDSO(t *testing.T) {
 // A deleted binary that a debuginfod server holds is verified through it,
 // and named from the download.
 func TestRealDeletedBinaryDebuginfod(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1)
@@ -927,6 +943,7 @@ func perfScriptStacks(t *testing.T, w *world, data string) []scriptSample {
 // --call-graph dwarf: the user callers are recovered from the stack copies
 // with the binaries' CFI, frame for frame as perf script shows them.
 func TestRealDwarfUnwind(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	lib, bin, data := w.dwarfApp()
 	res := w.analyze(data, Options{KeepSamples: true})
@@ -1019,6 +1036,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 // binary without a build-id that is modified after it was mapped is
 // replaced, and the reason says when it was mapped.
 func TestRealClockDataMtime(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("nobid")
 	w.gcc(bin, busyV1, "-Wl,--build-id=none")

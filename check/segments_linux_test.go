@@ -12,6 +12,7 @@ import (
 // DSO, once, and not by the analysis: check, top and script never ask, so
 // they do not pay an open per binary for pprof's sake.
 func TestExecSegmentLazy(t *testing.T) {
+	t.Parallel()
 	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: isolated(fixtureCache(t))})
 	require.NoError(t, err)
 	lib := dsoNamed(t, res, "libhot.so")

@@ -16,6 +16,7 @@ import (
 // file found by build-id; an offset outside it, and a DSO whose offsets
 // are addresses, have none.
 func TestExecSegment(t *testing.T) {
+	t.Parallel()
 	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
 	require.NoError(t, err)
 	ef, err := elf.Open("../testdata/perf/bin/libhot.so")

@@ -160,6 +160,7 @@ func names(res *Result) string {
 }
 
 func TestVerdictsSynthetic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
@@ -263,6 +264,7 @@ func TestVerdictsSynthetic(t *testing.T) {
 // A path with two build-ids in the table and nothing to tie a mapping to
 // one of them must not be resolved by path.
 func TestAmbiguousTable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "prog")
 	sy := newSynthetic(t, path)
@@ -277,6 +279,7 @@ func TestAmbiguousTable(t *testing.T) {
 }
 
 func TestCallchainOnlyDSOVisible(t *testing.T) {
+	t.Parallel()
 	s := newTestSession(t, Options{})
 	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
 	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
@@ -305,6 +308,7 @@ func TestCallchainOnlyDSOVisible(t *testing.T) {
 }
 
 func TestReportSummaryAndFailure(t *testing.T) {
+	t.Parallel()
 	rep := &Report{Samples: 3, TrustedSamples: 2, UntrustedLeafSamples: 0, UntrustedAnySamples: 1, StrictProblems: 1}
 	if got, want := rep.Summary(), "3 samples, 66.7% fully trusted; 0% have an untrusted leaf; 33.3% an untrusted frame"; got != want {
 		t.Errorf("Summary() = %q, want %q", got, want)

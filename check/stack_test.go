@@ -15,6 +15,7 @@ import (
 // ask at the same time (go test -race), and they are what the samples
 // recorded, with the trust flags Finish counted without them.
 func TestStackLocationsLazy(t *testing.T) {
+	t.Parallel()
 	s := newTestSession(t, Options{NoSymbols: true})
 	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/missing"))
 	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/memfd:jit"))

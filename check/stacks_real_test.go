@@ -30,6 +30,7 @@ int main(void) {
 // has the user frames perf script gives it, frame for frame (matched by
 // thread and time), and both callers of the hot leaf are seen under it.
 func TestRealStacksMatchPerfScript(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("twocallers")
 	w.gcc(bin, twoCallers, "-fno-optimize-sibling-calls", "-fno-inline")

@@ -102,7 +102,9 @@ func assertRefused(t *testing.T, res *Result, d *DSO, want Verdict, newID buildi
 }
 
 func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
+	t.Parallel()
 	t.Run("control", func(t *testing.T) {
+		t.Parallel()
 		// The same opener with nothing to swap: verified and named.
 		path := filepath.Join(t.TempDir(), "prog")
 		sy := newSynthetic(t, path)
@@ -112,6 +114,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		}
 	})
 	t.Run("verified", func(t *testing.T) {
+		t.Parallel()
 		path := filepath.Join(t.TempDir(), "prog")
 		sy := newSynthetic(t, path)
 		buildC(t, path+".v2", progV2)
@@ -127,6 +130,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		}
 	})
 	t.Run("unverified", func(t *testing.T) {
+		t.Parallel()
 		// No build-id recorded, same inode: unverified, named from the
 		// path; replaced before the open, it is replaced.
 		path := filepath.Join(t.TempDir(), "prog")
@@ -141,6 +145,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		assertRefused(t, res, dsoOf(t, res, path), Replaced, newID)
 	})
 	t.Run("trust-paths", func(t *testing.T) {
+		t.Parallel()
 		// Mismatched, named from the file at the path under TrustPaths:
 		// not from yet another file put there after the verdict.
 		path := filepath.Join(t.TempDir(), "prog")
@@ -163,6 +168,7 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 		}
 	})
 	t.Run("debug-file", func(t *testing.T) {
+		t.Parallel()
 		// Verified through a separate debug file (the richest file the
 		// lookup found), replaced by another build's debug file.
 		if _, err := exec.LookPath("objcopy"); err != nil {
@@ -205,10 +211,13 @@ func (f *fixedLocator) Locate(_ context.Context, q query) (*located, error) {
 
 // A real recording: the profiled binary is replaced between the verdict
 // and the open for names (through Analyze, so through the opener that
-// opens files ahead too), and a vdso copy in perf's cache likewise.
+// opens files ahead too), and a vdso copy in perf's cache likewise. Each
+// in a world of its own, so that they run in parallel.
 func TestRealReplacedBeforeNames(t *testing.T) {
-	w := newWorld(t)
+	t.Parallel()
 	t.Run("binary", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t)
 		bin := w.path("busy")
 		w.gcc(bin, busyV1)
 		data := w.record("names.data", nil, bin)
@@ -235,6 +244,8 @@ func TestRealReplacedBeforeNames(t *testing.T) {
 		assertNoName(t, res, append(v2Names, "first_hot", "second_hot")...)
 	})
 	t.Run("vdso", func(t *testing.T) {
+		t.Parallel()
+		w := newWorld(t)
 		bin := w.path("clock")
 		w.gcc(bin, vdsoSrc)
 		data := w.record("vdso-names.data", nil, bin)
@@ -281,6 +292,7 @@ func (l idLookup) Close() error                             { return nil }
 // an ELF image (vmlinux) must carry the recorded one, zero padding
 // allowed.
 func TestProveLookupKernel(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	withID, noID := filepath.Join(dir, "vmlinux"), filepath.Join(dir, "vmlinux-noid")
 	buildC(t, withID, progV1)
@@ -331,6 +343,7 @@ func TestProveLookupKernel(t *testing.T) {
 // module loaded now, read after the listing: another build loaded at the
 // same address since the verdict is refused, a reload elsewhere too.
 func TestRunningModuleNamesBuildID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko, other := filepath.Join(dir, "perfcheck-test.ko"), filepath.Join(dir, "other.ko")
 	id := buildKO(t, ko, modSrc, "")
@@ -383,6 +396,7 @@ func TestRunningModuleNamesBuildID(t *testing.T) {
 // (unverified) when that file is the one the verdict examined: its
 // lookup reports the build-id read from the bytes its names come from.
 func TestUnverifiedModuleNamedFromKO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "perfcheck-test.ko")
 	buildKO(t, ko, modSrc, "")
@@ -399,6 +413,7 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 // time: a file renamed over it between the two opens must not lend its
 // segments to the first file's symbols.
 func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "prog")
 	sy := newSynthetic(t, path)
 	// Another build whose code sits elsewhere: its segments would move

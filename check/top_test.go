@@ -16,6 +16,7 @@ import (
 // hottest function is libhot.so's lib_mix with 155 samples, as perf report
 // --no-children says (docs/commands-check.md).
 func TestTop(t *testing.T) {
+	t.Parallel()
 	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +78,7 @@ func TestTop(t *testing.T) {
 // TopOptions.TrustedOnly drops the entries of untrusted DSOs and keeps the
 // others as they were; the table's totals still count every sample.
 func TestTopTrustedOnly(t *testing.T) {
+	t.Parallel()
 	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: isolated(fixtureCache(t))})
 	require.NoError(t, err)
 	lib := dsoNamed(t, res, "libhot.so")

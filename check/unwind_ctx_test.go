@@ -33,6 +33,7 @@ func (l *ctxLocator) Locate(ctx context.Context, q query) (*located, error) {
 // an analysis cuts a debuginfod download short; a cancelled lookup is not
 // reused as judge's answer.
 func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	bin := w.path("busy")
 	w.gcc(bin, busyV1, "-fomit-frame-pointer")
