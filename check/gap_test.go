@@ -136,7 +136,7 @@ func TestProgress(t *testing.T) {
 	require.NoError(t, err)
 	var reads, phases int
 	var last Progress
-	res, err := Analyze(context.Background(), Path(name), Options{Lookup: isolated(t.TempDir()), Workers: 1,
+	res, err := Analyze(context.Background(), Path(name), withSystemSymbols(Options{Lookup: isolated(t.TempDir()), Workers: 1,
 		Progress: func(p Progress) {
 			switch p.Phase {
 			case PhaseRead:
@@ -147,7 +147,7 @@ func TestProgress(t *testing.T) {
 				phases++
 			}
 			last = p
-		}})
+		}}))
 	require.NoError(t, err)
 	assert.Equal(t, 1, phases)
 	assert.Equal(t, PhaseSymbolize, last.Phase)

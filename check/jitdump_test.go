@@ -392,7 +392,7 @@ func testReinjected(t *testing.T, j *jitWorld) {
 // analyzeT is world.analyze failing t, the (sub)test that asks.
 func analyzeT(t *testing.T, data string, opts Options) *Result {
 	t.Helper()
-	res, err := Analyze(context.Background(), Path(data), opts)
+	res, err := Analyze(context.Background(), Path(data), withSystemSymbols(opts))
 	if err != nil {
 		t.Fatalf("Analyze %s: %v", data, err)
 	}

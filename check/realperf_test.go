@@ -131,9 +131,11 @@ func (w *world) dwarfApp() (lib, bin, data string) {
 	return lib, bin, w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin)
 }
 
+// analyze analyzes data with opts, sharing the system's symbols with the
+// other tests (withSystemSymbols).
 func (w *world) analyze(data string, opts Options) *Result {
 	w.t.Helper()
-	res, err := Analyze(context.Background(), Path(data), opts)
+	res, err := Analyze(context.Background(), Path(data), withSystemSymbols(opts))
 	if err != nil {
 		w.t.Fatalf("Analyze %s: %v", data, err)
 	}
@@ -513,7 +515,7 @@ func TestRealPipeAndCompressed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := Analyze(context.Background(), Stream(f, "stdin"), Options{})
+	res, err := Analyze(context.Background(), Stream(f, "stdin"), withSystemSymbols(Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // they do not pay an open per binary for pprof's sake.
 func TestExecSegmentLazy(t *testing.T) {
 	t.Parallel()
-	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: isolated(fixtureCache(t))})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), withSystemSymbols(Options{Lookup: isolated(fixtureCache(t))}))
 	require.NoError(t, err)
 	lib := dsoNamed(t, res, "libhot.so")
 	require.Equal(t, Verified, lib.Verdict)

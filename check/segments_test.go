@@ -17,7 +17,7 @@ import (
 // are addresses, have none.
 func TestExecSegment(t *testing.T) {
 	t.Parallel()
-	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), withSystemSymbols(Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}}))
 	require.NoError(t, err)
 	ef, err := elf.Open("../testdata/perf/bin/libhot.so")
 	require.NoError(t, err)

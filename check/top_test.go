@@ -17,7 +17,7 @@ import (
 // --no-children says (docs/commands-check.md).
 func TestTop(t *testing.T) {
 	t.Parallel()
-	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), withSystemSymbols(Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestTop(t *testing.T) {
 // others as they were; the table's totals still count every sample.
 func TestTopTrustedOnly(t *testing.T) {
 	t.Parallel()
-	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), Options{Lookup: isolated(fixtureCache(t))})
+	res, err := Analyze(context.Background(), Path("../testdata/perf/cshared-fp.data"), withSystemSymbols(Options{Lookup: isolated(fixtureCache(t))}))
 	require.NoError(t, err)
 	lib := dsoNamed(t, res, "libhot.so")
 	require.Equal(t, Verified, lib.Verdict)

@@ -40,7 +40,7 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 	data := w.record("dwarf.data", []string{"--call-graph", "dwarf"}, bin, "20000000")
 	loc := &ctxLocator{locator: &resolverLocator{r: buildidcache.New(isolated(w.cache()))}}
 	ctx := context.WithValue(context.Background(), ctxKey{}, true)
-	res, err := Analyze(ctx, Path(data), Options{locator: loc})
+	res, err := Analyze(ctx, Path(data), withSystemSymbols(Options{locator: loc}))
 	if err != nil {
 		t.Fatal(err)
 	}
