@@ -140,6 +140,14 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // (relative to the cache root) is a symlink, os.Root refused to follow it
 // out of the cache, and the error says so and names the link.
 func (c *Cache) escapeErr(root *os.Root, err error, rels ...string) error {
+	return escapeErr(root, c.Dir, err, rels...)
+}
+
+// escapeErr explains err, an operation through root (opened on dir) on
+// one of rels that failed: when a component of one of them is a symlink
+// that os.Root refused to follow out of dir, the error says so, names the
+// link and wraps ErrUnsafePath.
+func escapeErr(root *os.Root, dir string, err error, rels ...string) error {
 	if err == nil {
 		return nil
 	}
@@ -152,7 +160,7 @@ func (c *Cache) escapeErr(root *os.Root, err error, rels ...string) error {
 				break
 			}
 			if st.Mode()&fs.ModeSymlink != 0 {
-				return fmt.Errorf("%s is a symlink, not followed: %w: %w", filepath.Join(c.Dir, p), ErrUnsafePath, err)
+				return fmt.Errorf("%s is a symlink, not followed: %w: %w", filepath.Join(dir, p), ErrUnsafePath, err)
 			}
 		}
 	}
