@@ -15,8 +15,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/internal/decompress"
 	"github.com/perfcheck/perfcheck/internal/regfile"
-	"github.com/ulikunitz/xz"
 )
 
 // ReadFileIdentity reads the identity of the ELF file name. It opens the
@@ -90,9 +90,9 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 		return nil, err
 	}
 	limit := decompressLimit(st.Size())
-	r, done, err := decompressor(f, kind, limit)
+	r, done, err := decompressor(f, name, kind, limit)
 	if err != nil {
-		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+		return nil, err
 	}
 	defer done()
 	lz := &lazyReaderAt{r: r, limit: limit, kind: kind, compressed: st.Size()}
@@ -114,25 +114,39 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 }
 
 // decompressor returns a reader of f's decompressed kind stream, read from
-// the start of f, and the function that releases it. limit bounds the
-// memory a zstd decoder may claim for a window.
-func decompressor(f *os.File, kind string, limit int64) (io.Reader, func(), error) {
+// the start of f, and the function that releases it. The caller reads at
+// most limit bytes from it. Before any decoder is made, the decompression
+// reserves twice limit from the process's budget (decompress.Default):
+// the output, and the window or dictionary, which never needs to be larger
+// than the output — xz's is capped at limit whatever a block declares, and
+// zstd's is refused past it.
+func decompressor(f *os.File, name, kind string, limit int64) (io.Reader, func(), error) {
+	release, err := decompress.Default.Reserve(2 * limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: decompressing %s: %w", name, kind, err)
+	}
 	sr := io.NewSectionReader(f, 0, 1<<62)
+	var r io.Reader
+	done := release
 	switch kind {
 	case "xz":
-		r, err := xz.NewReader(bufio.NewReader(sr))
-		return r, func() {}, err
+		r = decompress.NewXZ(sr, limit)
 	case "zstd":
-		d, err := zstd.NewReader(sr, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
-		if err != nil {
-			return nil, nil, err
+		d, zerr := zstd.NewReader(sr, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+		if d != nil {
+			done = func() { d.Close(); release() }
 		}
-		return d, d.Close, nil
+		r, err = d, zerr
 	case "gzip":
-		r, err := gzip.NewReader(bufio.NewReader(sr))
-		return r, func() {}, err
+		r, err = gzip.NewReader(bufio.NewReader(sr))
+	default:
+		err = fmt.Errorf("unknown compression %q", kind)
 	}
-	return nil, nil, fmt.Errorf("unknown compression %q", kind)
+	if err != nil {
+		done()
+		return nil, nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+	}
+	return r, done, nil
 }
 
 // ErrTooLarge reports a compressed file that decompresses to more than its
@@ -224,9 +238,9 @@ func ReadModuleIdentity(name string) (*Identity, []byte, error) {
 // named name, up to decompressLimit of its size.
 func decompressModule(f *os.File, size int64, name, kind string) ([]byte, error) {
 	limit := decompressLimit(size)
-	r, done, err := decompressor(f, kind, limit)
+	r, done, err := decompressor(f, name, kind, limit)
 	if err != nil {
-		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+		return nil, err
 	}
 	defer done()
 	b, err := readAtMost(r, limit+1, 4*size+64<<10)
