@@ -19,6 +19,7 @@ func sysStat(fi fs.FileInfo) (s fileSys, ok bool) {
 		dev:    uint64(st.Dev),
 		ino:    uint64(st.Ino),
 		nlink:  uint64(st.Nlink),
+		uid:    int(st.Uid),
 		blocks: int64(st.Blocks),
 		atime:  time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
 		ctime:  time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
