@@ -421,7 +421,7 @@ func (c *Cache) unshare(root *os.Root, dir, role string, bid buildid.ID) (bool, 
 		return false, err
 	}
 	out.Chmod(st.Mode().Perm())
-	_, err = io.Copy(out, in)
+	err = c.copyELF(out, in, final)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -544,13 +544,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 	if st, err := in.Stat(); err == nil {
 		out.Chmod(st.Mode().Perm())
 	}
-	// io.Copy between two *os.File uses copy_file_range, which shares
-	// extents on file systems that can (btrfs, xfs).
-	var r io.Reader = in
-	if c.copyFault != nil {
-		r = c.copyFault(in)
-	}
-	_, err = io.Copy(out, r)
+	err = c.copyELF(out, in, src)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -562,6 +556,27 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 		return "", err
 	}
 	return tmp, nil
+}
+
+// copyELF copies the ELF file in into out, which is empty: only the bytes
+// its headers describe (elfExtent; all of a file that is not ELF, such as
+// a compressed module), and only the data in them, holes left as holes
+// (copySparse). A file that is a few kilobytes of ELF followed by a hole
+// of gigabytes, or by anything, costs the cache the kilobytes.
+func (c *Cache) copyELF(out, in *os.File, name string) error {
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	n := st.Size()
+	if end, err := elfExtent(in, n, name); err == nil && end < n {
+		n = end
+	}
+	if c.copyFault != nil {
+		_, err := io.Copy(out, io.LimitReader(c.copyFault(in), n))
+		return err
+	}
+	return copySparse(out, in, n)
 }
 
 // findDebug returns a separate debug file for bid from the debug
