@@ -250,7 +250,7 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("buildid-dir", "", "perf's build-id cache")
-	maxSize := fs.String("max-size", "", "keep at most this much (e.g. 2G, 500M; K/M/G/T are powers of 1024)")
+	maxSize := fs.String("max-size", "", "keep at most this much (e.g. 2G, 500M; K/M/G/T are powers of 1024; 0 empties the cache)")
 	olderThan := fs.String("older-than", "", "also remove entries unused for this long (e.g. 30d, 2w, 12h)")
 	dry := fs.Bool("dry-run", false, "only say what would be removed")
 	jsonOut := fs.Bool("json", false, "print JSON")
