@@ -20,6 +20,13 @@ func diskBytes(t *testing.T, name string) int64 {
 	return st.Sys().(*syscall.Stat_t).Blocks * 512
 }
 
+func srcSize(t *testing.T, name string) int64 {
+	t.Helper()
+	st, err := os.Stat(name)
+	require.NoError(t, err)
+	return st.Size()
+}
+
 // TestAddSparseAndTrailing: cache add copies only what an ELF file's
 // headers describe, and holes as holes. Each hostile file is built from a
 // real binary:
@@ -80,6 +87,8 @@ func TestAddSparseAndTrailing(t *testing.T) {
 			elf := filepath.Join(e.Dir, "elf")
 			st, err := os.Stat(elf)
 			require.NoError(t, err)
+			t.Logf("source %d bytes apparent, %d on disk; copy %d apparent, %d on disk",
+				srcSize(t, src), diskBytes(t, src), st.Size(), diskBytes(t, elf))
 			assert.Equal(t, want, st.Size(), "apparent size of the copy")
 			assert.Less(t, diskBytes(t, elf), int64(len(orig))+1<<20, "disk space of the copy")
 			assert.Equal(t, id.BuildID, mustID(t, elf).BuildID)
