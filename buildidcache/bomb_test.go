@@ -65,3 +65,29 @@ func TestXZDictionaryBomb(t *testing.T) {
 		})
 	}
 }
+
+// TestCompressedOnlyForModules: an xz-compressed copy of the right binary
+// (xz(1) of a binary built here) at a user binary's recorded path is a
+// rejected candidate — a process maps the ELF file itself, never a
+// compressed one — with a reason, not a file without a build-id; for a
+// kernel module the same file verifies.
+func TestCompressedOnlyForModules(t *testing.T) {
+	dir := t.TempDir()
+	prog := buildC(t, dir, "prog", "-Wl,--build-id")
+	id := mustID(t, prog)
+	b, err := os.ReadFile(prog)
+	require.NoError(t, err)
+	xzName := filepath.Join(dir, "prog.xz")
+	require.NoError(t, os.WriteFile(xzName, fixtures.XZ(t, b), 0o644))
+
+	_, err = New(noNet(t)).Resolve(context.Background(), Query{BuildID: id.BuildID, Path: xzName})
+	var nf *NotFoundError
+	require.ErrorAs(t, err, &nf)
+	require.Len(t, nf.Rejected, 1)
+	assert.ErrorIs(t, nf.Rejected[0].Err, ErrNotELF)
+	assert.Contains(t, nf.Rejected[0].Reason(), "xz-compressed")
+
+	res, err := New(noNet(t)).Resolve(context.Background(), Query{BuildID: id.BuildID, Path: xzName, Kind: dso.Module})
+	require.NoError(t, err)
+	assert.Equal(t, "xz", res.Identity.Compression)
+}

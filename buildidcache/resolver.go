@@ -303,6 +303,12 @@ func (s *search) check(locator, role, path string) bool {
 	case err != nil:
 		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role, Err: err})
 		return false
+	case id.Compression != "" && s.q.Kind != dso.Module:
+		// Only kernel modules are loaded from compressed files; a
+		// process maps the ELF file itself.
+		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,
+			Err: fmt.Errorf("%s: %w: a %s-compressed file, which only a kernel module can be", path, ErrNotELF, id.Compression)})
+		return false
 	case id.BuildID == nil:
 		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,
 			Err: fmt.Errorf("%s: %w", path, ErrNoBuildID)})
