@@ -41,8 +41,9 @@ var crc64Table = crc64.MakeTable(crc64.ECMA)
 // dictionary larger than everything the caller will read is never used,
 // so maxDict is the caller's output limit (and at least 4 KiB). Block,
 // index and footer are checked as xz(1) does, CRC32, CRC64 and SHA-256
-// checks verified (other check types skipped). Reading never allocates
-// more than the dictionary, a block header (at most 1 KiB) and small
+// checks verified (other check types skipped). Reading allocates the
+// dictionary and the decoder's state per block, a block header (at most
+// 1 KiB), a record of each block's sizes for the index, and small
 // buffers.
 //
 // The xz container is parsed here rather than by github.com/ulikunitz/xz,
