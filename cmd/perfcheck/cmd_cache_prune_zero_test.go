@@ -17,10 +17,10 @@ func TestCachePruneMaxSizeZero(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		bin := fixtures.BuildC(t, dir, name, "-Wl,--build-id", `-DTAG="`+name+`"`)
 		var out, errb bufWriter
-		require.Equal(t, exitOK, run([]string{"cache", "add", "--buildid-dir", cache, bin}, &out, &errb), errb.String())
+		require.Equal(t, exitOK, run([]string{"cache", "add", "--buildid-dir", cache, bin}, nil, &out, &errb), errb.String())
 	}
 	var out, errb bufWriter
-	require.Equal(t, exitOK, run([]string{"cache", "prune", "--buildid-dir", cache, "--max-size", "0", "--json"}, &out, &errb), errb.String())
+	require.Equal(t, exitOK, run([]string{"cache", "prune", "--buildid-dir", cache, "--max-size", "0", "--json"}, nil, &out, &errb), errb.String())
 	var rep struct {
 		Removed   []cacheEntryJSON `json:"removed"`
 		Kept      int              `json:"kept"`
@@ -31,6 +31,6 @@ func TestCachePruneMaxSizeZero(t *testing.T) {
 	assert.Zero(t, rep.Kept)
 	assert.Zero(t, rep.SizeAfter)
 	out, errb = bufWriter{}, bufWriter{}
-	require.Equal(t, exitOK, run([]string{"cache", "list", "--buildid-dir", cache, "--json"}, &out, &errb), errb.String())
+	require.Equal(t, exitOK, run([]string{"cache", "list", "--buildid-dir", cache, "--json"}, nil, &out, &errb), errb.String())
 	assert.Contains(t, out.String(), `"entries": []`)
 }

@@ -24,7 +24,7 @@ func TestPerfconfigOwnerWarning(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfg, []byte("[buildid]\n\tdir = "+theirs+"\n"), 0o644))
 	require.NoError(t, os.Chown(cfg, 65534, 65534))
 	var stdout, stderr bufWriter
-	code := run([]string{"cache", "list", "--json"}, &stdout, &stderr)
+	code := run([]string{"cache", "list", "--json"}, nil, &stdout, &stderr)
 	require.Equal(t, exitOK, code, stderr.String())
 	assert.Contains(t, stderr.String(), "perfcheck: warning: "+cfg+" is owned by uid 65534")
 	assert.Contains(t, stdout.String(), filepath.Join(home, ".debug"))
