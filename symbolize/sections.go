@@ -12,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/perfcheck/perfcheck/internal/budget"
 )
 
 // maxInflate bounds the declared size of a compressed section against its
@@ -42,24 +44,86 @@ type compressed struct {
 // .zdebug_* sections, which debug/elf's Section.Data does not know; other
 // sections come from Section.Data, which reads in bounded chunks. Each
 // section is decompressed once, with klauspost/compress, whose zlib reader
-// is faster than compress/zlib's (bench/README.md).
-func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) {
+// is faster than compress/zlib's (bench/README.md). The declared size of a
+// compressed section is reserved from bud before anything is allocated;
+// cost is what stays reserved, for the caller to release when it drops
+// the data.
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, bud *budget.Budget) (data []byte, cost int64, err error) {
 	c, ok, err := compressionOf(ef, ra, s)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok || c.typ != elf.COMPRESS_ZLIB && c.typ != elf.COMPRESS_ZSTD {
 		// Stored as is, or a type debug/elf decides (and reports).
 		d, err := sectionData(s)
 		if err != nil {
-			return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+			return nil, 0, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
 		}
-		return d, nil
+		return d, 0, nil
 	}
+	if err := c.reserve(s, bud); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if data == nil { // an error, or a panic of the decompressor
+			bud.Release(int64(c.size))
+		}
+	}()
+	d, err := c.read(ra, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	return d, int64(c.size), nil
+}
+
+// reserve checks the declared size of s, compressed as c, and reserves it
+// from bud.
+func (c compressed) reserve(s *elf.Section, bud *budget.Budget) error {
 	if c.size > uint64(c.n)*maxInflate+4096 || c.size > maxSection {
-		return nil, fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
+		return fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
 	}
-	return c.read(ra, s)
+	if err := bud.Reserve(int64(c.size)); err != nil {
+		return fmt.Errorf("section %s at offset %#x: decompresses to %d bytes: %w", s.Name, s.Offset, c.size, err)
+	}
+	return nil
+}
+
+// reserveCompressed reserves from bud the declared sizes of the compressed
+// sections of ef for which which returns true, and returns their total:
+// debug/elf decompresses such sections at once when they are read
+// (Section.Data, File.Symbols, File.DWARF). On error nothing stays
+// reserved.
+func reserveCompressed(ef *elf.File, ra io.ReaderAt, bud *budget.Budget, which func(*elf.Section) bool) (int64, error) {
+	var total int64
+	for _, s := range ef.Sections {
+		if !which(s) {
+			continue
+		}
+		c, ok, err := compressionOf(ef, ra, s)
+		if err == nil && !ok {
+			continue
+		}
+		if err == nil {
+			err = c.reserve(s, bud)
+		}
+		if err != nil {
+			bud.Release(total)
+			return 0, err
+		}
+		total += int64(c.size)
+	}
+	return total, nil
+}
+
+// isDWARFSection reports whether s is a DWARF section as linkers and
+// objcopy write them: .debug_* or .zdebug_*, PROGBITS, not loaded. Only
+// those are read as DWARF: by loadSections, which reserves what it
+// decompresses, or for a relocatable file by elf.File.DWARF. Every other
+// compressed section may be decompressed by debug/elf when something reads
+// its type or name (a symbol table, a note, .gopclntab).
+func isDWARFSection(s *elf.Section) bool {
+	return (strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_")) &&
+		s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC == 0
 }
 
 // sectionData is s.Data, except that a section that runs past the end of
@@ -121,7 +185,8 @@ func compressionOf(ef *elf.File, ra io.ReaderAt, s *elf.Section) (c compressed, 
 	return c, true, nil
 }
 
-// read decompresses the stream of s.
+// read decompresses the stream of s. Its declared size has been reserved
+// (see reserve): it is allocated at once.
 func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	src := io.NewSectionReader(ra, int64(s.Offset)+c.hdr, c.n)
 	var r io.Reader
@@ -141,9 +206,7 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 		defer zr.Close()
 		r = zr
 	}
-	// DWARF compresses 3 to 5 times: 16 covers it without trusting
-	// the header.
-	out, err := readSized(r, c.size, uint64(c.n)*16+4096)
+	out, err := readSized(r, c.size, c.size)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, fmt.Errorf("section %s at offset %#x: %w: decompresses to %d bytes, header says %d: %w", s.Name, s.Offset, ErrMalformed, len(out), c.size, err)
 	}
@@ -183,9 +246,10 @@ func readSized(r io.Reader, n, first uint64) ([]byte, error) {
 // loadSections reads the named DWARF sections (".debug_NAME", or the old
 // ".zdebug_NAME") of ef concurrently: decompression dominates the time to
 // first answer and the sections are independent. Missing sections map to
-// nil.
-func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(names))
+// nil. cost is what the decompressed ones hold of bud; on error nothing
+// stays reserved.
+func loadSections(ef *elf.File, ra io.ReaderAt, names []string, bud *budget.Budget) (out map[string][]byte, cost int64, err error) {
+	out = make(map[string][]byte, len(names))
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -199,13 +263,15 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		}
 		wg.Go(func() {
 			var b []byte
+			var n int64
 			err := safely(s.Name, func() error {
 				var err error
-				b, err = sectionBytes(ef, ra, s)
+				b, n, err = sectionBytes(ef, ra, s, bud)
 				return err
 			})
 			mu.Lock()
 			defer mu.Unlock()
+			cost += n
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -216,5 +282,9 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		})
 	}
 	wg.Wait()
-	return out, firstErr
+	if firstErr != nil {
+		bud.Release(cost)
+		return nil, 0, firstErr
+	}
+	return out, cost, nil
 }

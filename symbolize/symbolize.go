@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/internal/budget"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
@@ -37,6 +38,12 @@ var (
 	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
 	// ErrClosed is returned by lookups on a closed Binary.
 	ErrClosed = errors.New("binary closed")
+	// ErrTooLarge means the binary's compressed sections (DWARF,
+	// MiniDebugInfo, or any other) would decompress to more than the
+	// run's memory budget for decompressed data allows, with what the
+	// run holds already; the message names the file and the section.
+	// See docs/symbolize.md, "Sections and memory".
+	ErrTooLarge = budget.ErrExceeded
 )
 
 // Frame is one source-level frame. Frames returns them leaf first: the
@@ -96,6 +103,10 @@ type Options struct {
 	// units are dropped and decoded again when next needed. 0 means
 	// DefaultMaxDecodedDWARF; negative means no bound.
 	MaxDecodedDWARF int64
+
+	// budget bounds decompressed data; nil means the process's
+	// (budget.Default). Tests set their own.
+	budget *budget.Budget
 }
 
 // DefaultMaxDecodedDWARF is the default of [Options.MaxDecodedDWARF]: far
@@ -136,6 +147,12 @@ type Binary struct {
 
 	f  *os.File
 	ef *elf.File // nil for symbol lists
+
+	// bud is the run's budget for decompressed data; held is what b
+	// holds of it until Close (compressed sections debug/elf may
+	// decompress, see admit; the DWARF index holds its own).
+	bud  *budget.Budget
+	held atomic.Int64
 
 	buildID   buildid.ID
 	debugLink string
@@ -192,7 +209,10 @@ func Open(path string, opts Options) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Binary{path: path, opts: opts, f: f}
+	b := &Binary{path: path, opts: opts, f: f, bud: opts.budget}
+	if b.bud == nil {
+		b.bud = budget.Default()
+	}
 	var magic [4]byte
 	if _, err := f.ReadAt(magic[:], 0); err == nil && string(magic[:]) == elf.ELFMAG {
 		if err := b.openELF(); err != nil {
@@ -250,12 +270,18 @@ func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error)
 
 func (b *Binary) openELF() error {
 	b.format = FormatELF
+	var admitErr error
 	err := safely(b.path, func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
 			return err
 		}
 		b.ef = ef
+		var n int64
+		if n, admitErr = b.admit(b.path, b.f, ef); admitErr != nil {
+			return nil
+		}
+		b.held.Add(n)
 		for _, p := range ef.Progs {
 			if p.Type == elf.PT_LOAD {
 				b.loads = append(b.loads, p.ProgHeader)
@@ -274,10 +300,30 @@ func (b *Binary) openELF() error {
 		}
 		return nil
 	})
+	if admitErr != nil {
+		return admitErr // names the file
+	}
 	if err != nil {
+		b.bud.Release(b.held.Swap(0))
 		return elfOpenError(b.path, b.f, err)
 	}
 	return nil
+}
+
+// admit makes ef, the ELF file f at path, an input of the run: its size
+// raises the budget's limit, and the compressed sections debug/elf may
+// decompress when they are read (all but DWARF's, see isDWARFSection) are
+// reserved, n bytes, which the caller adds to b.held. On error nothing is
+// reserved.
+func (b *Binary) admit(path string, f *os.File, ef *elf.File) (n int64, err error) {
+	if st, err := f.Stat(); err == nil {
+		b.bud.Input(st.Size())
+	}
+	n, err = reserveCompressed(ef, f, b.bud, func(s *elf.Section) bool { return !isDWARFSection(s) })
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
 }
 
 // elfOpenError turns an error of elf.NewFile into one wrapping ErrMalformed
@@ -362,6 +408,9 @@ func (b *Binary) Close() error {
 		b.dw.mu.Lock()
 		b.dw.release()
 		b.dw.mu.Unlock()
+	}
+	if b.bud != nil {
+		b.bud.Release(b.held.Swap(0))
 	}
 	var err error
 	if b.f != nil {

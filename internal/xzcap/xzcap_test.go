@@ -95,7 +95,7 @@ func TestXZTool(t *testing.T) {
 func TestDictBomb(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	out, sz, err := readAll(t, fixtures.XZDictBomb(4))
+	out, sz, err := readAll(t, fixtures.XZDictBomb(t, 4))
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	assert.Empty(t, out)
@@ -154,7 +154,7 @@ func TestMalformed(t *testing.T) {
 // index declares, never a panic, and never a dictionary larger than the
 // data needs.
 func FuzzNewReader(f *testing.F) {
-	f.Add(fixtures.XZDictBomb(1))
+	f.Add(fixtures.XZDictBomb(f, 1))
 	var buf bytes.Buffer
 	w, _ := xz.WriterConfig{DictCap: 1 << 20}.NewWriter(&buf)
 	w.Write(sample(2000))
