@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -85,7 +86,12 @@ func (b *Binary) readGo(s *elf.Section) error {
 	return nil
 }
 
-func (g *goTable) gosym(name string) (*gosym.Table, error) {
+// gosym returns the debug/gosym table of the binary's .gopclntab, built
+// on first need. What gosym allocates for it (gosymCost) is reserved
+// from the run's budget first, until b is closed: gosym makes a record
+// per function the header counts, at once.
+func (g *goTable) gosym(b *Binary) (*gosym.Table, error) {
+	name := b.path + ": .gopclntab"
 	g.symOnce.Do(func() {
 		g.symErr = safely(name, func() error {
 			data := g.data
@@ -95,6 +101,18 @@ func (g *goTable) gosym(name string) (*gosym.Table, error) {
 					return err
 				}
 			}
+			limit := b.bud.Limit()
+			if limit < 0 {
+				limit = math.MaxInt64
+			}
+			cost, err := gosymCost(data, limit)
+			if err != nil {
+				return err
+			}
+			if err := b.bud.Reserve(cost); err != nil {
+				return fmt.Errorf("debug/gosym's table would take %d bytes: %w", cost, err)
+			}
+			b.held.Add(cost)
 			t, err := gosym.NewTable(nil, gosym.NewLineTable(data, g.textStart))
 			g.sym = t
 			return err
@@ -112,7 +130,7 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 			return out, true, nil
 		}
 	}
-	t, err := g.gosym(b.path + ": .gopclntab")
+	t, err := g.gosym(b)
 	if err != nil {
 		return buf, false, err
 	}

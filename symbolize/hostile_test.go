@@ -76,6 +76,29 @@ func TestHostileLineTableCounts(t *testing.T) {
 	}
 }
 
+// TestHostilePclntabCount symbolizes goprog (testdata/perf/bin) as if
+// built with -ldflags=-w: its DWARF sections renamed away (".debug_" to
+// ".xebug_" in the section name table), so that .gopclntab answers, and
+// the pclntab header's function count (nfunctab, the word after the
+// 8-byte header) set to 0xffffffff.
+func TestHostilePclntabCount(t *testing.T) {
+	t.Parallel()
+	data := fixtureBin(t, "goprog")
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	require.NoError(t, err)
+	strs := ef.Sections[binary.LittleEndian.Uint16(data[0x3e:])] // e_shstrndx
+	names := data[strs.Offset : strs.Offset+strs.Size]
+	copy(names, bytes.ReplaceAll(names, []byte(".debug_"), []byte(".xebug_")))
+	pcln := ef.Section(".gopclntab")
+	require.NotNil(t, pcln)
+	binary.LittleEndian.PutUint64(data[pcln.Offset+8:], 0xffffffff)
+
+	r := runHostile(t, "goprog", data)
+	requireBounded(t, r)
+	assert.Contains(t, r.out, "goprog")
+	assert.Contains(t, r.out, ".gopclntab")
+}
+
 // TestHostileCompressedSections symbolizes libhot.so (testdata/perf/bin)
 // whose DWARF sections are replaced by zlib streams of zeros declaring
 // their true size, about a thousand times what they take (deflate's best
