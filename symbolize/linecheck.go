@@ -69,15 +69,21 @@ func relocatedSections(d *dwarf.Data, order binary.ByteOrder) (*lineSections, in
 // could hold. A program debug/dwarf refuses by itself before allocating
 // (a bad version, a header past the section) is left to it.
 func (s *lineSections) checkLineTables(off int64, compDir string) error {
+	_, err := s.lineTablesCost(off, compDir)
+	return err
+}
+
+// lineTablesCost is checkLineTables, with the estimate.
+func (s *lineSections) lineTablesCost(off int64, compDir string) (int64, error) {
 	if s == nil {
-		return errors.New("line tables of a relocatable file cannot be checked with this Go release's debug/dwarf")
+		return 0, errors.New("line tables of a relocatable file cannot be checked with this Go release's debug/dwarf")
 	}
 	if off < 0 || off >= int64(len(s.line)) {
-		return nil
+		return 0, nil
 	}
 	k := &lineCheck{s: s, off: off, c: cursor{b: s.line, pos: int(off), end: len(s.line), order: s.order, sec: ".debug_line"}}
 	if !k.header() {
-		return nil
+		return 0, nil
 	}
 	var err error
 	if k.version < 5 {
@@ -88,7 +94,7 @@ func (s *lineSections) checkLineTables(off int64, compDir string) error {
 	if err == nil {
 		err = k.defineFiles()
 	}
-	return err
+	return k.cost, err
 }
 
 // lineCheck walks a line program as debug/dwarf's LineReader reads it
