@@ -3,6 +3,7 @@ package symbolize
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -254,6 +255,13 @@ func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 		if err != nil {
 			return err
 		}
+		// The unit headers elf.File.DWARF will read are relocated:
+		// reserve for as many as its .debug_info could hold.
+		if s := ef.Section(".debug_info"); s != nil {
+			if err := x.reserveUnits(int64(s.Size / minUnitBytes)); err != nil {
+				return err
+			}
+		}
 		if x.d, err = ef.DWARF(); err != nil {
 			return err
 		}
@@ -263,6 +271,9 @@ func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 	sec, n, err := loadSections(ef, ra, dwarfSections, x.bud)
 	x.reserved += n
 	if err != nil {
+		return err
+	}
+	if err := x.reserveUnits(countUnits(sec["info"], ef.ByteOrder)); err != nil {
 		return err
 	}
 	d, err := dwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
@@ -280,6 +291,47 @@ func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 	x.dies = newDIESections(sec, ef.ByteOrder)
 	x.lines = &lineSections{line: sec["line"], str: sec["str"], lineStr: sec["line_str"], order: ef.ByteOrder}
 	return nil
+}
+
+// unitBytes is what a unit costs until the sections are released, besides
+// its DWARF: debug/dwarf's record of it (made for every unit header at
+// once by dwarf.New), the DIE reader's and the unit table's.
+const unitBytes = 256
+
+// minUnitBytes is the size of the smallest unit: a DWARF 2-4 header with
+// no DIE (4-byte length, version, 4-byte abbreviation offset, address
+// size).
+const minUnitBytes = 11
+
+// reserveUnits reserves what n unit headers cost (unitBytes each) from the
+// budget, with the sections: .debug_info may hold millions of empty
+// units in a few MB, which compress to nothing.
+func (x *dwarfIndex) reserveUnits(n int64) error {
+	cost := n * unitBytes
+	if err := x.bud.Reserve(cost); err != nil {
+		return fmt.Errorf(".debug_info: %d units: %w", n, err)
+	}
+	x.reserved += cost
+	return nil
+}
+
+// countUnits returns the number of unit headers of info as dwarf.New
+// reads them: each length followed by that many bytes.
+func countUnits(info []byte, order binary.ByteOrder) int64 {
+	var n int64
+	c := cursor{b: info, end: len(info), order: order, sec: ".debug_info"}
+	for c.pos < c.end && c.err == nil {
+		l := c.fixed(4)
+		if l == 0xffffffff {
+			l = c.fixed(8)
+		}
+		if c.err != nil || l > uint64(c.end-c.pos) {
+			break
+		}
+		c.pos += int(l)
+		n++
+	}
+	return n
 }
 
 // errStuck is debug/dwarf's Reader giving more entries than .debug_info

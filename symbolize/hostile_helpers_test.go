@@ -108,6 +108,45 @@ func compressedSection(size uint64, stream []byte) []byte {
 	return append(chdr[:], stream...)
 }
 
+// zlibRepeat returns a zlib stream of unit repeated to about n bytes, and
+// its exact length, without compressing n bytes: a stream flushed after
+// each chunk of whole units emits the same bytes for every chunk after
+// the first (the window holds the same bytes at the same phase), so those
+// bytes are repeated, then closed with an empty final block and the
+// Adler-32 of the whole.
+func zlibRepeat(t testing.TB, unit []byte, n uint64) ([]byte, uint64) {
+	t.Helper()
+	per := max((1<<20)/len(unit), 1)
+	chunk := bytes.Repeat(unit, per)
+	var buf bytes.Buffer
+	w, err := zlib.NewWriterLevel(&buf, zlib.BestCompression)
+	require.NoError(t, err)
+	_, err = w.Write(chunk)
+	require.NoError(t, err)
+	require.NoError(t, w.Flush())
+	head := buf.Len()
+	_, err = w.Write(chunk)
+	require.NoError(t, err)
+	require.NoError(t, w.Flush())
+	rep := append([]byte(nil), buf.Bytes()[head:]...)
+	chunks := max(n/uint64(len(chunk)), 1)
+	out := append([]byte(nil), buf.Bytes()[:head]...)
+	for range chunks - 1 {
+		out = append(out, rep...)
+	}
+	out = append(out, 0x03, 0x00) // a final empty block, fixed Huffman codes
+	// Adler-32 of chunks copies of chunk.
+	var a, b uint64 = 1, 0
+	for range chunks {
+		for _, c := range chunk {
+			a = (a + uint64(c)) % 65521
+			b = (b + a) % 65521
+		}
+	}
+	out = binary.BigEndian.AppendUint32(out, uint32(b<<16|a))
+	return out, chunks * uint64(len(chunk))
+}
+
 // zlibZeros returns a zlib stream of about n zero bytes (a multiple of
 // 1 MiB) and its exact length, at deflate's best ratio, without
 // compressing n bytes: a stream flushed after each MiB of zeros emits the

@@ -155,3 +155,17 @@ func TestHostileStuckReader(t *testing.T) {
 	requireBounded(t, r)
 	assert.Contains(t, r.out, "no progress")
 }
+
+// TestHostileUnitCount symbolizes libhot.so (testdata/perf/bin) whose
+// .debug_info is replaced by a zlib stream of 180 MB of empty DWARF 4
+// unit headers (11 bytes each), within the decompression budget:
+// debug/dwarf makes a record of some 70 bytes per unit, at once.
+func TestHostileUnitCount(t *testing.T) {
+	t.Parallel()
+	unit := []byte{7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 8} // length 7, version 4, abbrev 0, address size 8
+	stream, size := zlibRepeat(t, unit, 180<<20)
+	data := elfWithSection(t, fixtureBin(t, "libhot.so"), ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, compressedSection(size, stream))
+	r := runHostile(t, "libhot.so", data)
+	requireBounded(t, r)
+	assert.Contains(t, r.out, "libhot.so")
+}

@@ -216,14 +216,14 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	return out, nil
 }
 
-// readSized reads n bytes from r. It allocates at first what the input
-// makes plausible (first, bounded by readChunk) and grows the buffer, by
-// at most readChunk at a time, only as the bytes arrive, as
-// internal/saferio.ReadData reads: a size that lies costs no more than the
-// data behind it. A stream that ends early gives io.ErrUnexpectedEOF, with
-// what was read.
+// readSized reads n bytes from r. It allocates at first what the caller
+// trusts (first: all of n when it is reserved from the budget) and grows
+// the buffer, by at most readChunk at a time, only as the bytes arrive,
+// as internal/saferio.ReadData reads: a size that lies costs no more than
+// the data behind it and first. A stream that ends early gives
+// io.ErrUnexpectedEOF, with what was read.
 func readSized(r io.Reader, n, first uint64) ([]byte, error) {
-	buf := make([]byte, 0, min(n, first, readChunk))
+	buf := make([]byte, 0, min(n, first))
 	for uint64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, int(min(n-uint64(len(buf)), readChunk)))
