@@ -236,7 +236,7 @@ func fuzzSeedsOpen(f *testing.F) [][]byte {
 	seeds = append(seeds, []byte("ffffffff81000000 T _text\n"))
 	hot := fixtureBin(f, "libhot.so")
 	seeds = append(seeds, hot)
-	seeds = append(seeds, elfWithSection(f, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(2)))
+	seeds = append(seeds, elfWithSection(f, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(f, 2)))
 	// Go: goprog, with its DWARF (zlib, by the Go linker), and with
 	// it renamed away (".debug_" to ".xebug_"), so that .gopclntab
 	// answers. The largest seeds by far.
