@@ -14,7 +14,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/regfile"
-	"github.com/perfcheck/perfcheck/internal/xzcap"
+	"github.com/perfcheck/perfcheck/internal/xz"
 )
 
 // parseDebugLink decodes a .gnu_debuglink section: a NUL-terminated file
@@ -168,24 +168,25 @@ const maxMiniDebugInfo = 256 << 20
 // miniDebugInfo decompresses .gnu_debugdata (Fedora/RHEL MiniDebugInfo, an
 // xz-compressed ELF holding a .symtab of the functions .dynsym lacks) and
 // returns it, nil when absent, with what it holds of the run's budget,
-// for the caller to release when done with it. The xz blocks' dictionaries
-// are capped at what their data needs (internal/xzcap), and the size the
-// stream's index declares is checked and reserved before anything is
-// decompressed.
+// for the caller to release when done with it. The size the stream's
+// indexes declare, and the dictionary that needs (internal/xz), are
+// checked and reserved before anything is decompressed; the blocks'
+// dictionaries are capped at that size whatever they declare.
 func (b *Binary) miniDebugInfo() (mini *elf.File, cost int64, err error) {
 	s := b.ef.Section(".gnu_debugdata")
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil, 0, nil
 	}
+	where := fmt.Sprintf("section .gnu_debugdata at offset %#x", s.Offset)
 	fail := func(err error) (*elf.File, int64, error) {
 		b.bud.Release(cost)
-		return nil, 0, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w", b.path, s.Offset, err)
+		return nil, 0, named(b.path+": "+where, err)
 	}
 	comp, err := sectionData(s)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
-	zr, sz, err := xzcap.NewReader(comp)
+	sz, err := xz.Measure(comp)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
@@ -193,14 +194,22 @@ func (b *Binary) miniDebugInfo() (mini *elf.File, cost int64, err error) {
 	if sz.Data > limit {
 		return fail(fmt.Errorf("%w: declares %d bytes from %d compressed, beyond %d", ErrMalformed, sz.Data, len(comp), limit))
 	}
-	if err := b.bud.Reserve(sz.Data + sz.Dict); err != nil {
-		return fail(fmt.Errorf("decompresses to %d bytes with a %d-byte dictionary: %w", sz.Data, sz.Dict, err))
+	if err := b.bud.Reserve(sz.Data+sz.Dict, b.path, where); err != nil {
+		return fail(err)
 	}
 	cost = sz.Data + sz.Dict
+	zr := xz.NewReader(bytes.NewReader(comp), sz.Data)
 	data, err := readSized(zr, uint64(sz.Data), uint64(sz.Data))
 	if err == nil {
-		// The xz reader verifies the checks and the index at the end.
-		_, err = io.Copy(io.Discard, zr)
+		// The xz reader verifies the checks and the index at the end;
+		// a block that goes on past what the index declares is an
+		// error, not more data.
+		var one [1]byte
+		if n, rerr := zr.Read(one[:]); n > 0 {
+			err = fmt.Errorf("decompresses to more than the %d bytes its index declares", sz.Data)
+		} else if rerr != io.EOF {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
@@ -212,7 +221,7 @@ func (b *Binary) miniDebugInfo() (mini *elf.File, cost int64, err error) {
 		}
 		// Its own compressed sections, which debug/elf decompresses
 		// when mini's symbols are read.
-		n, err := reserveCompressed(mini, bytes.NewReader(data), b.bud, func(*elf.Section) bool { return true })
+		n, err := reserveCompressed(mini, bytes.NewReader(data), account{b.bud, b.path + " (" + where + ")"}, func(*elf.Section) bool { return true })
 		cost += n
 		return err
 	})

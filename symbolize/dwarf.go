@@ -169,7 +169,7 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64, 
 	})
 	if err != nil {
 		x.release()
-		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
+		return nil, named(name+": DWARF", err)
 	}
 	x.indexUnits()
 	x.hasData = x.d != nil
@@ -250,7 +250,7 @@ var dwarfSections = []string{"abbrev", "info", "str", "line", "ranges", "addr", 
 // section at once: their declared sizes are reserved first.
 func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 	if ef.Type == elf.ET_REL {
-		n, err := reserveCompressed(ef, ra, x.bud, isDWARFSection)
+		n, err := reserveCompressed(ef, ra, account{x.bud, x.name}, isDWARFSection)
 		x.reserved += n
 		if err != nil {
 			return err
@@ -268,7 +268,7 @@ func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 		x.lines, x.infoLen = relocatedSections(x.d, ef.ByteOrder)
 		return nil
 	}
-	sec, n, err := loadSections(ef, ra, dwarfSections, x.bud)
+	sec, n, err := loadSections(ef, ra, dwarfSections, account{x.bud, x.name})
 	x.reserved += n
 	if err != nil {
 		return err
@@ -308,8 +308,8 @@ const minUnitBytes = 11
 // units in a few MB, which compress to nothing.
 func (x *dwarfIndex) reserveUnits(n int64) error {
 	cost := n * unitBytes
-	if err := x.bud.Reserve(cost); err != nil {
-		return fmt.Errorf(".debug_info: %d units: %w", n, err)
+	if err := x.bud.Reserve(cost, x.name, fmt.Sprintf("section .debug_info (%d unit headers)", n)); err != nil {
+		return err
 	}
 	x.reserved += cost
 	return nil

@@ -109,8 +109,8 @@ func (g *goTable) gosym(b *Binary) (*gosym.Table, error) {
 			if err != nil {
 				return err
 			}
-			if err := b.bud.Reserve(cost); err != nil {
-				return fmt.Errorf("debug/gosym's table would take %d bytes: %w", cost, err)
+			if err := b.bud.Reserve(cost, b.path, "section .gopclntab (debug/gosym's table of it)"); err != nil {
+				return err
 			}
 			b.held.Add(cost)
 			t, err := gosym.NewTable(nil, gosym.NewLineTable(data, g.textStart))
@@ -118,7 +118,7 @@ func (g *goTable) gosym(b *Binary) (*gosym.Table, error) {
 			return err
 		})
 		if g.symErr != nil {
-			g.symErr = fmt.Errorf("%s: %w", name, malformed(g.symErr))
+			g.symErr = named(name, malformed(g.symErr))
 		}
 	})
 	return g.sym, g.symErr

@@ -45,10 +45,10 @@ type compressed struct {
 // sections come from Section.Data, which reads in bounded chunks. Each
 // section is decompressed once, with klauspost/compress, whose zlib reader
 // is faster than compress/zlib's (bench/README.md). The declared size of a
-// compressed section is reserved from bud before anything is allocated;
+// compressed section is reserved from a's budget before anything is allocated;
 // cost is what stays reserved, for the caller to release when it drops
 // the data.
-func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, bud *budget.Budget) (data []byte, cost int64, err error) {
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, a account) (data []byte, cost int64, err error) {
 	c, ok, err := compressionOf(ef, ra, s)
 	if err != nil {
 		return nil, 0, err
@@ -61,12 +61,12 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, bud *budget.Budg
 		}
 		return d, 0, nil
 	}
-	if err := c.reserve(s, bud); err != nil {
+	if err := c.reserve(s, a); err != nil {
 		return nil, 0, err
 	}
 	defer func() {
 		if data == nil { // an error, or a panic of the decompressor
-			bud.Release(int64(c.size))
+			a.bud.Release(int64(c.size))
 		}
 	}()
 	d, err := c.read(ra, s)
@@ -77,23 +77,39 @@ func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, bud *budget.Budg
 }
 
 // reserve checks the declared size of s, compressed as c, and reserves it
-// from bud.
-func (c compressed) reserve(s *elf.Section, bud *budget.Budget) error {
+// from a's budget.
+func (c compressed) reserve(s *elf.Section, a account) error {
 	if c.size > uint64(c.n)*maxInflate+4096 || c.size > maxSection {
 		return fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
 	}
-	if err := bud.Reserve(int64(c.size)); err != nil {
-		return fmt.Errorf("section %s at offset %#x: decompresses to %d bytes: %w", s.Name, s.Offset, c.size, err)
-	}
-	return nil
+	return a.reserve(int64(c.size), fmt.Sprintf("section %s at offset %#x", s.Name, s.Offset))
 }
 
-// reserveCompressed reserves from bud the declared sizes of the compressed
+// account is the run's budget as one file draws from it: its reservations
+// name the file, so that a refusal says which file and which section.
+type account struct {
+	bud  *budget.Budget
+	file string
+}
+
+func (a account) reserve(n int64, what string) error { return a.bud.Reserve(n, a.file, what) }
+
+// named prefixes err with where it happened, except a budget refusal,
+// which names its file and section already.
+func named(where string, err error) error {
+	var be *budget.Error
+	if err == nil || errors.As(err, &be) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// reserveCompressed reserves from a's budget the declared sizes of the compressed
 // sections of ef for which which returns true, and returns their total:
 // debug/elf decompresses such sections at once when they are read
 // (Section.Data, File.Symbols, File.DWARF). On error nothing stays
 // reserved.
-func reserveCompressed(ef *elf.File, ra io.ReaderAt, bud *budget.Budget, which func(*elf.Section) bool) (int64, error) {
+func reserveCompressed(ef *elf.File, ra io.ReaderAt, a account, which func(*elf.Section) bool) (int64, error) {
 	var total int64
 	for _, s := range ef.Sections {
 		if !which(s) {
@@ -104,10 +120,10 @@ func reserveCompressed(ef *elf.File, ra io.ReaderAt, bud *budget.Budget, which f
 			continue
 		}
 		if err == nil {
-			err = c.reserve(s, bud)
+			err = c.reserve(s, a)
 		}
 		if err != nil {
-			bud.Release(total)
+			a.bud.Release(total)
 			return 0, err
 		}
 		total += int64(c.size)
@@ -246,9 +262,9 @@ func readSized(r io.Reader, n, first uint64) ([]byte, error) {
 // loadSections reads the named DWARF sections (".debug_NAME", or the old
 // ".zdebug_NAME") of ef concurrently: decompression dominates the time to
 // first answer and the sections are independent. Missing sections map to
-// nil. cost is what the decompressed ones hold of bud; on error nothing
+// nil. cost is what the decompressed ones hold of a's budget; on error nothing
 // stays reserved.
-func loadSections(ef *elf.File, ra io.ReaderAt, names []string, bud *budget.Budget) (out map[string][]byte, cost int64, err error) {
+func loadSections(ef *elf.File, ra io.ReaderAt, names []string, a account) (out map[string][]byte, cost int64, err error) {
 	out = make(map[string][]byte, len(names))
 	var mu sync.Mutex
 	var firstErr error
@@ -266,7 +282,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, bud *budget.Budg
 			var n int64
 			err := safely(s.Name, func() error {
 				var err error
-				b, n, err = sectionBytes(ef, ra, s, bud)
+				b, n, err = sectionBytes(ef, ra, s, a)
 				return err
 			})
 			mu.Lock()
@@ -283,7 +299,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, bud *budget.Budg
 	}
 	wg.Wait()
 	if firstErr != nil {
-		bud.Release(cost)
+		a.bud.Release(cost)
 		return nil, 0, firstErr
 	}
 	return out, cost, nil

@@ -319,9 +319,9 @@ func (b *Binary) admit(path string, f *os.File, ef *elf.File) (n int64, err erro
 	if st, err := f.Stat(); err == nil {
 		b.bud.Input(st.Size())
 	}
-	n, err = reserveCompressed(ef, f, b.bud, func(s *elf.Section) bool { return !isDWARFSection(s) })
+	n, err = reserveCompressed(ef, f, account{b.bud, path}, func(s *elf.Section) bool { return !isDWARFSection(s) })
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return 0, named(path, err)
 	}
 	return n, nil
 }

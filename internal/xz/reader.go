@@ -1,4 +1,22 @@
-package decompress
+// Package xz reads xz data (The .xz File Format, version 1.1.0) with no
+// more memory than the caller grants it: a block's header may declare a
+// dictionary of 4 GiB for a few bytes of data, and other readers, such as
+// github.com/ulikunitz/xz's, allocate what it declares.
+//
+// [Measure] walks the streams of data in memory and returns what reading
+// it costs ([Sizes]: the decompressed size the indexes declare and the
+// dictionary that needs) before anything is decompressed, so that a
+// caller can reserve it first. [NewReader] decodes, with every block's
+// dictionary capped at what the caller gives; a dictionary larger than
+// everything the caller will read is never used.
+//
+// # Security
+//
+// Neither function allocates from a length it has not checked against
+// the bytes that hold it, except the dictionary, which NewReader caps.
+// Both fail, with an error wrapping [ErrFormat], on anything they do not
+// understand; neither panics.
+package xz
 
 import (
 	"bufio"
@@ -15,10 +33,11 @@ import (
 	"github.com/ulikunitz/xz/lzma"
 )
 
-// ErrXZ is wrapped by every error about malformed or unsupported xz data.
-var ErrXZ = errors.New("xz")
+// ErrFormat is wrapped by every error about malformed or unsupported xz
+// data.
+var ErrFormat = errors.New("xz: malformed or unsupported data")
 
-// xz container constants (The .xz File Format 1.0.4, tukaani.org).
+// xz container constants (The .xz File Format 1.1.0, tukaani.org).
 var (
 	xzMagic     = []byte("\xfd7zXZ\x00")
 	xzFooterEnd = []byte("YZ")
@@ -33,7 +52,7 @@ const (
 
 var crc64Table = crc64.MakeTable(crc64.ECMA)
 
-// NewXZ returns a reader of the data decompressed from the xz file in r:
+// NewReader returns a reader of the data decompressed from the xz file in r:
 // one or more streams with stream padding, as xz(1) writes and reads
 // them, with the LZMA2 filter alone (what xz writes by default, and what
 // kernel modules and MiniDebugInfo use). Each block is decoded with a
@@ -49,7 +68,7 @@ var crc64Table = crc64.MakeTable(crc64.ECMA)
 // The xz container is parsed here rather than by github.com/ulikunitz/xz,
 // whose reader raises its configured dictionary to the one a block
 // declares; that package's LZMA2 decoder does the decoding.
-func NewXZ(r io.Reader, maxDict int64) io.Reader {
+func NewReader(r io.Reader, maxDict int64) io.Reader {
 	x := &xzReader{maxDict: max(min(maxDict, lzma.MaxDictCap), lzma.MinDictCap)}
 	x.in.r = bufio.NewReader(r)
 	return x
@@ -99,7 +118,7 @@ func (c *countReader) ReadByte() (byte, error) {
 }
 
 func xzErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrXZ, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
 }
 
 // eof turns io.EOF inside a structure into io.ErrUnexpectedEOF.
@@ -135,12 +154,12 @@ func (x *xzReader) Read(p []byte) (int, error) {
 	return 0, x.err
 }
 
-// wrap makes every error but the end of the input wrap ErrXZ.
+// wrap makes every error but the end of the input wrap ErrFormat.
 func wrap(err error) error {
-	if err == nil || err == io.EOF || errors.Is(err, ErrXZ) {
+	if err == nil || err == io.EOF || errors.Is(err, ErrFormat) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrXZ, err)
+	return fmt.Errorf("%w: %w", ErrFormat, err)
 }
 
 // next reads what comes between blocks: a stream header, a block header,
@@ -247,7 +266,7 @@ func (x *xzReader) startBlock(b byte) error {
 	}
 	blk.start = x.in.n
 	if blk.lz, err = (lzma.Reader2Config{DictCap: int(min(dict, x.maxDict))}).NewReader2(&x.in); err != nil {
-		return fmt.Errorf("%w: %v", ErrXZ, err)
+		return fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	x.blk, x.inBlock = blk, true
 	return nil
@@ -267,16 +286,10 @@ func lzma2Filter(p []byte, n int) (dict int64, rest []byte, err error) {
 	if err != nil || id != xzFilterLZMA2 || psize != 1 || len(p) < 1 {
 		return 0, nil, xzErr("unsupported filter %#x; only LZMA2 is supported", id)
 	}
-	bits := p[0] & 0x3f
-	switch {
-	case p[0]&0xc0 != 0 || bits > 40:
+	if p[0] > 40 {
 		return 0, nil, xzErr("bad LZMA2 dictionary size %#x", p[0])
-	case bits == 40:
-		dict = 0xffffffff
-	default:
-		dict = int64(2|bits&1) << (bits/2 + 11)
 	}
-	return dict, p[1:], nil
+	return dictSize(p[0]), p[1:], nil
 }
 
 // endBlock checks a block's sizes, padding and check once its LZMA2 data

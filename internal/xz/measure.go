@@ -1,100 +1,55 @@
-// Package xzcap reads xz data with no more memory than its contents need.
-//
-// An xz block declares the LZMA2 dictionary its decoder needs, up to
-// 4 GiB, and github.com/ulikunitz/xz allocates what it declares, whatever
-// the block holds: a 120-byte stream of four empty blocks costs gigabytes.
-// A dictionary larger than the data a block decompresses to is never
-// used, and the stream's index says how much that is. [NewReader] walks
-// the streams (headers, blocks, LZMA2 chunk headers, indexes), lowers
-// each block's declared dictionary to what its data needs, and returns a
-// reader of the result with the sizes the caller should reserve before
-// reading ([Sizes]). The walk reads only what the format's lengths
-// delimit; anything it does not understand is an error, so that no block
-// reaches the decoder unchecked. The decoder then verifies the checks and
-// the index against what it decompresses, as for any stream.
-package xzcap
+package xz
 
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"math"
 
-	"github.com/ulikunitz/xz"
+	"github.com/ulikunitz/xz/lzma"
 )
 
-// Sizes are what reading the data costs.
+// Sizes are what reading xz data costs.
 type Sizes struct {
-	// Data is the decompressed size the indexes declare; a reader
-	// returns an error rather than more.
+	// Data is the decompressed size the indexes declare.
 	Data int64
-	// Dict is the largest dictionary a block's decoder allocates.
+	// Dict is the largest dictionary NewReader allocates for a block
+	// when its cap is Data: the smaller of what the block declares and
+	// Data, and never less than the decoder's smallest.
 	Dict int64
 }
 
-// ErrFormat means the data is not xz data this package can walk.
-var ErrFormat = errors.New("xz: malformed or unsupported stream")
-
-// NewReader returns a reader of the xz data in src (one or more streams,
-// with stream padding, as xz.NewReader reads them) whose blocks declare
-// the dictionaries their data needs, and what reading it costs. src is
-// not modified.
-func NewReader(src []byte) (io.Reader, Sizes, error) {
+// Measure walks the xz data in src (one or more streams, with stream
+// padding, as xz(1) writes and reads them) and returns what reading it
+// with NewReader(r, Sizes.Data) costs, without decompressing anything. The
+// walk reads only what the format's lengths delimit (headers, LZMA2 chunk
+// headers, indexes, footers), checks each header's and index's CRC32 and
+// that each index lists the blocks its stream holds; anything it does not
+// understand is an error wrapping ErrFormat. The data itself is checked
+// only when it is read: a reader of it must stop after Data bytes and
+// treat more as an error.
+func Measure(src []byte) (Sizes, error) {
+	if len(src) == 0 {
+		return Sizes{}, fmt.Errorf("%w: no stream", ErrFormat)
+	}
 	w := walker{b: src}
 	for w.pos < len(w.b) {
 		if err := w.stream(); err != nil {
-			return nil, Sizes{}, err
+			return Sizes{}, err
 		}
 	}
-	if len(src) == 0 {
-		return nil, Sizes{}, fmt.Errorf("%w: no stream", ErrFormat)
-	}
-	out, copied := src, false
 	var sz Sizes
+	var dict int64
 	for _, b := range w.blocks {
 		if b.size > math.MaxInt64-sz.Data {
-			return nil, Sizes{}, fmt.Errorf("%w: the indexes declare more than 2^63 bytes", ErrFormat)
+			return Sizes{}, fmt.Errorf("%w: the indexes declare more than 2^63 bytes", ErrFormat)
 		}
 		sz.Data += b.size
-		code := dictCode(b.size)
-		if code >= out[b.dictAt] {
-			sz.Dict = max(sz.Dict, dictSize(out[b.dictAt]))
-			continue
-		}
-		if !copied {
-			out, copied = bytes.Clone(src), true
-		}
-		out[b.dictAt] = code
-		h := out[b.hdr : b.hdr+b.hdrLen]
-		binary.LittleEndian.PutUint32(h[len(h)-4:], crc32.ChecksumIEEE(h[:len(h)-4]))
-		sz.Dict = max(sz.Dict, dictSize(code))
+		dict = max(dict, dictSize(src[b.dictAt]))
 	}
-	r, err := xz.NewReader(bytes.NewReader(out))
-	if err != nil {
-		return nil, Sizes{}, err
-	}
-	return &limitReader{r: r, n: sz.Data}, sz, nil
-}
-
-// limitReader returns an error if r gives more than n bytes.
-type limitReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if int64(len(p)) > l.n+1 {
-		p = p[:l.n+1]
-	}
-	n, err := l.r.Read(p)
-	if int64(n) > l.n {
-		return int(l.n), fmt.Errorf("%w: decompresses to more than its index declares", ErrFormat)
-	}
-	l.n -= int64(n)
-	return n, err
+	sz.Dict = max(min(dict, sz.Data), lzma.MinDictCap)
+	return sz, nil
 }
 
 // dictSize is the dictionary size LZMA2's property byte code means.
@@ -105,27 +60,15 @@ func dictSize(code byte) int64 {
 	return int64(2|code&1) << (code/2 + 11)
 }
 
-// dictCode returns the smallest dictionary code whose size holds n bytes
-// (at least 4 KiB, the smallest).
-func dictCode(n int64) byte {
-	for c := byte(0); c < 40; c++ {
-		if dictSize(c) >= n {
-			return c
-		}
-	}
-	return 40
-}
-
 // block is one block of the walk.
 type block struct {
-	hdr, hdrLen int   // the block header
+	hdr, hdrLen int // the block header
 	dictAt      int   // its LZMA2 dictionary code
 	unpadded    int64 // header, compressed data and check, as the index counts them
 	size        int64 // decompressed size, from the index
 }
 
-// walker walks xz streams (The .xz File Format, version 1.1.0,
-// tukaani.org/xz/xz-file-format.txt).
+// walker walks xz streams for Measure.
 type walker struct {
 	b      []byte
 	pos    int
@@ -160,14 +103,6 @@ func (w *walker) vli() (int64, bool) {
 	return 0, false
 }
 
-// checkSize is the size of the check of type t.
-func checkSize(t byte) int {
-	if t == 0 {
-		return 0
-	}
-	return 4 << ((t - 1) / 3)
-}
-
 // stream walks one stream and the padding after it.
 func (w *walker) stream() error {
 	h := w.take(12)
@@ -177,7 +112,7 @@ func (w *walker) stream() error {
 	if h[6] != 0 || h[7] > 0x0f || crc32.ChecksumIEEE(h[6:8]) != binary.LittleEndian.Uint32(h[8:]) {
 		return w.fail("bad stream flags")
 	}
-	check := checkSize(h[7])
+	check := int(checkSize(h[7]))
 	first := len(w.blocks)
 	for {
 		if w.pos >= len(w.b) {
