@@ -244,34 +244,21 @@ func (x *dwarfIndex) indexUnits() {
 // to first answer and memory.
 var dwarfSections = []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"}
 
-// loadSections sets x.d, x.dies and x.lines from ef: elf.File.DWARF over
-// dwarfSections. Relocatable files (kernel modules) need relocations
-// applied and go through elf.File.DWARF, which decompresses every DWARF
-// section at once: their declared sizes are reserved first.
+// loadSections sets x.d, x.dies and x.lines from ef: debug/dwarf over
+// dwarfSections, read (and decompressed, reserving from the budget) by
+// loadSections. The sections of a relocatable file (kernel modules) are
+// relocated first, as elf.File.DWARF relocates them, so that what is
+// checked before debug/dwarf reads it is what it reads.
 func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
-	if ef.Type == elf.ET_REL {
-		n, err := reserveCompressed(ef, ra, account{x.bud, x.name}, isDWARFSection)
-		x.reserved += n
-		if err != nil {
-			return err
-		}
-		// The unit headers elf.File.DWARF will read are relocated:
-		// reserve for as many as its .debug_info could hold.
-		if s := ef.Section(".debug_info"); s != nil {
-			if err := x.reserveUnits(int64(s.Size / minUnitBytes)); err != nil {
-				return err
-			}
-		}
-		if x.d, err = ef.DWARF(); err != nil {
-			return err
-		}
-		x.lines, x.infoLen = relocatedSections(x.d, ef.ByteOrder)
-		return nil
-	}
 	sec, n, err := loadSections(ef, ra, dwarfSections, account{x.bud, x.name})
 	x.reserved += n
 	if err != nil {
 		return err
+	}
+	if ef.Type == elf.ET_REL {
+		if err := relocate(ef, sec); err != nil {
+			return err
+		}
 	}
 	if err := x.reserveUnits(countUnits(sec["info"], ef.ByteOrder)); err != nil {
 		return err
@@ -297,11 +284,6 @@ func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
 // its DWARF: debug/dwarf's record of it (made for every unit header at
 // once by dwarf.New), the DIE reader's and the unit table's.
 const unitBytes = 256
-
-// minUnitBytes is the size of the smallest unit: a DWARF 2-4 header with
-// no DIE (4-byte length, version, 4-byte abbreviation offset, address
-// size).
-const minUnitBytes = 11
 
 // reserveUnits reserves what n unit headers cost (unitBytes each) from the
 // budget, with the sections: .debug_info may hold millions of empty

@@ -2,11 +2,8 @@ package symbolize
 
 import (
 	"bytes"
-	"debug/dwarf"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"reflect"
 )
 
 // maxLineTables bounds what debug/dwarf's LineReader may allocate for one
@@ -35,33 +32,6 @@ type lineSections struct {
 	order              binary.ByteOrder
 }
 
-// relocatedSections returns the line sections of d and the size of its
-// .debug_info, as elf.File.DWARF relocated them in a relocatable file:
-// relocations may rewrite any bytes of a header, so the check must read
-// what debug/dwarf reads, and debug/elf exposes the relocated bytes only
-// inside d (unexported fields, read through reflect). The sections are
-// nil if d's layout is not the one this expects (a later Go):
-// checkLineTables then refuses every line table, and
-// TestRelocatableObject fails.
-func relocatedSections(d *dwarf.Data, order binary.ByteOrder) (*lineSections, int) {
-	v := reflect.ValueOf(d).Elem()
-	field := func(name string) ([]byte, bool) {
-		f := v.FieldByName(name)
-		if !f.IsValid() || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.Uint8 {
-			return nil, false
-		}
-		return f.Bytes(), true
-	}
-	line, ok1 := field("line")
-	str, ok2 := field("str")
-	lineStr, ok3 := field("lineStr")
-	info, ok4 := field("info")
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return nil, 0
-	}
-	return &lineSections{line: line, str: str, lineStr: lineStr, order: order}, len(info)
-}
-
 // checkLineTables estimates what debug/dwarf's LineReader would allocate
 // for the tables of the line program at off, whose unit's compilation
 // directory is compDir, and returns an error when that is more than
@@ -75,9 +45,6 @@ func (s *lineSections) checkLineTables(off int64, compDir string) error {
 
 // lineTablesCost is checkLineTables, with the estimate.
 func (s *lineSections) lineTablesCost(off int64, compDir string) (int64, error) {
-	if s == nil {
-		return 0, errors.New("line tables of a relocatable file cannot be checked with this Go release's debug/dwarf")
-	}
 	if off < 0 || off >= int64(len(s.line)) {
 		return 0, nil
 	}
