@@ -30,12 +30,13 @@
 // together cost at most the file's size. The one exception is a
 // compressed kernel module (.ko.xz, .ko.zst, .ko.gz), which must be
 // decompressed to be read; it is decompressed in memory only as far as
-// needed and never past 64 times its compressed size plus 16 MiB (256 MiB
-// at most). Before a decoder is made, twice that bound is reserved from
-// the process's decompression budget (internal/decompress: 512 MiB for
-// every decompression in flight), and an xz block's dictionary is capped
-// at that bound whatever the block declares, so that a stream of a few
-// bytes declaring a 4 GiB dictionary costs what its size justifies.
+// needed and never past the size the stream declares (xz's index, the zstd
+// frame's content size, gzip's trailer), which may be at most 64 times its
+// compressed size plus 16 MiB (256 MiB at most). Before a decoder is made,
+// that size and the decoder's window are borrowed from the run's
+// decompression budget (internal/budget), and an xz block's dictionary is
+// capped at that size whatever the block declares, so that a stream of a
+// few bytes declaring a 4 GiB dictionary costs what its size justifies.
 // [ReadModule], which returns a whole module for symbolizing,
 // and [ReadModuleIdentity], which returns its identity and the image it
 // was read from (one open, one decompression), decompress under the same

@@ -202,8 +202,8 @@ func (b *Budget) wake() {
 // Error is a reservation that did not fit: what of File would have
 // needed Need bytes, with Free bytes of Limit not reserved.
 type Error struct {
-	File string // the input file
-	What string // the section or stream, e.g. "section .debug_info"
+	File              string // the input file
+	What              string // the section or stream, e.g. "section .debug_info"
 	Need, Free, Limit int64
 }
 

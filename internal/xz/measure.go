@@ -62,7 +62,7 @@ func dictSize(code byte) int64 {
 
 // block is one block of the walk.
 type block struct {
-	hdr, hdrLen int // the block header
+	hdr, hdrLen int   // the block header
 	dictAt      int   // its LZMA2 dictionary code
 	unpadded    int64 // header, compressed data and check, as the index counts them
 	size        int64 // decompressed size, from the index
