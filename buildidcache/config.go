@@ -60,8 +60,8 @@ func foreignOwner(file string) string {
 	if err != nil {
 		return ""
 	}
-	uid, ok := fileOwner(st)
-	if !ok || uid == 0 || uid == os.Geteuid() {
+	uid, foreign := ForeignOwner(st)
+	if !foreign {
 		return ""
 	}
 	return fmt.Sprintf("%s is owned by uid %d, not by the current user or root: ignored, as perf ignores it", file, uid)

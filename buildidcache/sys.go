@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -19,11 +20,16 @@ type fileSys struct {
 	ctime    time.Time
 }
 
-// fileOwner returns the uid that owns fi; ok is false where stat gives
-// none.
-func fileOwner(fi fs.FileInfo) (uid int, ok bool) {
+// ForeignOwner reports whether fi is owned by neither the current user
+// nor root, and by whom. perf ignores such a file where another user could
+// have put it, a perf-PID.map in /tmp (dso__load in
+// tools/perf/util/symbol.c) or a ~/.perfconfig (perf_config in
+// tools/perf/util/config.c): its owner could name every frame, or point
+// every lookup at a cache of theirs. Where stat gives no owner it reports
+// false.
+func ForeignOwner(fi fs.FileInfo) (uid int, foreign bool) {
 	s, ok := sysStat(fi)
-	return s.uid, ok
+	return s.uid, ok && s.uid != 0 && s.uid != os.Geteuid()
 }
 
 // key is the inode's identity, to count a hard-linked file once.

@@ -419,7 +419,7 @@ var noFileReasons = map[dso.Kind]string{
 
 // judgeJIT judges JIT code by its perf map: it has no identity, but it is
 // append-only, so its names are used unless the map predates the
-// recording.
+// recording, or another user (not root) owns it.
 func (s *session) judgeJIT(d *DSO) {
 	o := &s.opts
 	p := o.jitMapPath(d.pid)
@@ -428,6 +428,13 @@ func (s *session) judgeJIT(d *DSO) {
 		d.Verdict = Missing
 		d.Reason = "JIT code; its perf map " + p + " is gone"
 		return
+	}
+	if fi, err := os.Stat(p); err == nil {
+		if uid, foreign := buildidcache.ForeignOwner(fi); foreign {
+			d.Verdict = Missing
+			d.Reason = fmt.Sprintf("JIT code; its perf map %s is owned by uid %d, not by the current user or root: ignored, as perf ignores it", p, uid)
+			return
+		}
 	}
 	d.Verdict = Unverified
 	d.FoundPath = p
