@@ -46,7 +46,7 @@ func identityOf(f *os.File, name string) (*Identity, error) {
 		// plain files cost no extra read.
 		var magic [6]byte
 		if n, _ := f.ReadAt(magic[:], 0); n == len(magic) {
-			if kind := compression(magic[:]); kind != "" {
+			if kind := Compression(magic[:]); kind != "" {
 				return readCompressed(f, name, kind)
 			}
 		}
@@ -54,9 +54,10 @@ func identityOf(f *os.File, name string) (*Identity, error) {
 	return id, err
 }
 
-// compression names the compressed format a file starts with: kernel
+// Compression names the compressed format ("xz", "zstd", "gzip") that a
+// file whose first bytes are magic (six suffice) is in, or "": kernel
 // modules ship as .ko.xz, .ko.zst or .ko.gz (CONFIG_MODULE_COMPRESS_*).
-func compression(magic []byte) string {
+func Compression(magic []byte) string {
 	switch {
 	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
 		return "xz"
@@ -184,7 +185,7 @@ func ReadModule(name string) (data []byte, kind string, err error) {
 	if err != nil && err != io.EOF {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	kind = compression(magic[:n])
+	kind = Compression(magic[:n])
 	if kind == "" {
 		b := make([]byte, st.Size())
 		if _, err := io.ReadFull(io.NewSectionReader(f, 0, st.Size()), b); err != nil {
@@ -220,7 +221,7 @@ func ReadModuleIdentity(name string) (*Identity, []byte, error) {
 	}
 	var magic [6]byte
 	n, _ := f.ReadAt(magic[:], 0)
-	kind := compression(magic[:n])
+	kind := Compression(magic[:n])
 	if kind == "" {
 		return id, nil, err
 	}

@@ -64,6 +64,9 @@ type dwarfIndex struct {
 	// entries debug/dwarf's Reader may give (see errStuck).
 	infoLen int
 
+	// warnf records a warning of the binary (Binary.Warnings), once per
+	// unit that cannot be decoded.
+	warnf func(format string, args ...any)
 	// bud is the run's decompression budget, of which the decompressed
 	// sections hold reserved bytes until release.
 	bud      *budget.Budget
@@ -130,6 +133,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			dw.budget = DefaultMaxDecodedDWARF
 		}
 		dw.symName = b.sharedSymName
+		dw.warnf = b.warn
 		b.dw = dw
 	})
 	return b.dw
@@ -423,6 +427,9 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	}
 	if err != nil {
 		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, malformed(err))
+		if x.warnf != nil {
+			x.warnf("%v (answers in that unit fall back to symbol names, without file:line)", s.err)
+		}
 		return nil, s.err
 	}
 	s.info.Store(ui)

@@ -98,7 +98,7 @@ func miniDebugInfoOf(tb testing.TB, dir string, bin []byte) ([]byte, bool) {
 	}
 	w.Write(syms)
 	w.Close()
-	return elfWithSection(tb, stripped, ".gnu_debugdata", elf.SHT_PROGBITS, 0, z.Bytes()), true
+	return fixtures.ELFWithSection(tb, stripped, ".gnu_debugdata", elf.SHT_PROGBITS, 0, z.Bytes()), true
 }
 
 // heapAllocated returns the bytes the process has allocated so far.
@@ -236,7 +236,7 @@ func fuzzSeedsOpen(f *testing.F) [][]byte {
 	seeds = append(seeds, []byte("ffffffff81000000 T _text\n"))
 	hot := fixtureBin(f, "libhot.so")
 	seeds = append(seeds, hot)
-	seeds = append(seeds, elfWithSection(f, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(f, 2)))
+	seeds = append(seeds, fixtures.ELFWithSection(f, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(f, 2)))
 	// Go: goprog, with its DWARF (zlib, by the Go linker), and with
 	// it renamed away (".debug_" to ".xebug_"), so that .gopclntab
 	// answers. The largest seeds by far.

@@ -119,6 +119,7 @@ func (g *goTable) gosym(b *Binary) (*gosym.Table, error) {
 		})
 		if g.symErr != nil {
 			g.symErr = named(name, malformed(g.symErr))
+			b.warn("%v (answers fall back to symbol names, without file:line)", g.symErr)
 		}
 	})
 	return g.sym, g.symErr

@@ -1,11 +1,8 @@
 package symbolize
 
 import (
-	"bytes"
-	"compress/zlib"
 	"context"
 	"debug/elf"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,151 +26,6 @@ func fixtureBin(t testing.TB, name string) []byte {
 	d, err := os.ReadFile(filepath.Join("..", "testdata", "perf", "bin", name))
 	require.NoError(t, err)
 	return d
-}
-
-// elfWithSection returns a copy of data, a 64-bit little-endian ELF file,
-// in which the section name has type typ, flags flags and holds contents.
-// The contents are appended to the file and the section header points at
-// them; a section the file lacks is added with a new section header table
-// and section name table, appended too. Segments are left alone: the
-// sections a symbolizer reads need not be loaded.
-func elfWithSection(t testing.TB, data []byte, name string, typ elf.SectionType, flags elf.SectionFlag, contents []byte) []byte {
-	t.Helper()
-	ef, err := elf.NewFile(bytes.NewReader(data))
-	require.NoError(t, err)
-	require.Equal(t, elf.ELFCLASS64, ef.Class)
-	require.Equal(t, binary.ByteOrder(binary.LittleEndian), ef.ByteOrder)
-	le := binary.LittleEndian
-	out := append([]byte(nil), data...)
-	align8 := func() {
-		for len(out)%8 != 0 {
-			out = append(out, 0)
-		}
-	}
-	align8()
-	at := uint64(len(out))
-	out = append(out, contents...)
-	shoff, shnum, shstrndx := le.Uint64(data[0x28:]), int(le.Uint16(data[0x3c:])), int(le.Uint16(data[0x3e:]))
-	hdr := func(buf []byte, i int) []byte { return buf[shoff+uint64(i)*64:][:64] }
-	set := func(h []byte) {
-		le.PutUint32(h[4:], uint32(typ))
-		le.PutUint64(h[8:], uint64(flags))
-		le.PutUint64(h[24:], at)
-		le.PutUint64(h[32:], uint64(len(contents)))
-		le.PutUint64(h[48:], 1)
-		le.PutUint64(h[56:], 0)
-	}
-	for i, s := range ef.Sections {
-		if s.Name == name {
-			set(hdr(out, i))
-			return out
-		}
-	}
-	// A new section: a name table with its name, then the header table
-	// with one more entry.
-	strs, err := ef.Sections[shstrndx].Data()
-	require.NoError(t, err)
-	nameOff := len(strs)
-	align8()
-	strAt := uint64(len(out))
-	out = append(out, strs...)
-	out = append(out, name...)
-	out = append(out, 0)
-	align8()
-	newShoff := uint64(len(out))
-	out = append(out, data[shoff:shoff+uint64(shnum)*64]...)
-	out = append(out, make([]byte, 64)...)
-	shoff = newShoff
-	sh := hdr(out, shstrndx)
-	le.PutUint64(sh[24:], strAt)
-	le.PutUint64(sh[32:], uint64(len(strs)+len(name)+1))
-	h := hdr(out, shnum)
-	le.PutUint32(h[0:], uint32(nameOff))
-	set(h)
-	le.PutUint64(out[0x28:], newShoff)
-	le.PutUint16(out[0x3c:], uint16(shnum+1))
-	return out
-}
-
-// compressedSection returns an ELF compression header (Elf64_Chdr) for a
-// zlib stream declaring size bytes, followed by the stream.
-func compressedSection(size uint64, stream []byte) []byte {
-	var chdr [24]byte
-	binary.LittleEndian.PutUint32(chdr[0:], uint32(elf.COMPRESS_ZLIB))
-	binary.LittleEndian.PutUint64(chdr[8:], size)
-	binary.LittleEndian.PutUint64(chdr[16:], 1)
-	return append(chdr[:], stream...)
-}
-
-// zlibRepeat returns a zlib stream of unit repeated to about n bytes, and
-// its exact length, without compressing n bytes: a stream flushed after
-// each chunk of whole units emits the same bytes for every chunk after
-// the first (the window holds the same bytes at the same phase), so those
-// bytes are repeated, then closed with an empty final block and the
-// Adler-32 of the whole.
-func zlibRepeat(t testing.TB, unit []byte, n uint64) ([]byte, uint64) {
-	t.Helper()
-	per := max((1<<20)/len(unit), 1)
-	chunk := bytes.Repeat(unit, per)
-	var buf bytes.Buffer
-	w, err := zlib.NewWriterLevel(&buf, zlib.BestCompression)
-	require.NoError(t, err)
-	_, err = w.Write(chunk)
-	require.NoError(t, err)
-	require.NoError(t, w.Flush())
-	head := buf.Len()
-	_, err = w.Write(chunk)
-	require.NoError(t, err)
-	require.NoError(t, w.Flush())
-	rep := append([]byte(nil), buf.Bytes()[head:]...)
-	chunks := max(n/uint64(len(chunk)), 1)
-	out := append([]byte(nil), buf.Bytes()[:head]...)
-	for range chunks - 1 {
-		out = append(out, rep...)
-	}
-	out = append(out, 0x03, 0x00) // a final empty block, fixed Huffman codes
-	// Adler-32 of chunks copies of chunk.
-	var a, b uint64 = 1, 0
-	for range chunks {
-		for _, c := range chunk {
-			a = (a + uint64(c)) % 65521
-			b = (b + a) % 65521
-		}
-	}
-	out = binary.BigEndian.AppendUint32(out, uint32(b<<16|a))
-	return out, chunks * uint64(len(chunk))
-}
-
-// zlibZeros returns a zlib stream of about n zero bytes (a multiple of
-// 1 MiB) and its exact length, at deflate's best ratio, without
-// compressing n bytes: a stream flushed after each MiB of zeros emits the
-// same bytes for every MiB after the first (the window holds only
-// zeros), so those bytes are repeated, then closed with an empty final
-// block and the Adler-32 of the zeros.
-func zlibZeros(t testing.TB, n uint64) ([]byte, uint64) {
-	t.Helper()
-	const chunk = 1 << 20
-	var buf bytes.Buffer
-	w, err := zlib.NewWriterLevel(&buf, zlib.BestCompression)
-	require.NoError(t, err)
-	zero := make([]byte, chunk)
-	_, err = w.Write(zero)
-	require.NoError(t, err)
-	require.NoError(t, w.Flush())
-	head := buf.Len()
-	_, err = w.Write(zero)
-	require.NoError(t, err)
-	require.NoError(t, w.Flush())
-	rep := append([]byte(nil), buf.Bytes()[head:]...)
-	chunks := max(n/chunk, 1)
-	out := append([]byte(nil), buf.Bytes()[:head]...)
-	for range chunks - 1 {
-		out = append(out, rep...)
-	}
-	out = append(out, 0x03, 0x00) // a final empty block, fixed Huffman codes
-	total := chunks * chunk
-	out = binary.BigEndian.AppendUint32(out, uint32(total%65521)<<16|1) // Adler-32 of zeros
-	return out, total
 }
 
 // hostileRun is what the child of runHostile reported.
@@ -256,9 +108,6 @@ func TestHostileChild(t *testing.T) {
 		return
 	}
 	defer b.Close()
-	for _, w := range b.Warnings() {
-		fmt.Println("warning:", w)
-	}
 	var code [][2]uint64
 	for _, s := range b.ef.Sections {
 		if s.Flags&elf.SHF_EXECINSTR != 0 && s.Size > 0 {
@@ -277,5 +126,10 @@ func TestHostileChild(t *testing.T) {
 	}
 	for e, n := range errs {
 		fmt.Printf("lookup error (%d times): %s\n", n, e)
+	}
+	// After the lookups: a unit that cannot be decoded is warned of
+	// when a lookup first needs it.
+	for _, w := range b.Warnings() {
+		fmt.Println("warning:", w)
 	}
 }

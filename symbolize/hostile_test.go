@@ -3,7 +3,6 @@ package symbolize
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -11,26 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// lineTables returns where, in data (an ELF file with an uncompressed
-// DWARF 5 .debug_line, 32-bit DWARF), the first line program's directory
-// and file tables start (at directory_entry_format_count) and end (where
-// the program starts).
-func lineTables(t *testing.T, data []byte) (start, end int) {
-	t.Helper()
-	ef, err := elf.NewFile(bytes.NewReader(data))
-	require.NoError(t, err)
-	s := ef.Section(".debug_line")
-	require.NotNil(t, s)
-	require.Zero(t, s.Flags&elf.SHF_COMPRESSED)
-	off := int(s.Offset)
-	h := data[off:]
-	require.Equal(t, uint16(5), binary.LittleEndian.Uint16(h[4:]), "DWARF 5 line table")
-	opcodeBase := int(h[17])
-	start = off + 18 + opcodeBase - 1
-	end = off + 12 + int(binary.LittleEndian.Uint32(h[8:]))
-	return start, end
-}
 
 // uleb appends v as an unsigned LEB128.
 func uleb(b []byte, v uint64) []byte {
@@ -61,13 +40,7 @@ func TestHostileLineTableCounts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			data := fixtureBin(t, "libhot.so")
-			start, end := lineTables(t, data)
-			tab := uleb([]byte{0}, c.dirs)
-			tab = append(tab, 0)
-			tab = uleb(tab, c.files)
-			require.LessOrEqual(t, len(tab), end-start)
-			copy(data[start:], tab)
+			data := fixtures.LineTableCounts(t, fixtureBin(t, "libhot.so"), c.dirs, c.files)
 			r := runHostile(t, "libhot.so", data)
 			requireBounded(t, r)
 			assert.Contains(t, r.out, "libhot.so")
@@ -83,16 +56,7 @@ func TestHostileLineTableCounts(t *testing.T) {
 // 8-byte header) set to 0xffffffff.
 func TestHostilePclntabCount(t *testing.T) {
 	t.Parallel()
-	data := fixtureBin(t, "goprog")
-	ef, err := elf.NewFile(bytes.NewReader(data))
-	require.NoError(t, err)
-	strs := ef.Sections[binary.LittleEndian.Uint16(data[0x3e:])] // e_shstrndx
-	names := data[strs.Offset : strs.Offset+strs.Size]
-	copy(names, bytes.ReplaceAll(names, []byte(".debug_"), []byte(".xebug_")))
-	pcln := ef.Section(".gopclntab")
-	require.NotNil(t, pcln)
-	binary.LittleEndian.PutUint64(data[pcln.Offset+8:], 0xffffffff)
-
+	data := fixtures.PclntabCount(t, fixtureBin(t, "goprog"))
 	r := runHostile(t, "goprog", data)
 	requireBounded(t, r)
 	assert.Contains(t, r.out, "goprog")
@@ -114,9 +78,9 @@ func TestHostileCompressedSections(t *testing.T) {
 		t.Run(filepath.Join(secs...), func(t *testing.T) {
 			t.Parallel()
 			data := fixtureBin(t, "libhot.so")
-			stream, size := zlibZeros(t, 1<<30)
+			stream, size := fixtures.ZlibZeros(t, 1<<30)
 			for _, s := range secs {
-				data = elfWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, compressedSection(size, stream))
+				data = fixtures.ELFWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream))
 			}
 			r := runHostile(t, "libhot.so", data)
 			requireBounded(t, r)
@@ -133,7 +97,7 @@ func TestHostileMiniDebugInfo(t *testing.T) {
 	t.Parallel()
 	bomb := fixtures.XZDictBomb(t, 4)
 	require.Len(t, bomb, 120)
-	data := elfWithSection(t, fixtureBin(t, "libhot.so"), ".gnu_debugdata", elf.SHT_PROGBITS, 0, bomb)
+	data := fixtures.ELFWithSection(t, fixtureBin(t, "libhot.so"), ".gnu_debugdata", elf.SHT_PROGBITS, 0, bomb)
 	r := runHostile(t, "libhot.so", data)
 	requireBounded(t, r)
 }
@@ -163,8 +127,8 @@ func TestHostileStuckReader(t *testing.T) {
 func TestHostileUnitCount(t *testing.T) {
 	t.Parallel()
 	unit := []byte{7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 8} // length 7, version 4, abbrev 0, address size 8
-	stream, size := zlibRepeat(t, unit, 180<<20)
-	data := elfWithSection(t, fixtureBin(t, "libhot.so"), ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, compressedSection(size, stream))
+	stream, size := fixtures.ZlibRepeat(t, unit, 180<<20)
+	data := fixtures.ELFWithSection(t, fixtureBin(t, "libhot.so"), ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream))
 	r := runHostile(t, "libhot.so", data)
 	requireBounded(t, r)
 	assert.Contains(t, r.out, "libhot.so")

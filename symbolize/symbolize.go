@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -437,11 +438,15 @@ func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 }
 
 func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
+	var dwErr error // of DWARF or the Go table, when neither answers
 	if b.format == FormatELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], err // names the file
+				// A unit that cannot be decoded (a warning says so
+				// once): the tables below still name the function.
+				dwErr, ok = err, false
+				buf = buf[:0]
 			}
 			if ok {
 				if out[len(out)-1].Function == "" {
@@ -456,7 +461,10 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 		if gt := b.loadGo(); gt != nil {
 			out, ok, err := gt.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], err // names the file
+				// A table debug/gosym cannot be given (warned of
+				// once): the symbol table still names the function.
+				dwErr, ok = cmp.Or(dwErr, err), false
+				buf = buf[:0]
 			}
 			if ok {
 				return out, nil
@@ -468,6 +476,9 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 			s := &t.syms[i]
 			return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name, File: t.fileOf(i)}), nil
 		}
+	}
+	if dwErr != nil {
+		return buf, dwErr // names the file
 	}
 	if b.symErr != nil {
 		return buf, b.symErr
