@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"debug/elf"
+	"math"
 	"testing"
 )
 
@@ -23,7 +24,11 @@ func FuzzCFI(f *testing.F) {
 			return
 		}
 		for _, fd := range ct.fdes {
-			fd.rowAt(fd.start + a%(fd.end-fd.start+1))
+			off := a
+			if span := fd.end - fd.start; span != math.MaxUint64 { // else every a is in it
+				off = a % (span + 1)
+			}
+			fd.rowAt(fd.start + off)
 		}
 		if fd := ct.find(a); fd != nil {
 			fd.rowAt(a)
