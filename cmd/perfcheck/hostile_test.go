@@ -215,6 +215,9 @@ func TestHostileBuildID(t *testing.T) {
 // goprog.data with its pclntab count (finding 3).
 func TestHostileRecordings(t *testing.T) {
 	t.Parallel()
+	if raceEnabled {
+		t.Skip("32 race-instrumented children take minutes, and the bounds are checked without the detector")
+	}
 	cshared, err := os.ReadFile(filepath.Join(fixtures.Dir(), "bin", "cshared"))
 	require.NoError(t, err)
 	stream, size := fixtures.ZlibZeros(t, 1<<30)
