@@ -194,7 +194,10 @@ func (l *moduleLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 // symOffset implements symOffsetter.
 func (l *moduleLookup) symOffset(off uint64) (uint64, bool) {
 	_, start, _, ok := l.mod.Symbol(off)
-	return off - start, ok
+	if !ok {
+		return 0, false
+	}
+	return off - start, true
 }
 
 func (l *moduleLookup) Close() error { return nil }
