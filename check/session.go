@@ -150,7 +150,8 @@ type session struct {
 	buildIDs   []perfdata.BuildIDEntry
 	samples    uint64
 	// stackUserSamples counts samples whose user callers are only in a
-	// stack copy (--call-graph dwarf), which is not unwound.
+	// stack copy (--call-graph dwarf) that cannot be unwound: it came
+	// without the user registers (or not from x86-64), so no walk starts.
 	stackUserSamples uint64
 	// unprovenUnwinds counts samples whose unwinding stopped at a binary
 	// not proven to be the one that ran.
