@@ -50,7 +50,10 @@ func (e *FormatError) Unwrap() error { return e.Err }
 // x86-64 DWARF register numbers (System V ABI, figure 3.36).
 const (
 	dwRSP = 7
-	dwRA  = 16 // the return address column
+	// dwRA is rip: the pc of a frame. x86-64 CIEs name it as their
+	// return address column too, but step follows the column the CIE
+	// names (cie.raReg) and moves that value here.
+	dwRA  = 16
 	dwNum = 17
 )
 
@@ -58,7 +61,7 @@ const (
 type cie struct {
 	codeAlign uint64
 	dataAlign int64
-	raReg     uint64
+	raReg     uint64 // the column that holds the return address
 	ptrEnc    byte
 	zAug      bool   // augmentation "z...": FDEs carry augmentation data
 	init      []byte // initial instructions

@@ -89,6 +89,23 @@ func formatError(t *testing.T, err error) *FormatError {
 	return fe
 }
 
+// The return address is where the CIE's return address column says, not
+// always rip's column: the walk follows a CIE that names rbx (3).
+func TestWalkFollowsReturnAddressColumn(t *testing.T) {
+	t.Parallel()
+	const rbx = 3
+	tb := parsed(t, ehFrame(cieSpec{ra: rbx, init: entryRules(rbx)}, fdeSpec{start: 0x1000, size: 0x100}))
+	const ip, sp = 1 << 8, 1 << 7 // perf's register bits of IP and SP; SP's value first
+	stack := binary.LittleEndian.AppendUint64(nil, 0x2000)
+	got := Walk(&UserStack{Mask: ip | sp, Regs: []uint64{0x7000, 0x1010}, Stack: stack}, func(pc uint64) (*Table, uint64) {
+		if pc >= 0x1000 && pc < 0x1100 {
+			return tb, pc
+		}
+		return nil, 0
+	}, nil)
+	assert.Equal(t, []uint64{0x1010, 0x1fff}, got)
+}
+
 // A CIE in the 64-bit length form: its id is still 4 bytes in .eh_frame.
 func TestParseLongCIE(t *testing.T) {
 	t.Parallel()

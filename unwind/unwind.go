@@ -84,7 +84,8 @@ func Walk(u *UserStack, tables TableFunc, out []uint64) []uint64 {
 
 // step computes the caller's registers from regs, the registers of a
 // frame whose code is at file offset off, with the rule set t has there;
-// false when it cannot.
+// false when it cannot. The caller's pc is the value of the CIE's return
+// address column.
 func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth int, read func(uint64) (uint64, bool), st *state) ([dwNum]uint64, [dwNum]bool, bool) {
 	va, ok := t.addr(off)
 	if !ok {
@@ -92,6 +93,10 @@ func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth in
 	}
 	f := t.find(va)
 	if f == nil {
+		return regs, valid, false
+	}
+	ra := f.cie.raReg
+	if ra >= dwNum {
 		return regs, valid, false
 	}
 	rw, err := f.rowAt(va, st)
@@ -114,9 +119,10 @@ func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth in
 			next[i], nvalid[i] = cfa+uint64(r.off), true
 		}
 	}
-	if rw.regs[dwRA].kind != ruleOffset || !nvalid[dwRA] || next[dwRA] == 0 {
+	if rw.regs[ra].kind != ruleOffset || !nvalid[ra] || next[ra] == 0 {
 		return regs, valid, false
 	}
+	next[dwRA], nvalid[dwRA] = next[ra], true
 	next[dwRSP], nvalid[dwRSP] = cfa, true
 	return next, nvalid, true
 }
