@@ -379,6 +379,9 @@ func (t *Table) parseFDE(p *parser, off, idPos int, id uint32, end int) error {
 		}
 		return p.readerError(ent, "FDE", off)
 	}
+	if start+size < start {
+		return p.errorf(idPos+4, ErrNoCFI, "FDE at %#x: its range [%#x, +%#x) wraps", at, start, size)
+	}
 	if c.zAug {
 		// Skip the FDE's augmentation data (the LSDA pointer).
 		n := ent.uleb()

@@ -117,6 +117,23 @@ func TestParseLongCIE(t *testing.T) {
 	assert.Equal(t, rule{kind: ruleOffset, off: -8}, rw.regs[dwRA])
 }
 
+// An FDE whose range runs past the top of the address space is refused:
+// find relies on the FDEs' ends being ordered as their starts. One that
+// ends exactly at the top is kept.
+func TestParseWrappingFDE(t *testing.T) {
+	t.Parallel()
+	c := cieSpec{ra: dwRA, init: entryRules(dwRA)}
+	tb := parsed(t, ehFrame(c, fdeSpec{start: 0xffff_ffff_ffff_e000, size: 0x1000}, fdeSpec{start: ^uint64(0) - 0x10, size: 0x10}))
+	assert.Len(t, tb.fdes, 2)
+
+	data := ehFrame(c, fdeSpec{start: 0x1000, size: 0x100}, fdeSpec{start: 0xffff_ffff_ffff_f000, size: 0x2000})
+	err := (&Table{}).parse(data, 0, secOff)
+	fe := formatError(t, err)
+	second := len(c.bytes()) + len(fdeSpec{}.bytes(0, 0, false))
+	assert.Equal(t, int64(secOff+second+8), fe.Offset, "the FDE's start address, in the file")
+	assert.Contains(t, err.Error(), "wraps")
+}
+
 // Errors name the file offset: the section's plus the entry's.
 func TestParseErrorOffsets(t *testing.T) {
 	t.Parallel()

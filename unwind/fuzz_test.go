@@ -3,6 +3,8 @@ package unwind
 import (
 	"debug/elf"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzCFI feeds arbitrary .eh_frame bytes to the parser and the rule
@@ -24,7 +26,12 @@ func FuzzCFI(f *testing.F) {
 		}
 		var st state
 		for _, fd := range ct.fdes {
-			fd.rowAt(fd.start+a%(fd.end-fd.start+1), &st)
+			require.Less(t, fd.start, fd.end, "an FDE's range neither is empty nor wraps")
+			in := a
+			if span := fd.end - fd.start; span != ^uint64(0) { // else every a is in the range
+				in %= span + 1
+			}
+			fd.rowAt(fd.start+in, &st)
 		}
 		if fd := ct.find(a); fd != nil {
 			fd.rowAt(a, &st)
