@@ -448,20 +448,11 @@ func (p *parser) parseCIE(r *reader, off int) (*cie, error) {
 		}
 		if r.err == nil {
 			augEnd := r.off + int(n)
-			for _, a := range aug[1:] {
-				switch a {
-				case 'R':
-					c.ptrEnc = r.u8()
-				case 'P':
-					enc := r.u8()
-					r.ptr(enc&0x7f, 0) // the personality routine: not needed
-					r.err = nil
-				case 'L':
-					r.u8()
-				case 'S', 'B':
-				default:
-					r.off = augEnd
-				}
+			// The augmentation data is read within its own length.
+			ar := &reader{b: r.b[:augEnd], off: r.off}
+			c.ptrEnc = readAugmentation(ar, aug[1:])
+			if ar.err != nil {
+				return nil, p.readerError(ar, "CIE augmentation", off)
 			}
 			r.off = augEnd
 		}
@@ -473,6 +464,33 @@ func (p *parser) parseCIE(r *reader, off int) (*cie, error) {
 	}
 	c.init, c.initOff = r.b[r.off:], p.fileOff+int64(r.off)
 	return c, nil
+}
+
+// readAugmentation reads the data of a "z" augmentation's letters from
+// r, which ends where the data does, and returns the FDE pointer
+// encoding ('R'). An unknown letter ends the reading, as libgcc's
+// extract_cie_info does: the data's length lets the rest be skipped, and
+// the letters after it cannot be read without knowing its size.
+func readAugmentation(r *reader, letters string) (ptrEnc byte) {
+	for _, a := range letters {
+		switch a {
+		case 'R':
+			ptrEnc = r.u8()
+		case 'P':
+			// The personality routine is not needed, but its size is:
+			// the format's, whatever the application.
+			enc := r.u8()
+			if enc != 0xff {
+				r.ptr(enc&0x0f, 0)
+			}
+		case 'L':
+			r.u8()
+		case 'S', 'B':
+		default:
+			return ptrEnc
+		}
+	}
+	return ptrEnc
 }
 
 // Rule kinds: where a register of the caller is.

@@ -152,6 +152,38 @@ func TestParseErrorOffsets(t *testing.T) {
 	assert.Contains(t, fe.Msg, "CIE at 0x4000: version 2")
 }
 
+// An unknown augmentation letter ends the reading of the augmentation: the
+// letters after it are not read from its data, nor from what follows it.
+func TestCIEUnknownAugmentation(t *testing.T) {
+	t.Parallel()
+	// Were 'R' read after 'X', it would take 0x1b (pc-relative 4-byte
+	// pointers) from X's data, or 0x90 (offset r16: an indirect
+	// encoding) from the instructions.
+	c := cieSpec{aug: "zXR", augData: []byte{0x1b}, ra: dwRA, init: entryRules(dwRA)}
+	tb := parsed(t, ehFrame(c, fdeSpec{start: 0x1000, size: 0x100}))
+	require.Len(t, tb.fdes, 1)
+	assert.Equal(t, uint64(0x1000), tb.fdes[0].start)
+	assert.Equal(t, uint64(0x1100), tb.fdes[0].end)
+}
+
+// The personality pointer is read within the augmentation data: one that
+// runs past it is an error, not a read of the instructions after it.
+func TestCIEPersonality(t *testing.T) {
+	t.Parallel()
+	// P: a 4-byte personality pointer, L: the LSDA encoding, R: absptr.
+	ok := cieSpec{aug: "zPLR", augData: []byte{0x03, 1, 2, 3, 4, 0x1b, 0x00}, ra: dwRA, init: entryRules(dwRA)}
+	tb := parsed(t, ehFrame(ok, fdeSpec{start: 0x1000, size: 0x100}))
+	require.Len(t, tb.fdes, 1)
+	assert.Equal(t, uint64(0x1100), tb.fdes[0].end)
+
+	short := cieSpec{aug: "zPR", augData: []byte{0x03, 0, 0}, ra: dwRA, init: entryRules(dwRA)}
+	err := (&Table{}).parse(ehFrame(short, fdeSpec{start: 0x1000, size: 0x100}), 0, secOff)
+	fe := formatError(t, err)
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	const pointer = 4 + 4 + 1 + 4 + 3 + 1 + 1 // length, id, version, "zPR\0", alignments and ra, data length, P's encoding
+	assert.Equal(t, int64(secOff+pointer), fe.Offset)
+}
+
 // remember_state and restore_state nest; the nesting is bounded, and the
 // error names the FDE and the instruction's file offset.
 func TestRememberState(t *testing.T) {
