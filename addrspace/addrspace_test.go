@@ -131,6 +131,28 @@ func TestForkExecExit(t *testing.T) {
 	wantMap(t, tr, 3, 0x600010, "", 0)
 }
 
+// With ForgetExited, the EXIT of a main thread forgets its process, as
+// perf buildid-list does; a thread's EXIT does not.
+func TestForgetExited(t *testing.T) {
+	t.Parallel()
+	tr := New()
+	tr.ForgetExited = true
+	exit := func(pid, tid uint32) {
+		assert.Nil(t, tr.Update(&perfdata.Exit{RecordHeader: header(perfdata.RecordExit, perfdata.CPUModeUser, 0), PID: pid, TID: tid}))
+	}
+	comm(tr, 1, 1, "proc", false)
+	mmap(tr, 1, 0x400000, 0x1000, 0, "/bin/proc")
+	fork(tr, 1, 1, 2, 1)
+	exit(1, 2)
+	wantMap(t, tr, 1, 0x400010, "/bin/proc", 0x10)
+	exit(1, 1)
+	wantMap(t, tr, 1, 0x400010, "", 0)
+	assert.Empty(t, tr.Comm(1))
+	mmap(tr, 1, 0x500000, 0x1000, 0, "/bin/next")
+	wantMap(t, tr, 1, 0x500010, "/bin/next", 0x10)
+	wantMap(t, tr, 1, 0x400010, "", 0)
+}
+
 // A thread's COMM names the process only until the main thread names it.
 func TestCommThreads(t *testing.T) {
 	t.Parallel()
