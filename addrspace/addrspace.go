@@ -247,9 +247,16 @@ func isKernelMap(pid uint32, mode perfdata.CPUMode) bool {
 	return pid == KernelPID || mode == perfdata.CPUModeKernel
 }
 
-// classify gives the Kind of a recorded file name, using perf's names
-// (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory, is_vdso_map).
-func classify(p string, kernel bool) dso.Kind {
+// mapHugeTLB is MAP_HUGETLB, an MMAP2 record's flag for memory backed by
+// huge pages (include/uapi/asm-generic/mman-common.h on x86).
+const mapHugeTLB = 0x40000
+
+// classify gives the Kind of a recorded file name and MMAP2 flags, using
+// perf's rules (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory,
+// is_vdso_map, and map__new, for which any MAP_HUGETLB mapping is
+// anonymous: its file is on hugetlbfs, a copy at best, not a binary to
+// look up).
+func classify(p string, flags uint32, kernel bool) dso.Kind {
 	if kernel {
 		if strings.HasPrefix(p, "[kernel.kallsyms]") || strings.HasPrefix(p, "[guest.kernel.kallsyms") {
 			return dso.Kernel
@@ -261,10 +268,11 @@ func classify(p string, kernel bool) dso.Kind {
 		return dso.VDSO
 	case p == "[vsyscall]":
 		return dso.Vsyscall
-	case p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
-		strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
-		p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
-		strings.HasPrefix(p, "/memfd:"):
+	case flags&mapHugeTLB != 0,
+		p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
+			strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
+			p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
+			strings.HasPrefix(p, "/memfd:"):
 		return dso.Anon
 	}
 	return dso.File
@@ -276,7 +284,7 @@ func classify(p string, kernel bool) dso.Kind {
 // kernel's mmap did.
 func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
 	kernel := isKernelMap(m.PID, mode)
-	m.Kind = classify(m.Path, kernel)
+	m.Kind = classify(m.Path, m.Flags, kernel)
 	m.ID = t.nmaps
 	t.nmaps++
 	if m.Limit < m.Start { // wraps: perf's kernel map may run to ~0

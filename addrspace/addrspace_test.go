@@ -245,10 +245,20 @@ func TestClassify(t *testing.T) {
 		"[anon:v8]":          dso.Anon,
 		"":                   dso.Anon,
 	} {
-		assert.Equal(t, want, classify(path, false), "classify(%q)", path)
+		assert.Equal(t, want, classify(path, 0, false), "classify(%q)", path)
 	}
-	assert.Equal(t, dso.Kernel, classify("[kernel.kallsyms]_text", true))
-	assert.Equal(t, dso.Module, classify("[xfs]", true))
+	assert.Equal(t, dso.Kernel, classify("[kernel.kallsyms]_text", 0, true))
+	assert.Equal(t, dso.Module, classify("[xfs]", 0, true))
+
+	// Memory mapped with MAP_HUGETLB is anonymous whatever its name, as
+	// for perf's map__new: a hugetlbfs file (libhugetlbfs copies a
+	// program's text there) is not the binary that ran.
+	const hugetlbfs = "/dev/hugepages/libhugetlbfs.tmp.Ab12Cd (deleted)"
+	assert.Equal(t, dso.File, classify(hugetlbfs, 0, false))
+	tr := New()
+	m := tr.Update(&perfdata.Mmap2{RecordHeader: header(perfdata.RecordMmap2, perfdata.CPUModeUser, 0),
+		PID: 1, TID: 1, Addr: 0x400000, Len: 0x200000, Prot: 5, Flags: mapHugeTLB | 0x02, Filename: hugetlbfs})
+	assert.Equal(t, dso.Anon, m.Kind)
 }
 
 // A process with a perf map has JIT code in its anonymous executable maps,
