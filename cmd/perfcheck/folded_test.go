@@ -2,10 +2,10 @@ package main
 
 import (
 	"os"
-	"slices"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
