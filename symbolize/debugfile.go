@@ -112,7 +112,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 		return nil, nil, "", err
 	}
 	var ef *elf.File
-	err = safely(p, func() error {
+	err = safely(func() error {
 		var err error
 		ef, err = elf.NewFile(f)
 		return err
@@ -177,7 +177,7 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
-	err = safely(b.path, func() error {
+	err = safely(func() error {
 		var err error
 		mini, err = elf.NewFile(bytes.NewReader(data))
 		return err

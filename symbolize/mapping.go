@@ -116,7 +116,7 @@ func pageSize(align uint64) uint64 {
 func (b *Binary) symbolValue(name string) (uint64, bool) {
 	var v uint64
 	var found bool
-	_ = safely(b.path, func() error {
+	_ = safely(func() error {
 		if v, found = symbolValue(b.ef, name); found {
 			return nil
 		}

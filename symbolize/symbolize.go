@@ -250,7 +250,7 @@ func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error)
 
 func (b *Binary) openELF() error {
 	b.format = FormatELF
-	err := safely(b.path, func() error {
+	err := safely(func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
 			return err
