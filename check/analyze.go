@@ -166,9 +166,6 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
-	for _, e := range res.EventInfo {
-		res.Events = append(res.Events, e.Name)
-	}
 	if readErr != nil {
 		res.Partial = true
 		res.ReadErr = readErr

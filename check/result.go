@@ -153,8 +153,7 @@ type Sample struct {
 // locations with trust-marked frames, and per-thread aggregates.
 type Result struct {
 	File      string
-	Events    []string         // event names by index ("" when unknown)
-	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index
+	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; EventName names them
 	DSOs      []*DSO           // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location

@@ -50,10 +50,6 @@ import (
 
 // Options tune Convert.
 type Options struct {
-	// Events are the recording's events, indexed as check.Result.Events;
-	// they give each period its unit. nil means res.EventInfo; when that
-	// is empty too, every period is a "count".
-	Events []perfdata.Event
 	// Comments are added to the profile (pprof -comments shows them).
 	Comments []string
 	// DurationNanos and TimeNanos are copied into the profile when set.
@@ -100,9 +96,6 @@ const fileBase = 1 << 32
 // Convert builds a pprof profile from res. It uses res.Aggregates, so it
 // needs no per-sample data (check.Options.KeepSamples is not needed).
 func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
-	if opts.Events == nil {
-		opts.Events = res.EventInfo
-	}
 	b := &builder{
 		res: res,
 		p: &profile.Profile{
@@ -116,7 +109,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		next:  fileBase,
 	}
 	nev := numEvents(res)
-	b.addSampleTypes(nev, opts.Events)
+	b.addSampleTypes(nev)
 	dsos, spans := usedDSOs(res)
 	for _, d := range dsos {
 		b.addMapping(d, spans[d])
@@ -143,7 +136,7 @@ type builder struct {
 // numEvents is the number of events: those of the recording, and any a
 // sample names past them; at least one.
 func numEvents(res *check.Result) int {
-	nev := len(res.Events)
+	nev := len(res.EventInfo)
 	for _, ag := range res.Aggregates() {
 		if ag.Event >= nev {
 			nev = ag.Event + 1
@@ -154,16 +147,11 @@ func numEvents(res *check.Result) int {
 
 // addSampleTypes gives the profile two sample types per event (samples,
 // period) and, with one event, its period type.
-func (b *builder) addSampleTypes(nev int, events []perfdata.Event) {
+func (b *builder) addSampleTypes(nev int) {
 	p := b.p
+	events := b.res.EventInfo
 	for i := 0; i < nev; i++ {
-		name := ""
-		if i < len(b.res.Events) {
-			name = b.res.Events[i]
-		}
-		if name == "" {
-			name = fmt.Sprintf("event%d", i)
-		}
+		name := b.res.EventName(i)
 		unit := "count"
 		if i < len(events) {
 			unit = PeriodUnit(&events[i].Attr)

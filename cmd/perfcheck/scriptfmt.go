@@ -23,12 +23,12 @@ type scriptFormat struct {
 // newScriptFormat resolves fs for each event of a.
 func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 	sf := &scriptFormat{a: a}
-	for i := range a.res.Events {
+	for i := range a.res.EventInfo {
 		var attr *perfdata.Attr
-		if i < len(a.events) {
-			attr = &a.events[i].Attr
+		if i < len(a.res.EventInfo) {
+			attr = &a.res.EventInfo[i].Attr
 		}
-		f, err := fs.forEvent(a.eventName(i), attr)
+		f, err := fs.forEvent(a.res.EventName(i), attr)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = append(b, ' ')
 	}
 	if f&fieldEvent != 0 {
-		b = appendPadLeft(b, sf.a.eventName(s.Event), sf.a.nameWidth())
+		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
 	}
 	if f&fieldIP == 0 {
