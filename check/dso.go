@@ -113,7 +113,7 @@ type DSO struct {
 	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
 	needReloc bool   // symbols come from this boot's /proc/kallsyms: relocate first
 	firstTime uint64
-	pid       int32
+	pid       uint32
 	symPath   string // file to symbolize with, "" = do not symbolize
 
 	modNames  string        // how a module is named: "kallsyms", "ko" or "" (not)
@@ -214,15 +214,15 @@ type recInfo struct {
 	kernelRelease string
 }
 
-func (o *Options) jitMapPath(pid int32) string {
+func (o *Options) jitMapPath(pid uint32) string {
 	dir := o.JITMapDir
 	if dir == "" {
 		dir = "/tmp"
 	}
-	return filepath.Join(dir, "perf-"+strconv.Itoa(int(pid))+".map")
+	return filepath.Join(dir, "perf-"+strconv.Itoa(int(int32(pid)))+".map")
 }
 
-func (o *Options) jitMapExists(pid int32) bool {
+func (o *Options) jitMapExists(pid uint32) bool {
 	st, err := os.Stat(o.jitMapPath(pid))
 	return err == nil && st.Mode().IsRegular()
 }
@@ -476,8 +476,8 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 // already for the same identity (and was not cancelled).
 func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, error) {
 	q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
-	if d.pid > 0 {
-		q.PID = int(d.pid)
+	if pid := int32(d.pid); pid > 0 {
+		q.PID = int(pid)
 	}
 	if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 		return d.cfiFound, d.cfiErr

@@ -7,7 +7,7 @@ import "github.com/perfcheck/perfcheck/addrspace"
 // shared by several processes is mapped at an address of each one's own;
 // this is the first.
 type MappingRange struct {
-	PID          int32
+	PID          uint32
 	Start, Limit uint64 // [Start, Limit)
 	Pgoff        uint64 // file offset of Start
 }
@@ -21,7 +21,7 @@ func (fm firstMaps) add(m *addrspace.Mapping, d *DSO) {
 		return
 	}
 	if _, ok := fm[d]; !ok {
-		fm[d] = MappingRange{PID: int32(m.PID), Start: m.Start, Limit: m.Limit, Pgoff: m.Pgoff}
+		fm[d] = MappingRange{PID: m.PID, Start: m.Start, Limit: m.Limit, Pgoff: m.Pgoff}
 	}
 }
 

@@ -125,8 +125,8 @@ func (a *stackSet) expand() {
 type Aggregate struct {
 	Stack   *Stack
 	Event   int // index of the event in the recording
-	PID     int32
-	TID     int32
+	PID     uint32
+	TID     uint32
 	Comm    string
 	Samples uint64
 	Period  uint64
@@ -136,8 +136,8 @@ type Aggregate struct {
 // Options.KeepSamples.
 type Sample struct {
 	Event  int
-	PID    int32
-	TID    int32
+	PID    uint32
+	TID    uint32
 	CPU    uint32
 	Time   uint64
 	Period uint64
@@ -232,11 +232,13 @@ func (r *Result) buildAggregates() {
 		if a.Event != b.Event {
 			return a.Event < b.Event
 		}
+		// As perf orders them, by the signed pid_t: the kernel's -1
+		// first.
 		if a.PID != b.PID {
-			return a.PID < b.PID
+			return int32(a.PID) < int32(b.PID)
 		}
 		if a.TID != b.TID {
-			return a.TID < b.TID
+			return int32(a.TID) < int32(b.TID)
 		}
 		return a.Comm < b.Comm
 	})

@@ -435,7 +435,7 @@ func (b *builder) addSamples(nev int) {
 	type sampleKey struct {
 		stack    int
 		comm     string
-		pid, tid int32
+		pid, tid uint32
 	}
 	samples := map[sampleKey]*profile.Sample{}
 	for _, ag := range b.res.Aggregates() {
@@ -446,7 +446,8 @@ func (b *builder) addSamples(nev int) {
 				Value:    make([]int64, 2*nev),
 				Location: make([]*profile.Location, len(ag.Stack.Locations())),
 				Label:    map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
-				NumLabel: map[string][]int64{"pid": {int64(ag.PID)}, "tid": {int64(ag.TID)}},
+				// Signed, as perf prints them: the kernel's pid is -1.
+				NumLabel: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}},
 			}
 			if ag.Comm != "" {
 				s.Label["comm"] = []string{ag.Comm}

@@ -173,7 +173,7 @@ func appendPadLeft(b []byte, s string, w int) []byte {
 
 func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	out := &scriptSample{
-		Comm: s.Comm, PID: s.PID, TID: s.TID, Time: s.Time, Event: a.res.EventName(s.Event), Period: s.Period,
+		Comm: s.Comm, PID: int32(s.PID), TID: int32(s.TID), Time: s.Time, Event: a.res.EventName(s.Event), Period: s.Period,
 		Trusted: s.Stack.Trusted, LeafTrusted: s.Stack.LeafTrusted,
 	}
 	locs := s.Stack.Locations()

@@ -98,7 +98,7 @@ func eventHasSamples(res *check.Result, ev int) bool {
 
 func foldedComm(ag check.Aggregate) string {
 	if ag.Comm == "" {
-		return ":" + strconv.Itoa(int(ag.TID))
+		return ":" + strconv.Itoa(int(int32(ag.TID)))
 	}
 	return ag.Comm
 }
