@@ -42,6 +42,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -270,7 +271,7 @@ func layOutAddresses(m *profile.Mapping, d *check.DSO, s *span) {
 // segment of the same file). Addresses are what that process ran at;
 // Address - Start + Offset is still the file offset, which is all pprof's
 // symbolizers need. It returns the address of offset 0.
-func layOutRecorded(m *profile.Mapping, mr check.MappingRange, s *span) uint64 {
+func layOutRecorded(m *profile.Mapping, mr addrspace.Mapping, s *span) uint64 {
 	base := mr.Start - mr.Pgoff // address of offset 0 (mod 2^64)
 	m.Start, m.Limit, m.Offset = mr.Start, mr.Limit, mr.Pgoff
 	if lo := (base + s.lo) &^ 0xfff; lo < m.Start {
@@ -492,7 +493,7 @@ func WriteProfile(w io.Writer, p *profile.Profile) error {
 // offsets lo..hi: a real, non-empty range in which every one of them has
 // an address (offsets below the mapping's pgoff must not reach below
 // address 0, nor the highest past the top of the address space).
-func realRange(mr check.MappingRange, lo, hi uint64) bool {
+func realRange(mr addrspace.Mapping, lo, hi uint64) bool {
 	if mr.Limit <= mr.Start {
 		return false
 	}
