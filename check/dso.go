@@ -122,11 +122,11 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *located   // its answer
-	cfiErr      error      // or the error
-	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
-	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
+	cfiQuery    buildid.ID           // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *buildidcache.Result // its answer
+	cfiErr      error                // or the error
+	cfiWhy      string               // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64               // samples whose unwinding stopped at this DSO for that reason
 }
 
 // Trusted reports whether the DSO's frames keep a sample trusted.
@@ -474,8 +474,8 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 
 // lookup asks loc for d's binary by build-id, unless the unwinder asked
 // already for the same identity (and was not cancelled).
-func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, error) {
-	q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*buildidcache.Result, error) {
+	q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
 	if pid := int32(d.pid); pid > 0 {
 		q.PID = int(pid)
 	}
@@ -486,15 +486,15 @@ func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, er
 }
 
 // verified gives d the verdict verified, with the binary found.
-func (s *session) verified(d *DSO, found *located, states *stateCache) {
+func (s *session) verified(d *DSO, found *buildidcache.Result, states *stateCache) {
 	d.Verdict = Verified
-	d.Source = found.Source
-	d.FoundPath = found.Path
+	d.Source = found.Identity.Locator
+	d.FoundPath = found.Identity.Path
 	d.FoundBuildID = found.BuildID
-	d.Rejected = found.Rejected
-	d.symPath = found.symbolFile()
-	d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
-	if found.Source == "running-kernel" {
+	d.Rejected = rejectedOf(found)
+	d.symPath = symbolFile(found)
+	d.Reason = "build-id " + d.BuildID.String() + " found (" + d.Source + ")"
+	if d.Source == "running-kernel" {
 		d.needReloc = true
 	}
 	if d.Kind == dso.Module {
@@ -699,14 +699,14 @@ func (r *recInfo) modifiedAfterMapped(d *DSO, st *fileState) string {
 // that proved the identity when its .text starts the module's text, else
 // not at all, with the reason. found is nil when only the loaded module
 // proved the identity. The symbols themselves are read when symbolizing.
-func (s *session) planModuleNames(d *DSO, found *located) {
+func (s *session) planModuleNames(d *DSO, found *buildidcache.Result) {
 	d.symPath = ""
 	d.modNames = ""
 	// The lookup's decompressed image of a compressed .ko, taken (and so
 	// released from the lookup's memo) whichever way the module is named.
 	var image []byte
 	if found != nil {
-		image = found.module.take()
+		image = takeModule(&s.moduleMu, found)
 	}
 	name := moduleName(d.Path)
 	var why []string
@@ -731,7 +731,7 @@ func (s *session) planModuleNames(d *DSO, found *located) {
 		return
 	}
 	if found != nil {
-		p := found.Path
+		p := found.Identity.Path
 		if lk, err := koTextSymsOf(p, image, limit, d.BuildID); err != nil {
 			why = append(why, err.Error())
 		} else {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/addrspace"
@@ -116,6 +117,9 @@ type session struct {
 	mapDSO  []int32
 	fm      firstMaps        // when not nil, each DSO's first executable mapping
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
+	// moduleMu guards the lookup answers takeModule takes module
+	// images from.
+	moduleMu sync.Mutex
 
 	// Stacks are interned by a hash of their location ids: stackHash
 	// gives the first stack with a hash, stackNext the next one with the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -102,7 +103,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		}
 	}
 	if len(id) > 0 {
-		q := query{Path: d.Path, Kind: d.Kind, BuildID: id}
+		q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: id}
 		if pid := int32(d.pid); pid > 0 {
 			q.PID = int(pid)
 		}
@@ -124,7 +125,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		// objcopy --only-keep-debug, so it serves only when it is the
 		// whole binary (debuginfod serves an unstripped one as both).
 		var out []string
-		for _, p := range []string{found.Path, found.SymPath} {
+		for _, p := range []string{found.Identity.Path, symbolFile(found)} {
 			if p != "" && p != "/proc/kallsyms" && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
