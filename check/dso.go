@@ -173,6 +173,10 @@ type Options struct {
 	symbolizer symbolOpener // tests: replaces the symbolize package
 	host       hostRoots    // tests: replaces /sys and /proc for kernel modules
 	batchOps   int          // tests: the most records a feed batch holds; 0 = feedBatchOps
+
+	// debugFiles, set by Analyze, is the lookup whose debug directories
+	// defaultOpener looks for separate debug files in.
+	debugFiles *buildidcache.Resolver
 }
 
 // Progress is what Options.Progress is told.

@@ -91,9 +91,6 @@ type preopened struct {
 }
 
 func newPreopener(base symbolOpener) *preopener {
-	if base == nil {
-		base = defaultOpener{}
-	}
 	return &preopener{base: base, ahead: map[preKey]*preopened{}}
 }
 

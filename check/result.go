@@ -480,10 +480,7 @@ func warningNotes(d *DSO, lk symbolLookup) {
 // warnings: loading every DWARF index would cost the check the time it
 // saves by not symbolizing (their warnings come with top, script, pprof).
 func (s *session) perfMapNotes(res *Result) {
-	opener := s.opts.symbolizer
-	if opener == nil {
-		opener = defaultOpener{}
-	}
+	opener := s.opts.opener()
 	for _, d := range res.DSOs {
 		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
@@ -510,10 +507,7 @@ func (s *session) moduleStart(d *DSO) uint64 {
 // names and the verdict changes (refuseLookup), so it runs before trust is
 // counted. close releases the lookups and the temporary files.
 func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lookups map[*DSO]symbolLookup, close func()) {
-	opener := s.opts.symbolizer
-	if opener == nil {
-		opener = defaultOpener{}
-	}
+	opener := s.opts.opener()
 	var cleanups []func()
 	for _, d := range dsos {
 		if d.needReloc && d.symPath != "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -44,13 +45,33 @@ type symOffsetter interface {
 
 // defaultOpener symbolizes with the symbolize package.
 type defaultOpener struct {
+	// debug, when set, is the lookup whose debug directories (and
+	// SymFS) hold separate debug files: the check's, so that
+	// --debug-dir and --symfs hold for them too. nil means symbolize's
+	// default, /usr/lib/debug.
+	debug *buildidcache.Resolver
 	// reopen, when set (tests), runs between symbolize's open and the
 	// second open of path for its program headers.
 	reopen func(path string)
 }
 
+// opener is the check's symbolOpener: the test's, else the symbolize
+// package's, finding separate debug files where the lookup does.
+func (o *Options) opener() symbolOpener {
+	if o.symbolizer != nil {
+		return o.symbolizer
+	}
+	return defaultOpener{debug: o.debugFiles}
+}
+
 func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
-	b, err := symbolize.Open(path, symbolize.Options{})
+	var opts symbolize.Options
+	if o.debug != nil {
+		opts.DebugFile = func(q symbolize.DebugQuery) (string, error) {
+			return o.debug.DebugFile(q.Path, q.BuildID, q.DebugLink)
+		}
+	}
+	b, err := symbolize.Open(path, opts)
 	if err != nil {
 		return nil, err
 	}
