@@ -124,8 +124,8 @@ func (a *stackSet) expand() {
 // Aggregate is the samples one thread took with one stack for one event.
 type Aggregate struct {
 	Stack   *Stack
-	Event   int // index of the event in the recording
-	PID     uint32
+	Event   int    // index of the event in the recording
+	PID     uint32 // as recorded, as perfdata reads it: int32(PID) is perf's signed pid (-1 for the kernel)
 	TID     uint32
 	Comm    string
 	Samples uint64
@@ -136,7 +136,7 @@ type Aggregate struct {
 // Options.KeepSamples.
 type Sample struct {
 	Event  int
-	PID    uint32
+	PID    uint32 // as in Aggregate
 	TID    uint32
 	CPU    uint32
 	Time   uint64
