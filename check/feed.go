@@ -26,12 +26,10 @@ import (
 // returns.
 //
 // A few batches circulate between the two goroutines (feedBatches), so
-// memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
-// feedBatchOps × 64) bytes, 4.5 MiB, plus feedBatchBytes a batch for
-// --call-graph dwarf stack copies) whatever the size of the recording. A
-// batch holds some 1,500 samples of 80-frame callchains: large enough
-// that handing a batch over, which wakes a goroutine, is rare next to the
-// work on it.
+// memory in flight is bounded by feedBatches × (feedBatchWords × 8 +
+// feedBatchOps × the size of a record's entry + feedBatchBytes) whatever
+// the size of the recording. A batch holds many samples, so that handing
+// one over, which wakes a goroutine, is rare next to the work on it.
 const (
 	feedBatches    = 4
 	feedBatchOps   = 2048      // records (tests lower it with Options.batchOps)
@@ -45,7 +43,8 @@ const (
 // the batch's side slices.
 type feedOp struct {
 	time, period, ip uint64
-	event, pid, tid  int32
+	event            int32
+	pid, tid         uint32
 	cpu              uint32
 	chainLo, chainHi int32  // the callchain in words; chainLo < 0: none (nil)
 	chainHash        uint64 // the first half of sampleEvent.chainHash
@@ -205,8 +204,8 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	op := feedOp{
 		sample:    true,
 		event:     int32(max(r.EventIndex, 0)),
-		pid:       int32(r.PID()),
-		tid:       int32(r.TID()),
+		pid:       r.PID(),
+		tid:       r.TID(),
 		cpu:       r.CPU(),
 		time:      r.Time(),
 		period:    r.Period,
@@ -272,8 +271,8 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // raw-stack key of every sample without a user stack copy under the
 // maps' generations as they are now and reads the first word of its cache
 // slot: those reads do not depend on one another, so their cache misses
-// (the cache is larger than the caches, and the file streams through them)
-// overlap, where a lookup per sample took one miss at a time. A sample
+// (the raw-stack cache need not fit in the CPU's caches) overlap instead
+// of being taken one after the other, sample by sample. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
 func (s *session) apply(b *feedBatch, ips *sampleIPs) {
@@ -292,7 +291,7 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 				maphash.Bytes(s.rawSeeds[1], u64Bytes(b.words[op.chainLo:op.chainHi]))}
 		}
 		if op.sample && op.aux < 0 {
-			k.pg, k.kg = s.tracker.Generation(uint32(op.pid))
+			k.pg, k.kg = s.tracker.Generation(op.pid)
 			e := sampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
 				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}
 			if op.chainLo >= 0 {

@@ -14,6 +14,7 @@ import (
 	"runtime/metrics"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/internal/budget"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/stretchr/testify/assert"
@@ -172,7 +173,7 @@ func FuzzLineTables(f *testing.F) {
 			return
 		}
 		got := allocatedBy(uint64(est)+slack, func() {
-			_ = safely("fuzz", func() error {
+			_ = safely(func() error {
 				lr, err := d.LineReader(cu)
 				if err != nil || lr == nil {
 					return err
@@ -215,7 +216,7 @@ func FuzzPclntab(f *testing.F) {
 			return
 		}
 		got := allocatedBy(uint64(est)+slack, func() {
-			_ = safely("fuzz", func() error {
+			_ = safely(func() error {
 				_, err := gosym.NewTable(nil, gosym.NewLineTable(data, 0x401000))
 				return err
 			})
@@ -278,7 +279,7 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("an error wrapping none of the sentinels: %v", err)
 			}
 			b.Symbol(a)
-			b.Bias(Mapping{Start: 0x555555554000, Limit: 0x555555556000, Offset: 0})
+			b.Bias(addrspace.Mapping{Start: 0x555555554000, Limit: 0x555555556000, Pgoff: 0})
 		}
 		b.BuildID()
 		b.DebugFile()

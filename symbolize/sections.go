@@ -280,7 +280,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string, a account) (out 
 		wg.Go(func() {
 			var b []byte
 			var n int64
-			err := safely(s.Name, func() error {
+			err := safely(func() error {
 				var err error
 				b, n, err = sectionBytes(ef, ra, s, a)
 				return err
