@@ -2,7 +2,7 @@
 # Runs every test of the project on a fresh Debian machine: installs what the
 # tests drive for real (perf, the elfutils debuginfod server, addr2line,
 # llvm-symbolizer, gcc and its i386/AArch64 cross compilers, libc's debug
-# files) when it is missing, then runs the Go tests, and the race detector
+# files, chromium for the HTML and SVG outputs) when it is missing, then runs the Go tests, and the race detector
 # over the packages that use goroutines.
 #
 # Three jobs run at once, because the tests spend much of their time waiting
@@ -30,6 +30,8 @@ command -v llvm-symbolizer >/dev/null 2>&1 || need+=(llvm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+# Headless chromium opens the flame graph and the report (cmd/perfcheck).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # ld.so's and libc's separate debug files: the label and debug-file tests.
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
 # Cross compilers: PLT naming and the differential test on i386 and AArch64.
