@@ -68,10 +68,11 @@ func dumpDOM(t *testing.T, name, fragment string) string {
 	return headless(t, name, fragment, "--dump-dom")
 }
 
-// screenshot renders name into png and returns the image.
-func screenshot(t *testing.T, name, fragment, pngPath string) image.Image {
+// screenshot renders name into png (args after the default window size
+// may change it) and returns the image.
+func screenshot(t *testing.T, name, fragment, pngPath string, args ...string) image.Image {
 	t.Helper()
-	headless(t, name, fragment, "--screenshot="+pngPath)
+	headless(t, name, fragment, append([]string{"--screenshot=" + pngPath}, args...)...)
 	f, err := os.Open(pngPath)
 	require.NoError(t, err)
 	defer f.Close()
