@@ -51,7 +51,7 @@ func TestFlameGraphInChromium(t *testing.T) {
 			_, errs, code := ckRun(t, append(append([]string{"flamegraph", "-o", out}, args...), data)...)
 			require.Equal(t, exitOK, code, errs)
 			noNetworkRefs(t, out)
-			dom := checkFlameGraphDOM(t, out, lib, through, total)
+			dom, _ := checkFlameGraphDOM(t, out, lib, through, total)
 			assert.Contains(t, dom, "[mismatch] "+recordedBin+"/libhot.so: ", "the verdict summary names the library")
 			img := screenshot(t, out, "", filepath.Join(shots, "flamegraph."+ext+".png"))
 			// The hatching's dark stripes (#8c8c8c): over the library's
@@ -66,8 +66,9 @@ func TestFlameGraphInChromium(t *testing.T) {
 // name are hatched and the outermost of them weigh weight and span
 // weight/total of the root's width; searched for name ("#s="), the script
 // adds up exactly weight; zoomed on the widest of them ("#z="), that frame
-// spans the whole width. It returns the DOM as opened.
-func checkFlameGraphDOM(t *testing.T, file, name string, weight, total uint64) string {
+// spans the whole width. It returns the DOM as opened and the share of
+// the width the frames span.
+func checkFlameGraphDOM(t *testing.T, file, name string, weight, total uint64) (string, float64) {
 	t.Helper()
 	dom := dumpDOM(t, file, "")
 	require.Equal(t, "1", attr(dom, "data-ready"), "the graph's script ran")
@@ -109,5 +110,5 @@ func checkFlameGraphDOM(t *testing.T, file, name string, weight, total uint64) s
 			assert.False(t, f.hidden)
 		}
 	}
-	return dom
+	return dom, width / frames[0].width
 }
