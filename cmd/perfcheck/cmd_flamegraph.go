@@ -25,7 +25,7 @@ func init() {
 func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("flamegraph", "usage: perfcheck flamegraph -o out.html|out.svg [flags] perf.data|-",
 		"Draws the stacks of script --folded as a flame graph in one file: HTML (zoom, search) or, for a name ending in .svg, SVG.", stderr)
-	out := fs.String("o", "", "write the graph to `FILE`: SVG when it ends in .svg, else HTML")
+	out := fs.String("o", "", "write the graph to `FILE`: SVG when it ends in .svg, else HTML (\"-\": HTML on stdout)")
 	var fo foldedOptions
 	fs.BoolVar(&fo.count, "count", false, "weigh stacks by their samples instead of their period")
 	fs.StringVar(&fo.event, "event", "", "draw the samples of event `NAME` (default: the first event with samples)")
@@ -38,7 +38,7 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitError
 	}
-	if pos[0] != "-" && sameFile(*out, pos[0]) {
+	if pos[0] != "-" && *out != "-" && sameFile(*out, pos[0]) {
 		return errorf(stderr, "flamegraph", "-o %s is the input file", *out)
 	}
 	opts, done := af.options(stderr)
@@ -58,7 +58,7 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if strings.EqualFold(filepath.Ext(*out), ".svg") {
 		write = g.WriteSVG
 	}
-	if err := writeFile(*out, write); err != nil {
+	if err := writeFile(*out, stdout, write); err != nil {
 		return errorf(stderr, "flamegraph", "%v", err)
 	}
 	if len(skipped) > 0 {
@@ -73,8 +73,11 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// writeFile creates name and writes it with write.
-func writeFile(name string, write func(io.Writer) error) error {
+// writeFile creates name and writes it with write; "-" writes to stdout.
+func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
+	if name == "-" {
+		return write(stdout)
+	}
 	f, err := os.Create(name)
 	if err != nil {
 		return err

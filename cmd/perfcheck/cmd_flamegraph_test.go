@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -111,4 +112,42 @@ func checkFlameGraphDOM(t *testing.T, file, name string, weight, total uint64) (
 		}
 	}
 	return dom, width / frames[0].width
+}
+
+// The command's contract without a browser: -o is required and never the
+// input; "-o -" writes the HTML page on stdout, a name ending in .svg an
+// SVG; --event picks the event drawn (its unit in the title) and names the
+// recording's events when it names none of them; report reads a file,
+// not a stream.
+func TestFlameGraphCommand(t *testing.T) {
+	t.Parallel()
+	args := append([]string{"--symfs", ckSymfs(t)}, ckHermetic(t)...)
+	data := ckFixture(t, "twoevents.data")
+	dir := t.TempDir()
+	run := func(extra ...string) (string, string, int) {
+		return ckRun(t, append(append(extra, args...), data)...)
+	}
+	_, _, code := run("flamegraph")
+	assert.Equal(t, exitError, code, "no -o")
+	_, errs, code := run("flamegraph", "-o", data)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errs, "is the input file")
+	out, errs, code := run("flamegraph", "-o", "-")
+	require.Equal(t, exitOK, code, errs)
+	assert.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))
+	assert.Contains(t, out, ": cpu-clock, ")
+	assert.Contains(t, errs, "drew the samples of cpu-clock only; --event names one of page-faults")
+	svg := filepath.Join(dir, "g.SVG")
+	_, errs, code = run("flamegraph", "--event", "page-faults", "-o", svg)
+	require.Equal(t, exitOK, code, errs)
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "<svg "))
+	assert.Regexp(t, `: page-faults, \d+ count<`, string(b))
+	_, errs, code = run("flamegraph", "--event", "cycles", "-o", svg)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errs, "the recording's events are cpu-clock, page-faults")
+	_, errs, code = ckRunIn(t, strings.NewReader(""), "report", "-o", filepath.Join(dir, "r.html"), "-")
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, errs, "give a file")
 }

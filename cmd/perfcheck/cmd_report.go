@@ -64,7 +64,7 @@ type reportEntry struct {
 func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("report", "usage: perfcheck report -o report.html [flags] perf.data",
 		"Writes one self-contained HTML file for a postmortem: the recording's header, the verdicts with reasons and advice, the trust figures, the top functions and the flame graph.", stderr)
-	out := fs.String("o", "", "write the report to `FILE` (HTML)")
+	out := fs.String("o", "", "write the report to `FILE` (HTML; \"-\": stdout)")
 	n := fs.Int("n", 20, "list the `N` hottest functions per event (0: all)")
 	var fo foldedOptions
 	fs.StringVar(&fo.event, "event", "", "draw the flame graph of event `NAME` (default: the first event with samples)")
@@ -80,7 +80,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// The header comes from a read of its own (as info's).
 		return errorf(stderr, "report", "the report reads the recording twice: give a file, not -")
 	}
-	if sameFile(*out, pos[0]) {
+	if *out != "-" && sameFile(*out, pos[0]) {
 		return errorf(stderr, "report", "-o %s is the input file", *out)
 	}
 	opts, done := af.options(stderr)
@@ -93,7 +93,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "report", "%v", err)
 	}
-	if err := writeFile(*out, func(w io.Writer) error { return reportTemplate.Execute(w, page) }); err != nil {
+	if err := writeFile(*out, stdout, func(w io.Writer) error { return reportTemplate.Execute(w, page) }); err != nil {
 		return errorf(stderr, "report", "%v", err)
 	}
 	if readErr != nil {
