@@ -38,7 +38,7 @@ func (g *Graph) WriteFragment(w io.Writer) error {
 }
 
 func (g *Graph) writeFragment(w *bufio.Writer) {
-	boxes, _ := g.layout(minWeight(g.Total()))
+	boxes, depth := g.layout(minWeight(g.Total()))
 	fmt.Fprintf(w, "<div class=\"fg\" id=\"fg\">\n<style>%s</style>\n", style)
 	w.WriteString("<div class=\"fg-bar\">\n<span class=\"fg-legend\">")
 	for _, l := range legend(boxes) {
@@ -49,7 +49,7 @@ func (g *Graph) writeFragment(w *bufio.Writer) {
 	w.WriteString(`<span class="fg-controls"><button id="fg-reset" type="button">Reset zoom</button> ` +
 		`<input id="fg-search" type="search" placeholder="search (regular expression)" size="28"> ` +
 		`<span id="fg-matched"></span></span>` + "\n</div>\n")
-	g.writeSVG(w, svgOptions{})
+	g.writeSVG(w, boxes, depth, svgOptions{})
 	w.WriteString("<div id=\"fg-details\">&nbsp;</div>\n</div>\n")
 	fmt.Fprintf(w, "<script>\n%s</script>\n", script)
 }

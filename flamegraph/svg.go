@@ -42,13 +42,13 @@ type svgOptions struct {
 // end of the file's URL) where the viewer runs scripts.
 func (g *Graph) WriteSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	g.writeSVG(bw, svgOptions{standalone: true})
+	boxes, depth := g.layout(minWeight(g.Total()))
+	g.writeSVG(bw, boxes, depth, svgOptions{standalone: true})
 	return bw.Flush()
 }
 
-// writeSVG writes the <svg> element.
-func (g *Graph) writeSVG(w *bufio.Writer, o svgOptions) {
-	boxes, depth := g.layout(minWeight(g.Total()))
+// writeSVG writes the <svg> element of the graph laid out in boxes.
+func (g *Graph) writeSVG(w *bufio.Writer, boxes []box, depth int, o svgOptions) {
 	top := 4
 	if o.standalone {
 		top = 2*headerLine + headerLine*len(g.Notes) + 2*headerLine
