@@ -1,0 +1,75 @@
+package perfdata
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
+)
+
+// countTypes reads every record of the named recording and counts them by
+// type; it fails the test on a read error.
+func countTypes(t *testing.T, name string) (map[RecordType]int, []*TracingData) {
+	t.Helper()
+	f, err := Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	n := map[RecordType]int{}
+	var tds []*TracingData
+	rs := f.Records(RecordsOptions{})
+	for rs.Next() {
+		r := rs.Record()
+		n[r.Type()]++
+		if td, ok := r.(*TracingData); ok {
+			c := *td
+			c.Data = bytes.Clone(td.Data)
+			tds = append(tds, &c)
+		}
+	}
+	require.NoError(t, rs.Err())
+	return n, tds
+}
+
+// TestSimpleperfTracingData: simpleperf writes TRACING_DATA with its
+// payload inside header.size; the whole data section parses, and the
+// payload is the tracing data (its magic, "\x17\x08Dtracing"). The counts
+// are what simpleperf's record walk finds.
+func TestSimpleperfTracingData(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name            string
+		samples, mmaps  int
+		payload, offset int64
+	}{
+		{"simpleperf--perf_sched_stat_runtime.data", 2430, 11651, 2794, 264 + 12},
+		{"simpleperf--perf_with_tracepoint_event.data", 45, 37, 2012, 488 + 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			n, tds := countTypes(t, fixtures.Corpus(t, "foreign/"+c.name))
+			assert.Equal(t, c.samples, n[RecordSample])
+			assert.Equal(t, c.mmaps, n[RecordMmap])
+			require.Len(t, tds, 1)
+			assert.Equal(t, uint32(c.payload), tds[0].DataSize)
+			assert.Equal(t, c.offset, tds[0].DataOffset)
+			require.Len(t, tds[0].Data, int(c.payload))
+			assert.True(t, bytes.HasPrefix(tds[0].Data, []byte("\x17\x08Dtracing")), "%q", tds[0].Data[:16])
+		})
+	}
+}
+
+// TestSimpleperfPrivateRecords: simpleperf's own CALLCHAIN records come
+// back named, as *Unknown, between the records perf knows.
+func TestSimpleperfPrivateRecords(t *testing.T) {
+	t.Parallel()
+	n, _ := countTypes(t, fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	assert.Equal(t, 40, n[RecordSimpleperfCallchain])
+	assert.Equal(t, 21, n[RecordSample])
+	assert.True(t, RecordSimpleperfCallchain.IsSimpleperf())
+	assert.False(t, RecordSchedstatDomain.IsSimpleperf())
+	assert.Equal(t, "simpleperf:CALLCHAIN", RecordSimpleperfCallchain.String())
+	assert.Equal(t, "type(40000)", RecordType(40000).String())
+}
