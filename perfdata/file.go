@@ -37,7 +37,8 @@ var (
 
 	// ErrMalformed is the cause of a FormatError for input that is not
 	// cut short but impossible: sizes or counts that do not fit, unknown
-	// sample_type bits, a version-1 magic. (Truncation is
+	// sample_type bits, a version-1 header whose attr size perf would
+	// not accept. (Truncation is
 	// io.ErrUnexpectedEOF instead.)
 	ErrMalformed = errors.New("malformed perf.data")
 
@@ -150,10 +151,30 @@ func byteOrder(magic []byte) (binary.ByteOrder, error) {
 		return binary.LittleEndian, nil
 	case bytes.Equal(magic, magicBE):
 		return binary.BigEndian, nil
-	case bytes.Equal(magic, magicV1):
-		return nil, fmt.Errorf("version 1 perf.data (written before 2011) is not supported")
 	}
 	return nil, ErrNotPerfData
+}
+
+// attrABISizes are the attr sizes a version-1 file may have
+// (attr_file_abi_sizes in tools/perf/util/header.c: PERF_ATTR_SIZE_VER0
+// to VER4).
+var attrABISizes = [...]uint64{64, 72, 80, 96, 104}
+
+// v1ByteOrder finds the byte order of a version-1 file ("PERFFILE", one
+// magic for both orders) from its header's attr_size, which is one of
+// attrABISizes plus the 16-byte ids section, as try_all_file_abis in
+// header.c does. The rest of the file is laid out as version 2.
+func v1ByteOrder(attrSize []byte) binary.ByteOrder {
+	le, be := binary.LittleEndian.Uint64(attrSize), binary.BigEndian.Uint64(attrSize)
+	for _, s := range attrABISizes {
+		switch s + 16 {
+		case le:
+			return binary.LittleEndian
+		case be:
+			return binary.BigEndian
+		}
+	}
+	return nil
 }
 
 func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
@@ -166,11 +187,20 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, err
 	}
 	order, err := byteOrder(hdr[:8])
-	if err != nil {
-		if err == ErrNotPerfData {
-			return nil, f.errorf(0, ErrNotPerfData, "bad magic %q", hdr[:8])
+	if bytes.Equal(hdr[:8], magicV1) {
+		if size < 24 {
+			return nil, f.errorf(0, io.ErrUnexpectedEOF, "version-1 file of %d bytes is too short for its header", size)
 		}
-		return nil, f.errorf(0, ErrMalformed, "%v", err)
+		if err := f.readAt(hdr[:24], 0, "header"); err != nil {
+			return nil, err
+		}
+		if order = v1ByteOrder(hdr[16:24]); order == nil {
+			return nil, f.errorf(16, ErrMalformed, "version-1 header: attr size %#x is none perf knows, in either byte order", hdr[16:24])
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, f.errorf(0, ErrNotPerfData, "bad magic %q", hdr[:8])
 	}
 	f.order = order
 	hsize := order.Uint64(hdr[8:])

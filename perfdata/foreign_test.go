@@ -2,6 +2,7 @@ package perfdata
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,4 +73,32 @@ func TestSimpleperfPrivateRecords(t *testing.T) {
 	assert.False(t, RecordSchedstatDomain.IsSimpleperf())
 	assert.Equal(t, "simpleperf:CALLCHAIN", RecordSimpleperfCallchain.String())
 	assert.Equal(t, "type(40000)", RecordType(40000).String())
+}
+
+// TestVersion1File: a version-1 file (PERFFILE, written by RHEL 6's perf
+// 2.6.32) reads as perf 6.1 reads it: 84 records, one cpu-clock event.
+func TestVersion1File(t *testing.T) {
+	t.Parallel()
+	name := fixtures.Corpus(t, "foreign/hotspot--perf.data.true.v1")
+	n, _ := countTypes(t, name)
+	assert.Equal(t, map[RecordType]int{RecordMmap: 80, RecordComm: 2, RecordExit: 2}, n)
+	f, err := Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, binary.LittleEndian, f.ByteOrder())
+	require.Len(t, f.Events(), 1)
+	assert.Equal(t, "cpu-clock:HG", f.Events()[0].Name)
+}
+
+// TestV1ByteOrder: the attr size says a version-1 file's byte order; a
+// size perf would not accept in either order is no order.
+func TestV1ByteOrder(t *testing.T) {
+	t.Parallel()
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, 72+16)
+	assert.Equal(t, binary.LittleEndian, v1ByteOrder(b))
+	binary.BigEndian.PutUint64(b, 104+16)
+	assert.Equal(t, binary.BigEndian, v1ByteOrder(b))
+	binary.LittleEndian.PutUint64(b, 112+16)
+	assert.Nil(t, v1ByteOrder(b))
 }
