@@ -40,6 +40,7 @@ type recording interface {
 	Events() []perfdata.Event
 	Features() *perfdata.Features
 	Records(perfdata.RecordsOptions) *perfdata.Records
+	Warnings() []string
 }
 
 // open returns the recording src names, what Analyze must close when done,
@@ -166,6 +167,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
+	res.ReadWarnings = f.Warnings()
 	for _, e := range res.EventInfo {
 		res.Events = append(res.Events, e.Name)
 	}

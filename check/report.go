@@ -74,6 +74,12 @@ func (r *Result) Report() *Report {
 			advice[d.advice] = append(advice[d.advice], d.Path)
 		}
 	}
+	// What the reader tolerated comes first: a recording perf record did
+	// not finish holds fewer samples than it ran for, and lacks the
+	// header features (build-ids) that the verdicts rely on.
+	for _, w := range r.ReadWarnings {
+		rep.Notes = append(rep.Notes, "recording: "+w)
+	}
 	if r.StackUserSamples > 0 {
 		rep.Notes = append(rep.Notes, strconv.FormatUint(r.StackUserSamples, 10)+
 			" samples carry a user stack copy (perf record --call-graph dwarf) that perfcheck cannot unwind (only x86-64 with user registers is unwound): their user callers beyond the leaf are not checked")

@@ -181,6 +181,10 @@ type Result struct {
 	// the file and the byte offset).
 	Partial bool
 	ReadErr error
+	// ReadWarnings are what the reader tolerated (perfdata's Warnings): a
+	// recording perf record did not finish (killed before it rewrote the
+	// header), a last record cut short, bytes after a pipe stream.
+	ReadWarnings []string
 
 	// StackUserSamples counts samples recorded with a user stack copy
 	// (--call-graph dwarf) that could not be unwound at all (not x86-64,

@@ -243,13 +243,21 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, err
 	}
 
+	if f.dataSize == 0 && hsize == fileHeaderSize {
+		if end, ok := f.findFeatureTable(len(f.featureBits(hdr[72:104]))); ok {
+			// The features were written, so perf record finished: the
+			// data size alone was lost. The data ends at the table.
+			f.dataSize = end - f.dataOff
+			f.warn(fmt.Sprintf("the header's data size is 0, but the feature section table follows the records at offset %d: reading the %d bytes of records before it", end, f.dataSize))
+		}
+	}
 	if f.dataSize == 0 {
 		// perf record writes the final header only when it exits; a
 		// zero data size means it was killed first. perf refuses such
 		// files; the records up to the end of the file are still good.
 		f.truncated = true
 		f.dataSize = size - f.dataOff
-		f.warn(fmt.Sprintf("the header's data size is 0: perf record did not exit cleanly; reading %d bytes of records to the end of the file; header features are missing", f.dataSize))
+		f.warn(fmt.Sprintf("the header's data size is 0: perf record did not exit cleanly (it was killed before it rewrote the header); reading %d bytes of records to the end of the file; header features are missing", f.dataSize))
 		f.features = newFileFeatures(r, size, order, nil)
 	} else if hsize == fileHeaderSize {
 		f.features, err = f.readFeatureTable(hdr[72:104])
@@ -325,6 +333,77 @@ func (f *File) readAttrs(attrSize uint64, off, size int64) error {
 		f.events.add(a, ids, "")
 	}
 	return nil
+}
+
+// maxFeatureScan bounds how far from the end of a file whose header lost
+// its data size findFeatureTable looks for the feature section table (the
+// limit a stream puts on feature sections).
+const maxFeatureScan = maxStreamTail
+
+// findFeatureTable looks for the feature section table of a file whose
+// header says its data size is 0 although perf record finished it (the
+// size was zeroed since): n {offset, size} entries whose sections follow
+// one another within the file, the first after room for the table, as
+// perf_header__adds_write in header.c writes them (it reserves an entry
+// per feature it means to write, and drops those that fail, so the room
+// can exceed n entries). Such a table can only be where the data ends;
+// it is looked for backwards from the end of the file. It returns the
+// table's offset.
+func (f *File) findFeatureTable(n int) (int64, bool) {
+	if n == 0 {
+		return 0, false
+	}
+	tsize := int64(16 * n)
+	lo := max(f.dataOff, f.size-tsize-maxFeatureScan)
+	hi := f.size - tsize
+	if hi < lo {
+		return 0, false
+	}
+	const window = 64 << 10
+	buf := make([]byte, window+8)
+	for end := hi + 8; end > lo; end -= window {
+		start := max(lo, end-window-8)
+		b := buf[:end-start]
+		if f.readAt(b, start, "feature section table") != nil {
+			return 0, false
+		}
+		for i := len(b) - 8; i >= 0; i-- {
+			x := start + int64(i)
+			if x > hi || !tableRoom(f.order.Uint64(b[i:]), x, n) {
+				continue
+			}
+			if f.featureChain(x, n) {
+				return x, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// tableRoom reports whether a first feature section at first leaves room
+// for a table of n to featureBits entries at off, as perf reserves it.
+func tableRoom(first uint64, off int64, n int) bool {
+	room := first - uint64(off)
+	return first > uint64(off) && room%16 == 0 && room/16 >= uint64(n) && room/16 <= featureBits
+}
+
+// featureChain reports whether the n table entries at off describe
+// sections that follow one another within the file, the first after the
+// table's room.
+func (f *File) featureChain(off int64, n int) bool {
+	t := make([]byte, 16*n)
+	if f.readAt(t, off, "feature section table") != nil {
+		return false
+	}
+	next := int64(f.order.Uint64(t))
+	for i := 0; i < n; i++ {
+		o, sz := f.order.Uint64(t[16*i:]), f.order.Uint64(t[16*i+8:])
+		if o != uint64(next) || sz > uint64(f.size-next) {
+			return false
+		}
+		next += int64(sz)
+	}
+	return true
 }
 
 // readFeatureTable reads the feature section table at the end of the data

@@ -3,6 +3,8 @@ package perfdata
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,4 +103,53 @@ func TestV1ByteOrder(t *testing.T) {
 	assert.Equal(t, binary.BigEndian, v1ByteOrder(b))
 	binary.LittleEndian.PutUint64(b, 112+16)
 	assert.Nil(t, v1ByteOrder(b))
+}
+
+// readAll counts the records of f by type; it fails the test on an error.
+func readAll(t *testing.T, f *File) map[RecordType]int {
+	t.Helper()
+	n := map[RecordType]int{}
+	rs := f.Records(RecordsOptions{})
+	for rs.Next() {
+		n[rs.Record().Type()]++
+	}
+	require.NoError(t, rs.Err())
+	return n
+}
+
+// TestZeroedDataSize: a finished recording whose header's data size was
+// zeroed afterwards (built here from a real recording by clearing the
+// u64 at offset 48) reads the same records as the original, stopping
+// where the feature section table begins instead of decoding it as
+// records, and keeps its features.
+func TestZeroedDataSize(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
+			require.NoError(t, err)
+			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			require.NoError(t, err)
+			want := readAll(t, orig)
+			wantHost, err := orig.Features().Hostname()
+			require.NoError(t, err)
+
+			z := bytes.Clone(b)
+			clear(z[48:56])
+			f, err := NewFile(bytes.NewReader(z), int64(len(z)))
+			require.NoError(t, err)
+			assert.Equal(t, want, readAll(t, f))
+			assert.False(t, f.Truncated())
+			off, size := orig.DataRange()
+			zoff, zsize := f.DataRange()
+			assert.Equal(t, off, zoff)
+			assert.Equal(t, size, zsize)
+			host, err := f.Features().Hostname()
+			require.NoError(t, err)
+			assert.Equal(t, wantHost, host)
+			require.Len(t, f.Warnings(), 1)
+			assert.Contains(t, f.Warnings()[0], "the header's data size is 0, but the feature section table follows the records")
+		})
+	}
 }
