@@ -272,7 +272,63 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	f.features.setName(name)
 	f.nameEvents()
+	f.nameTracepoints()
 	return f, nil
+}
+
+// nameTracepoints names the tracepoint events EVENT_DESC left unnamed from
+// the tracing data: the TRACING_DATA feature; for simpleperf's files the
+// event_type_info of its META_INFO feature, or the TRACING_DATA record it
+// puts first in the data section.
+func (f *File) nameTracepoints() {
+	unnamed := false
+	for i, e := range f.events.events {
+		unnamed = unnamed || (e.Attr.Type == AttrTypeTracepoint && !f.events.named[i])
+	}
+	if !unnamed {
+		return
+	}
+	var evs []TraceEvent
+	var err error
+	switch {
+	case f.features.Has(FeatureTracingData):
+		evs, err = f.features.TraceEvents()
+	case f.features.Has(FeatureSimpleperfMetaInfo):
+		var mi map[string]string
+		if mi, err = f.features.SimpleperfMetaInfo(); err == nil {
+			evs = simpleperfTracepoints(mi["event_type_info"])
+		}
+	}
+	if len(evs) == 0 && err == nil {
+		evs, err = f.firstRecordTracing()
+	}
+	if err != nil {
+		f.warn(fmt.Sprintf("tracepoint names: %v", err))
+	}
+	f.events.nameTracepoints(evs)
+}
+
+// firstRecordTracing decodes the tracing data of a TRACING_DATA record
+// that holds its payload (simpleperf's form) at the start of the data
+// section; nothing when the data starts otherwise.
+func (f *File) firstRecordTracing() ([]TraceEvent, error) {
+	var h [12]byte
+	if f.dataSize < 12 || f.readAt(h[:], f.dataOff, "first record") != nil {
+		return nil, nil
+	}
+	size, n := int64(f.order.Uint16(h[6:])), int64(f.order.Uint32(h[8:]))
+	if RecordType(f.order.Uint32(h[:])) != RecordTracingData || size <= 12 || size < 12+n {
+		return nil, nil
+	}
+	b := make([]byte, n)
+	if err := f.readAt(b, f.dataOff+12, "tracing data"); err != nil {
+		return nil, err
+	}
+	evs, err := ParseTracingData(b, f.dataOff+12)
+	if fe, ok := err.(*FormatError); ok {
+		fe.File = f.name
+	}
+	return evs, err
 }
 
 // readAttrs reads the attrs section: entries of attr_size bytes, each an
@@ -694,6 +750,11 @@ func pipeHandler(es *eventSet, fs *Features, order binary.ByteOrder) func(*rawRe
 		case *TracingData:
 			if fs != nil && x.Data != nil {
 				fs.addPipe(FeatureTracingData, x.Data, x.DataOffset)
+			}
+			if x.Data != nil {
+				// Errors are the TraceEvents accessor's to report.
+				evs, _ := ParseTracingData(x.Data, x.DataOffset)
+				es.nameTracepoints(evs)
 			}
 		}
 	}

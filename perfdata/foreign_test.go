@@ -90,6 +90,19 @@ func TestVersion1File(t *testing.T) {
 	assert.Equal(t, binary.LittleEndian, f.ByteOrder())
 	require.Len(t, f.Events(), 1)
 	assert.Equal(t, "cpu-clock:HG", f.Events()[0].Name)
+
+	in, err := os.Open(name)
+	require.NoError(t, err)
+	defer in.Close()
+	r, err := NewReader(in)
+	require.NoError(t, err, "read as a stream")
+	rs := r.Records(RecordsOptions{})
+	n = map[RecordType]int{}
+	for rs.Next() {
+		n[rs.Record().Type()]++
+	}
+	require.NoError(t, rs.Err())
+	assert.Equal(t, map[RecordType]int{RecordMmap: 80, RecordComm: 2, RecordExit: 2}, n, "read as a stream")
 }
 
 // TestV1ByteOrder: the attr size says a version-1 file's byte order; a
@@ -151,5 +164,93 @@ func TestZeroedDataSize(t *testing.T) {
 			require.Len(t, f.Warnings(), 1)
 			assert.Contains(t, f.Warnings()[0], "the header's data size is 0, but the feature section table follows the records")
 		})
+	}
+}
+
+// TestTracepointNames: tracepoint events that EVENT_DESC does not name
+// are named "system:name" from the tracing data, as perf names them: in a
+// pipe stream from its TRACING_DATA record (read as a file and as a
+// stream), in simpleperf's files from the TRACING_DATA record at the start
+// of the data or from META_INFO's event_type_info.
+func TestTracepointNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string][]string{
+		"perfparser--probe.data.stream":               {"probe_untitled1:main"},
+		"perfparser--probe.data.file":                 {"probe_untitled1:main"},
+		"simpleperf--perf_sched_stat_runtime.data":    {"sched:sched_stat_runtime"},
+		"simpleperf--perf_with_tracepoint_event.data": {"sched:sched_switch", "cycles:HG"},
+		"simpleperf--perf_with_trace_offcpu_v2.data":  {"cpu-clock:u", "sched:sched_switch"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := fixtures.Corpus(t, "foreign/"+name)
+			f, err := Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			var got []string
+			for _, e := range f.Events() {
+				got = append(got, e.Name)
+			}
+			assert.Equal(t, want, got)
+
+			in, err := os.Open(path)
+			require.NoError(t, err)
+			defer in.Close()
+			r, err := NewReader(in)
+			require.NoError(t, err)
+			rs := r.Records(RecordsOptions{})
+			for rs.Next() {
+			}
+			require.NoError(t, rs.Err())
+			got = got[:0]
+			for _, e := range r.Events() {
+				got = append(got, e.Name)
+			}
+			assert.Equal(t, want, got, "read as a stream")
+		})
+	}
+}
+
+// TestParseTracingData: the probe's format in a pipe stream's TRACING_DATA
+// payload decodes to its id and fields.
+func TestParseTracingData(t *testing.T) {
+	t.Parallel()
+	f, err := Open(fixtures.Corpus(t, "foreign/perfparser--probe.data.stream"))
+	require.NoError(t, err)
+	defer f.Close()
+	evs, err := f.Features().TraceEvents()
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	ev := evs[0]
+	assert.Equal(t, "probe_untitled1", ev.System)
+	assert.Equal(t, "main", ev.Name)
+	assert.Equal(t, uint64(1329), ev.ID)
+	assert.Equal(t, `"(%lx)", REC->__probe_ip`, ev.PrintFmt)
+	assert.Equal(t, []TraceField{
+		{Name: "common_type", Type: "unsigned short", Offset: 0, Size: 2},
+		{Name: "common_flags", Type: "unsigned char", Offset: 2, Size: 1},
+		{Name: "common_preempt_count", Type: "unsigned char", Offset: 3, Size: 1},
+		{Name: "common_pid", Type: "int", Offset: 4, Size: 4, Signed: true},
+		{Name: "__probe_ip", Type: "unsigned long", Offset: 8, Size: 8},
+	}, ev.Fields)
+
+	_, err = ParseTracingData([]byte("\x17\x08Dtracing0.5\x00\x00\x08"), 100)
+	var fe *FormatError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, int64(100+14), fe.Offset)
+}
+
+// TestParseTraceField: arrays keep their brackets in the type, pointers
+// their star, __data_loc its marker.
+func TestParseTraceField(t *testing.T) {
+	t.Parallel()
+	for line, want := range map[string]TraceField{
+		"field:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:1;":    {Name: "prev_comm", Type: "char[16]", Offset: 8, Size: 16, Signed: true},
+		"field:const char * name;\toffset:8;\tsize:8;\tsigned:0;":      {Name: "name", Type: "const char *", Offset: 8, Size: 8},
+		"field:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;": {Name: "msg", Type: "__data_loc char[]", Offset: 12, Size: 4},
+	} {
+		got, err := parseTraceField(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, want, got, line)
 	}
 }

@@ -84,6 +84,18 @@ var foreignCounts = map[string]struct{ total, samples, uncounted uint64 }{
 	"simpleperf--perf_with_tracepoint_event.data": {107, 45, 0},
 }
 
+// foreignBuildIDs replaces perf 6.1's buildid-list output where it is
+// wrong, with the reason.
+var foreignBuildIDs = map[string]struct{ want, reason string }{
+	// perf 6.1 desyncs on this pipe stream's TRACING_DATA payload, as its
+	// stats do (SOURCES.md), and prints nothing ("unexpected end of event
+	// stream"). Its one sample (.stats.expected) hits untitled1, which
+	// has no build-id: a pipe-mode buildid-list lists it with an empty
+	// build-id, as for perf.data.piped.* in the corpus.
+	"perfparser--probe.data.stream": {strings.Repeat(" ", 40) + " /home/ulf/dev/untitled1-Qt_5_9_1_gcc_64-Profile/untitled1\n",
+		"perf 6.1 desyncs on the pipe TRACING_DATA payload"},
+}
+
 // foreignCases lists the foreign recordings with their perf 6.1 outputs;
 // .stats.expected replaces .stats where present (perf's --stats is wrong
 // there, SOURCES.md says why).
@@ -118,6 +130,11 @@ func TestConformanceForeign(t *testing.T) {
 			want, err := os.ReadFile(c.stats)
 			require.NoError(t, err)
 			if len(want) > 0 {
+				if bids, ok := foreignBuildIDs[c.name]; ok {
+					t.Logf("buildids: perf's output replaced: %s", bids.reason)
+					c.buildids = filepath.Join(t.TempDir(), "buildid-list")
+					require.NoError(t, os.WriteFile(c.buildids, []byte(bids.want), 0o644))
+				}
 				checkConformance(t, c)
 				return
 			}
