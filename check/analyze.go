@@ -189,11 +189,7 @@ func (info *recInfo) fromFeatures(f recording, name string) error {
 			return fmt.Errorf("%s: clock data: %w", name, err)
 		}
 	}
-	if info.kernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			info.kernelRelease = rel
-		}
-	}
+	info.machine.fromFeatures(f.Features())
 	return nil
 }
 
@@ -230,11 +226,7 @@ func (s *session) addEarlyBuildIDs(ctx context.Context, f recording, pre *preope
 // verdicts rest on weaker evidence, but the records are whole, so the
 // result is partial, not lost.
 func (s *session) addLateFeatures(f recording, name string, early int) error {
-	if s.rec.kernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			s.rec.kernelRelease = rel
-		}
-	}
+	s.rec.machine.fromFeatures(f.Features())
 	if s.rec.clock == nil {
 		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
 			s.rec.clock = &cd
