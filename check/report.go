@@ -17,8 +17,11 @@ type Report struct {
 	TrustedSamples       uint64     `json:"trusted_samples"`
 	UntrustedLeafSamples uint64     `json:"untrusted_leaf_samples"`
 	UntrustedAnySamples  uint64     `json:"untrusted_any_samples"`
-	DSOs                 []*DSO     `json:"dsos"`
-	Advice               []Advice   `json:"advice,omitempty"`
+	// Strict are the trust figures under --strict's policy (unverified
+	// DSOs untrusted too), which `perfcheck check --strict` prints.
+	Strict TrustFigures `json:"strict_figures"`
+	DSOs   []*DSO       `json:"dsos"`
+	Advice []Advice     `json:"advice,omitempty"`
 	// Notes are limits of this check on this recording, in words.
 	Notes []string `json:"notes,omitempty"`
 	// Problems counts the DSOs whose verdict fails the check (mismatch,
@@ -46,6 +49,7 @@ func (r *Result) Report() *Report {
 		TrustedSamples:       r.TrustedSamples,
 		UntrustedLeafSamples: r.UntrustedLeafSamples,
 		UntrustedAnySamples:  r.UntrustedAnySamples,
+		Strict:               r.Strict,
 		DSOs:                 append(make([]*DSO, 0, len(r.DSOs)), r.DSOs...),
 	}
 	if r.Partial {
@@ -107,6 +111,16 @@ func (rep *Report) Failed(strict bool) bool {
 
 // Summary is the one-line summary the check prints.
 func (rep *Report) Summary() string {
+	return rep.summary(TrustFigures{rep.TrustedSamples, rep.UntrustedLeafSamples, rep.UntrustedAnySamples})
+}
+
+// StrictSummary is the summary under --strict's policy: a sample with an
+// unverified frame is not fully trusted.
+func (rep *Report) StrictSummary() string {
+	return rep.summary(rep.Strict) + " (--strict: unverified frames untrusted)"
+}
+
+func (rep *Report) summary(f TrustFigures) string {
 	pct := func(n uint64) string {
 		if rep.Samples == 0 {
 			return "0%"
@@ -114,6 +128,6 @@ func (rep *Report) Summary() string {
 		s := strconv.FormatFloat(float64(n)*100/float64(rep.Samples), 'f', 1, 64)
 		return strings.TrimSuffix(s, ".0") + "%"
 	}
-	return strconv.FormatUint(rep.Samples, 10) + " samples, " + pct(rep.TrustedSamples) + " fully trusted; " +
-		pct(rep.UntrustedLeafSamples) + " have an untrusted leaf; " + pct(rep.UntrustedAnySamples) + " an untrusted frame"
+	return strconv.FormatUint(rep.Samples, 10) + " samples, " + pct(f.TrustedSamples) + " fully trusted; " +
+		pct(f.UntrustedLeafSamples) + " have an untrusted leaf; " + pct(f.UntrustedAnySamples) + " an untrusted frame"
 }

@@ -187,7 +187,11 @@ func writeDSODetail(w io.Writer, d *check.DSO, trustPaths bool) {
 // verdict line.
 func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, rep.Summary())
+	if strict {
+		fmt.Fprintln(w, rep.StrictSummary())
+	} else {
+		fmt.Fprintln(w, rep.Summary())
+	}
 	if len(rep.Notes) > 0 {
 		// Limits of the check on this recording (e.g. --call-graph dwarf
 		// samples whose unwinding stopped at an unproven binary): the

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,4 +148,58 @@ func TestKernelAcrossMachines(t *testing.T) {
 			assert.Equal(t, c.named, named, "kernel frames named")
 		})
 	}
+}
+
+// TestStrictFigures: under --strict an unverified DSO fails the check, so
+// the trust figures printed with the verdict follow that policy: the
+// samples in a program without a build-id, recorded with real perf, are
+// trusted by default and untrusted under --strict.
+func TestStrictFigures(t *testing.T) {
+	t.Parallel()
+	fixtures.NeedTool(t, "perf")
+	dir := t.TempDir()
+	bin := fixtures.BuildC(t, dir, "nobid", "-Wl,--build-id=none")
+	data := filepath.Join(dir, "nobid.data")
+	fixtures.PerfHome(t, dir, "record", "-N", "-q", "-e", "cpu-clock:u", "-o", data, "--", bin, "1")
+	cache := t.TempDir()
+
+	out, errs, code := runCmd(t, "check", "--buildid-dir", cache, data)
+	require.Equal(t, exitOK, code, errs+out)
+	assert.Contains(t, out, "100% fully trusted; 0% have an untrusted leaf; 0% an untrusted frame\n")
+
+	out, errs, code = runCmd(t, "check", "--strict", "--json", "--buildid-dir", cache, data)
+	require.Equal(t, exitProblems, code, errs)
+	type figures struct {
+		Trusted       uint64 `json:"trusted_samples"`
+		UntrustedLeaf uint64 `json:"untrusted_leaf_samples"`
+		UntrustedAny  uint64 `json:"untrusted_any_samples"`
+	}
+	var rep struct {
+		Samples uint64  `json:"samples"`
+		Strict  figures `json:"strict_figures"`
+		DSOs    []struct {
+			Path    string
+			Verdict string
+			Leaf    uint64 `json:"hits_leaf"`
+			Any     uint64 `json:"hits_any"`
+		} `json:"dsos"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	var want figures
+	for _, d := range rep.DSOs {
+		if d.Path == bin {
+			require.Equal(t, "unverified", d.Verdict)
+			want = figures{Trusted: rep.Samples - d.Any, UntrustedLeaf: d.Leaf, UntrustedAny: d.Any}
+		}
+	}
+	require.NotZero(t, want.UntrustedAny, "no sample in %s", bin)
+	assert.Equal(t, want, rep.Strict)
+
+	out, errs, code = runCmd(t, "check", "--strict", "--buildid-dir", cache, data)
+	require.Equal(t, exitProblems, code, errs+out)
+	pct := func(n uint64) string {
+		return strings.TrimSuffix(strconv.FormatFloat(float64(n)*100/float64(rep.Samples), 'f', 1, 64), ".0") + "%"
+	}
+	assert.Contains(t, out, fmt.Sprintf("%d samples, %s fully trusted; %s have an untrusted leaf; %s an untrusted frame (--strict: unverified frames untrusted)\n",
+		rep.Samples, pct(want.Trusted), pct(want.UntrustedLeaf), pct(want.UntrustedAny)))
 }
