@@ -209,6 +209,9 @@ type recInfo struct {
 	// clock converts perf time to wall time (CLOCK_DATA); nil when the
 	// recording has none.
 	clock *perfdata.ClockData
+	// endSource says where end comes from: EndFromClock or
+	// EndFromMTime; "" when end is unknown.
+	endSource string
 	// machine is the recording's kernel release, architecture and host
 	// (the OSRELEASE, ARCH and HOSTNAME features); "" when unknown.
 	machine machine

@@ -109,3 +109,37 @@ func (m *machine) fromFeatures(fs *perfdata.Features) {
 		}
 	}
 }
+
+// Where the recording's end time comes from (Result.RecordingEndSource).
+const (
+	// EndFromClock: the last sample's time, converted to wall time with
+	// the recording's own clock reference (CLOCK_DATA, or a CLOCKID of
+	// CLOCK_REALTIME, whose times are wall time already). A copy of the
+	// file does not change it.
+	EndFromClock = "clock"
+	// EndFromMTime: the perf.data file's modification time (perf
+	// rewrites the header when it stops), which a copy (cp, scp, a CI
+	// artifact) resets to the time of the copy.
+	EndFromMTime = "mtime"
+)
+
+// clockIDRealtime is CLOCK_REALTIME, the clock whose times are wall time.
+const clockIDRealtime = 0
+
+// realtimeClock is the wall-time reference of a recording timed with
+// CLOCK_REALTIME (perf record -k realtime) that has no CLOCK_DATA: its
+// times convert to themselves.
+func realtimeClock(fs *perfdata.Features) *perfdata.ClockData {
+	if id, err := fs.ClockID(); err == nil && id == clockIDRealtime {
+		return &perfdata.ClockData{Version: 1, ClockID: clockIDRealtime, WallClockNS: 1, ClockIDNS: 1}
+	}
+	return nil
+}
+
+// endFromClock makes the recording's own clock the source of its end
+// time, when it has one: the wall time of last, the last sample's time.
+func (r *recInfo) endFromClock(last uint64) {
+	if t, ok := r.wallTime(last); ok {
+		r.end, r.endSource = t, EndFromClock
+	}
+}

@@ -10,13 +10,16 @@ import (
 // Report is the check's summary, the value `perfcheck check --json` prints
 // (docs/check-json.md is its schema).
 type Report struct {
-	File                 string     `json:"file"`
-	Events               []string   `json:"events,omitempty"`
-	RecordingEnd         *time.Time `json:"recording_end,omitempty"`
-	Samples              uint64     `json:"samples"`
-	TrustedSamples       uint64     `json:"trusted_samples"`
-	UntrustedLeafSamples uint64     `json:"untrusted_leaf_samples"`
-	UntrustedAnySamples  uint64     `json:"untrusted_any_samples"`
+	File         string     `json:"file"`
+	Events       []string   `json:"events,omitempty"`
+	RecordingEnd *time.Time `json:"recording_end,omitempty"`
+	// RecordingEndSource is where RecordingEnd comes from: "clock" (the
+	// recording's own clock) or "mtime" (the file's modification time).
+	RecordingEndSource   string `json:"recording_end_source,omitempty"`
+	Samples              uint64 `json:"samples"`
+	TrustedSamples       uint64 `json:"trusted_samples"`
+	UntrustedLeafSamples uint64 `json:"untrusted_leaf_samples"`
+	UntrustedAnySamples  uint64 `json:"untrusted_any_samples"`
 	// Strict are the trust figures under --strict's policy (unverified
 	// DSOs untrusted too), which `perfcheck check --strict` prints.
 	Strict TrustFigures `json:"strict_figures"`
@@ -61,6 +64,7 @@ func (r *Result) Report() *Report {
 	if !r.RecordingEnd.IsZero() {
 		t := r.RecordingEnd.UTC()
 		rep.RecordingEnd = &t
+		rep.RecordingEndSource = r.RecordingEndSource
 	}
 	advice := map[string][]string{}
 	var order []string

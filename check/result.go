@@ -167,10 +167,15 @@ type Result struct {
 	// unverified DSO is not trusted either.
 	Strict TrustFigures
 
-	// RecordingEnd is when the recording ended, in wall time (the file's
-	// modification time: perf rewrites the header last); zero when
-	// unknown (a stream).
+	// RecordingEnd is when the recording ended, in wall time: its last
+	// sample's time by the recording's own clock when it has a wall-clock
+	// reference, else the file's modification time (perf rewrites the
+	// header last); zero when unknown (a stream from a pipe).
 	RecordingEnd time.Time
+	// RecordingEndSource says where RecordingEnd comes from:
+	// EndFromClock (the recording's own clock) or EndFromMTime (the
+	// file's modification time); "" when it is unknown.
+	RecordingEndSource string
 	// KernelRelease is the recording's kernel release (the OSRELEASE
 	// feature); "" when unknown.
 	KernelRelease string
@@ -299,7 +304,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms, kept: s.kept}
 	s.buildStacks(res, touched, stackSamples)
 	if lookups != nil {
 		if err := s.symbolize(ctx, res, lookups, workers); err != nil {

@@ -286,7 +286,8 @@ func TestInfoNotClosedCleanly(t *testing.T) {
 	}
 	le := binary.LittleEndian
 	b = b[:le.Uint64(b[40:])+le.Uint64(b[48:])] // the header, attrs and records
-	for i := 48; i < 56; i++ { // perf_file_header.data.size
+	// perf_file_header.data.size
+	for i := 48; i < 56; i++ {
 		b[i] = 0
 	}
 	file := filepath.Join(t.TempDir(), "killed.data")
