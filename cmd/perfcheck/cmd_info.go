@@ -482,8 +482,18 @@ func (r *recording) Events() []perfdata.Event                            { retur
 func (r *recording) Features() *perfdata.Features                        { return r.src.Features() }
 func (r *recording) ByteOrder() binary.ByteOrder                         { return r.src.ByteOrder() }
 func (r *recording) Warnings() []string                                  { return r.src.Warnings() }
-func (r *recording) IsPipe() bool                                        { return r.file == nil || r.file.IsPipe() }
-func (r *recording) IsDir() bool                                         { return r.file != nil && r.file.IsDir() }
+
+// IsPipe reports whether the recording is in pipe format: a file-format
+// recording read as a stream (cat perf.data | perfcheck info -) is not.
+func (r *recording) IsPipe() bool {
+	if r.file != nil {
+		return r.file.IsPipe()
+	}
+	rd, ok := r.src.(*perfdata.Reader)
+	return !ok || rd.IsPipe()
+}
+
+func (r *recording) IsDir() bool { return r.file != nil && r.file.IsDir() }
 
 // Truncated reports an unfinished file (see perfdata.File.Truncated); a
 // stream has no header to tell.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -281,4 +282,23 @@ func TestScriptConformanceForeign(t *testing.T) {
 		})
 	}
 	assert.NotZero(t, n, "no foreign recording has perf script output")
+}
+
+// TestStdinFileFormat: a file-format recording read from standard input
+// (cat perf.data | perfcheck info -) is said to be in file format, and
+// stats prints what perf report --stats prints for the file, event names
+// included (pipe mode names events otherwise).
+func TestStdinFileFormat(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(fixturesDir, "twoevents.data")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	out, errs, code := ckRunIn(t, bytes.NewReader(b), "info", "-")
+	require.Equal(t, exitOK, code, errs)
+	assert.Contains(t, out, "file:        - (file format, little-endian)\n")
+	want, err := os.ReadFile(file + ".stats")
+	require.NoError(t, err)
+	out, errs, code = ckRunIn(t, bytes.NewReader(b), "stats", "-")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, string(want), out)
 }
