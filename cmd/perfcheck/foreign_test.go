@@ -302,3 +302,22 @@ func TestStdinFileFormat(t *testing.T) {
 	require.Equal(t, exitOK, code, errs)
 	assert.Equal(t, string(want), out)
 }
+
+// TestSymbolizeTrailingFlags: flags may follow the addresses, as they may
+// follow the file of the other commands; after "--" every argument is an
+// address.
+func TestSymbolizeTrailingFlags(t *testing.T) {
+	t.Parallel()
+	bin, addr := buildSymbolizeProg(t)
+	a := strconv.FormatUint(addr, 16)
+	before, errs, code := runCmd(t, "symbolize", "--json", "-e", bin, a)
+	require.Equal(t, exitOK, code, errs)
+	after, errs, code := runCmd(t, "symbolize", "-e", bin, a, "--json")
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, before, after)
+	assert.True(t, json.Valid([]byte(after)), after)
+
+	out, errs, code := runCmd(t, "symbolize", "-e", bin, "--", a, "--json")
+	assert.Equal(t, exitError, code, out)
+	assert.Contains(t, errs, `bad address "--json"`, "after --, --json is an address")
+}
