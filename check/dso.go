@@ -16,6 +16,7 @@ import (
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // DevIno is MMAP2's file identity in the dev/inode form: the device as the
@@ -707,13 +708,13 @@ func (s *session) planModuleNames(d *DSO, found *located) {
 	}
 	if found != nil {
 		p := found.Path
-		if lk, err := koTextSymsOf(p, image, limit, d.BuildID); err != nil {
-			why = append(why, err.Error())
+		if m, err := symbolize.ReadModule(p, image, limit, d.BuildID); err != nil {
+			why = append(why, changed(err).Error())
 		} else {
 			d.modNames = "ko"
 			d.symPath = p
 			d.modLimit = limit
-			d.modLookup = lk // read once: symbolize uses it
+			d.modLookup = &moduleLookup{mod: m, buildID: m.BuildID()} // read once: symbolize uses it
 			d.Reason += "; named from the .text symbols of " + p
 			return
 		}
@@ -799,7 +800,7 @@ func (s *session) relocateKernel(d *DSO) {
 		d.Reason += "; no kernel map was recorded, so its addresses cannot be relocated to this boot: left unsymbolized"
 		return
 	}
-	now, ok := runningKernelSymbol(d.relocSym)
+	now, ok := symbolize.RunningKernelSymbol(d.relocSym)
 	if !ok {
 		d.symPath = ""
 		d.Reason += "; /proc/kallsyms hides " + d.relocSym + "'s address (kptr_restrict), so the recorded addresses cannot be relocated: left unsymbolized"

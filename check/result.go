@@ -605,7 +605,7 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 				if d.modLookup != nil {
 					lk = d.modLookup
 				} else {
-					lk, err = koTextSyms(d.symPath, d.modLimit)
+					lk, err = readKO(d.symPath, d.modLimit)
 				}
 			default:
 				lk, err = openDSO(opener, d, &s.opts)

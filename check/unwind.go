@@ -73,12 +73,12 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	}
 	var errs []string
 	for _, p := range paths {
-		t, err := readCFI(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
+		t, err := unwind.ReadTable(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
 			s.cfi[d] = t
 			return t
 		}
-		errs = append(errs, err.Error())
+		errs = append(errs, changed(err).Error())
 	}
 	d.cfiWhy = "the binary that ran has no usable unwind tables (" + strings.Join(errs, "; ") + ")"
 	return nil
