@@ -43,10 +43,26 @@ type symOffsetter interface {
 }
 
 // defaultOpener symbolizes with the symbolize package.
-type defaultOpener struct{}
+// defaultOpener symbolizes with the symbolize package.
+type defaultOpener struct {
+	// debug, when set, is the lookup whose debug directories (and
+	// SymFS) hold separate debug files: the check's, so that
+	// --debug-dir and --symfs hold for them too. nil means symbolize's
+	// default, /usr/lib/debug.
+	debug *buildidcache.Resolver
+}
 
-func (defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
-	b, err := openBinary(path, kind)
+// opener is the check's symbolOpener: the test's, else the symbolize
+// package's, finding separate debug files where the lookup does.
+func (o *Options) opener() symbolOpener {
+	if o.symbolizer != nil {
+		return o.symbolizer
+	}
+	return defaultOpener{debug: o.debugFiles}
+}
+
+func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
+	b, err := o.openBinary(path, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -71,11 +87,17 @@ func (defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 
 // openBinary opens path with symbolize: this boot's /proc/kallsyms, for a
 // kernel, from the listing symbolize parses once per process.
-func openBinary(path string, kind dso.Kind) (*symbolize.Binary, error) {
-	if kind == dso.Kernel && path == "/proc/kallsyms" {
-		return symbolize.OpenRunningKernel(symbolize.Options{})
+func (o defaultOpener) openBinary(path string, kind dso.Kind) (*symbolize.Binary, error) {
+	var opts symbolize.Options
+	if o.debug != nil {
+		opts.DebugFile = func(q symbolize.DebugQuery) (string, error) {
+			return o.debug.DebugFile(q.Path, q.BuildID, q.DebugLink)
+		}
 	}
-	return symbolize.Open(path, symbolize.Options{})
+	if kind == dso.Kernel && path == "/proc/kallsyms" {
+		return symbolize.OpenRunningKernel(opts)
+	}
+	return symbolize.Open(path, opts)
 }
 
 // proveLookup reports a *changedError unless lk reads names from a file

@@ -191,7 +191,9 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 			}
 		}
 		newID := fileBuildID(t, dbg+".v2")
-		loc := &fixedLocator{located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
+		loc := &fixedLocator{buildidcache.Result{BuildID: sy.bid,
+			Identity: buildidcache.Candidate{Locator: "debug-dir", Path: path},
+			Best:     buildidcache.Candidate{Locator: "debug-dir", Path: dbg}}}
 		res := finish(t, sy.session(t, Options{locator: loc}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("before the swap: %+v\n%s", d, names(res))
@@ -204,12 +206,12 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 	})
 }
 
-// fixedLocator answers every query with one located.
-type fixedLocator struct{ l located }
+// fixedLocator answers every query with one result.
+type fixedLocator struct{ res buildidcache.Result }
 
-func (f *fixedLocator) Locate(_ context.Context, q query) (*located, error) {
-	l := f.l
-	return &l, nil
+func (f *fixedLocator) Locate(_ context.Context, q buildidcache.Query) (*buildidcache.Result, error) {
+	res := f.res
+	return &res, nil
 }
 
 // A real recording: the profiled binary is replaced between the verdict

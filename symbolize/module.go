@@ -204,7 +204,7 @@ func ReadModule(path string, image []byte, limit uint64, want buildid.ID) (*Modu
 		return nil, err
 	}
 	var m *Module
-	err = safely(path, func() error {
+	err = safely(func() error {
 		var err error
 		m, err = moduleText(path, r, limit)
 		return err

@@ -45,7 +45,7 @@ func ReadSegments(path string, want buildid.ID) ([]Segment, error) {
 	}
 	defer f.Close()
 	var loads []elf.ProgHeader
-	err = safely(path, func() error {
+	err = safely(func() error {
 		ef, err := elf.NewFile(io.NewSectionReader(f, 0, 1<<62))
 		if err != nil {
 			return err
