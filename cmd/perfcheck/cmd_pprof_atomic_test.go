@@ -137,3 +137,29 @@ func TestPprofInterrupted(t *testing.T) {
 	assert.Equal(t, "old profile", string(b))
 	assert.Equal(t, []string{"out.pb.gz"}, dirNames(t, dir))
 }
+
+// TestWriteFileKeepsOld: flamegraph -o and report -o write through
+// writeFile, which keeps the previous file whole when the write fails
+// halfway, leaves no temporary file, and replaces it when complete.
+func TestWriteFileKeepsOld(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "graph.html")
+	require.NoError(t, os.WriteFile(out, []byte("old graph"), 0o644))
+	err := writeFile(out, nil, func(w io.Writer) error {
+		w.Write([]byte("half a gra"))
+		return syscall.ENOSPC
+	})
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	assert.Contains(t, err.Error(), out)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "old graph", string(b))
+	assert.Equal(t, []string{"graph.html"}, dirNames(t, dir))
+
+	require.NoError(t, writeFile(out, nil, func(w io.Writer) error { _, err := w.Write([]byte("new graph")); return err }))
+	b, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "new graph", string(b))
+	assert.Equal(t, []string{"graph.html"}, dirNames(t, dir))
+}
