@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -117,17 +116,15 @@ type session struct {
 	fm      firstMaps        // when not nil, each DSO's first executable mapping
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
 
-	// Stacks are interned by a hash of their location ids: stackHash
-	// gives the first stack with a hash, stackNext the next one with the
-	// same (almost never any), and the content is compared, so the
-	// stacks' own storage is the only copy of them.
-	stackHash map[uint64]int32
-	stackNext []int32
+	// Stacks are interned by a hash of their location ids, with the
+	// content compared, so the stacks' own storage is the only copy of
+	// them (intern.go).
+	stackIdx stackTable
 	// Distinct locations (dso, offset) get dense ids in order of first
 	// use; a stack is a run of location ids, 4 bytes a frame, stored in
 	// fixed-size chunks so that no stack is ever copied again.
 	locs     []frameRef
-	locIdx   []map[uint64]int32 // per DSO index: offset → location id
+	locIdx   locTable
 	chunk    []int32
 	stacks   [][]int32
 	frames   int // total frames of all stacks
@@ -167,14 +164,15 @@ type session struct {
 // newSession returns a session with opts.
 func newSession(opts Options) *session {
 	s := &session{
-		opts:      opts,
-		tracker:   addrspace.New(),
-		dsoIdx:    make(map[dsoKey]int32),
-		special:   make(map[string]int32),
-		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*unwind.Table),
-		aggs:      make(map[aggKey]*aggVal),
-		commIdx:   make(map[string]int32),
+		opts:     opts,
+		tracker:  addrspace.New(),
+		dsoIdx:   make(map[dsoKey]int32),
+		special:  make(map[string]int32),
+		stackIdx: newStackTable(),
+		locIdx:   newLocTable(),
+		cfi:      make(map[*DSO]*unwind.Table),
+		aggs:     make(map[aggKey]*aggVal),
+		commIdx:  make(map[string]int32),
 	}
 	// perf looks for /tmp/perf-PID.map when an anonymous executable map
 	// appears (map__new in tools/perf/util/map.c).
@@ -486,26 +484,12 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	s.refBuf = refs
 
 	// Deduplicate the stack by its resolved content.
-	h := maphash.Bytes(s.rawSeeds[0], i32Bytes(refs))
-	id := int32(-1)
-	head, seen := s.stackHash[h]
-	if seen {
-		for j := head; j >= 0; j = s.stackNext[j] {
-			if slices.Equal(s.stacks[j], refs) {
-				id = j
-				break
-			}
-		}
-	}
+	h := s.stackIdx.hash(refs)
+	id, slot := s.stackIdx.find(h, refs, s.stacks)
 	if id < 0 {
 		id = int32(len(s.stacks))
 		s.addStack(refs)
-		next := int32(-1)
-		if seen {
-			next = head
-		}
-		s.stackNext = append(s.stackNext, next)
-		s.stackHash[h] = id
+		s.stackIdx.insert(slot, h, id)
 	}
 	return s.raws.insert(key, id, rawCacheEntries)
 }
@@ -538,20 +522,10 @@ type locMemo struct {
 
 // loc interns a resolved address.
 func (s *session) loc(r frameRef) int32 {
-	for int(r.dso) >= len(s.locIdx) {
-		s.locIdx = append(s.locIdx, nil)
+	i, isNew := s.locIdx.find(r, int32(len(s.locs)))
+	if isNew {
+		s.locs = append(s.locs, r)
 	}
-	m := s.locIdx[r.dso]
-	if m == nil {
-		m = make(map[uint64]int32)
-		s.locIdx[r.dso] = m
-	}
-	if i, ok := m[r.off]; ok {
-		return i
-	}
-	i := int32(len(s.locs))
-	s.locs = append(s.locs, r)
-	m[r.off] = i
 	return i
 }
 
