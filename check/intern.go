@@ -147,3 +147,56 @@ func (t *stackTable) grow(stacks [][]int32) {
 		t.slots[i] = h<<32 | uint64(id+1)
 	}
 }
+
+// aggTable holds the aggregates (one per distinct stack, event, pid, tid
+// and comm) in order of first use, indexed by an open-addressing table of
+// their positions: a raw-stack slot names its aggregate by position
+// (rawSlot.agg), and a lookup of a key compares one aggregate.
+type aggTable struct {
+	aggs  []aggEntry
+	slots []uint32 // position + 1; 0: empty
+	shift uint
+	seed  maphash.Seed
+}
+
+// aggEntry is one aggregate's key and counts.
+type aggEntry struct {
+	key             aggKey
+	samples, period uint64
+}
+
+func newAggTable() aggTable { return aggTable{seed: maphash.MakeSeed()} }
+
+// find returns the position of k's aggregate, adding it when new.
+func (t *aggTable) find(k aggKey) int32 {
+	if (len(t.aggs)+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	for i := int(maphash.Comparable(t.seed, k) >> t.shift); ; i = (i + 1) & mask {
+		v := t.slots[i]
+		if v == 0 {
+			t.aggs = append(t.aggs, aggEntry{key: k})
+			t.slots[i] = uint32(len(t.aggs))
+			return int32(len(t.aggs) - 1)
+		}
+		if t.aggs[v-1].key == k {
+			return int32(v - 1)
+		}
+	}
+}
+
+// grow doubles the table (to 4,096 slots at first).
+func (t *aggTable) grow() {
+	n := max(2*len(t.slots), 1<<12)
+	t.slots = make([]uint32, n)
+	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
+	mask := n - 1
+	for p := range t.aggs {
+		i := int(maphash.Comparable(t.seed, t.aggs[p].key) >> t.shift)
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = uint32(p + 1)
+	}
+}

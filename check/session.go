@@ -82,11 +82,6 @@ type aggKey struct {
 	comm  int32
 }
 
-type aggVal struct {
-	samples uint64
-	period  uint64
-}
-
 // compactSample is what Options.KeepSamples keeps per sample.
 type compactSample struct {
 	time   uint64
@@ -127,8 +122,8 @@ type session struct {
 	locIdx   locTable
 	chunk    []int32
 	stacks   [][]int32
-	frames   int // total frames of all stacks
-	raws     rawTable
+	frames   int      // total frames of all stacks
+	raws     rawTable // its aggs is &aggs
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
 	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
@@ -136,8 +131,7 @@ type session struct {
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
 	touched  uint64 // what apply's slot reads read (kept so they stay)
-	aggs     map[aggKey]*aggVal
-	aggSlab  []aggVal // where new aggVals are cut from, a block at a time
+	aggs     aggTable
 	comms    []string
 	commIdx  map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
@@ -171,13 +165,14 @@ func newSession(opts Options) *session {
 		stackIdx: newStackTable(),
 		locIdx:   newLocTable(),
 		cfi:      make(map[*DSO]*unwind.Table),
-		aggs:     make(map[aggKey]*aggVal),
+		aggs:     newAggTable(),
 		commIdx:  make(map[string]int32),
 	}
 	// perf looks for /tmp/perf-PID.map when an anonymous executable map
 	// appears (map__new in tools/perf/util/map.c).
 	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(int32(pid)) }
 	s.lastCommID = -1
+	s.raws.aggs = &s.aggs
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
 }
@@ -327,17 +322,12 @@ func (s *session) sample(e *sampleEvent) {
 	raw := s.stackOf(e)
 	id := raw.stack
 	comm := s.commID(s.tracker.Comm(uint32(e.PID)))
-	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
+	if raw.agg == 0 || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
-		raw.flushCounts()
-		ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
-		a := s.aggs[ak]
-		if a == nil {
-			a = s.newAgg()
-			s.aggs[ak] = a
-		}
-		raw.agg, raw.event, raw.tid, raw.comm = a, int32(e.Event), e.TID, comm
+		s.raws.flushCounts(raw)
+		a := s.aggs.find(aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm})
+		raw.agg, raw.event, raw.tid, raw.comm = a+1, int32(e.Event), e.TID, comm
 	}
 	raw.samples++
 	raw.period += e.Period
@@ -345,17 +335,6 @@ func (s *session) sample(e *sampleEvent) {
 		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
 			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
 	}
-}
-
-// newAgg returns a zero aggVal, cut from a block so that the aggregates
-// are not one allocation each.
-func (s *session) newAgg() *aggVal {
-	if len(s.aggSlab) == 0 {
-		s.aggSlab = make([]aggVal, 256)
-	}
-	a := &s.aggSlab[0]
-	s.aggSlab = s.aggSlab[1:]
-	return a
 }
 
 func (s *session) commID(c string) int32 {
