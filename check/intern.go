@@ -150,11 +150,13 @@ func (t *stackTable) grow(stacks [][]int32) {
 
 // aggTable holds the aggregates (one per distinct stack, event, pid, tid
 // and comm) in order of first use, indexed by an open-addressing table of
-// their positions: a raw-stack slot names its aggregate by position
-// (rawSlot.agg), and a lookup of a key compares one aggregate.
+// their positions with the key's hash's low half as a tag, so that a
+// lookup reads an aggregate only when its tag matches (a new aggregate,
+// the common case where stacks rarely repeat, reads none). A raw-stack
+// slot names its aggregate by position (rawSlot.agg).
 type aggTable struct {
 	aggs  []aggEntry
-	slots []uint32 // position + 1; 0: empty
+	slots []uint64 // tag<<32 | position+1; 0: empty
 	shift uint
 	seed  maphash.Seed
 }
@@ -173,15 +175,16 @@ func (t *aggTable) find(k aggKey) int32 {
 		t.grow()
 	}
 	mask := len(t.slots) - 1
-	for i := int(maphash.Comparable(t.seed, k) >> t.shift); ; i = (i + 1) & mask {
+	h := maphash.Comparable(t.seed, k)
+	for i := int(h >> t.shift); ; i = (i + 1) & mask {
 		v := t.slots[i]
 		if v == 0 {
 			t.aggs = append(t.aggs, aggEntry{key: k})
-			t.slots[i] = uint32(len(t.aggs))
+			t.slots[i] = h<<32 | uint64(len(t.aggs))
 			return int32(len(t.aggs) - 1)
 		}
-		if t.aggs[v-1].key == k {
-			return int32(v - 1)
+		if v>>32 == h&0xffffffff && t.aggs[uint32(v)-1].key == k {
+			return int32(uint32(v) - 1)
 		}
 	}
 }
@@ -189,14 +192,15 @@ func (t *aggTable) find(k aggKey) int32 {
 // grow doubles the table (to 4,096 slots at first).
 func (t *aggTable) grow() {
 	n := max(2*len(t.slots), 1<<12)
-	t.slots = make([]uint32, n)
+	t.slots = make([]uint64, n)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	mask := n - 1
 	for p := range t.aggs {
-		i := int(maphash.Comparable(t.seed, t.aggs[p].key) >> t.shift)
+		h := maphash.Comparable(t.seed, t.aggs[p].key)
+		i := int(h >> t.shift)
 		for t.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = uint32(p + 1)
+		t.slots[i] = h<<32 | uint64(p+1)
 	}
 }
