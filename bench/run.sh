@@ -8,6 +8,7 @@
 #   SECTIONS="stats check" ./bench/run.sh
 #   FRESH=1 ./bench/run.sh              # also on a copy of each file made with cp
 #   PERFCHECK=/tmp/pc ./bench/run.sh    # time that binary instead of building one
+#   WARM=0 ./bench/run.sh               # no warm-up run before the timed ones
 #
 # Sections, each perfcheck command against perf's, with the goal the ratio
 # is held to (wall time; "perf / perfcheck" unless said):
@@ -115,8 +116,10 @@ pair() {
 	local v
 	for v in "$1" "$2"; do : >"$scratch/$v.log"; done
 	local -n ca=$1 cb=$2
-	once "$scratch/warm" "${ca[@]}"
-	once "$scratch/warm" "${cb[@]}"
+	if [ "${WARM:-1}" = 1 ]; then
+		once "$scratch/warm" "${ca[@]}"
+		once "$scratch/warm" "${cb[@]}"
+	fi
 	for ((i = 0; i < RUNS; i++)); do
 		once "$scratch/$1.log" "${ca[@]}"
 		once "$scratch/$2.log" "${cb[@]}"
