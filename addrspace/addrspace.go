@@ -162,7 +162,7 @@ type process struct {
 //     old maps and lets new ones overwrite them; dropping them is what the
 //     kernel did, and keeps a stale library from answering for an address.
 //   - EXIT changes nothing: perf resolves samples through a dead thread's
-//     maps until its pid is reused.
+//     maps until its pid is reused (unless ForgetExited is set).
 //   - kernel maps (pid -1, or cpumode kernel) live in one kernel space;
 //     kernel addresses are looked up there whatever the sample's pid.
 //
@@ -176,6 +176,15 @@ type Tracker struct {
 	// by a later FORK of the same pid is asked again. When nil, the
 	// Tracker reads nothing and makes no dso.JIT mapping.
 	HasPerfMap func(pid uint32) bool
+
+	// ForgetExited, when set, makes the EXIT of a process's main thread
+	// (pid == tid) forget the process, its maps and comm, as the tools
+	// of perf that delete exited threads do (perf_event__exit_del_thread
+	// in tools/perf/util/event.c, used by perf buildid-list): a sample
+	// the process takes after its exit then has no mapping, and a later
+	// MMAP of the pid starts an empty address space. Other threads'
+	// EXITs change nothing, their process's maps being shared.
+	ForgetExited bool
 
 	procs  map[uint32]*process
 	kernel space    // modules and anything else perf puts in the kernel machine
@@ -213,8 +222,9 @@ func (t *Tracker) proc(pid uint32) *process {
 }
 
 // Update takes one record: MMAP, MMAP2, COMM and FORK change the address
-// spaces; other records, EXIT among them (see Tracker), are ignored. For an MMAP or MMAP2 record it
-// returns the new mapping; otherwise nil. Nothing of rec is kept: perfdata
+// spaces, EXIT only with ForgetExited (see Tracker); other records are
+// ignored. For an MMAP or MMAP2 record it returns the new mapping;
+// otherwise nil. Nothing of rec is kept: perfdata
 // reuses a record's storage for the next one.
 func (t *Tracker) Update(rec perfdata.Record) *Mapping {
 	switch r := rec.(type) {
@@ -240,6 +250,11 @@ func (t *Tracker) Update(rec perfdata.Record) *Mapping {
 		t.comm(r.PID, r.TID, r.Comm, r.Exec())
 	case *perfdata.Fork:
 		t.fork(r.PID, r.PPID)
+	case *perfdata.Exit:
+		if t.ForgetExited && r.PID == r.TID {
+			delete(t.procs, r.PID)
+			t.last = nil
+		}
 	}
 	return nil
 }
@@ -251,9 +266,16 @@ func isKernelMap(pid uint32, mode perfdata.CPUMode) bool {
 	return pid == KernelPID || mode == perfdata.CPUModeKernel
 }
 
-// classify gives the Kind of a recorded file name, using perf's names
-// (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory, is_vdso_map).
-func classify(p string, kernel bool) dso.Kind {
+// mapHugeTLB is MAP_HUGETLB, an MMAP2 record's flag for memory backed by
+// huge pages (include/uapi/asm-generic/mman-common.h on x86).
+const mapHugeTLB = 0x40000
+
+// classify gives the Kind of a recorded file name and MMAP2 flags, using
+// perf's rules (tools/perf/util/map.c: is_anon_memory, is_no_dso_memory,
+// is_vdso_map, and map__new, for which any MAP_HUGETLB mapping is
+// anonymous: its file is on hugetlbfs, a copy at best, not a binary to
+// look up).
+func classify(p string, flags uint32, kernel bool) dso.Kind {
 	if kernel {
 		if strings.HasPrefix(p, "[kernel.kallsyms]") || strings.HasPrefix(p, "[guest.kernel.kallsyms") {
 			return dso.Kernel
@@ -265,10 +287,11 @@ func classify(p string, kernel bool) dso.Kind {
 		return dso.VDSO
 	case p == "[vsyscall]":
 		return dso.Vsyscall
-	case p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
-		strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
-		p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
-		strings.HasPrefix(p, "/memfd:"):
+	case flags&mapHugeTLB != 0,
+		p == "" || p == "//anon" || p == "/dev/zero" || strings.HasPrefix(p, "/anon_hugepage") ||
+			strings.HasPrefix(p, "[anon") || strings.HasPrefix(p, "/SYSV") ||
+			p == "[heap]" || strings.HasPrefix(p, "[stack") || p == "[vvar]" ||
+			strings.HasPrefix(p, "/memfd:"):
 		return dso.Anon
 	}
 	return dso.File
@@ -280,7 +303,7 @@ func classify(p string, kernel bool) dso.Kind {
 // kernel's mmap did.
 func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
 	kernel := isKernelMap(m.PID, mode)
-	m.Kind = classify(m.Path, kernel)
+	m.Kind = classify(m.Path, m.Flags, kernel)
 	m.ID = t.nmaps
 	t.nmaps++
 	if m.Limit < m.Start { // wraps: perf's kernel map may run to ~0

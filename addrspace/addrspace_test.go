@@ -131,6 +131,28 @@ func TestForkExecExit(t *testing.T) {
 	wantMap(t, tr, 3, 0x600010, "", 0)
 }
 
+// With ForgetExited, the EXIT of a main thread forgets its process, as
+// perf buildid-list does; a thread's EXIT does not.
+func TestForgetExited(t *testing.T) {
+	t.Parallel()
+	tr := New()
+	tr.ForgetExited = true
+	exit := func(pid, tid uint32) {
+		assert.Nil(t, tr.Update(&perfdata.Exit{RecordHeader: header(perfdata.RecordExit, perfdata.CPUModeUser, 0), PID: pid, TID: tid}))
+	}
+	comm(tr, 1, 1, "proc", false)
+	mmap(tr, 1, 0x400000, 0x1000, 0, "/bin/proc")
+	fork(tr, 1, 1, 2, 1)
+	exit(1, 2)
+	wantMap(t, tr, 1, 0x400010, "/bin/proc", 0x10)
+	exit(1, 1)
+	wantMap(t, tr, 1, 0x400010, "", 0)
+	assert.Empty(t, tr.Comm(1))
+	mmap(tr, 1, 0x500000, 0x1000, 0, "/bin/next")
+	wantMap(t, tr, 1, 0x500010, "/bin/next", 0x10)
+	wantMap(t, tr, 1, 0x400010, "", 0)
+}
+
 // A thread's COMM names the process only until the main thread names it.
 func TestCommThreads(t *testing.T) {
 	t.Parallel()
@@ -223,10 +245,20 @@ func TestClassify(t *testing.T) {
 		"[anon:v8]":          dso.Anon,
 		"":                   dso.Anon,
 	} {
-		assert.Equal(t, want, classify(path, false), "classify(%q)", path)
+		assert.Equal(t, want, classify(path, 0, false), "classify(%q)", path)
 	}
-	assert.Equal(t, dso.Kernel, classify("[kernel.kallsyms]_text", true))
-	assert.Equal(t, dso.Module, classify("[xfs]", true))
+	assert.Equal(t, dso.Kernel, classify("[kernel.kallsyms]_text", 0, true))
+	assert.Equal(t, dso.Module, classify("[xfs]", 0, true))
+
+	// Memory mapped with MAP_HUGETLB is anonymous whatever its name, as
+	// for perf's map__new: a hugetlbfs file (libhugetlbfs copies a
+	// program's text there) is not the binary that ran.
+	const hugetlbfs = "/dev/hugepages/libhugetlbfs.tmp.Ab12Cd (deleted)"
+	assert.Equal(t, dso.File, classify(hugetlbfs, 0, false))
+	tr := New()
+	m := tr.Update(&perfdata.Mmap2{RecordHeader: header(perfdata.RecordMmap2, perfdata.CPUModeUser, 0),
+		PID: 1, TID: 1, Addr: 0x400000, Len: 0x200000, Prot: 5, Flags: mapHugeTLB | 0x02, Filename: hugetlbfs})
+	assert.Equal(t, dso.Anon, m.Kind)
 }
 
 // A process with a perf map has JIT code in its anonymous executable maps,

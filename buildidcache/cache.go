@@ -1,7 +1,6 @@
 package buildidcache
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -301,15 +300,6 @@ func (c *Cache) writeBytes(root *os.Root, dir, role string, bid buildid.ID, b []
 		return nil, err
 	}
 	return c.link(root, dir, bid)
-}
-
-// Resolve looks q up in the cache alone, as the first step of
-// Resolver.Resolve does: each file found is verified against q.BuildID
-// (a kallsyms file by the build-id perf filed it under). It returns a
-// *Result, or a *NotFoundError listing what was tried and rejected.
-func (c *Cache) Resolve(q Query) (*Result, error) {
-	r := &Resolver{buildIDDir: c.Dir}
-	return r.resolve(context.Background(), q, r.lookPerfCache)
 }
 
 // Has returns the entry cached for bid, if a complete one is present.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // Check a committed recording, print each DSO's verdict and where its
@@ -65,4 +66,29 @@ func tempDir() string {
 		log.Fatal(err)
 	}
 	return d
+}
+
+// Check a recording the caller has already opened, for instance to read
+// its header first: the same result as check.Path on its name, the end of
+// the recording being the file's modification time too. The caller keeps
+// the file and closes it.
+func ExampleFile() {
+	cache, root := tempDir(), tempDir()
+	defer os.RemoveAll(cache)
+	defer os.RemoveAll(root)
+	f, err := perfdata.Open("../testdata/perf/cshared-fp.data")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Println(f.Events()[0].Name)
+	opts := check.Options{Lookup: buildidcache.Options{BuildIDDir: cache, SymFS: root, DebuginfodURLs: []string{}}}
+	res, err := check.Analyze(context.Background(), check.File(f), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(filepath.Base(res.File), res.Report().Summary())
+	// Output:
+	// cpu-clock
+	// cshared-fp.data 301 samples, 0% fully trusted; 100% have an untrusted leaf; 100% an untrusted frame
 }

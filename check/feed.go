@@ -26,12 +26,10 @@ import (
 // returns.
 //
 // A few batches circulate between the two goroutines (feedBatches), so
-// memory in flight is bounded (about feedBatches × (feedBatchWords × 8 +
-// feedBatchOps × 64) bytes, 4.5 MiB, plus feedBatchBytes a batch for
-// --call-graph dwarf stack copies) whatever the size of the recording. A
-// batch holds some 1,500 samples of 80-frame callchains: large enough
-// that handing a batch over, which wakes a goroutine, is rare next to the
-// work on it.
+// memory in flight is bounded by feedBatches × (feedBatchWords × 8 +
+// feedBatchOps × the size of a record's entry + feedBatchBytes) whatever
+// the size of the recording. A batch holds many samples, so that handing
+// one over, which wakes a goroutine, is rare next to the work on it.
 const (
 	feedBatches    = 4
 	feedBatchOps   = 2048      // records (tests lower it with Options.batchOps)
@@ -272,8 +270,8 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // raw-stack key of every sample without a user stack copy under the
 // maps' generations as they are now and reads the first word of its cache
 // slot: those reads do not depend on one another, so their cache misses
-// (the cache is larger than the caches, and the file streams through them)
-// overlap, where a lookup per sample took one miss at a time. A sample
+// (the raw-stack cache need not fit in the CPU's caches) overlap instead
+// of being taken one after the other, sample by sample. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
 func (s *session) apply(b *feedBatch, ips *sampleIPs) {

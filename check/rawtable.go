@@ -5,7 +5,7 @@ package check
 // whose raw stack was seen before touches one cache line for everything it
 // needs: its resolved stack, the aggregate it feeds, and the counts it adds
 // to it, where a Go map of indexes into a slice of entries, each pointing
-// to its aggregate, costs three cache misses a sample.
+// to its aggregate, touches several unrelated cache lines a sample.
 //
 // The counts of a raw stack's samples are kept in its slot and added to
 // its aggregate when the slot starts feeding another one (a thread or comm

@@ -3,7 +3,6 @@ package check
 import (
 	"context"
 	"hash/maphash"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -141,7 +140,8 @@ type session struct {
 	buildIDs   []perfdata.BuildIDEntry
 	samples    uint64
 	// stackUserSamples counts samples whose user callers are only in a
-	// stack copy (--call-graph dwarf), which is not unwound.
+	// stack copy (--call-graph dwarf) that cannot be unwound: it came
+	// without the user registers (or not from x86-64), so no walk starts.
 	stackUserSamples uint64
 	// unprovenUnwinds counts samples whose unwinding stopped at a binary
 	// not proven to be the one that ran.
@@ -582,13 +582,8 @@ func le64(b []byte, v uint64) []byte {
 }
 
 // moduleTableNames lists the names perf may have written a module's
-// build-id under: its path, or "[name]" with dashes as underscores
-// (tools/perf/util/dso.c: kmod_path__parse_name).
+// build-id under: its path, or its short name (dso.ModuleName).
 func moduleTableNames(p string) []string {
-	base := filepath.Base(p)
-	for _, ext := range []string{".xz", ".gz", ".zst"} {
-		base = strings.TrimSuffix(base, ext)
-	}
-	base = strings.TrimSuffix(base, ".ko")
-	return []string{p, "[" + strings.ReplaceAll(base, "-", "_") + "]"}
+	short, _ := dso.ModuleName(p)
+	return []string{p, short}
 }

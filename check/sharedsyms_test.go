@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/perfcheck/perfcheck/dso"
 )
@@ -33,28 +32,15 @@ type sharedOpener struct {
 // sharedFile is one file's lookup, opened once.
 type sharedFile struct {
 	once sync.Once
-	id   fileID
+	st   os.FileInfo // the identity it was opened with
 	lk   symbolLookup
 	err  error
 }
 
-// fileID is what tells a file from its replacement.
-type fileID struct {
-	dev, ino uint64
-	size     int64
-	mtime    int64
-}
-
-func statID(path string) (fileID, bool) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, false
-	}
-	return fileID{dev: uint64(sys.Dev), ino: uint64(sys.Ino), size: st.Size(), mtime: st.ModTime().UnixNano()}, true
+// sameFile reports whether a and b are the same file, unchanged: the
+// same device and inode (os.SameFile), size and modification time.
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
 // unchanging reports whether no test changes the file at path.
@@ -72,15 +58,15 @@ func (o *sharedOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 	if !unchanging(path, kind) {
 		return defaultOpener{}.Open(path, kind)
 	}
-	id, ok := statID(path)
-	if !ok {
+	st, err := os.Stat(path)
+	if err != nil {
 		return defaultOpener{}.Open(path, kind)
 	}
 	key := path + "\x00" + kind.String()
 	o.mu.Lock()
 	f := o.files[key]
-	if f == nil || f.id != id {
-		f = &sharedFile{id: id}
+	if f == nil || !sameFile(f.st, st) {
+		f = &sharedFile{st: st}
 		o.files[key] = f // a replaced file's lookup stays open: tests end soon
 	}
 	o.mu.Unlock()

@@ -5,6 +5,11 @@
 // printed form everywhere.
 package dso
 
+import (
+	"path"
+	"strings"
+)
+
 // Kind says what a mapping is. The kernel, its modules and the vDSO are
 // cached, found and read differently from files; the other kinds have no
 // binary to find.
@@ -36,3 +41,29 @@ func (k Kind) String() string {
 
 // MarshalText makes a Kind a JSON string: its name.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// ModuleName returns the short name perf gives a kernel module, as
+// kmod_path__parse_name (tools/perf/util/dso.c) does: "[name]" from
+// "/path/name.ko", compressed or not (.gz, .xz, .zst: the kernel's
+// CONFIG_MODULE_COMPRESS_* formats), with dashes turned into
+// underscores; a "[name]" as it is. The build-id table names a module by
+// its path or by that short name. isModule is perf's verdict on whether
+// p names a module at all: a .ko file, or a "[name]" other than the
+// kernel's, the vDSO's and [vsyscall].
+func ModuleName(p string) (name string, isModule bool) {
+	if strings.HasPrefix(p, "[") {
+		for _, k := range []string{"[kernel.kallsyms", "[guest.kernel.kallsyms", "[vdso", "[vsyscall"} {
+			if strings.HasPrefix(p, k) {
+				return p, false
+			}
+		}
+		return p, true
+	}
+	b := path.Base(p)
+	for _, ext := range []string{".gz", ".xz", ".zst"} {
+		b = strings.TrimSuffix(b, ext)
+	}
+	isModule = strings.HasSuffix(b, ".ko")
+	b = strings.TrimSuffix(b, ".ko")
+	return "[" + strings.ReplaceAll(b, "-", "_") + "]", isModule
+}

@@ -70,8 +70,8 @@ func serveFlameGraph(t *testing.T, file string) *pprofStacks {
 }
 
 // The flame graph of go tool pprof's web UI draws the mismatched library:
-// the stacks whose leaf is its label weigh its share of the period, where
-// before the label they were drawn as the caller's own time.
+// the stacks whose leaf is its label weigh its share of the period, not
+// the caller's own time.
 func TestPprofFlameGraphKeepsUntrustedWeight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts go tool pprof's web server")

@@ -13,7 +13,9 @@
 // # Security
 //
 // The stack copy, the registers and the tables are untrusted. .eh_frame is
-// read only up to 64 MB, by a bounds-checked reader; a walk is at most
+// read only up to 64 MB, by a bounds-checked reader, and a malformed one
+// is a *FormatError with its file offset; remember_state nests at most
+// 16 deep, in scratch space Walk reuses, allocating nothing; a walk is at most
 // MaxFrames frames, reads only inside the stack copy, never follows a rule
 // that would move the stack pointer back towards the leaf, and stops at
 // the first rule it does not follow (CFA expressions, register-to-register

@@ -3,6 +3,8 @@ package unwind
 import (
 	"debug/elf"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzCFI feeds arbitrary .eh_frame bytes to the parser and the rule
@@ -19,14 +21,20 @@ func FuzzCFI(f *testing.F) {
 	f.Add([]byte("\x14\x00\x00\x00\x00\x00\x00\x00\x01zR\x00\x01\x78\x10\x01\x1b\x0c\x07\x08\x90\x01\x00\x00"), uint64(0))
 	f.Fuzz(func(t *testing.T, data []byte, a uint64) {
 		var ct Table
-		if err := ct.parse(data, 0x1000); err != nil {
+		if err := ct.parse(data, 0x1000, 0); err != nil {
 			return
 		}
+		var st state
 		for _, fd := range ct.fdes {
-			fd.rowAt(fd.start + a%(fd.end-fd.start+1))
+			require.Less(t, fd.start, fd.end, "an FDE's range neither is empty nor wraps")
+			in := a
+			if span := fd.end - fd.start; span != ^uint64(0) { // else every a is in the range
+				in %= span + 1
+			}
+			fd.rowAt(fd.start+in, &st)
 		}
 		if fd := ct.find(a); fd != nil {
-			fd.rowAt(a)
+			fd.rowAt(a, &st)
 		}
 	})
 }

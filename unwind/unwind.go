@@ -59,6 +59,7 @@ func Walk(u *UserStack, tables TableFunc, out []uint64) []uint64 {
 		}
 		return binary.LittleEndian.Uint64(u.Stack[a-sp0:]), true
 	}
+	var st state
 	for depth := 0; depth < MaxFrames; depth++ {
 		pc := regs[dwRA]
 		look := pc
@@ -74,7 +75,7 @@ func Walk(u *UserStack, tables TableFunc, out []uint64) []uint64 {
 			return out
 		}
 		var ok bool
-		if regs, valid, ok = t.step(regs, valid, off, depth, read); !ok {
+		if regs, valid, ok = t.step(regs, valid, off, depth, read, &st); !ok {
 			return out
 		}
 	}
@@ -83,8 +84,9 @@ func Walk(u *UserStack, tables TableFunc, out []uint64) []uint64 {
 
 // step computes the caller's registers from regs, the registers of a
 // frame whose code is at file offset off, with the rule set t has there;
-// false when it cannot.
-func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth int, read func(uint64) (uint64, bool)) ([dwNum]uint64, [dwNum]bool, bool) {
+// false when it cannot. The caller's pc is the value of the CIE's return
+// address column.
+func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth int, read func(uint64) (uint64, bool), st *state) ([dwNum]uint64, [dwNum]bool, bool) {
 	va, ok := t.addr(off)
 	if !ok {
 		return regs, valid, false
@@ -93,7 +95,11 @@ func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth in
 	if f == nil {
 		return regs, valid, false
 	}
-	rw, err := f.rowAt(va)
+	ra := f.cie.raReg
+	if ra >= dwNum {
+		return regs, valid, false
+	}
+	rw, err := f.rowAt(va, st)
 	if err != nil || rw.cfaReg >= dwNum || !valid[rw.cfaReg] {
 		return regs, valid, false
 	}
@@ -105,17 +111,18 @@ func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth in
 	var nvalid [dwNum]bool
 	for i := range dwNum {
 		switch r := rw.regs[i]; r.kind {
-		case 0:
+		case ruleSame:
 			next[i], nvalid[i] = regs[i], valid[i]
-		case 1:
+		case ruleOffset:
 			next[i], nvalid[i] = read(cfa + uint64(r.off))
-		case 3:
+		case ruleValOffset:
 			next[i], nvalid[i] = cfa+uint64(r.off), true
 		}
 	}
-	if rw.regs[dwRA].kind != 1 || !nvalid[dwRA] || next[dwRA] == 0 {
+	if rw.regs[ra].kind != ruleOffset || !nvalid[ra] || next[ra] == 0 {
 		return regs, valid, false
 	}
+	next[dwRA], nvalid[dwRA] = next[ra], true
 	next[dwRSP], nvalid[dwRSP] = cfa, true
 	return next, nvalid, true
 }

@@ -87,7 +87,7 @@ func TestRowAtEntry(t *testing.T) {
 		a := ss.addr(t, fn)
 		f := tb.find(a)
 		require.NotNil(t, f, fn)
-		rw, err := f.rowAt(a)
+		rw, err := f.rowAt(a, &state{})
 		require.NoError(t, err, fn)
 		assert.Equal(t, uint64(dwRSP), rw.cfaReg, fn)
 		assert.Equal(t, int64(8), rw.cfaOff, fn)

@@ -2,51 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
-
-// TestAddrSpaceInsert: a new map replaces what it covers of older ones,
-// splitting them, as perf's maps__fixup_overlappings.
-func TestAddrSpaceInsert(t *testing.T) {
-	t.Parallel()
-	a, b, c := &bidDSO{name: "a"}, &bidDSO{name: "b"}, &bidDSO{name: "c"}
-	var as addrSpace
-	as.insert(bidMap{0x1000, 0x5000, a})
-	as.insert(bidMap{0x2000, 0x3000, b}) // splits a
-	as.insert(bidMap{0x4800, 0x6000, c}) // trims a's tail
-	got := fmt.Sprint(len(as.maps))
-	for _, m := range as.maps {
-		got += fmt.Sprintf(" %x-%x:%s", m.start, m.end, m.dso.name)
-	}
-	if want := "4 1000-2000:a 2000-3000:b 3000-4800:a 4800-6000:c"; got != want {
-		t.Errorf("maps %s, want %s", got, want)
-	}
-	for addr, want := range map[uint64]string{0xfff: "", 0x1000: "a", 0x2fff: "b", 0x3000: "a", 0x4800: "c", 0x5fff: "c", 0x6000: ""} {
-		name := ""
-		if d := as.find(addr); d != nil {
-			name = d.name
-		}
-		if name != want {
-			t.Errorf("find(%#x) = %q, want %q", addr, name, want)
-		}
-	}
-}
-
-func TestKmodName(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"/lib/modules/3.8.11/kernel/net/mac80211-3.4/mac80211.ko": "[mac80211]",
-		"/lib/modules/6.1.0/kernel/drivers/net/virtio-net.ko.xz":  "[virtio_net]",
-		"[nf_tables]": "[nf_tables]",
-	} {
-		if got := kmodName(in); got != want {
-			t.Errorf("kmodName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // TestHitTracker follows a small synthetic history: a process maps a
 // library, forks a child that execs and maps another; kernel samples land
@@ -121,36 +80,5 @@ func TestMachinesOrder(t *testing.T) {
 	}
 	if want := "[/host@host /host@host /guest0@guest:0 /guest7@guest:7]"; fmt.Sprint(got) != want {
 		t.Errorf("%v, want %s", got, want)
-	}
-}
-
-// TestAddrSpaceModel checks insert and find against a plain model (one
-// owner per address) over random maps in a small address range.
-func TestAddrSpaceModel(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
-	dsos := []*bidDSO{{name: "a"}, {name: "b"}, {name: "c"}, {name: "d"}}
-	for round := 0; round < 200; round++ {
-		var as addrSpace
-		var model [64]*bidDSO
-		for k := 0; k < 12; k++ {
-			start := uint64(rng.IntN(64))
-			end := start + uint64(rng.IntN(16))
-			d := dsos[rng.IntN(len(dsos))]
-			as.insert(bidMap{start, min(end, 64), d})
-			for x := start; x < min(end, 64); x++ {
-				model[x] = d
-			}
-			for x := range model {
-				if got := as.find(uint64(x)); got != model[x] {
-					t.Fatalf("round %d: find(%d) = %v, want %v (maps %v)", round, x, got, model[x], as.maps)
-				}
-			}
-			for i := 1; i < len(as.maps); i++ {
-				if as.maps[i-1].end > as.maps[i].start || as.maps[i].start >= as.maps[i].end {
-					t.Fatalf("maps unsorted or overlapping: %v", as.maps)
-				}
-			}
-		}
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path"
 	"slices"
-	"sort"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -264,103 +264,36 @@ func (ms *machines) all(keep func(*bidDSO) bool) []*bidDSO {
 	return out
 }
 
-// bidMap is one mapping [start, end) of a DSO.
-type bidMap struct {
-	start, end uint64
-	dso        *bidDSO
-}
-
-// addrSpace is a process's maps (perf's struct maps), kept sorted and
-// without overlaps: a new map replaces what it covers, as
-// maps__fixup_overlappings does.
-type addrSpace struct{ maps []bidMap }
-
-func (a *addrSpace) insert(m bidMap) {
-	if m.end <= m.start {
-		return
-	}
-	// The maps are sorted and disjoint, so their ends are sorted too:
-	// [i, j) are those that overlap m.
-	i := sort.Search(len(a.maps), func(k int) bool { return a.maps[k].end > m.start })
-	j := i
-	for j < len(a.maps) && a.maps[j].start < m.end {
-		j++
-	}
-	repl := make([]bidMap, 0, 3)
-	if i < j && a.maps[i].start < m.start {
-		repl = append(repl, bidMap{a.maps[i].start, m.start, a.maps[i].dso})
-	}
-	repl = append(repl, m)
-	if i < j && a.maps[j-1].end > m.end {
-		repl = append(repl, bidMap{m.end, a.maps[j-1].end, a.maps[j-1].dso})
-	}
-	a.maps = slices.Replace(a.maps, i, j, repl...)
-}
-
-func (a *addrSpace) find(addr uint64) *bidDSO {
-	i, _ := slices.BinarySearchFunc(a.maps, addr, func(m bidMap, addr uint64) int {
-		if m.start > addr {
-			return 1
-		}
-		return -1
-	})
-	if i > 0 && addr < a.maps[i-1].end {
-		return a.maps[i-1].dso
-	}
-	return nil
-}
-
-func (a *addrSpace) clone() *addrSpace { return &addrSpace{maps: slices.Clone(a.maps)} }
-
-// bidThread is a perf thread: its pid and the maps it shares with its
-// process.
-type bidThread struct {
-	pid  int64
-	maps *addrSpace
-}
-
 // hitTracker follows the records the way perf's build_id__mark_dso_hit_ops
 // tool does (MMAP, MMAP2, FORK, EXIT, HEADER_BUILD_ID and SAMPLE, in
-// timestamp order) to learn which DSOs samples hit.
+// timestamp order) to learn which DSOs samples hit. The address spaces
+// are an addrspace.Tracker's, fed what that tool handles: no COMM (an
+// exec keeps the old maps until new ones cover them, as in perf), and an
+// EXIT deletes the exited process (ForgetExited). Which DSO a mapping
+// belongs to follows perf's rules, kept here by mapping ID.
 type hitTracker struct {
-	ms      machines
-	threads map[int64]*bidThread // by tid
-	// kernel maps: the kernel and its modules, which may overlap.
-	kmaps []bidMap
+	ms    machines
+	space *addrspace.Tracker
+	dsoOf []*bidDSO // by addrspace.Mapping.ID; nil: a map perf gives no DSO
 }
 
 func newHitTracker() *hitTracker {
-	t := &hitTracker{threads: map[int64]*bidThread{}}
+	t := &hitTracker{space: addrspace.New()}
+	t.space.ForgetExited = true
 	t.ms.get(-1)
 	return t
 }
 
-// findnewThread is machine__findnew_thread: a new thread that is not a
-// process leader shares its leader's maps.
-func (t *hitTracker) findnewThread(pid, tid int64) *bidThread {
-	if th, ok := t.threads[tid]; ok {
-		return th
-	}
-	th := &bidThread{pid: pid}
-	t.threads[tid] = th
-	if pid == tid || pid == -1 {
-		th.maps = &addrSpace{}
-	} else {
-		th.maps = t.findnewThread(pid, pid).maps
-	}
-	return th
-}
-
 func (t *hitTracker) record(r perfdata.Record) {
 	h := r.Header()
-	cpumode := perfdata.CPUMode(h.Misc & 7)
+	cpumode := h.CPUMode()
 	switch x := r.(type) {
 	case *perfdata.Mmap:
 		prot := uint32(protExec)
-		if h.Misc&(1<<13) != 0 { // PERF_RECORD_MISC_MMAP_DATA
+		if x.IsData() {
 			prot = 0
 		}
-		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, prot, 0, nil, nil)
+		t.mmap(r, cpumode, x.PID, x.Addr, x.Len, x.Filename, prot, 0, nil, nil)
 	case *perfdata.Mmap2:
 		var id dsoID
 		var bid buildid.ID
@@ -370,11 +303,9 @@ func (t *hitTracker) record(r perfdata.Record) {
 		} else {
 			id = dsoID{maj: uint64(x.Maj), min: uint64(x.Min), ino: x.Ino, gen: x.InoGeneration}
 		}
-		t.mmap(cpumode, int64(int32(x.PID)), int64(int32(x.TID)), x.Addr, x.Len, x.Filename, x.Prot, x.Flags, &id, bid)
-	case *perfdata.Fork:
-		t.fork(int64(int32(x.PID)), int64(int32(x.PPID)), int64(int32(x.TID)), int64(int32(x.PTID)))
-	case *perfdata.Exit:
-		delete(t.threads, int64(int32(x.TID)))
+		t.mmap(r, cpumode, x.PID, x.Addr, x.Len, x.Filename, x.Prot, x.Flags, &id, bid)
+	case *perfdata.Fork, *perfdata.Exit:
+		t.space.Update(r)
 	case *perfdata.BuildIDRecord:
 		e := x.Entry
 		e.BuildID = slices.Clone(e.BuildID)
@@ -383,19 +314,23 @@ func (t *hitTracker) record(r perfdata.Record) {
 		if x.Fields&perfdata.SampleIP == 0 {
 			return
 		}
-		pid, tid := int64(-1), int64(-1)
+		pid := addrspace.KernelPID // perf's -1: no pid recorded
 		if h.SampleID.Fields&perfdata.SampleTID != 0 {
-			pid, tid = int64(int32(h.SampleID.PID)), int64(int32(h.SampleID.TID))
+			pid = h.SampleID.PID
 		}
-		var d *bidDSO
+		var m *addrspace.Mapping
 		switch cpumode {
 		case perfdata.CPUModeKernel:
-			d = t.kfind(x.IP)
+			m = t.space.Lookup(addrspace.KernelPID, cpumode, x.IP)
 		case perfdata.CPUModeUser:
-			d = t.findnewThread(pid, tid).maps.find(x.IP)
+			// perf's tool looks in the thread's maps alone
+			// (thread__find_map), not in the kernel's after them.
+			if m = t.space.Lookup(pid, cpumode, x.IP); m != nil && m.PID == addrspace.KernelPID {
+				m = nil
+			}
 		}
-		if d != nil {
-			d.hit = true
+		if m != nil && m.ID < len(t.dsoOf) && t.dsoOf[m.ID] != nil {
+			t.dsoOf[m.ID].hit = true
 		}
 	}
 }
@@ -414,23 +349,9 @@ func (t *hitTracker) addTableEntry(e perfdata.BuildIDEntry) {
 	}
 	d := t.ms.get(e.PID).findnew(e.Filename, nil)
 	d.bid, d.source, d.fromHeader = e.BuildID, "header", true
-	if (e.CPUMode == perfdata.CPUModeKernel || e.CPUMode == perfdata.CPUModeGuestKernel) && isKmod(e.Filename) {
-		d.short = kmodName(e.Filename)
+	if short, isModule := dso.ModuleName(e.Filename); isModule && (e.CPUMode == perfdata.CPUModeKernel || e.CPUMode == perfdata.CPUModeGuestKernel) {
+		d.short = short
 	}
-}
-
-// isKmod is kmod_path__parse_name's verdict: a .ko file (maybe
-// compressed) or a "[name]" that is not the kernel or the vDSO.
-func isKmod(name string) bool {
-	if strings.HasPrefix(name, "[") {
-		return !strings.HasPrefix(name, "[kernel.kallsyms") && !strings.HasPrefix(name, "[guest.kernel.kallsyms") &&
-			!strings.HasPrefix(name, "[vdso") && !strings.HasPrefix(name, "[vsyscall")
-	}
-	b := name
-	for _, ext := range []string{".gz", ".xz", ".zst", ".bz2"} {
-		b = strings.TrimSuffix(b, ext)
-	}
-	return strings.HasSuffix(b, ".ko")
 }
 
 const (
@@ -439,20 +360,22 @@ const (
 )
 
 // mmap is machine__process_mmap2_event with map__new: kernel-mode maps go
-// to the kernel or a module, user maps to the thread's process, with
-// anonymous executable memory named /tmp/perf-PID.map (JIT maps) and the
-// vDSO found by name.
-func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, length uint64, name string, prot, flags uint32, id *dsoID, bid buildid.ID) {
+// to the kernel or a module, user maps to the process, with anonymous
+// executable memory named /tmp/perf-PID.map (JIT maps) and the vDSO found
+// by name. rec, the MMAP or MMAP2 record, goes to the address spaces
+// where perf would keep a map of it.
+func (t *hitTracker) mmap(rec perfdata.Record, cpumode perfdata.CPUMode, pid uint32, start, length uint64, name string, prot, flags uint32, id *dsoID, bid buildid.ID) {
 	m := t.ms.host
 	if cpumode == perfdata.CPUModeKernel || cpumode == perfdata.CPUModeGuestKernel {
-		t.kernelMmap(m, start, length, name, bid)
+		if d := t.kernelDSO(m, name, bid); d != nil {
+			t.track(kernelRecord(rec), d)
+		}
 		return
 	}
-	th := t.findnewThread(pid, tid)
 	anon := name == "//anon" || strings.HasPrefix(name, "/dev/zero") || strings.HasPrefix(name, "/anon_hugepage") || flags&mapHugeTLB != 0
 	noDSO := strings.HasPrefix(name, "[stack") || strings.HasPrefix(name, "/SYSV") || name == "[heap]"
 	if (anon || noDSO) && prot&protExec != 0 {
-		name = fmt.Sprintf("/tmp/perf-%d.map", th.pid)
+		name = fmt.Sprintf("/tmp/perf-%d.map", int32(pid))
 	}
 	var d *bidDSO
 	if name == "[vdso]" || name == "[vdso32]" || name == "[vdsox32]" {
@@ -474,77 +397,65 @@ func (t *hitTracker) mmap(cpumode perfdata.CPUMode, pid, tid int64, start, lengt
 			d.bid, d.source, d.fromHeader = h.bid, h.source, true
 		}
 	}
-	th.maps.insert(bidMap{start, start + length, d})
+	// perf keeps no empty map, and one that wraps is never found.
+	if start+length > start {
+		t.track(rec, d)
+	}
 }
 
-// kernelMmap is machine__process_kernel_mmap_event: the kernel image
-// ("[kernel.kallsyms]_text") or a module (a path or another "[name]").
-func (t *hitTracker) kernelMmap(m *machine, start, length uint64, name string, bid buildid.ID) {
+// track feeds an MMAP or MMAP2 record to the address spaces and files its
+// mapping under d.
+func (t *hitTracker) track(rec perfdata.Record, d *bidDSO) {
+	if m := t.space.Update(rec); m != nil {
+		for len(t.dsoOf) <= m.ID {
+			t.dsoOf = append(t.dsoOf, nil)
+		}
+		t.dsoOf[m.ID] = d
+	}
+}
+
+// kernelRecord returns rec, a kernel MMAP or MMAP2 record, as one of the
+// host kernel: perf's tool puts a guest kernel's maps in the host's kernel
+// maps too.
+func kernelRecord(rec perfdata.Record) perfdata.Record {
+	if rec.Header().CPUMode() != perfdata.CPUModeGuestKernel {
+		return rec
+	}
+	const cpumodeMask = 7
+	switch x := rec.(type) {
+	case *perfdata.Mmap:
+		c := *x
+		c.Misc = c.Misc&^cpumodeMask | uint16(perfdata.CPUModeKernel)
+		return &c
+	case *perfdata.Mmap2:
+		c := *x
+		c.Misc = c.Misc&^cpumodeMask | uint16(perfdata.CPUModeKernel)
+		return &c
+	}
+	return rec
+}
+
+// kernelDSO is machine__process_kernel_mmap_event: the DSO of a map of
+// the kernel image ("[kernel.kallsyms]_text") or of a module (a path or
+// another "[name]"); nil for a name perf makes no map of.
+func (t *hitTracker) kernelDSO(m *machine, name string, bid buildid.ID) *bidDSO {
 	const mmapName = "[kernel.kallsyms]"
 	isKernel := strings.HasPrefix(name, mmapName[:len(mmapName)-1])
 	var d *bidDSO
 	switch {
 	case strings.HasPrefix(name, "/") || (!isKernel && strings.HasPrefix(name, "[")):
-		short := kmodName(name)
+		short, _ := dso.ModuleName(name)
 		if d = m.findShort(short); d == nil {
 			d = &bidDSO{name: name, short: short, machine: m.pid}
 			m.add(d)
 		}
 	case isKernel:
 		d = m.findnew(mmapName, nil)
-		// The kernel map is replaced, not added to.
-		t.kmaps = slices.DeleteFunc(t.kmaps, func(k bidMap) bool { return k.dso == d })
 	default:
-		return
+		return nil
 	}
 	if len(bid) > 0 {
 		d.bid, d.source = bid, "mmap2"
 	}
-	t.kmaps = append(t.kmaps, bidMap{start, start + length, d})
-}
-
-// kfind finds a kernel address: the innermost (latest-starting) map that
-// holds it, so that a module inside the kernel map's range wins.
-func (t *hitTracker) kfind(addr uint64) *bidDSO {
-	var best *bidMap
-	for i := range t.kmaps {
-		k := &t.kmaps[i]
-		if addr >= k.start && addr < k.end && (best == nil || k.start > best.start) {
-			best = k
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best.dso
-}
-
-// kmodName is the short name perf gives a kernel module
-// (kmod_path__parse_name): "[name]" from "/path/name.ko[.gz|.xz|.zst]",
-// with dashes turned into underscores.
-func kmodName(p string) string {
-	if strings.HasPrefix(p, "[") {
-		return p
-	}
-	b := path.Base(p)
-	for _, ext := range []string{".gz", ".xz", ".zst", ".bz2"} {
-		b = strings.TrimSuffix(b, ext)
-	}
-	b = strings.TrimSuffix(b, ".ko")
-	return "[" + strings.ReplaceAll(b, "-", "_") + "]"
-}
-
-// fork is machine__process_fork_event: a new thread of the same process
-// shares the parent's maps, a new process gets a copy.
-func (t *hitTracker) fork(pid, ppid, tid, ptid int64) {
-	parent := t.findnewThread(ppid, ptid)
-	if parent.pid != ppid {
-		delete(t.threads, ptid)
-		parent = t.findnewThread(ppid, ptid)
-	}
-	delete(t.threads, tid)
-	th := t.findnewThread(pid, tid)
-	if th.pid != parent.pid && th.maps != parent.maps {
-		th.maps.maps = slices.Clone(parent.maps.maps)
-	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // sampleLineRE is perf script's default sample line: comm, tid (or
@@ -61,7 +64,10 @@ func parseDefaultScript(t *testing.T, out string) []parsedSample {
 // ":", argument lists cut unless the name is a Go method, quotes dropped;
 // only samples with a callchain (stackcollapse reads no frame off a sample
 // line). Written here from that description, to check --folded without
-// FlameGraph installed.
+// FlameGraph installed: it checks that every stack and weight is folded,
+// not the rules themselves, which it shares with foldedFrame; those are
+// checked against hand-folded names (TestFoldedFrameRules,
+// TestFoldedGolden).
 func foldParsed(ps []parsedSample, byCount bool) map[string]uint64 {
 	out := map[string]uint64{}
 	event := ""
@@ -280,4 +286,77 @@ func TestFoldedMatchesStackcollapsePerf(t *testing.T) {
 	}
 	assert.NotZero(t, compared)
 	t.Logf("%d recordings folded identically by stackcollapse-perf.pl and perfcheck", compared)
+}
+
+// foldedFrame's rules on names no fixture has, each folded by hand as
+// stackcollapse-perf.pl folds the line perf script prints for it.
+func TestFoldedFrameRules(t *testing.T) {
+	t.Parallel()
+	lib := &check.DSO{Path: "/usr/lib/libfoo.so.1", Verdict: check.Verified}
+	for _, c := range []struct {
+		dso  *check.DSO
+		name string // "" for a frame without a name: perf's "[unknown]"
+		want string
+	}{
+		{lib, "ns::Parser::parse(char const*, unsigned long) const", "ns::Parser::parse"},
+		{lib, "(anonymous namespace)::helper(int)", "(anonymous namespace)::helper"},
+		{lib, "main.(*server).handle", "main.(*server).handle"},
+		{lib, "main.(*server).handle.func1", "main.(*server).handle.func1"},
+		{lib, "f;g", "f:g"},
+		{lib, `operator"" _km(unsigned long long)`, "operator _km"},
+		{lib, "it's", "its"},
+		{lib, "", "[libfoo.so.1]"},
+		{&check.DSO{Path: "[kernel.kallsyms]", Verdict: check.Verified}, "", "[[kernel.kallsyms]]"},
+		{&check.DSO{Path: "[unknown]", Verdict: check.NoFile}, "", "[unknown]"},
+	} {
+		l := &check.Location{DSO: c.dso}
+		if c.name != "" {
+			l.Frames = []symbolize.Frame{{Function: c.name}}
+		}
+		assert.Equal(t, c.want, foldedFrame(l, 0), "%q in %s", c.name, c.dso.Path)
+	}
+}
+
+// foldedGolden are stacks of goprog.data as perf script prints them (leaf
+// first, symbols without +0xOFF) and the folded lines they become,
+// folded by hand: the comm, then the frames root first; a Go method keeps
+// its parentheses. perf names the ABI wrappers with their suffix
+// (runtime.goexit.abi0) where perfcheck names the function (whyAlias).
+var foldedGolden = []struct {
+	perf   []string
+	folded string
+}{
+	{[]string{"main.(*matrix).multiply", "main.work", "main.main", "runtime.main", "runtime.goexit.abi0"},
+		"goprog;runtime.goexit;runtime.main;main.main;main.work;main.(*matrix).multiply"},
+	{[]string{"main.crunchPrimes", "main.work", "main.main", "runtime.main", "runtime.goexit.abi0"},
+		"goprog;runtime.goexit;runtime.main;main.main;main.work;main.crunchPrimes"},
+	{[]string{"runtime.(*fixalloc).init", "runtime.mallocinit", "runtime.schedinit", "runtime.rt0_go.abi0"},
+		"goprog;runtime.rt0_go;runtime.schedinit;runtime.mallocinit;runtime.(*fixalloc).init"},
+}
+
+// Each hand-folded line of foldedGolden weighs, in --folded, the period
+// of the samples perf script shows with its stack: read from perf's own
+// output with the test grammar, not folded by code.
+func TestFoldedGolden(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	root, data := ckSymfs(t), ckFixture(t, "goprog.data")
+	folded, errs, code := ckRun(t, append(append([]string{"script", "--folded", "--symfs", root}, ckHermetic(t)...), data)...)
+	require.Equal(t, exitOK, code, errs)
+	got := parseFolded(t, folded)
+	ps := parseDefaultScript(t, perfOut(t, "script", "--symfs", root, "-i", data))
+	for _, g := range foldedGolden {
+		var want uint64
+		for _, p := range ps {
+			syms := make([]string, len(p.frames))
+			for i, f := range p.frames {
+				syms[i] = f.sym
+			}
+			if p.comm == "goprog" && slices.Equal(syms, g.perf) {
+				want += p.period
+			}
+		}
+		require.NotZero(t, want, "perf script has no sample with the stack %v", g.perf)
+		assert.Equal(t, want, got[g.folded], g.folded)
+	}
 }
