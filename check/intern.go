@@ -149,17 +149,23 @@ func (t *stackTable) grow(stacks [][]int32) {
 }
 
 // aggTable holds the aggregates (one per distinct stack, event, pid, tid
-// and comm) in order of first use, indexed by an open-addressing table of
-// their positions with the key's hash's low half as a tag, so that a
-// lookup reads an aggregate only when its tag matches (a new aggregate,
-// the common case where stacks rarely repeat, reads none). A raw-stack
-// slot names its aggregate by position (rawSlot.agg).
+// and comm) in order of first use, in blocks that are never copied (a
+// slice grown by append would hold the old and the new array at once,
+// at the peak), indexed by an open-addressing table of their positions
+// with the key's hash's low half as a tag, so that a lookup reads an
+// aggregate only when its tag matches (a new aggregate, the common case
+// where stacks rarely repeat, reads none). A raw-stack slot names its
+// aggregate by position (rawSlot.agg).
 type aggTable struct {
-	aggs  []aggEntry
-	slots []uint64 // tag<<32 | position+1; 0: empty
-	shift uint
-	seed  maphash.Seed
+	blocks [][]aggEntry // each of aggBlock entries but the last
+	n      int          // aggregates held
+	slots  []uint64     // tag<<32 | position+1; 0: empty
+	shift  uint
+	seed   maphash.Seed
 }
+
+// aggBlock is the number of aggregates in a block (160 KiB).
+const aggBlock = 4096
 
 // aggEntry is one aggregate's key and counts.
 type aggEntry struct {
@@ -169,9 +175,21 @@ type aggEntry struct {
 
 func newAggTable() aggTable { return aggTable{seed: maphash.MakeSeed()} }
 
+// at returns the aggregate at position p.
+func (t *aggTable) at(p int32) *aggEntry { return &t.blocks[p/aggBlock][p%aggBlock] }
+
+// each calls f with every aggregate, in order of position.
+func (t *aggTable) each(f func(*aggEntry)) {
+	for _, b := range t.blocks {
+		for i := range b {
+			f(&b[i])
+		}
+	}
+}
+
 // find returns the position of k's aggregate, adding it when new.
 func (t *aggTable) find(k aggKey) int32 {
-	if (len(t.aggs)+1)*4 > len(t.slots)*3 {
+	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
 	mask := len(t.slots) - 1
@@ -179,11 +197,16 @@ func (t *aggTable) find(k aggKey) int32 {
 	for i := int(h >> t.shift); ; i = (i + 1) & mask {
 		v := t.slots[i]
 		if v == 0 {
-			t.aggs = append(t.aggs, aggEntry{key: k})
-			t.slots[i] = h<<32 | uint64(len(t.aggs))
-			return int32(len(t.aggs) - 1)
+			if t.n%aggBlock == 0 {
+				t.blocks = append(t.blocks, make([]aggEntry, 0, aggBlock))
+			}
+			b := &t.blocks[len(t.blocks)-1]
+			*b = append(*b, aggEntry{key: k})
+			t.n++
+			t.slots[i] = h<<32 | uint64(t.n)
+			return int32(t.n - 1)
 		}
-		if v>>32 == h&0xffffffff && t.aggs[uint32(v)-1].key == k {
+		if v>>32 == h&0xffffffff && t.at(int32(uint32(v)-1)).key == k {
 			return int32(uint32(v) - 1)
 		}
 	}
@@ -195,12 +218,14 @@ func (t *aggTable) grow() {
 	t.slots = make([]uint64, n)
 	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	mask := n - 1
-	for p := range t.aggs {
-		h := maphash.Comparable(t.seed, t.aggs[p].key)
+	p := 0
+	t.each(func(a *aggEntry) {
+		p++
+		h := maphash.Comparable(t.seed, a.key)
 		i := int(h >> t.shift)
 		for t.slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = h<<32 | uint64(p+1)
-	}
+		t.slots[i] = h<<32 | uint64(p)
+	})
 }

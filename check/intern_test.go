@@ -73,7 +73,12 @@ func TestAggTableInterns(t *testing.T) {
 			require.Equal(t, int32(len(want)), p)
 			want[k] = p
 		}
-		require.Equal(t, k, tab.aggs[p].key)
+		require.Equal(t, k, tab.at(p).key)
 	}
-	require.Len(t, tab.aggs, len(want))
+	require.Equal(t, len(want), tab.n)
+	p := int32(0)
+	tab.each(func(a *aggEntry) {
+		require.Equal(t, want[a.key], p)
+		p++
+	})
 }

@@ -32,7 +32,7 @@ type rawSlot struct {
 // flushCounts adds the slot's counts to its aggregate.
 func (t *rawTable) flushCounts(sl *rawSlot) {
 	if sl.agg != 0 {
-		a := &t.aggs.aggs[sl.agg-1]
+		a := t.aggs.at(sl.agg - 1)
 		a.samples += sl.samples
 		a.period += sl.period
 	}

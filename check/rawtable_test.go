@@ -54,15 +54,15 @@ func TestRawTableCounts(t *testing.T) {
 		}
 	}
 	tab.flush()
-	for i, a := range at.aggs {
-		if got := (counts{a.samples, a.period}); got != want[i] {
-			t.Errorf("aggregate %d: %+v, want %+v", i, got, want[i])
+	for i := range int32(8) {
+		if a := at.at(i); (counts{a.samples, a.period}) != want[i] {
+			t.Errorf("aggregate %d: %+v, want %+v", i, counts{a.samples, a.period}, want[i])
 		}
 	}
 	tab.flush() // a second flush adds nothing
-	for i, a := range at.aggs {
-		if got := (counts{a.samples, a.period}); got != want[i] {
-			t.Errorf("after a second flush, aggregate %d: %+v, want %+v", i, got, want[i])
+	for i := range int32(8) {
+		if a := at.at(i); (counts{a.samples, a.period}) != want[i] {
+			t.Errorf("after a second flush, aggregate %d: %+v, want %+v", i, counts{a.samples, a.period}, want[i])
 		}
 	}
 }

@@ -193,7 +193,7 @@ type Result struct {
 
 	aggOnce sync.Once
 	aggs    []Aggregate
-	aggSrc  []aggEntry // the session's aggregates, until Aggregates builds aggs
+	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
 
@@ -219,12 +219,12 @@ func (r *Result) buildAggregates() {
 	if r.aggSrc == nil {
 		return
 	}
-	r.aggs = make([]Aggregate, 0, len(r.aggSrc))
-	for _, a := range r.aggSrc {
+	r.aggs = make([]Aggregate, 0, r.aggSrc.n)
+	r.aggSrc.each(func(a *aggEntry) {
 		k := a.key
 		r.aggs = append(r.aggs, Aggregate{Stack: r.Stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
 			Comm: r.comms[k.comm], Samples: a.samples, Period: a.period})
-	}
+	})
 	r.aggSrc = nil
 	sort.Slice(r.aggs, func(i, j int) bool {
 		a, b := &r.aggs[i], &r.aggs[j]
@@ -307,7 +307,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	}
 
 	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc = s.aggs.aggs
+	res.aggSrc = &s.aggs
 	return res, nil
 }
 
@@ -317,9 +317,7 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	nstacks := s.numStacks()
 	stackSamples = make([]uint64, nstacks)
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
-	for _, a := range s.aggs.aggs {
-		stackSamples[a.key.stack] += a.samples
-	}
+	s.aggs.each(func(a *aggEntry) { stackSamples[a.key.stack] += a.samples })
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
 	for _, d := range s.dsos {
 		// Counted afresh: a finish after one that failed (a cancelled
