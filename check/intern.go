@@ -89,14 +89,16 @@ func (t *locTable) grow() {
 }
 
 // stackTable interns stacks by a seeded hash of their location ids; the
-// stacks themselves stay in the session's chunks, and a slot holds the
-// stack's id with the hash's low half as a tag (the high bits choose the
-// slot), so that a lookup compares the content only of a stack whose tag
-// matches: almost always the one.
+// stacks themselves stay in the session's chunks. A slot holds a stack's
+// id with the high half of its hash, whose top bits chose the slot: a
+// lookup compares the content only of a stack whose half matches (almost
+// always the one; the bits under the slot's choose among neighbours), and
+// the table grows from those halves, kept per stack, without reading the
+// stacks again.
 type stackTable struct {
-	slots []uint64 // tag<<32 | id+1; 0: empty
-	n     int
-	shift uint
+	slots []uint64 // hash>>32<<32 | id+1; 0: empty
+	hi    []uint32 // per stack id, its hash>>32
+	shift uint     // 32 - log2(len(slots))
 	seed  maphash.Seed
 }
 
@@ -108,68 +110,84 @@ func (t *stackTable) hash(refs []int32) uint64 { return maphash.Bytes(t.seed, i3
 // session's stacks, which the table indexes), or -1 and the slot to pass
 // to insert.
 func (t *stackTable) find(h uint64, refs []int32, stacks [][]int32) (id int32, slot int) {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.grow(stacks)
+	if (len(t.hi)+1)*4 > len(t.slots)*3 {
+		t.grow()
 	}
 	mask := len(t.slots) - 1
-	tag := h & 0xffffffff
-	for i := int(h >> t.shift); ; i = (i + 1) & mask {
+	hi := h >> 32
+	for i := int(hi >> t.shift); ; i = (i + 1) & mask {
 		v := t.slots[i]
 		if v == 0 {
 			return -1, i
 		}
-		if v>>32 == tag && slices.Equal(stacks[uint32(v)-1], refs) {
+		if v>>32 == hi && slices.Equal(stacks[uint32(v)-1], refs) {
 			return int32(uint32(v) - 1), i
 		}
 	}
 }
 
-// insert puts stack id, whose hash is h, in slot, which find returned.
+// insert puts stack id, the next one, whose hash is h, in slot, which
+// find returned.
 func (t *stackTable) insert(slot int, h uint64, id int32) {
-	t.slots[slot] = h<<32 | uint64(id+1)
-	t.n++
+	t.slots[slot] = h>>32<<32 | uint64(id+1)
+	t.hi = append(t.hi, uint32(h>>32))
 }
 
-// grow doubles the table (to 4,096 slots at first). Hashes are not kept,
-// so each stack's is taken again, reading the stacks in the order they
-// were stored.
-func (t *stackTable) grow(stacks [][]int32) {
-	n := max(2*len(t.slots), 1<<12)
-	t.slots = make([]uint64, n)
-	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
+// grow doubles the table (to 4,096 slots at first).
+func (t *stackTable) grow() {
+	t.slots, t.shift = placeAll(t.slots, func(yield func(hi uint32) bool) {
+		for _, hi := range t.hi {
+			if !yield(hi) {
+				return
+			}
+		}
+	})
+}
+
+// placeAll returns a table twice the size of slots (4,096 slots at
+// first) and its shift, with the entries whose hashes' high halves each
+// yields, in order of position, placed in it.
+func placeAll(slots []uint64, each func(yield func(hi uint32) bool)) ([]uint64, uint) {
+	n := max(2*len(slots), 1<<12)
+	slots = make([]uint64, n)
+	shift := uint(32 - bits.TrailingZeros(uint(n)))
 	mask := n - 1
-	for id := range t.n {
-		h := t.hash(stacks[id])
-		i := int(h >> t.shift)
-		for t.slots[i] != 0 {
+	p := uint64(0)
+	for hi := range each {
+		p++
+		i := int(hi >> shift)
+		for slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = h<<32 | uint64(id+1)
+		slots[i] = uint64(hi)<<32 | p
 	}
+	return slots, shift
 }
 
 // aggTable holds the aggregates (one per distinct stack, event, pid, tid
 // and comm) in order of first use, in blocks that are never copied (a
 // slice grown by append would hold the old and the new array at once,
 // at the peak), indexed by an open-addressing table of their positions
-// with the key's hash's low half as a tag, so that a lookup reads an
-// aggregate only when its tag matches (a new aggregate, the common case
+// laid out as stackTable's, so that a lookup reads an aggregate only when
+// the high half of its hash matches (a new aggregate, the common case
 // where stacks rarely repeat, reads none). A raw-stack slot names its
 // aggregate by position (rawSlot.agg).
 type aggTable struct {
 	blocks [][]aggEntry // each of aggBlock entries but the last
 	n      int          // aggregates held
-	slots  []uint64     // tag<<32 | position+1; 0: empty
-	shift  uint
+	slots  []uint64     // hash>>32<<32 | position+1; 0: empty
+	shift  uint         // 32 - log2(len(slots))
 	seed   maphash.Seed
 }
 
 // aggBlock is the number of aggregates in a block (160 KiB).
 const aggBlock = 4096
 
-// aggEntry is one aggregate's key and counts.
+// aggEntry is one aggregate's key and counts, with the high half of the
+// key's hash (in what would be padding), from which the table grows.
 type aggEntry struct {
 	key             aggKey
+	hi              uint32
 	samples, period uint64
 }
 
@@ -190,42 +208,32 @@ func (t *aggTable) each(f func(*aggEntry)) {
 // find returns the position of k's aggregate, adding it when new.
 func (t *aggTable) find(k aggKey) int32 {
 	if (t.n+1)*4 > len(t.slots)*3 {
-		t.grow()
+		t.slots, t.shift = placeAll(t.slots, func(yield func(hi uint32) bool) {
+			for _, b := range t.blocks {
+				for i := range b {
+					if !yield(b[i].hi) {
+						return
+					}
+				}
+			}
+		})
 	}
 	mask := len(t.slots) - 1
-	h := maphash.Comparable(t.seed, k)
-	for i := int(h >> t.shift); ; i = (i + 1) & mask {
+	hi := maphash.Comparable(t.seed, k) >> 32
+	for i := int(hi >> t.shift); ; i = (i + 1) & mask {
 		v := t.slots[i]
 		if v == 0 {
 			if t.n%aggBlock == 0 {
 				t.blocks = append(t.blocks, make([]aggEntry, 0, aggBlock))
 			}
 			b := &t.blocks[len(t.blocks)-1]
-			*b = append(*b, aggEntry{key: k})
+			*b = append(*b, aggEntry{key: k, hi: uint32(hi)})
 			t.n++
-			t.slots[i] = h<<32 | uint64(t.n)
+			t.slots[i] = hi<<32 | uint64(t.n)
 			return int32(t.n - 1)
 		}
-		if v>>32 == h&0xffffffff && t.at(int32(uint32(v)-1)).key == k {
+		if v>>32 == hi && t.at(int32(uint32(v)-1)).key == k {
 			return int32(uint32(v) - 1)
 		}
 	}
-}
-
-// grow doubles the table (to 4,096 slots at first).
-func (t *aggTable) grow() {
-	n := max(2*len(t.slots), 1<<12)
-	t.slots = make([]uint64, n)
-	t.shift = uint(64 - bits.TrailingZeros(uint(n)))
-	mask := n - 1
-	p := 0
-	t.each(func(a *aggEntry) {
-		p++
-		h := maphash.Comparable(t.seed, a.key)
-		i := int(h >> t.shift)
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = h<<32 | uint64(p)
-	})
 }
