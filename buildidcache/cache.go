@@ -555,7 +555,7 @@ func (c *Cache) findDebug(bid buildid.ID) string {
 	}
 	h := bid.String()
 	for _, d := range dirs {
-		p := filepath.Join(d, ".build-id", h[:2], h[2:]+".debug")
+		p := buildIDPath(d, h) + ".debug"
 		if id, err := ReadFileIdentity(p); err == nil && id.BuildID.Matches(bid) {
 			return p
 		}

@@ -10,6 +10,10 @@
 //     running kernel's build-id from /sys/kernel/notes and [VDSO] the
 //     running vDSO's; [BuildIDFromNotes] finds the GNU build-id among raw
 //     notes such as /sys/module/NAME/notes/.note.gnu.build-id.
+//     [OpenVerified] and [ImageBuildID] check, on the file a reader then
+//     reads, that it carries the build-id a lookup found at its path
+//     ([MismatchError] otherwise): the readers of unwind and symbolize use
+//     them.
 //   - Looking binaries up: a [Resolver] runs an ordered chain of locators
 //     (perf's build-id cache, debug directories, debuginfod servers, the
 //     recorded path) and accepts a candidate only when its build-id matches.

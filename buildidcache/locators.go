@@ -2,10 +2,12 @@ package buildidcache
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/dso"
 )
 
@@ -30,7 +32,7 @@ func (r *Resolver) lookPerfCache(_ context.Context, s *search) {
 	}
 	const loc = "perf-cache"
 	for _, name := range lookupNames(s.q.BuildID) {
-		link := filepath.Join(r.buildIDDir, ".build-id", name[:2], name[2:])
+		link := buildIDPath(r.buildIDDir, name)
 		st, err := os.Stat(link)
 		if err != nil {
 			s.tried = append(s.tried, loc+": "+link)
@@ -86,6 +88,13 @@ func isELF(path string) bool {
 	return err == nil && string(b[:]) == "\x7fELF"
 }
 
+// buildIDPath is where dir files build-id hex: dir/.build-id/xx/rest, the
+// layout of perf's cache (as a link or a directory) and of debug
+// directories (with ".debug" appended for the debug file).
+func buildIDPath(dir, hex string) string {
+	return filepath.Join(dir, ".build-id", hex[:2], hex[2:])
+}
+
 // lookDebugDirs looks in each debug directory D for
 // D/.build-id/xx/rest.debug (and D/.build-id/xx/rest, which Fedora links to
 // the binary), D/<path>.debug, and the file named by the binary's
@@ -97,7 +106,7 @@ func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 	const loc = "debug-dir"
 	for _, d := range r.debugDirs {
 		for _, name := range lookupNames(s.q.BuildID) {
-			base := filepath.Join(d, ".build-id", name[:2], name[2:])
+			base := buildIDPath(d, name)
 			s.check(loc, "debug", base+".debug")
 			if s.q.Kind == dso.File || s.q.Kind == dso.Module {
 				s.check(loc, "elf", base)
@@ -115,8 +124,8 @@ func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 	if rec == "" {
 		return
 	}
-	for _, d := range r.debugDirs {
-		s.check(loc, "debug", filepath.Join(d, rec)+".debug")
+	for _, p := range r.pathDebugFiles(rec) {
+		s.check(loc, "debug", p)
 	}
 	// .gnu_debuglink: read from the binary at the recorded path, whatever
 	// its build-id (it may be a stripped twin); the linked file is then
@@ -126,16 +135,103 @@ func (r *Resolver) lookDebugDirs(_ context.Context, s *search) {
 	if err != nil || id.DebugLink == "" {
 		return
 	}
-	link := id.DebugLink
+	for _, p := range r.debugLinkFiles(bin, rec, id.DebugLink) {
+		s.check(loc, "debug", p)
+	}
+}
+
+// pathDebugFiles are D/<rec>.debug for each debug directory D: the debug
+// file of the binary recorded at rec (clean and absolute) filed by its
+// path.
+func (r *Resolver) pathDebugFiles(rec string) []string {
+	var out []string
+	for _, d := range r.debugDirs {
+		out = append(out, filepath.Join(d, rec)+".debug")
+	}
+	return out
+}
+
+// debugLinkFiles are where gdb looks for the file a .gnu_debuglink names:
+// next to the binary bin (the file on this host), in its .debug/
+// subdirectory, and under each debug directory followed by the directory
+// of rec, the binary's recorded (clean, absolute) path. A debuglink is a
+// base name; anything else is not followed (nil).
+func (r *Resolver) debugLinkFiles(bin, rec, link string) []string {
 	if link != filepath.Base(link) || link == "." || link == ".." {
-		return // a debuglink is a base name; anything else is not followed
+		return nil
 	}
 	dir := filepath.Dir(bin)
-	s.check(loc, "debug", filepath.Join(dir, link))
-	s.check(loc, "debug", filepath.Join(dir, ".debug", link))
+	out := []string{filepath.Join(dir, link), filepath.Join(dir, ".debug", link)}
 	for _, d := range r.debugDirs {
-		s.check(loc, "debug", filepath.Join(d, filepath.Dir(rec), link))
+		out = append(out, filepath.Join(d, filepath.Dir(rec), link))
 	}
+	return out
+}
+
+// DebugFile looks for the separate debug file of the binary at path (a
+// file on this host; under SymFS when that is set) whose GNU build-id is
+// id (nil when it has none) and whose .gnu_debuglink names link ("" when
+// it has none), where Resolve's debug-directory step looks:
+// D/.build-id/xx/rest.debug, D/<path>.debug, then link next to the binary,
+// in its .debug/ subdirectory and under D/<dir of path>/, for each debug
+// directory D. It returns the first file that exists and, when id is
+// given, does not carry another build-id; the caller still checks the
+// file, by its build-id or by the CRC the debuglink carries. When there is
+// none the error wraps ErrNotFound and lists what was tried.
+func (r *Resolver) DebugFile(path string, id buildid.ID, link string) (string, error) {
+	var cands, tried []string
+	if !id.IsZero() {
+		for _, d := range r.debugDirs {
+			for _, name := range lookupNames(id) {
+				cands = append(cands, buildIDPath(d, name)+".debug")
+			}
+		}
+	}
+	bin, err := filepath.Abs(path)
+	if err != nil {
+		bin = filepath.Clean(path)
+	}
+	if rec := cleanRecorded(r.recordedPath(bin)); rec != "" {
+		cands = append(cands, r.pathDebugFiles(rec)...)
+		if link != "" {
+			cands = append(cands, r.debugLinkFiles(bin, rec, link)...)
+		}
+	}
+	for _, p := range cands {
+		if p == bin {
+			continue // a debuglink naming the binary itself
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && carriesID(p, id) {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("%s: separate debug file (tried %v): %w", path, tried, ErrNotFound)
+}
+
+// carriesID reports whether the file at p can be the debug file of a
+// binary with build-id id: always when id is nil (the debuglink's CRC
+// decides), else when p is an ELF file without a build-id (idem) or with
+// id.
+func carriesID(p string, id buildid.ID) bool {
+	if id.IsZero() {
+		return true
+	}
+	fid, err := ReadFileIdentity(p)
+	return err == nil && (fid.BuildID == nil || fid.BuildID.Matches(id))
+}
+
+// recordedPath is the path a file on this host was recorded at: p with
+// SymFS taken off its front (underSymFS undone), p itself without SymFS.
+func (r *Resolver) recordedPath(p string) string {
+	if r.symfs == "" {
+		return p
+	}
+	root := filepath.Clean(r.symfs)
+	if rel, err := filepath.Rel(root, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return "/" + rel
+	}
+	return p
 }
 
 // lookKernelDebug tries the vmlinux files perf's vmlinux_path lists

@@ -108,6 +108,7 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 			own = true
 		}
 		opts.locator = &resolverLocator{r: r}
+		opts.debugFiles = r
 	}
 	res, err := analyze(ctx, rec, src.name, opts, info)
 	if own && res != nil {
@@ -129,7 +130,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		// (prefetch.go); the locator remembers its answers so that the
 		// verdicts reuse the lookup this makes.
 		opts.locator = newMemoLocator(opts.locator)
-		pre = newPreopener(opts.symbolizer)
+		pre = newPreopener(opts.opener())
 		opts.symbolizer = pre
 		defer pre.close()
 	}
@@ -166,9 +167,6 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
-	for _, e := range res.EventInfo {
-		res.Events = append(res.Events, e.Name)
-	}
 	if readErr != nil {
 		res.Partial = true
 		res.ReadErr = readErr

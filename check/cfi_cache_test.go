@@ -26,7 +26,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}
 		}
-		out[sampleKey{s.TID, s.Time}] = fr
+		out[sampleKey{int32(s.TID), s.Time}] = fr
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,33 +75,5 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	s.judge(context.Background(), d, s.opts.locator, &stateCache{})
 	if d.Verdict != Unverified || why != "" || len(paths) != 1 || paths[0] != bin {
 		t.Errorf("unchanged since mapped: verdict %v (%s), CFI files %v %q", d.Verdict, d.Reason, paths, why)
-	}
-}
-
-// The locator verified a binary by build-id, then the file at that path
-// was replaced before its unwind tables were read: readCFI checks the
-// build-id of the file it parses and refuses another build.
-func TestReadCFIChecksBuildIDOfFileRead(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "prog")
-	buildC(t, bin, "int main(void) { return 0; }\n", "-Wl,--build-id=sha1")
-	id := statFile(bin).BuildID
-	if id == nil {
-		t.Fatal("linked with --build-id, yet has none")
-	}
-	if _, err := readCFI(bin, id); err != nil {
-		t.Fatalf("the binary with the build-id asked for: %v", err)
-	}
-	if _, err := readCFI(bin, nil); err != nil {
-		t.Fatalf("no build-id asked for: %v", err)
-	}
-	buildC(t, bin, "int main(void) { return 1; }\n", "-Wl,--build-id=sha1")
-	other := statFile(bin).BuildID
-	if other.Matches(id) {
-		t.Fatal("the rebuild has the same build-id")
-	}
-	if _, err := readCFI(bin, id); err == nil || !strings.Contains(err.Error(), other.String()) {
-		t.Errorf("another build at the path: %v; want an error naming its build-id %s", err, other)
 	}
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // openDSO opens d's symbol file with opener. File offsets become ELF
@@ -39,9 +40,9 @@ func openDSO(opener symbolOpener, d *DSO, opts *Options) (symbolLookup, error) {
 
 // loadsHoldCode reports whether an executable segment has file bytes: false
 // for a separate debug file's program headers.
-func loadsHoldCode(loads []load) bool {
+func loadsHoldCode(loads []symbolize.Segment) bool {
 	// readLoads lists executable segments first.
-	return len(loads) > 0 && loads[0].filesz > 0
+	return len(loads) > 0 && loads[0].Filesz > 0
 }
 
 // codeFileCandidates are the files whose program headers may stand for

@@ -52,7 +52,8 @@
 // # Security
 //
 // Everything in a perf.data file is untrusted, file names included. The
-// package itself only reads: the recording, the files at the recorded
+// package itself only reads (binaries through symbolize and unwind, which
+// open them; check opens no ELF file): the recording, the files at the recorded
 // paths (under the SymFS root when one is set, the Resolver's or
 // Options.Lookup's, cleaned so that ".." cannot climb out of it), perf's
 // build-id cache, debug directories, /proc/kallsyms, /proc/modules and

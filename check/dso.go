@@ -16,6 +16,7 @@ import (
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // DevIno is MMAP2's file identity in the dev/inode form: the device as the
@@ -113,7 +114,7 @@ type DSO struct {
 	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
 	needReloc bool   // symbols come from this boot's /proc/kallsyms: relocate first
 	firstTime uint64
-	pid       int32
+	pid       uint32
 	symPath   string // file to symbolize with, "" = do not symbolize
 
 	modNames  string        // how a module is named: "kallsyms", "ko" or "" (not)
@@ -122,11 +123,11 @@ type DSO struct {
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge.
-	cfiQuery    buildid.ID // the build-id cfiFor asked the locator for, nil if it did not
-	cfiFound    *located   // its answer
-	cfiErr      error      // or the error
-	cfiWhy      string     // why unwinding cannot pass through this DSO, "" when it can
-	unwindStops uint64     // samples whose unwinding stopped at this DSO for that reason
+	cfiQuery    buildid.ID           // the build-id cfiFor asked the locator for, nil if it did not
+	cfiFound    *buildidcache.Result // its answer
+	cfiErr      error                // or the error
+	cfiWhy      string               // why unwinding cannot pass through this DSO, "" when it can
+	unwindStops uint64               // samples whose unwinding stopped at this DSO for that reason
 }
 
 // Trusted reports whether the DSO's frames keep a sample trusted.
@@ -173,6 +174,10 @@ type Options struct {
 	symbolizer symbolOpener // tests: replaces the symbolize package
 	host       hostRoots    // tests: replaces /sys and /proc for kernel modules
 	batchOps   int          // tests: the most records a feed batch holds; 0 = feedBatchOps
+
+	// debugFiles, set by Analyze, is the lookup whose debug directories
+	// defaultOpener looks for separate debug files in.
+	debugFiles *buildidcache.Resolver
 }
 
 // Progress is what Options.Progress is told.
@@ -214,15 +219,15 @@ type recInfo struct {
 	kernelRelease string
 }
 
-func (o *Options) jitMapPath(pid int32) string {
+func (o *Options) jitMapPath(pid uint32) string {
 	dir := o.JITMapDir
 	if dir == "" {
 		dir = "/tmp"
 	}
-	return filepath.Join(dir, "perf-"+strconv.Itoa(int(pid))+".map")
+	return filepath.Join(dir, "perf-"+strconv.Itoa(int(int32(pid)))+".map")
 }
 
-func (o *Options) jitMapExists(pid int32) bool {
+func (o *Options) jitMapExists(pid uint32) bool {
 	st, err := os.Stat(o.jitMapPath(pid))
 	return err == nil && st.Mode().IsRegular()
 }
@@ -474,10 +479,10 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 
 // lookup asks loc for d's binary by build-id, unless the unwinder asked
 // already for the same identity (and was not cancelled).
-func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, error) {
-	q := query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
-	if d.pid > 0 {
-		q.PID = int(d.pid)
+func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*buildidcache.Result, error) {
+	q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
+	if pid := int32(d.pid); pid > 0 {
+		q.PID = int(pid)
 	}
 	if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 		return d.cfiFound, d.cfiErr
@@ -486,15 +491,15 @@ func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*located, er
 }
 
 // verified gives d the verdict verified, with the binary found.
-func (s *session) verified(d *DSO, found *located, states *stateCache) {
+func (s *session) verified(d *DSO, found *buildidcache.Result, states *stateCache) {
 	d.Verdict = Verified
-	d.Source = found.Source
-	d.FoundPath = found.Path
+	d.Source = found.Identity.Locator
+	d.FoundPath = found.Identity.Path
 	d.FoundBuildID = found.BuildID
-	d.Rejected = found.Rejected
-	d.symPath = found.symbolFile()
-	d.Reason = "build-id " + d.BuildID.String() + " found (" + found.Source + ")"
-	if found.Source == "running-kernel" {
+	d.Rejected = rejectedOf(found)
+	d.symPath = symbolFile(found)
+	d.Reason = "build-id " + d.BuildID.String() + " found (" + d.Source + ")"
+	if d.Source == "running-kernel" {
 		d.needReloc = true
 	}
 	if d.Kind == dso.Module {
@@ -699,14 +704,14 @@ func (r *recInfo) modifiedAfterMapped(d *DSO, st *fileState) string {
 // that proved the identity when its .text starts the module's text, else
 // not at all, with the reason. found is nil when only the loaded module
 // proved the identity. The symbols themselves are read when symbolizing.
-func (s *session) planModuleNames(d *DSO, found *located) {
+func (s *session) planModuleNames(d *DSO, found *buildidcache.Result) {
 	d.symPath = ""
 	d.modNames = ""
 	// The lookup's decompressed image of a compressed .ko, taken (and so
 	// released from the lookup's memo) whichever way the module is named.
 	var image []byte
 	if found != nil {
-		image = found.module.take()
+		image = takeModule(&s.moduleMu, found)
 	}
 	name := moduleName(d.Path)
 	var why []string
@@ -731,14 +736,14 @@ func (s *session) planModuleNames(d *DSO, found *located) {
 		return
 	}
 	if found != nil {
-		p := found.Path
-		if lk, err := koTextSymsOf(p, image, limit, d.BuildID); err != nil {
-			why = append(why, err.Error())
+		p := found.Identity.Path
+		if m, err := symbolize.ReadModule(p, image, limit, d.BuildID); err != nil {
+			why = append(why, changed(err).Error())
 		} else {
 			d.modNames = "ko"
 			d.symPath = p
 			d.modLimit = limit
-			d.modLookup = lk // read once: symbolize uses it
+			d.modLookup = &moduleLookup{mod: m, buildID: m.BuildID()} // read once: symbolize uses it
 			d.Reason += "; named from the .text symbols of " + p
 			return
 		}
@@ -824,7 +829,7 @@ func (s *session) relocateKernel(d *DSO) {
 		d.Reason += "; no kernel map was recorded, so its addresses cannot be relocated to this boot: left unsymbolized"
 		return
 	}
-	now, ok := runningKernelSymbol(d.relocSym)
+	now, ok := symbolize.RunningKernelSymbol(d.relocSym)
 	if !ok {
 		d.symPath = ""
 		d.Reason += "; /proc/kallsyms hides " + d.relocSym + "'s address (kptr_restrict), so the recorded addresses cannot be relocated: left unsymbolized"

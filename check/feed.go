@@ -43,7 +43,8 @@ const (
 // the batch's side slices.
 type feedOp struct {
 	time, period, ip uint64
-	event, pid, tid  int32
+	event            int32
+	pid, tid         uint32
 	cpu              uint32
 	chainLo, chainHi int32  // the callchain in words; chainLo < 0: none (nil)
 	chainHash        uint64 // the first half of sampleEvent.chainHash
@@ -203,8 +204,8 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	op := feedOp{
 		sample:    true,
 		event:     int32(max(r.EventIndex, 0)),
-		pid:       int32(r.PID()),
-		tid:       int32(r.TID()),
+		pid:       r.PID(),
+		tid:       r.TID(),
 		cpu:       r.CPU(),
 		time:      r.Time(),
 		period:    r.Period,
@@ -290,7 +291,7 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 				maphash.Bytes(s.rawSeeds[1], u64Bytes(b.words[op.chainLo:op.chainHi]))}
 		}
 		if op.sample && op.aux < 0 {
-			k.pg, k.kg = s.tracker.Generation(uint32(op.pid))
+			k.pg, k.kg = s.tracker.Generation(op.pid)
 			e := sampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
 				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}
 			if op.chainLo >= 0 {

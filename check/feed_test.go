@@ -98,7 +98,7 @@ func feedDirect(t *testing.T, s *session, f recording) {
 	for rs.Next() {
 		switch r := rs.Record().(type) {
 		case *perfdata.Sample:
-			e := sampleEvent{Event: max(r.EventIndex, 0), PID: int32(r.PID()), TID: int32(r.TID()), CPU: r.CPU(),
+			e := sampleEvent{Event: max(r.EventIndex, 0), PID: r.PID(), TID: r.TID(), CPU: r.CPU(),
 				Time: r.Time(), Period: r.Period, Mode: r.CPUMode(), IP: r.IP, Callchain: r.Callchain,
 				StackUser: len(r.StackUser) > 0}
 			if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {

@@ -12,6 +12,7 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // A hostile recording (or --symfs tree) may name a FIFO that exists on the
@@ -106,9 +107,14 @@ func TestOpenersRefuseFIFO(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for name, open := range map[string]func(p string) error{
-		"readCFI": func(p string) error { _, err := readCFI(p, nil); return err },
-		"koTextSyms": func(p string) error {
-			_, err := koTextSyms(p, 0x1000)
+		"unwind.ReadTable": func(p string) error { _, err := unwind.ReadTable(p, nil); return err },
+		"symbolize.ReadModule": func(p string) error {
+			_, err := symbolize.ReadModule(p, nil, 0x1000, nil)
+			return err
+		},
+		"symbolize.ReadSegments": func(p string) error { _, err := symbolize.ReadSegments(p, nil); return err },
+		"symbolize.ReadLoadedModule": func(p string) error {
+			_, err := symbolize.ReadLoadedModule(p, "m", 0, 0x1000)
 			return err
 		},
 		"symbolize.Open": func(p string) error {

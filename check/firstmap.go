@@ -2,18 +2,9 @@ package check
 
 import "github.com/perfcheck/perfcheck/addrspace"
 
-// MappingRange is where a DSO was mapped: the first executable mapping
-// the recording made of it (MMAP/MMAP2 start, end and file offset). A DSO
-// shared by several processes is mapped at an address of each one's own;
-// this is the first.
-type MappingRange struct {
-	PID          int32
-	Start, Limit uint64 // [Start, Limit)
-	Pgoff        uint64 // file offset of Start
-}
-
-// firstMaps records each DSO's first executable mapping.
-type firstMaps map[*DSO]MappingRange
+// firstMaps records each DSO's first executable mapping. Mappings are
+// immutable once the tracker makes them, so the pointer is kept.
+type firstMaps map[*DSO]*addrspace.Mapping
 
 // add notes m, a new mapping of d, if it is d's first executable one.
 func (fm firstMaps) add(m *addrspace.Mapping, d *DSO) {
@@ -21,13 +12,18 @@ func (fm firstMaps) add(m *addrspace.Mapping, d *DSO) {
 		return
 	}
 	if _, ok := fm[d]; !ok {
-		fm[d] = MappingRange{PID: int32(m.PID), Start: m.Start, Limit: m.Limit, Pgoff: m.Pgoff}
+		fm[d] = m
 	}
 }
 
 // FirstMapping returns the first executable mapping the recording made of
-// d, when the Result comes from Analyze.
-func (r *Result) FirstMapping(d *DSO) (MappingRange, bool) {
+// d (its MMAP or MMAP2 record's start, end and file offset, Pgoff), when
+// the Result comes from Analyze. A DSO shared by several processes is
+// mapped at an address of each one's own; this is the first.
+func (r *Result) FirstMapping(d *DSO) (addrspace.Mapping, bool) {
 	m, ok := r.firstMaps[d]
-	return m, ok
+	if !ok {
+		return addrspace.Mapping{}, false
+	}
+	return *m, true
 }

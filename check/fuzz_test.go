@@ -59,7 +59,7 @@ func FuzzSession(f *testing.F) {
 				for i := 0; i < n; i++ {
 					chain = append(chain, u64())
 				}
-				s.sample(&sampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
+				s.sample(&sampleEvent{PID: uint32(pid), TID: uint32(pid), Mode: perfdata.CPUMode(arg % 6), IP: u64(), Period: 1, Callchain: chain})
 			}
 		}
 		res, err := s.finish(context.Background())

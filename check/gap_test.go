@@ -120,8 +120,8 @@ func TestAnalyzePartialCorruptPipe(t *testing.T) {
 		if !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "49104") {
 			t.Errorf("reader %v: error %q does not name the file and offset 49104", viaReader, err)
 		}
-		if !res.Partial || res.Samples != 0 || len(res.Events) != 1 {
-			t.Errorf("reader %v: partial %v, %d samples, events %v", viaReader, res.Partial, res.Samples, res.Events)
+		if !res.Partial || res.Samples != 0 || len(res.EventInfo) != 1 {
+			t.Errorf("reader %v: partial %v, %d samples, events %v", viaReader, res.Partial, res.Samples, res.EventInfo)
 		}
 	}
 }

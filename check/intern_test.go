@@ -65,7 +65,7 @@ func TestAggTableInterns(t *testing.T) {
 	tab := newAggTable()
 	want := map[aggKey]int32{}
 	for range 100000 {
-		k := aggKey{stack: int32(r.IntN(5000)), event: int32(r.IntN(2)), pid: 7, tid: int32(r.IntN(3)), comm: int32(r.IntN(2))}
+		k := aggKey{stack: int32(r.IntN(5000)), event: int32(r.IntN(2)), pid: 7, tid: uint32(r.IntN(3)), comm: int32(r.IntN(2))}
 		p := tab.find(k)
 		if w, ok := want[k]; ok {
 			require.Equal(t, w, p)

@@ -4,77 +4,61 @@ import (
 	"context"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/dso"
 )
 
-// located is a binary (or symbol list) whose build-id matched the recorded
-// one.
-type located struct {
-	Path     string     // the file that proved the identity (the first verified)
-	Source   string     // which locator answered: perf-cache, debug-dir, debuginfod, path, proc-root, running-kernel, running-vdso
-	BuildID  buildid.ID // the build-id the file has (equal to, or a zero-padded form of, the recorded one)
-	SymPath  string     // the file to symbolize with (the richest verified one); "" = Path, unless Source is running-vdso
-	Rejected []string   // candidates refused on the way, with reasons
-
-	module *moduleImage // Path decompressed, when it is a compressed module
-}
-
-// moduleImage is a compressed module's decompressed bytes, the ones its
-// build-id was verified on, handed once to the reader of its symbols
-// (planModuleNames) so that the file is neither opened nor decompressed a
-// second time, and released then: a located is kept with the lookup's
-// memo for the whole check.
-type moduleImage struct{ b atomic.Pointer[[]byte] }
-
-func newModuleImage(b []byte) *moduleImage {
-	if b == nil {
-		return nil
-	}
-	m := &moduleImage{}
-	m.b.Store(&b)
-	return m
-}
-
-// take returns the image, once; nil after (or when there is none).
-func (m *moduleImage) take() []byte {
-	if m == nil {
-		return nil
-	}
-	if p := m.b.Swap(nil); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// symbolFile is the file to symbolize with: SymPath, else Path, except for
-// the running vdso, whose image judge writes out itself ("" then).
-func (l *located) symbolFile() string {
-	if l.SymPath != "" || l.Source == "running-vdso" {
-		return l.SymPath
-	}
-	return l.Path
-}
-
-// A locator finds a binary by build-id. Each answer must have been
-// verified (the file's build-id equals the recorded one) before it is
-// returned; an error wrapping buildidcache.ErrNotFound means no lookup has
-// it. resolverLocator is the one Analyze uses; tests put others in
-// Options.locator.
+// A locator finds a binary by build-id and answers as
+// buildidcache.Resolver.Resolve does: each verified candidate's build-id
+// equals the recorded one, and an error wrapping buildidcache.ErrNotFound
+// means no lookup has it. resolverLocator is the one Analyze uses; tests
+// put others in Options.locator.
 type locator interface {
-	Locate(ctx context.Context, q query) (*located, error)
+	Locate(ctx context.Context, q buildidcache.Query) (*buildidcache.Result, error)
 }
 
-// query is what a locator is asked.
-type query struct {
-	Path    string // the recorded path (perf's name for kernel and vdso: "[kernel.kallsyms]", "[vdso]")
-	Kind    dso.Kind
-	BuildID buildid.ID
-	PID     int // a process that mapped it (for /proc/PID/root lookups), 0 if none
+// symbolFile is the file to symbolize res's binary with: the verified
+// candidate with the most debug information, unless that is the running
+// vdso, which lives in memory only; then the first verified file, or ""
+// when there is none (judge writes the vdso's image out itself).
+func symbolFile(res *buildidcache.Result) string {
+	if res.Best.Image == nil && res.Best.Locator != "running-vdso" {
+		return res.Best.Path
+	}
+	for _, c := range res.Verified {
+		if c.Image == nil && c.Locator != "running-vdso" {
+			return c.Path
+		}
+	}
+	return ""
+}
+
+// rejectedOf is res's refused candidates as a DSO reports them.
+func rejectedOf(res *buildidcache.Result) []string {
+	var out []string
+	for _, c := range res.Rejected {
+		out = append(out, c.Locator+" "+c.Path+": "+c.Reason())
+	}
+	return out
+}
+
+// takeModule returns the decompressed image of a compressed module that
+// res's identity was verified on, once, and drops it from res: the
+// lookup's memo keeps res for the whole check, and the image is needed
+// only to read the module's symbols (planModuleNames), so that the file
+// is neither opened nor decompressed a second time. mu guards res, which
+// the memo may hand to several goroutines.
+func takeModule(mu *sync.Mutex, res *buildidcache.Result) []byte {
+	mu.Lock()
+	defer mu.Unlock()
+	img := res.Identity.Module
+	res.Identity.Module, res.Best.Module = nil, nil
+	for i := range res.Verified {
+		res.Verified[i].Module = nil
+	}
+	return img
 }
 
 // fileState is what the file at a path looks like now.

@@ -105,9 +105,9 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	cache := t.TempDir()
 	cacheModule(t, cache, ko, id)
 	host := fakeRunning(t, ko, "perfcheck_test", modBase)
-	found, err := (&resolverLocator{r: buildidcache.New(isolated(cache))}).Locate(context.Background(), query{Path: ko, Kind: dso.Module, BuildID: id})
-	if err != nil || found.module == nil {
-		t.Fatalf("lookup: %v, image %v", err, found != nil && found.module != nil)
+	found, err := (&resolverLocator{r: buildidcache.New(isolated(cache))}).Locate(context.Background(), buildidcache.Query{Path: ko, Kind: dso.Module, BuildID: id})
+	if err != nil || found.Identity.Module == nil {
+		t.Fatalf("lookup: %v, image %v", err, found != nil && found.Identity.Module != nil)
 	}
 	s := newTestSession(t, Options{host: host})
 	s.update(mmapRec(-1, modBase, 0x4000, 0, ko))
@@ -117,7 +117,7 @@ func TestCompressedModuleImageReleased(t *testing.T) {
 	if d.modNames != "kallsyms" {
 		t.Fatalf("named by %q (%s), want kallsyms", d.modNames, d.Reason)
 	}
-	if found.module.take() != nil {
+	if found.Identity.Module != nil || found.Best.Module != nil || found.Verified[0].Module != nil {
 		t.Error("the image was kept by the lookup's answer")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // Kernel modules cannot be recorded on this project's VM: its kernel is
@@ -374,7 +375,7 @@ func TestRunningModuleFormats(t *testing.T) {
 		t.Skip("no /proc/kallsyms")
 	}
 	var here hostRoots // this machine's /sys and /proc
-	if _, err := here.runningModuleSyms("__builtin__ftrace", 0, ^uint64(0)); err != nil && !strings.Contains(err.Error(), "lists no function") {
+	if _, err := symbolize.ReadLoadedModule(here.kallsyms(), "__builtin__ftrace", 0, ^uint64(0)); err != nil && !strings.Contains(err.Error(), "lists no function") {
 		t.Errorf("reading this machine's /proc/kallsyms: %v", err)
 	}
 	for _, bad := range []string{"../../etc", "a/b", "", strings.Repeat("x", 65)} {
@@ -492,10 +493,10 @@ func TestModuleDecompressionBomb(t *testing.T) {
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	_, err = koTextSyms(p, 0x1000)
+	_, err = symbolize.ReadModule(p, nil, 0x1000, nil)
 	runtime.ReadMemStats(&m1)
 	if !errors.Is(err, buildidcache.ErrTooLarge) || !strings.Contains(err.Error(), p) {
-		t.Errorf("koTextSyms of a %d-byte gzip bomb: %v; want ErrTooLarge naming the file", len(bomb), err)
+		t.Errorf("ReadModule of a %d-byte gzip bomb: %v; want ErrTooLarge naming the file", len(bomb), err)
 	}
 	if got := m1.TotalAlloc - m0.TotalAlloc; got > 4*bound {
 		t.Errorf("allocated %d MiB for a %d KiB file (bound %d MiB)", got>>20, len(bomb)>>10, bound>>20)
@@ -510,15 +511,15 @@ func TestModuleSymbolsCheckBuildIDOfBytesRead(t *testing.T) {
 	dir := t.TempDir()
 	ko := filepath.Join(dir, "m.ko")
 	id := buildKO(t, ko, modSrc, "")
-	if _, err := koTextSymsOf(ko, nil, 0x4000, id); err != nil {
+	if _, err := symbolize.ReadModule(ko, nil, 0x4000, id); err != nil {
 		t.Fatalf("the module with the build-id asked for: %v", err)
 	}
 	elfPath := cacheModule(t, t.TempDir(), ko, id)
-	if _, err := koTextSymsOf(elfPath, nil, 0x4000, id); err != nil {
+	if _, err := symbolize.ReadModule(elfPath, nil, 0x4000, id); err != nil {
 		t.Fatalf("its compressed copy: %v", err)
 	}
 	other := buildKO(t, ko, modSrcV2, "")
-	if _, err := koTextSymsOf(ko, nil, 0x4000, id); err == nil || !strings.Contains(err.Error(), other.String()) {
+	if _, err := symbolize.ReadModule(ko, nil, 0x4000, id); err == nil || !strings.Contains(err.Error(), other.String()) {
 		t.Errorf("another build at the path: %v; want an error naming its build-id %s", err, other)
 	}
 }

@@ -29,7 +29,7 @@ func TestResolverLookupNotFound(t *testing.T) {
 	// The test binary is at the recorded path, with another build-id (or
 	// none): a rejected candidate.
 	_, err = (&resolverLocator{r: r}).Locate(context.Background(),
-		query{Path: exe, Kind: dso.File, BuildID: absentID})
+		buildidcache.Query{Path: exe, Kind: dso.File, BuildID: absentID})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, buildidcache.ErrNotFound)
 	var nf *buildidcache.NotFoundError
@@ -47,6 +47,6 @@ func TestResolverLookupAbsent(t *testing.T) {
 	r := buildidcache.New(isolated(t.TempDir()))
 	defer r.Close()
 	loc := &resolverLocator{r: r}
-	_, err := loc.Locate(context.Background(), query{Path: "/nonexistent/prog", Kind: dso.File, BuildID: absentID})
+	_, err := loc.Locate(context.Background(), buildidcache.Query{Path: "/nonexistent/prog", Kind: dso.File, BuildID: absentID})
 	assert.ErrorIs(t, err, buildidcache.ErrNotFound)
 }

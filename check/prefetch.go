@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -20,7 +21,7 @@ import (
 // is kept (memoLocator), so the verdict, given after reading, rests on the
 // same single lookup (one query to a debuginfod server at most).
 
-// memoLocator remembers a locator.s answers, one lookup per query.
+// memoLocator remembers a locator's answers, one lookup per query.
 type memoLocator struct {
 	base locator
 	mu   sync.Mutex
@@ -36,7 +37,7 @@ type memoKey struct {
 
 type memoEntry struct {
 	once  sync.Once
-	found *located
+	found *buildidcache.Result
 	err   error
 }
 
@@ -46,7 +47,7 @@ func newMemoLocator(base locator) *memoLocator {
 
 // Locate implements locator. A query asked while the same one is under way
 // waits for its answer. A cancelled lookup is not remembered.
-func (m *memoLocator) Locate(ctx context.Context, q query) (*located, error) {
+func (m *memoLocator) Locate(ctx context.Context, q buildidcache.Query) (*buildidcache.Result, error) {
 	k := memoKey{q.Path, q.Kind, string(q.BuildID), q.PID}
 	m.mu.Lock()
 	e := m.memo[k]
@@ -90,9 +91,6 @@ type preopened struct {
 }
 
 func newPreopener(base symbolOpener) *preopener {
-	if base == nil {
-		base = defaultOpener{}
-	}
 	return &preopener{base: base, ahead: map[preKey]*preopened{}}
 }
 
@@ -144,7 +142,7 @@ func (p *preopener) close() {
 
 // prefetchKernel asks loc for the kernel the build-id table names and
 // starts opening the file the check will symbolize it with (the same
-// choice judge makes: located.symbolFile). It does
+// choice judge makes: symbolFile). It does
 // nothing when the table names no single host kernel; a wrong guess costs
 // only the work of opening a file that is then closed unused.
 func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc locator, pre *preopener) {
@@ -161,11 +159,11 @@ func prefetchKernel(ctx context.Context, ids []perfdata.BuildIDEntry, loc locato
 	if id == nil {
 		return
 	}
-	found, err := loc.Locate(ctx, query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
+	found, err := loc.Locate(ctx, buildidcache.Query{Path: "[kernel.kallsyms]", Kind: dso.Kernel, BuildID: id})
 	if err != nil {
 		return
 	}
-	if p := found.symbolFile(); p != "" {
+	if p := symbolFile(found); p != "" {
 		pre.start(p, dso.Kernel)
 	}
 }

@@ -21,12 +21,13 @@ type rawTable struct {
 // straddles two cache lines (the slot array, a large allocation, starts
 // on a page).
 type rawSlot struct {
-	key              rawKey // the zero key marks an empty slot
-	stack            int32  // the resolved stack's id
-	event, tid, comm int32  // the aggregate the slot feeds
-	agg              int32  // its position in the aggTable + 1; 0: none yet
-	samples, period  uint64 // counted here, not yet added to agg
-	_                [8]byte
+	key             rawKey // the zero key marks an empty slot
+	stack           int32  // the resolved stack's id
+	event, comm     int32  // with tid, the aggregate the slot feeds
+	tid             uint32
+	agg             int32  // its position in the aggTable + 1; 0: none yet
+	samples, period uint64 // counted here, not yet added to agg
+	_               [8]byte
 }
 
 // flushCounts adds the slot's counts to its aggregate.

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -96,10 +99,10 @@ func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
 	s.update(commRec(7, 7, "prog", true))
 	s.update(mmapRec(7, 0x10000, 0x1000, 0, "/nonexistent/prog"))
 	type want struct{ samples, period uint64 }
-	wants := map[int32]*want{7: {}, 8: {}}
+	wants := map[uint32]*want{7: {}, 8: {}}
 	r := rand.New(rand.NewSource(2))
 	for i := range 5000 {
-		tid := int32(7 + r.Intn(2))
+		tid := uint32(7 + r.Intn(2))
 		ip := uint64(0x10100 + 8*r.Intn(3))
 		period := uint64(1 + i%13)
 		s.sample(&sampleEvent{PID: 7, TID: tid, Mode: perfdata.CPUModeUser, IP: ip, Period: period,
@@ -111,7 +114,7 @@ func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int32]*want{7: {}, 8: {}}
+	got := map[uint32]*want{7: {}, 8: {}}
 	for _, a := range res.Aggregates() {
 		got[a.TID].samples += a.Samples
 		got[a.TID].period += a.Period
@@ -121,4 +124,23 @@ func TestSessionAggregatesThreadsSharingStacks(t *testing.T) {
 			t.Errorf("thread %d: %d samples, period %d; want %d, %d", tid, got[tid].samples, got[tid].period, w.samples, w.period)
 		}
 	}
+}
+
+// TestAggregatesOrderSignedPIDs checks that aggregates keep perf's order
+// of pids, the signed pid_t's: the kernel's pid -1 (0xffffffff as
+// perfdata reads it) comes before a process's.
+func TestAggregatesOrderSignedPIDs(t *testing.T) {
+	t.Parallel()
+	s := newTestSession(t, Options{NoSymbols: true})
+	// An address neither maps: one stack, [unknown], for both.
+	for _, pid := range []uint32{7, ^uint32(0)} {
+		s.sample(&sampleEvent{PID: pid, TID: pid, Mode: perfdata.CPUModeUser, IP: 0x10100, Period: 1})
+	}
+	res, err := s.finish(context.Background())
+	require.NoError(t, err)
+	var pids []int32
+	for _, a := range res.Aggregates() {
+		pids = append(pids, int32(a.PID))
+	}
+	assert.Equal(t, []int32{-1, 7}, pids)
 }

@@ -982,7 +982,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 			}
 			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
-		k := sampleKey{s.TID, s.Time}
+		k := sampleKey{int32(s.TID), s.Time}
 		wnt, ok := perfByKey[k]
 		if !ok {
 			extra = append(extra, fmt.Sprintf("tid %d pid %d time %d: %v", s.TID, s.PID, s.Time, locs))

@@ -11,7 +11,7 @@ import (
 // (docs/check-json.md is its schema).
 type Report struct {
 	File                 string     `json:"file"`
-	Events               []string   `json:"events,omitempty"`
+	Events               []string   `json:"events,omitempty"` // the recording's event names by index, "" when unknown
 	RecordingEnd         *time.Time `json:"recording_end,omitempty"`
 	Samples              uint64     `json:"samples"`
 	TrustedSamples       uint64     `json:"trusted_samples"`
@@ -41,12 +41,14 @@ type Advice struct {
 func (r *Result) Report() *Report {
 	rep := &Report{
 		File:                 r.File,
-		Events:               r.Events,
 		Samples:              r.Samples,
 		TrustedSamples:       r.TrustedSamples,
 		UntrustedLeafSamples: r.UntrustedLeafSamples,
 		UntrustedAnySamples:  r.UntrustedAnySamples,
 		DSOs:                 append(make([]*DSO, 0, len(r.DSOs)), r.DSOs...),
+	}
+	for _, e := range r.EventInfo {
+		rep.Events = append(rep.Events, e.Name)
 	}
 	if r.Partial {
 		rep.Partial = true

@@ -124,9 +124,9 @@ func (a *stackSet) expand() {
 // Aggregate is the samples one thread took with one stack for one event.
 type Aggregate struct {
 	Stack   *Stack
-	Event   int // index of the event in the recording
-	PID     int32
-	TID     int32
+	Event   int    // index of the event in the recording
+	PID     uint32 // as recorded, as perfdata reads it: int32(PID) is perf's signed pid (-1 for the kernel)
+	TID     uint32
 	Comm    string
 	Samples uint64
 	Period  uint64
@@ -136,8 +136,8 @@ type Aggregate struct {
 // Options.KeepSamples.
 type Sample struct {
 	Event  int
-	PID    int32
-	TID    int32
+	PID    uint32 // as in Aggregate
+	TID    uint32
 	CPU    uint32
 	Time   uint64
 	Period uint64
@@ -153,8 +153,7 @@ type Sample struct {
 // locations with trust-marked frames, and per-thread aggregates.
 type Result struct {
 	File      string
-	Events    []string         // event names by index ("" when unknown)
-	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index
+	EventInfo []perfdata.Event // the recording's events (attr, ids, name) by index; EventName names them
 	DSOs      []*DSO           // every DSO a sample touches, most hit first
 	Stacks    []*Stack
 	Locations []*Location
@@ -234,11 +233,13 @@ func (r *Result) buildAggregates() {
 		if a.Event != b.Event {
 			return a.Event < b.Event
 		}
+		// As perf orders them, by the signed pid_t: the kernel's -1
+		// first.
 		if a.PID != b.PID {
-			return a.PID < b.PID
+			return int32(a.PID) < int32(b.PID)
 		}
 		if a.TID != b.TID {
-			return a.TID < b.TID
+			return int32(a.TID) < int32(b.TID)
 		}
 		return a.Comm < b.Comm
 	})
@@ -478,10 +479,7 @@ func warningNotes(d *DSO, lk symbolLookup) {
 // warnings: loading every DWARF index would cost the check the time it
 // saves by not symbolizing (their warnings come with top, script, pprof).
 func (s *session) perfMapNotes(res *Result) {
-	opener := s.opts.symbolizer
-	if opener == nil {
-		opener = defaultOpener{}
-	}
+	opener := s.opts.opener()
 	for _, d := range res.DSOs {
 		if d.Kind != dso.JIT || d.symPath == "" {
 			continue
@@ -508,10 +506,7 @@ func (s *session) moduleStart(d *DSO) uint64 {
 // names and the verdict changes (refuseLookup), so it runs before trust is
 // counted. close releases the lookups and the temporary files.
 func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lookups map[*DSO]symbolLookup, close func()) {
-	opener := s.opts.symbolizer
-	if opener == nil {
-		opener = defaultOpener{}
-	}
+	opener := s.opts.opener()
 	var cleanups []func()
 	for _, d := range dsos {
 		if d.needReloc && d.symPath != "" {
@@ -546,7 +541,7 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 				if d.modLookup != nil {
 					lk = d.modLookup
 				} else {
-					lk, err = koTextSyms(d.symPath, d.modLimit)
+					lk, err = readKO(d.symPath, d.modLimit)
 				}
 			default:
 				lk, err = openDSO(opener, d, &s.opts)

@@ -1,21 +1,17 @@
 package check
 
 import (
-	"debug/elf"
 	"strings"
 	"sync"
 
 	"github.com/perfcheck/perfcheck/dso"
+	"github.com/perfcheck/perfcheck/symbolize"
 )
-
-// segment is an executable PT_LOAD segment of a binary: its file offset
-// and size in the file.
-type segment struct{ off, filesz uint64 }
 
 // dsoSegments is one DSO's executable segments, read once.
 type dsoSegments struct {
 	once sync.Once
-	segs []segment
+	segs []symbolize.Segment
 }
 
 // execSegments reads the executable segments of the binary found for d,
@@ -26,7 +22,7 @@ type dsoSegments struct {
 // binary that cannot be read. A module (a relocatable object) has no
 // segments, nor has this boot's /proc/kallsyms, nor the running vdso,
 // whose "[vdso]" names memory, not a file.
-func execSegments(d *DSO) []segment {
+func execSegments(d *DSO) []symbolize.Segment {
 	switch d.Kind {
 	case dso.File, dso.VDSO:
 	default:
@@ -35,19 +31,19 @@ func execSegments(d *DSO) []segment {
 	if !d.Trusted() || d.FoundPath == "" || d.Source == "running-vdso" || strings.HasPrefix(d.FoundPath, "/proc/") {
 		return nil
 	}
-	var segs []segment
-	readELF(d.FoundPath, d.FoundBuildID, func(ef *elf.File) error {
-		for _, l := range elfLoads(ef, true) {
-			segs = append(segs, segment{off: l.off, filesz: l.filesz})
+	all, _ := symbolize.ReadSegments(d.FoundPath, d.FoundBuildID)
+	var segs []symbolize.Segment
+	for _, s := range all {
+		if s.Exec {
+			segs = append(segs, s)
 		}
-		return nil
-	})
+	}
 	return segs
 }
 
 // segmentsOf returns d's executable segments, read on the first call for
 // d; calls for other DSOs do not wait for that read.
-func (r *Result) segmentsOf(d *DSO) []segment {
+func (r *Result) segmentsOf(d *DSO) []symbolize.Segment {
 	r.segMu.Lock()
 	e := r.execSegs[d]
 	if e == nil {
@@ -92,8 +88,8 @@ func (r *Result) readDownloadedSegments() {
 // for concurrent use.
 func (r *Result) ExecSegment(d *DSO, off uint64) (uint64, bool) {
 	for _, s := range r.segmentsOf(d) {
-		if s.off <= off && off < s.off+s.filesz {
-			return s.off, true
+		if s.Off <= off && off < s.Off+s.Filesz {
+			return s.Off, true
 		}
 	}
 	return 0, false

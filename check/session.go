@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/addrspace"
@@ -29,7 +30,7 @@ const (
 // sampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
 type sampleEvent struct {
 	Event     int // index of the event (attr) in the recording
-	PID, TID  int32
+	PID, TID  uint32
 	CPU       uint32
 	Time      uint64
 	Period    uint64
@@ -69,15 +70,15 @@ type dsoKey struct {
 	path    string
 	buildID string // from MMAP2 (build-id form)
 	devino  [4]uint64
-	pid     int32 // JIT maps are per process
+	pid     uint32 // JIT maps are per process
 }
 
 // aggKey identifies one aggregate: a stack, an event, a thread.
 type aggKey struct {
 	stack int32
 	event int32
-	pid   int32
-	tid   int32
+	pid   uint32
+	tid   uint32
 	comm  int32
 }
 
@@ -87,8 +88,8 @@ type compactSample struct {
 	period uint64
 	stack  int32
 	event  int32
-	pid    int32
-	tid    int32
+	pid    uint32
+	tid    uint32
 	cpu    uint32
 	comm   int32
 }
@@ -109,6 +110,9 @@ type session struct {
 	mapDSO  []int32
 	fm      firstMaps        // when not nil, each DSO's first executable mapping
 	special map[string]int32 // "[unknown]" per mode and other pseudo DSOs
+	// moduleMu guards the lookup answers takeModule takes module
+	// images from.
+	moduleMu sync.Mutex
 
 	// Stacks are interned by a hash of their location ids, with the
 	// content compared, so the stacks' own storage is the only copy of
@@ -170,7 +174,7 @@ func newSession(opts Options) *session {
 	}
 	// perf looks for /tmp/perf-PID.map when an anonymous executable map
 	// appears (map__new in tools/perf/util/map.c).
-	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(int32(pid)) }
+	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(pid) }
 	s.lastCommID = -1
 	s.raws.aggs = &s.aggs
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
@@ -200,7 +204,7 @@ func (s *session) onMap(m *addrspace.Mapping) {
 	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		// No identity: one pseudo DSO per name.
 	case dso.JIT:
-		k.pid = int32(m.PID)
+		k.pid = m.PID
 	default:
 		if len(m.BuildID) > 0 {
 			k.buildID = string(m.BuildID)
@@ -216,7 +220,7 @@ func (s *session) onMap(m *addrspace.Mapping) {
 			Kind:      m.Kind,
 			index:     int(i),
 			firstTime: m.Time,
-			pid:       int32(m.PID),
+			pid:       m.PID,
 		}
 		if len(m.BuildID) > 0 {
 			d.BuildID = append(buildid.ID(nil), m.BuildID...)
@@ -276,12 +280,12 @@ func (s *session) specialDSO(name string, k dso.Kind) int32 {
 }
 
 // resolve maps one address to a frameRef.
-func (s *session) resolve(pid int32, mode perfdata.CPUMode, ip uint64) frameRef {
+func (s *session) resolve(pid uint32, mode perfdata.CPUMode, ip uint64) frameRef {
 	switch mode {
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
 		return frameRef{dso: s.specialDSO("[guest]", dso.Guest), off: ip}
 	}
-	m := s.tracker.Lookup(uint32(pid), mode, ip)
+	m := s.tracker.Lookup(pid, mode, ip)
 	if m == nil {
 		if mode == perfdata.CPUModeKernel || mode == perfdata.CPUModeHypervisor {
 			// No kernel map was recorded (perf record without kernel
@@ -321,7 +325,7 @@ func (s *session) sample(e *sampleEvent) {
 	}
 	raw := s.stackOf(e)
 	id := raw.stack
-	comm := s.commID(s.tracker.Comm(uint32(e.PID)))
+	comm := s.commID(s.tracker.Comm(e.PID))
 	if raw.agg == 0 || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
@@ -374,9 +378,9 @@ type rawKey [2]uint64
 // rawFields is what is hashed into each half of a rawKey. Fields are
 // ordered so the struct has no padding and hashes as one block of memory.
 type rawFields struct {
-	h, pg, kg, ip       uint64
-	pid                 int32
-	mode, nchain, nuser uint32
+	h, pg, kg, ip uint64
+	pid, mode     uint32
+	nchain, nuser uint32
 }
 
 // rawKeyOf returns the raw-stack key of e under the maps' generations pg
@@ -406,7 +410,7 @@ func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey 
 // looked up by their raw addresses and the maps' generations first, and
 // resolved only when new. The entry is valid until the next call.
 func (s *session) stackOf(e *sampleEvent) *rawSlot {
-	pg, kg := s.tracker.Generation(uint32(e.PID))
+	pg, kg := s.tracker.Generation(e.PID)
 	user := s.userBuf[:0]
 	if e.User != nil {
 		var unproven bool
@@ -480,8 +484,8 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 // by everything that decides them: generations are never reused, even
 // across pid reuse, so an entry of maps since changed can no longer match.
 // It saves resolving and interning each frame again (a map lookup each).
-func (s *session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
-	m := &s.locMemo[(ip^ip>>16^uint64(uint32(pid))*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
+func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
+	m := &s.locMemo[(ip^ip>>16^uint64(pid)*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
 		return m.id
 	}
@@ -493,7 +497,7 @@ func (s *session) locOf(pid int32, mode perfdata.CPUMode, ip, pg, kg uint64) int
 // locMemo is one entry of session.locMemo.
 type locMemo struct {
 	ip, pg, kg uint64
-	pid        int32
+	pid        uint32
 	id         int32
 	mode       perfdata.CPUMode
 	ok         bool

@@ -63,7 +63,7 @@ func TestRealStacksMatchPerfScript(t *testing.T) {
 			user = append(user, l)
 			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
-		wnt, ok := want[sampleKey{s.TID, s.Time}]
+		wnt, ok := want[sampleKey{int32(s.TID), s.Time}]
 		if !ok {
 			t.Errorf("perfcheck has a sample perf script lacks: tid %d time %d", s.TID, s.Time)
 			return nil

@@ -2,12 +2,12 @@ package check
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
@@ -43,14 +43,26 @@ type symOffsetter interface {
 }
 
 // defaultOpener symbolizes with the symbolize package.
+// defaultOpener symbolizes with the symbolize package.
 type defaultOpener struct {
-	// reopen, when set (tests), runs between symbolize's open and the
-	// second open of path for its program headers.
-	reopen func(path string)
+	// debug, when set, is the lookup whose debug directories (and
+	// SymFS) hold separate debug files: the check's, so that
+	// --debug-dir and --symfs hold for them too. nil means symbolize's
+	// default, /usr/lib/debug.
+	debug *buildidcache.Resolver
+}
+
+// opener is the check's symbolOpener: the test's, else the symbolize
+// package's, finding separate debug files where the lookup does.
+func (o *Options) opener() symbolOpener {
+	if o.symbolizer != nil {
+		return o.symbolizer
+	}
+	return defaultOpener{debug: o.debugFiles}
 }
 
 func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
-	b, err := symbolize.Open(path, symbolize.Options{})
+	b, err := o.openBinary(path, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -60,21 +72,32 @@ func (o defaultOpener) Open(path string, kind dso.Kind) (symbolLookup, error) {
 			b.Close()
 			return nil, fmt.Errorf("%s: not an ELF file", path)
 		}
-		if o.reopen != nil {
-			o.reopen(path)
-		}
-		// The program headers are read from the file at path again:
-		// it must be the one symbolize opened (its build-id), not one
-		// put there in between.
-		loads, err := readLoads(path, b.BuildID())
-		if err != nil {
+		// The program headers of the file symbolize opened, whose
+		// build-id proveLookup checks: not of a file put at the path
+		// since.
+		l.loads = loadOrder(b.Segments())
+		if len(l.loads) == 0 {
 			b.Close()
-			return nil, err
+			return nil, fmt.Errorf("%s: no PT_LOAD segment", path)
 		}
-		l.loads = loads
 		l.fileOffsets = true
 	}
 	return l, nil
+}
+
+// openBinary opens path with symbolize: this boot's /proc/kallsyms, for a
+// kernel, from the listing symbolize parses once per process.
+func (o defaultOpener) openBinary(path string, kind dso.Kind) (*symbolize.Binary, error) {
+	var opts symbolize.Options
+	if o.debug != nil {
+		opts.DebugFile = func(q symbolize.DebugQuery) (string, error) {
+			return o.debug.DebugFile(q.Path, q.BuildID, q.DebugLink)
+		}
+	}
+	if kind == dso.Kernel && path == "/proc/kallsyms" {
+		return symbolize.OpenRunningKernel(opts)
+	}
+	return symbolize.Open(path, opts)
 }
 
 // proveLookup reports a *changedError unless lk reads names from a file
@@ -156,24 +179,36 @@ func (d *DSO) refuseLookup(err error, host hostRoots) {
 	}
 }
 
-type load struct{ off, filesz, vaddr uint64 }
-
 // elfAddr returns the ELF address of file offset off: the first segment of
 // loads that holds the offset gives vaddr - offset (as perf's
 // map__rip_2objdump and pprof's elfexec.GetBase do for the mapping's load
 // bias); false when none does.
-func elfAddr(loads []load, off uint64) (uint64, bool) {
+func elfAddr(loads []symbolize.Segment, off uint64) (uint64, bool) {
 	for _, s := range loads {
-		if off >= s.off && off < s.off+s.filesz {
-			return off - s.off + s.vaddr, true
+		if off >= s.Off && off < s.Off+s.Filesz {
+			return off - s.Off + s.Vaddr, true
 		}
 	}
 	return 0, false
 }
 
+// loadOrder lists segs executable ones first: an offset in two segments
+// (they may share a page) belongs to the code.
+func loadOrder(segs []symbolize.Segment) []symbolize.Segment {
+	var out []symbolize.Segment
+	for _, exec := range []bool{true, false} {
+		for _, s := range segs {
+			if s.Exec == exec {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 type symLookup struct {
 	bin         *symbolize.Binary
-	loads       []load
+	loads       []symbolize.Segment
 	fileOffsets bool
 }
 
@@ -219,21 +254,56 @@ func (l *symLookup) Close() error { return l.bin.Close() }
 // file it opened.
 func (l *symLookup) BuildID() buildid.ID { return l.bin.BuildID() }
 
-// readLoads returns the PT_LOAD segments of an ELF file, executable ones
-// first: an offset in two segments (they may share a page) belongs to the
-// code. With want, the file must carry that build-id (readELF).
-func readLoads(path string, want buildid.ID) (loads []load, err error) {
-	err = readELF(path, want, func(ef *elf.File) error {
-		loads = append(elfLoads(ef, true), elfLoads(ef, false)...)
-		return nil
-	})
+// readLoads returns the PT_LOAD segments of the ELF file at path,
+// executable ones first (loadOrder). With want, the file must carry that
+// build-id, checked on the file whose headers are read.
+func readLoads(path string, want buildid.ID) ([]symbolize.Segment, error) {
+	segs, err := symbolize.ReadSegments(path, want)
 	if err != nil {
 		return nil, err
 	}
-	if len(loads) == 0 {
+	if len(segs) == 0 {
 		return nil, fmt.Errorf("%s: no PT_LOAD segment", path)
 	}
-	return loads, nil
+	return loadOrder(segs), nil
+}
+
+// wantBuildID reports a *changedError unless id, the build-id read from
+// the file at path once open, is want (or its zero-padded form).
+func wantBuildID(path string, id, want buildid.ID) error {
+	if len(id) == 0 || !id.Matches(want) {
+		return &changedError{path: path, got: id, want: want}
+	}
+	return nil
+}
+
+// changedError means a file opened to be read is not the one a verdict
+// (or the lookup before it) examined at the same path: its build-id is got,
+// not want (nil: none).
+type changedError struct {
+	path      string
+	got, want buildid.ID
+}
+
+func (e *changedError) Error() string {
+	switch {
+	case len(e.want) == 0:
+		return fmt.Sprintf("%s: build-id %s, none when its verdict was given: the file changed since", e.path, e.got)
+	case len(e.got) == 0:
+		return fmt.Sprintf("%s: no build-id, not %s: the file changed since it was found", e.path, e.want)
+	}
+	return fmt.Sprintf("%s: build-id %s, not %s: the file changed since it was found", e.path, e.got, e.want)
+}
+
+// changed reads a reader's *buildidcache.MismatchError (the file at a
+// path found by build-id carried another one once opened) as the check
+// sees it: a *changedError. Other errors are returned as they are.
+func changed(err error) error {
+	var me *buildidcache.MismatchError
+	if errors.As(err, &me) {
+		return &changedError{path: me.File, got: me.Got, want: me.Want}
+	}
+	return err
 }
 
 // shortName is a DSO's name for dso+0xoffset labels: the base name of a

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
@@ -188,7 +191,9 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 			}
 		}
 		newID := fileBuildID(t, dbg+".v2")
-		loc := &fixedLocator{located{Path: path, Source: "debug-dir", BuildID: sy.bid, SymPath: dbg}}
+		loc := &fixedLocator{buildidcache.Result{BuildID: sy.bid,
+			Identity: buildidcache.Candidate{Locator: "debug-dir", Path: path},
+			Best:     buildidcache.Candidate{Locator: "debug-dir", Path: dbg}}}
 		res := finish(t, sy.session(t, Options{locator: loc}))
 		if d := dsoOf(t, res, path); d.Verdict != Verified || !strings.Contains(names(res), "old_only_hot") {
 			t.Fatalf("before the swap: %+v\n%s", d, names(res))
@@ -201,12 +206,12 @@ func TestSymbolFileReplacedAfterVerdict(t *testing.T) {
 	})
 }
 
-// fixedLocator answers every query with one located.
-type fixedLocator struct{ l located }
+// fixedLocator answers every query with one result.
+type fixedLocator struct{ res buildidcache.Result }
 
-func (f *fixedLocator) Locate(_ context.Context, q query) (*located, error) {
-	l := f.l
-	return &l, nil
+func (f *fixedLocator) Locate(_ context.Context, q buildidcache.Query) (*buildidcache.Result, error) {
+	res := f.res
+	return &res, nil
 }
 
 // A real recording: the profiled binary is replaced between the verdict
@@ -409,28 +414,25 @@ func TestUnverifiedModuleNamedFromKO(t *testing.T) {
 	}
 }
 
-// The default opener reads the program headers from the path a second
-// time: a file renamed over it between the two opens must not lend its
-// segments to the first file's symbols.
+// The default opener maps file offsets with the program headers of the
+// file symbolize opened: a file renamed over the path after the open lends
+// the lookup neither its segments nor its build-id.
 func TestDefaultOpenerProgramHeadersSameFile(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "prog")
 	sy := newSynthetic(t, path)
+	off, _ := symbolOffset(t, path, "old_only_hot")
 	// Another build whose code sits elsewhere: its segments would move
 	// every address.
 	buildC(t, path+".v2", progV2, "-Wl,-z,separate-code", "-Wl,--section-start=.init=0x3000")
-	newID := fileBuildID(t, path+".v2")
-	var swapErr error
-	swapped := false
-	o := defaultOpener{reopen: func(p string) {
-		if p == path && !swapped {
-			swapped = true
-			swapErr = os.Rename(path+".v2", path)
-		}
-	}}
-	res := finish(t, sy.session(t, Options{symbolizer: o}))
-	if !swapped || swapErr != nil {
-		t.Fatalf("swapped %v: %v", swapped, swapErr)
-	}
-	assertRefused(t, res, dsoOf(t, res, path), Mismatch, newID)
+	lk, err := defaultOpener{}.Open(path, dso.File)
+	require.NoError(t, err)
+	defer lk.Close()
+	require.NoError(t, os.Rename(path+".v2", path))
+
+	assert.Equal(t, sy.bid, lk.BuildID())
+	fr, err := lk.Lookup(off)
+	require.NoError(t, err)
+	require.NotEmpty(t, fr)
+	assert.Equal(t, "old_only_hot", fr[len(fr)-1].Function)
 }

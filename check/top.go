@@ -98,7 +98,7 @@ func Top(r *Result, opts TopOptions) []TopTable {
 		if m == nil {
 			continue
 		}
-		t := TopTable{Event: r.eventName(ev), Samples: c.samples[ev], Period: c.period[ev]}
+		t := TopTable{Event: r.EventName(ev), Samples: c.samples[ev], Period: c.period[ev]}
 		if ev < len(r.EventInfo) {
 			t.Attr = &r.EventInfo[ev].Attr
 		}
@@ -113,11 +113,12 @@ func Top(r *Result, opts TopOptions) []TopTable {
 	return out
 }
 
-// eventName is the name of event i, "event<i>" when the recording names
-// none.
-func (r *Result) eventName(i int) string {
-	if i >= 0 && i < len(r.Events) && r.Events[i] != "" {
-		return r.Events[i]
+// EventName is the name of event i, as EventInfo has it, or "event<i>"
+// when the recording names none (or has no event i: a sample can name an
+// event past the recording's attrs).
+func (r *Result) EventName(i int) string {
+	if i >= 0 && i < len(r.EventInfo) && r.EventInfo[i].Name != "" {
+		return r.EventInfo[i].Name
 	}
 	return "event" + strconv.Itoa(i)
 }
@@ -143,7 +144,7 @@ type topCounter struct {
 }
 
 func newTopCounter(r *Result) *topCounter {
-	nev := len(r.Events)
+	nev := len(r.EventInfo)
 	for _, ag := range r.Aggregates() {
 		nev = max(nev, ag.Event+1)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // Top on the cshared-fp fixture (301 cpu-clock samples of 1001001 ns,
@@ -106,4 +107,15 @@ func TestTopTrustedOnly(t *testing.T) {
 	two := Top(res, TopOptions{TrustedOnly: true, N: 2})[0]
 	assert.Equal(t, want[:2], two.Entries)
 	assert.Equal(t, len(want)-2, two.Omitted)
+}
+
+// TestEventName checks that events are named from EventInfo, the one list
+// of the recording's events, and numbered where it names none.
+func TestEventName(t *testing.T) {
+	t.Parallel()
+	r := &Result{EventInfo: []perfdata.Event{{Name: "cycles"}, {}}}
+	assert.Equal(t, "cycles", r.EventName(0))
+	assert.Equal(t, "event1", r.EventName(1))
+	assert.Equal(t, "event2", r.EventName(2), "a sample may name an event past the attrs")
+	assert.Equal(t, []string{"cycles", ""}, r.Report().Events)
 }

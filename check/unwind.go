@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/unwind"
@@ -20,9 +21,9 @@ import (
 //
 // unproven reports that the walk stopped at a binary that could not be
 // proven, rather than at the end of the stack, of the copy or of the CFI.
-func (s *session) unwindUser(pid int32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
+func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
 	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
-		m := s.tracker.Lookup(uint32(pid), perfdata.CPUModeUser, pc)
+		m := s.tracker.Lookup(pid, perfdata.CPUModeUser, pc)
 		if m == nil || m.Kind != dso.File {
 			return nil, 0
 		}
@@ -73,12 +74,12 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	}
 	var errs []string
 	for _, p := range paths {
-		t, err := readCFI(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
+		t, err := unwind.ReadTable(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
 			s.cfi[d] = t
 			return t
 		}
-		errs = append(errs, err.Error())
+		errs = append(errs, changed(err).Error())
 	}
 	d.cfiWhy = "the binary that ran has no usable unwind tables (" + strings.Join(errs, "; ") + ")"
 	return nil
@@ -102,9 +103,9 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		}
 	}
 	if len(id) > 0 {
-		q := query{Path: d.Path, Kind: d.Kind, BuildID: id}
-		if d.pid > 0 {
-			q.PID = int(d.pid)
+		q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: id}
+		if pid := int32(d.pid); pid > 0 {
+			q.PID = int(pid)
 		}
 		// The context of the Analyze reading the records, so that
 		// cancelling it cuts a debuginfod download short; a session fed
@@ -124,7 +125,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		// objcopy --only-keep-debug, so it serves only when it is the
 		// whole binary (debuginfod serves an unstripped one as both).
 		var out []string
-		for _, p := range []string{found.Path, found.SymPath} {
+		for _, p := range []string{found.Identity.Path, symbolFile(found)} {
 			if p != "" && p != "/proc/kallsyms" && !slices.Contains(out, p) {
 				out = append(out, p)
 			}

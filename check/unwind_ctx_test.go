@@ -18,7 +18,7 @@ type ctxLocator struct {
 
 type ctxKey struct{}
 
-func (l *ctxLocator) Locate(ctx context.Context, q query) (*located, error) {
+func (l *ctxLocator) Locate(ctx context.Context, q buildidcache.Query) (*buildidcache.Result, error) {
 	l.mu.Lock()
 	l.calls++
 	if ctx.Value(ctxKey{}) == nil {

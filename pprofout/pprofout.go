@@ -42,6 +42,7 @@ import (
 
 	"github.com/google/pprof/profile"
 	"github.com/klauspost/compress/gzip"
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -50,10 +51,6 @@ import (
 
 // Options tune Convert.
 type Options struct {
-	// Events are the recording's events, indexed as check.Result.Events;
-	// they give each period its unit. nil means res.EventInfo; when that
-	// is empty too, every period is a "count".
-	Events []perfdata.Event
 	// Comments are added to the profile (pprof -comments shows them).
 	Comments []string
 	// DurationNanos and TimeNanos are copied into the profile when set.
@@ -100,9 +97,6 @@ const fileBase = 1 << 32
 // Convert builds a pprof profile from res. It uses res.Aggregates, so it
 // needs no per-sample data (check.Options.KeepSamples is not needed).
 func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
-	if opts.Events == nil {
-		opts.Events = res.EventInfo
-	}
 	b := &builder{
 		res: res,
 		p: &profile.Profile{
@@ -116,7 +110,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		next:  fileBase,
 	}
 	nev := numEvents(res)
-	b.addSampleTypes(nev, opts.Events)
+	b.addSampleTypes(nev)
 	dsos, spans := usedDSOs(res)
 	for _, d := range dsos {
 		b.addMapping(d, spans[d])
@@ -143,7 +137,7 @@ type builder struct {
 // numEvents is the number of events: those of the recording, and any a
 // sample names past them; at least one.
 func numEvents(res *check.Result) int {
-	nev := len(res.Events)
+	nev := len(res.EventInfo)
 	for _, ag := range res.Aggregates() {
 		if ag.Event >= nev {
 			nev = ag.Event + 1
@@ -154,16 +148,11 @@ func numEvents(res *check.Result) int {
 
 // addSampleTypes gives the profile two sample types per event (samples,
 // period) and, with one event, its period type.
-func (b *builder) addSampleTypes(nev int, events []perfdata.Event) {
+func (b *builder) addSampleTypes(nev int) {
 	p := b.p
+	events := b.res.EventInfo
 	for i := 0; i < nev; i++ {
-		name := ""
-		if i < len(b.res.Events) {
-			name = b.res.Events[i]
-		}
-		if name == "" {
-			name = fmt.Sprintf("event%d", i)
-		}
+		name := b.res.EventName(i)
 		unit := "count"
 		if i < len(events) {
 			unit = PeriodUnit(&events[i].Attr)
@@ -282,7 +271,7 @@ func layOutAddresses(m *profile.Mapping, d *check.DSO, s *span) {
 // segment of the same file). Addresses are what that process ran at;
 // Address - Start + Offset is still the file offset, which is all pprof's
 // symbolizers need. It returns the address of offset 0.
-func layOutRecorded(m *profile.Mapping, mr check.MappingRange, s *span) uint64 {
+func layOutRecorded(m *profile.Mapping, mr addrspace.Mapping, s *span) uint64 {
 	base := mr.Start - mr.Pgoff // address of offset 0 (mod 2^64)
 	m.Start, m.Limit, m.Offset = mr.Start, mr.Limit, mr.Pgoff
 	if lo := (base + s.lo) &^ 0xfff; lo < m.Start {
@@ -448,7 +437,7 @@ func (b *builder) addSamples(nev int) {
 	p := b.p
 	type sampleKey struct {
 		comm     string
-		pid, tid int32
+		pid, tid uint32
 	}
 	type labelKey struct {
 		sampleKey
@@ -475,7 +464,8 @@ func (b *builder) addSamples(nev int) {
 			l, ok := shared[lk]
 			if !ok {
 				l = labels{str: map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
-					num: map[string][]int64{"pid": {int64(ag.PID)}, "tid": {int64(ag.TID)}}}
+					// Signed, as perf prints them: the kernel's pid is -1.
+					num: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}}}
 				if ag.Comm != "" {
 					l.str["comm"] = []string{ag.Comm}
 				}
@@ -527,7 +517,7 @@ func WriteProfile(w io.Writer, p *profile.Profile) error {
 // offsets lo..hi: a real, non-empty range in which every one of them has
 // an address (offsets below the mapping's pgoff must not reach below
 // address 0, nor the highest past the top of the address space).
-func realRange(mr check.MappingRange, lo, hi uint64) bool {
+func realRange(mr addrspace.Mapping, lo, hi uint64) bool {
 	if mr.Limit <= mr.Start {
 		return false
 	}

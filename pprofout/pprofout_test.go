@@ -36,7 +36,7 @@ func analyze(t *testing.T, name, root string) *check.Result {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
-	res, err := check.Analyze(context.Background(), check.Path(p), check.Options{Lookup: noLookup(t.TempDir(), root)})
+	res, err := check.Analyze(context.Background(), check.Path(p), check.Options{Lookup: localLookup(t.TempDir(), root)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestLayoutResymbolizes(t *testing.T) {
 }
 
 func BenchmarkConvert(b *testing.B) {
-	res, err := check.Analyze(context.Background(), check.Path(filepath.Join(fixtureDir, "cshared-fp.data")), check.Options{Lookup: noLookup(b.TempDir(), "")})
+	res, err := check.Analyze(context.Background(), check.Path(filepath.Join(fixtureDir, "cshared-fp.data")), check.Options{Lookup: localLookup(b.TempDir(), "")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func BenchmarkWriteLarge(b *testing.B) {
 	if _, err := os.Stat(name); err != nil {
 		b.Skipf("no large recording (make it with bench/record-large.sh): %v", err)
 	}
-	res, err := check.Analyze(context.Background(), check.Path(name), check.Options{Lookup: noLookup("-", "")})
+	res, err := check.Analyze(context.Background(), check.Path(name), check.Options{Lookup: localLookup("-", "")})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -410,9 +410,11 @@ func BenchmarkWriteLarge(b *testing.B) {
 	}
 }
 
-// noLookup looks binaries up in the perf cache dir (none for "-") and at
-// the recorded path under symfs: no debug directory, no debuginfod, so
-// that this machine's ~/.debug cannot change a verdict.
-func noLookup(dir, symfs string) buildidcache.Options {
-	return buildidcache.Options{BuildIDDir: dir, SymFS: symfs, DebugDirs: []string{}, DebuginfodURLs: []string{}}
+// localLookup looks binaries up in the perf cache dir (none for "-"), the
+// default debug directory (under symfs, as perf looks there for the
+// system libraries' debug files) and at the recorded path under symfs: no
+// debuginfod, so that this machine's ~/.debug and servers cannot change a
+// verdict.
+func localLookup(dir, symfs string) buildidcache.Options {
+	return buildidcache.Options{BuildIDDir: dir, SymFS: symfs, DebuginfodURLs: []string{}}
 }

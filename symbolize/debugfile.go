@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
+	"sync"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/regfile"
@@ -32,48 +31,16 @@ func parseDebugLink(d []byte, bo binary.ByteOrder) (string, uint32) {
 	return name, bo.Uint32(d[off:])
 }
 
-// DefaultDebugDir is where distributions install separate debug files.
-const DefaultDebugDir = "/usr/lib/debug"
+// defaultDebugLookup finds separate debug files when Options.DebugFile is
+// nil: buildidcache's debug-directory layout over its default directory,
+// /usr/lib/debug, without perf's cache or a debuginfod server.
+var defaultDebugLookup = sync.OnceValue(func() *buildidcache.Resolver {
+	return buildidcache.New(buildidcache.Options{BuildIDDir: "-", DebuginfodURLs: []string{}})
+})
 
-// DefaultDebugFile looks for a separate debug file where gdb and addr2line
-// do: by build-id under /usr/lib/debug/.build-id/xx/yyyy.debug, then by
-// debuglink name next to the binary, in its .debug subdirectory, and under
-// /usr/lib/debug followed by the binary's directory.
-func DefaultDebugFile(q DebugQuery) (string, error) {
-	var tried []string
-	if len(q.BuildID) >= 2 {
-		h := hex.EncodeToString(q.BuildID)
-		p := filepath.Join(DefaultDebugDir, ".build-id", h[:2], h[2:]+".debug")
-		if fileExists(p) {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	if q.DebugLink != "" && q.Path != "" {
-		dir := filepath.Dir(q.Path)
-		if abs, err := filepath.Abs(dir); err == nil {
-			dir = abs
-		}
-		for _, p := range []string{
-			filepath.Join(dir, q.DebugLink),
-			filepath.Join(dir, ".debug", q.DebugLink),
-			filepath.Join(DefaultDebugDir, dir, q.DebugLink),
-		} {
-			if p == q.Path {
-				continue
-			}
-			if fileExists(p) {
-				return p, nil
-			}
-			tried = append(tried, p)
-		}
-	}
-	return "", fmt.Errorf("%s: separate debug file (tried %v): %w", q.Path, tried, buildidcache.ErrNotFound)
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+// defaultDebugFile is the locator Options.DebugFile defaults to.
+func defaultDebugFile(q DebugQuery) (string, error) {
+	return defaultDebugLookup().DebugFile(q.Path, q.BuildID, q.DebugLink)
 }
 
 // hasDWARF reports whether ef carries DWARF line or info data of its own
@@ -96,7 +63,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 	}
 	loc := b.opts.DebugFile
 	if loc == nil {
-		loc = DefaultDebugFile
+		loc = defaultDebugFile
 	}
 	p, err := loc(DebugQuery{Path: b.path, BuildID: b.buildID, DebugLink: b.debugLink, DebugLinkCRC: b.linkCRC})
 	if err != nil {
@@ -112,7 +79,7 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 		return nil, nil, "", err
 	}
 	var ef *elf.File
-	err = safely(p, func() error {
+	err = safely(func() error {
 		var err error
 		ef, err = elf.NewFile(f)
 		return err
@@ -177,7 +144,7 @@ func (b *Binary) miniDebugInfo() (*elf.File, error) {
 		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
 	}
 	var mini *elf.File
-	err = safely(b.path, func() error {
+	err = safely(func() error {
 		var err error
 		mini, err = elf.NewFile(bytes.NewReader(data))
 		return err

@@ -8,7 +8,12 @@
 // [Options.DebugFile]), the Go pclntab, and the ELF symbol tables (.symtab,
 // .dynsym, MiniDebugInfo, synthesized foo@plt entries). Text symbol lists —
 // kallsyms and perf's /tmp/perf-PID.map — open through the same [Open] and
-// answer through the same [Symbolizer] interface. docs/symbolize.md gives the
+// answer through the same [Symbolizer] interface; [OpenRunningKernel] gives
+// this boot's /proc/kallsyms from one parse per process. A kernel module's
+// offsets from its load address are named by a [Module], read from its .ko
+// ([ReadModule]) or its lines of a kallsyms listing ([ReadLoadedModule]).
+// [ReadSegments] reads an ELF file's PT_LOAD segments alone. The readers
+// that take a build-id check it on the file they opened. docs/symbolize.md gives the
 // address mapping rules, the order of backends and the known differences with
 // addr2line and llvm-symbolizer.
 //
@@ -32,6 +37,8 @@
 // as any input: loads and lookups fail with errors or warnings. Decoded
 // DWARF is bounded per binary by [Options.MaxDecodedDWARF].
 // The package only reads files: it never writes, renames or deletes anything,
-// and it opens only the paths it is given plus the separate debug file the
-// [Options.DebugFile] locator returns.
+// and it opens only the paths it is given, the separate debug file the
+// [Options.DebugFile] locator returns, and /proc/kallsyms for
+// [OpenRunningKernel] and [RunningKernelSymbol]. Only regular files are
+// opened, without blocking: a FIFO at a recorded path cannot hang a caller.
 package symbolize

@@ -147,7 +147,7 @@ func (b *Binary) debugDWARF() (ef *elf.File, name string, ra io.ReaderAt, ok boo
 func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
 	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
 	var secs map[string][]byte
-	err := safely(name, func() error {
+	err := safely(func() error {
 		d, sec, err := loadDWARFSections(ef, ra)
 		if err != nil {
 			return err
@@ -339,7 +339,7 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 		return nil, s.err
 	}
 	var ui *unitInfo
-	err := safely(x.name, func() error {
+	err := safely(func() error {
 		if s.top-s.base > 1<<32-1 {
 			return fmt.Errorf("code ranges [%#x, %#x) span more than 4 GiB", s.base, s.top)
 		}

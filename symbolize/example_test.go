@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/addrspace"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -20,7 +21,7 @@ func ExampleOpen() {
 		return
 	}
 	defer b.Close()
-	bias, err := b.Bias(symbolize.Mapping{Start: 0x555555555000, Limit: 0x555555556000, Offset: 0x1000})
+	bias, err := b.Bias(addrspace.Mapping{Start: 0x555555555000, Limit: 0x555555556000, Pgoff: 0x1000})
 	if err != nil {
 		fmt.Println(err)
 		return

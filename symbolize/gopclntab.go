@@ -39,7 +39,7 @@ func (b *Binary) loadGo() *goTable {
 		if s == nil || s.Type == elf.SHT_NOBITS {
 			return
 		}
-		err := safely(b.path, func() error { return b.readGo(s) })
+		err := safely(func() error { return b.readGo(s) })
 		if err != nil {
 			b.goErr = fmt.Errorf("%s: .gopclntab: %w", b.path, err)
 			b.warn("%v (Go functions without DWARF fall back to symbol names)", b.goErr)
@@ -87,7 +87,7 @@ func (b *Binary) readGo(s *elf.Section) error {
 
 func (g *goTable) gosym(name string) (*gosym.Table, error) {
 	g.symOnce.Do(func() {
-		g.symErr = safely(name, func() error {
+		g.symErr = safely(func() error {
 			data := g.data
 			if data == nil {
 				var err error
@@ -117,7 +117,7 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 		return buf, false, err
 	}
 	out = buf
-	err = safely(b.path, func() error {
+	err = safely(func() error {
 		file, line, fn := t.PCToLine(addr)
 		if fn == nil {
 			return nil

@@ -123,6 +123,9 @@ type kallsymsParser struct {
 	names   []byte
 	nonZero bool
 	lines   int
+	// refs, when not nil, takes the first address listed for each of
+	// perf's reference symbols (RunningKernelSymbol).
+	refs map[string]uint64
 }
 
 type ksym struct {
@@ -157,6 +160,11 @@ func (p *kallsymsParser) line(line []byte, off int64) error {
 	}
 	if addr != 0 {
 		p.nonZero = true
+	}
+	if p.refs != nil && (string(sym) == "_text" || string(sym) == "_stext") {
+		if _, seen := p.refs[string(sym)]; !seen {
+			p.refs[string(sym)] = addr
+		}
 	}
 	bind := elf.STB_GLOBAL
 	switch typ[0] {

@@ -3,88 +3,87 @@ package symbolize
 import (
 	"debug/elf"
 	"fmt"
-)
+	"strings"
 
-// Mapping is where a binary was mapped in a process, as perf's MMAP and
-// MMAP2 records (and /proc/PID/maps) give it: [Start, Limit) at file
-// offset Offset.
-type Mapping struct {
-	Start, Limit, Offset uint64
-	// Kernel marks perf's kernel map ("[kernel.kallsyms]_text" or
-	// "[kernel.kallsyms]_stext"): then Offset is not a file offset but
-	// the runtime address of the relocation reference symbol named after
-	// the bracket, as perf_event__synthesize_kernel_mmap in
-	// tools/perf/util/synthetic-events.c writes it.
-	Kernel bool
-	// RefSymbol is that reference symbol ("_text", "_stext"); empty
-	// means _text, else _stext.
-	RefSymbol string
-}
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/dso"
+)
 
 // Bias returns the load bias of the binary in mapping m: a runtime address
 // a in m is the file address a - bias (uint64 arithmetic wraps, so a bias
-// that is "negative" works too). Compute it once per mapping.
+// that is "negative" works too). Compute it once per mapping. Bias reads
+// m's Start, Limit and Pgoff, and its Kind and Path for the kernel's map.
 //
 // For an ELF executable or library it comes from the PT_LOAD segment that
-// holds file offset m.Offset: file address = a - Start + Offset - p_offset +
+// holds file offset m.Pgoff: file address = a - Start + Pgoff - p_offset +
 // p_vaddr. That one rule is right for non-PIE executables (bias 0), PIE and
 // shared libraries (any number of segments, whichever of them m maps),
-// prelinked and non-zero-based objects and the vdso. For vmlinux with
-// m.Kernel it is the KASLR slide: m.Offset minus the file's address of
-// m.RefSymbol (by default _text, else _stext). For a kernel module (ET_REL) the mapping starts at the
-// module's .text, as perf places it, and file addresses are .text offsets.
-// kallsyms and perf maps hold runtime addresses: their bias is 0.
-func (b *Binary) Bias(m Mapping) (uint64, error) {
+// prelinked and non-zero-based objects and the vdso. For vmlinux in the
+// kernel's map (Kind dso.Kernel) it is the KASLR slide: there Pgoff is not
+// a file offset but the runtime address of the symbol the map's name
+// follows ("[kernel.kallsyms]_text": _text), as
+// perf_event__synthesize_kernel_mmap in tools/perf/util/synthetic-events.c
+// writes it, and the bias is Pgoff minus the file's address of that symbol
+// (_text, else _stext, when the name has none). For a kernel module
+// (ET_REL) the mapping starts at the module's .text, as perf places it,
+// and file addresses are .text offsets. kallsyms and perf maps hold
+// runtime addresses: their bias is 0.
+func (b *Binary) Bias(m addrspace.Mapping) (uint64, error) {
 	if b.format != FormatELF {
 		return 0, nil
 	}
-	if m.Kernel {
-		if m.Offset == 0 {
-			return 0, nil
-		}
-		names := []string{"_text", "_stext"}
-		if m.RefSymbol != "" {
-			names = []string{m.RefSymbol}
-		}
-		for _, name := range names {
-			if v, ok := b.symbolValue(name); ok {
-				return m.Offset - v, nil
-			}
-		}
-		return 0, fmt.Errorf("%s: %w: kernel image has no %v symbol", b.path, ErrNoMapping, names)
+	if m.Kind == dso.Kernel {
+		return b.kernelBias(m)
 	}
 	if b.ef.Type == elf.ET_REL {
 		return m.Start, nil
 	}
 	if p := b.segmentFor(m); p != nil {
-		return m.Start - m.Offset + p.Off - p.Vaddr, nil
+		return m.Start - m.Pgoff + p.Off - p.Vaddr, nil
 	}
 	if len(b.loads) == 0 {
-		return m.Start - m.Offset, nil
+		return m.Start - m.Pgoff, nil
 	}
-	return 0, fmt.Errorf("%s: %w: offset %#x", b.path, ErrNoMapping, m.Offset)
+	return 0, fmt.Errorf("%s: %w: offset %#x", b.path, ErrNoMapping, m.Pgoff)
+}
+
+// kernelBias is Bias for the kernel's map: the KASLR slide.
+func (b *Binary) kernelBias(m addrspace.Mapping) (uint64, error) {
+	if m.Pgoff == 0 {
+		return 0, nil
+	}
+	names := []string{"_text", "_stext"}
+	if i := strings.IndexByte(m.Path, ']'); i >= 0 && i+1 < len(m.Path) {
+		names = []string{m.Path[i+1:]}
+	}
+	for _, name := range names {
+		if v, ok := b.symbolValue(name); ok {
+			return m.Pgoff - v, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: %w: kernel image has no %v symbol", b.path, ErrNoMapping, names)
 }
 
 // segmentFor returns the PT_LOAD that mapping m maps. Several segments can
-// cover m.Offset, since segments may share a file page (the kernel maps the
+// cover m.Pgoff, since segments may share a file page (the kernel maps the
 // shared page twice, once per segment). Then the segment that starts in the
 // mapping's first page wins over one that only runs into it, and among
 // those the one whose extent best matches the mapping's size, as the kernel
 // sizes each mapping from its segment (load_elf_binary in fs/binfmt_elf.c).
-func (b *Binary) segmentFor(m Mapping) *elf.ProgHeader {
+func (b *Binary) segmentFor(m addrspace.Mapping) *elf.ProgHeader {
 	var best *elf.ProgHeader
 	bestScore := uint64(0)
 	for i := range b.loads {
 		p := &b.loads[i]
 		page := pageSize(p.Align)
 		lo := p.Off &^ (page - 1)
-		if !(lo <= m.Offset && m.Offset < p.Off+max(p.Filesz, 1)) {
+		if !(lo <= m.Pgoff && m.Pgoff < p.Off+max(p.Filesz, 1)) {
 			continue
 		}
 		// Lower is better: 0 for a segment starting in the mapping's
 		// first page, then the size mismatch.
 		var score uint64
-		if lo != m.Offset {
+		if lo != m.Pgoff {
 			score = 1 << 62
 		}
 		if m.Limit > m.Start {
@@ -116,7 +115,7 @@ func pageSize(align uint64) uint64 {
 func (b *Binary) symbolValue(name string) (uint64, bool) {
 	var v uint64
 	var found bool
-	_ = safely(b.path, func() error {
+	_ = safely(func() error {
 		if v, found = symbolValue(b.ef, name); found {
 			return nil
 		}

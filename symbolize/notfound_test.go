@@ -1,4 +1,4 @@
-package symbolize_test
+package symbolize
 
 import (
 	"testing"
@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
-	"github.com/perfcheck/perfcheck/symbolize"
 )
 
 // TestDefaultDebugFileNotFound checks that "no debug file" is the one
 // not-found sentinel, buildidcache's, so a locator backed by buildidcache
 // and the default one are told apart from real failures the same way.
 func TestDefaultDebugFileNotFound(t *testing.T) {
-	_, err := symbolize.DefaultDebugFile(symbolize.DebugQuery{
+	t.Parallel()
+	_, err := defaultDebugFile(DebugQuery{
 		Path: "/nonexistent/prog", BuildID: []byte{0xde, 0xad, 0xbe, 0xef}, DebugLink: "prog.debug"})
 	assert.ErrorIs(t, err, buildidcache.ErrNotFound)
 }

@@ -7,29 +7,20 @@ import (
 	"github.com/perfcheck/perfcheck/internal/safeelf"
 )
 
-// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym on
-// the file name, through safeelf.Do: a panic inside it becomes a
-// decoderPanic, which wraps ErrMalformed and the *safeelf.PanicError. The
-// caller names the file in the errors it returns, f's and the panic's
-// alike: the panic's message does not repeat it.
-func safely(name string, f func() error) error {
-	err := safeelf.Do(name, f)
+// safely runs f, which calls into debug/elf, debug/dwarf or debug/gosym,
+// through safeelf.Do: a panic inside it becomes an error wrapping
+// ErrMalformed and the *safeelf.PanicError. The caller names the file in
+// the errors it returns, f's and the panic's alike, so the PanicError
+// carries no file name to repeat.
+func safely(f func() error) error {
+	err := safeelf.Do("", f)
 	// Only a panic in f itself, not an error f returned from a nested
-	// safely, which is a decoderPanic already.
+	// safely, which wraps ErrMalformed already.
 	if pe, ok := err.(*safeelf.PanicError); ok {
-		return decoderPanic{pe}
+		return fmt.Errorf("%w: %w", ErrMalformed, pe)
 	}
 	return err
 }
-
-// decoderPanic is a panic recovered by safely.
-type decoderPanic struct{ pe *safeelf.PanicError }
-
-func (e decoderPanic) Error() string {
-	return fmt.Sprintf("%v: decoder panic: %v", ErrMalformed, e.pe.Value)
-}
-
-func (e decoderPanic) Unwrap() []error { return []error{ErrMalformed, e.pe} }
 
 // malformed returns err wrapping ErrMalformed: itself when it does, else
 // "malformed input: " and err (a debug/elf, debug/dwarf or debug/gosym

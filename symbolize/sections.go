@@ -199,7 +199,7 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		}
 		wg.Go(func() {
 			var b []byte
-			err := safely(s.Name, func() error {
+			err := safely(func() error {
 				var err error
 				b, err = sectionBytes(ef, ra, s)
 				return err

@@ -18,8 +18,7 @@ import (
 )
 
 // Sentinel errors. Every error this package returns wraps one of them (or
-// an *os.PathError from opening a file, or for [DefaultDebugFile]
-// buildidcache.ErrNotFound) with %w, and with it the cause
+// an *os.PathError from opening a file) with %w, and with it the cause
 // where there is one (an io.ErrUnexpectedEOF, a decompressor's error), so
 // that errors.Is and errors.As reach both. Messages begin with the file
 // they are about: "PATH: malformed input: WHAT[: CAUSE]".
@@ -78,15 +77,17 @@ type DebugQuery struct {
 }
 
 // Options tune a Binary. The zero value demangles and looks for separate
-// debug files in the standard places ([DefaultDebugFile]).
+// debug files in the standard places (below).
 type Options struct {
 	// NoDemangle leaves Frame.Function equal to Frame.RawName.
 	NoDemangle bool
 	// DebugFile locates the separate debug file of a binary whose own
 	// file has no DWARF. It returns the path, or an error wrapping
 	// [buildidcache.ErrNotFound] when there is none. The returned file
-	// is checked (build-id, else the debuglink CRC) before use. nil means
-	// [DefaultDebugFile]; use NoDebugFile to disable the search.
+	// is checked (build-id, else the debuglink CRC) before use. nil looks
+	// where gdb does, under /usr/lib/debug ([buildidcache.Resolver.DebugFile]
+	// with the default debug directory); use NoDebugFile to disable the
+	// search.
 	DebugFile func(q DebugQuery) (string, error)
 	// NoDebugFile disables the search for separate debug files.
 	NoDebugFile bool
@@ -250,7 +251,7 @@ func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error)
 
 func (b *Binary) openELF() error {
 	b.format = FormatELF
-	err := safely(b.path, func() error {
+	err := safely(func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
 			return err

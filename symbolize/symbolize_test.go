@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfcheck/perfcheck/addrspace"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 // elfSymbol returns the value of the named symbol of p, read with
@@ -95,7 +98,7 @@ func TestBiasNonZeroBasedLibrary(t *testing.T) {
 		// p_vaddr), page aligned, from the page holding p_offset.
 		start := loadAddr + (pr.Vaddr &^ 0xfff) - loads[0].Vaddr
 		end := (loadAddr + pr.Vaddr + pr.Memsz - loads[0].Vaddr + 0xfff) &^ 0xfff
-		m := Mapping{Start: start, Limit: end, Offset: pr.Off &^ 0xfff}
+		m := addrspace.Mapping{Start: start, Limit: end, Pgoff: pr.Off &^ 0xfff}
 		bias, err := b.Bias(m)
 		if err != nil {
 			t.Fatalf("Bias(%+v): %v", m, err)
@@ -115,7 +118,7 @@ func TestBiasNonZeroBasedLibrary(t *testing.T) {
 	if fr[len(fr)-1].Function != "lib_b" {
 		t.Fatalf("runtime %#x: %+v, want lib_b", runtime, fr)
 	}
-	if _, err := b.Bias(Mapping{Start: loadAddr, Limit: loadAddr + 0x1000, Offset: 0x7fff0000}); !errors.Is(err, ErrNoMapping) {
+	if _, err := b.Bias(addrspace.Mapping{Start: loadAddr, Limit: loadAddr + 0x1000, Pgoff: 0x7fff0000}); !errors.Is(err, ErrNoMapping) {
 		t.Fatalf("offset beyond every PT_LOAD: err %v, want ErrNoMapping", err)
 	}
 }
@@ -145,7 +148,7 @@ func TestBiasLiveProcess(t *testing.T) {
 		}
 		exec.Command("true").Run()
 	}
-	perFile := map[string][]Mapping{}
+	perFile := map[string][]addrspace.Mapping{}
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -156,7 +159,7 @@ func TestBiasLiveProcess(t *testing.T) {
 		s, _ := strconv.ParseUint(lo, 16, 64)
 		e, _ := strconv.ParseUint(hi, 16, 64)
 		off, _ := strconv.ParseUint(f[2], 16, 64)
-		perFile[f[5]] = append(perFile[f[5]], Mapping{Start: s, Limit: e, Offset: off})
+		perFile[f[5]] = append(perFile[f[5]], addrspace.Mapping{Start: s, Limit: e, Pgoff: off})
 	}
 	checked := 0
 	for path, ms := range perFile {
@@ -204,7 +207,7 @@ func TestBiasKernel(t *testing.T) {
 	defer b.Close()
 	text := elfSymbol(t, p, "_text").Value
 	const slide = 0x1e000000
-	bias, err := b.Bias(Mapping{Start: text + slide, Limit: text + slide + 0x100000, Offset: text + slide, Kernel: true})
+	bias, err := b.Bias(addrspace.Mapping{Start: text + slide, Limit: text + slide + 0x100000, Pgoff: text + slide, Kind: dso.Kernel, Path: "[kernel.kallsyms]"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +216,7 @@ func TestBiasKernel(t *testing.T) {
 	}
 	// perf 6.1 names the map [kernel.kallsyms]_stext; this image has no
 	// _stext, which must be an error rather than a guess.
-	if _, err := b.Bias(Mapping{Start: text + slide, Offset: text + slide, Kernel: true, RefSymbol: "_stext"}); !errors.Is(err, ErrNoMapping) {
+	if _, err := b.Bias(addrspace.Mapping{Start: text + slide, Pgoff: text + slide, Kind: dso.Kernel, Path: "[kernel.kallsyms]_stext"}); !errors.Is(err, ErrNoMapping) {
 		t.Fatalf("missing reference symbol: %v", err)
 	}
 	main := elfSymbol(t, p, "main").Value
@@ -521,7 +524,7 @@ func FuzzOpen(f *testing.F) {
 				t.Fatal("frames and error")
 			}
 			b.Symbol(a)
-			b.Bias(Mapping{Start: 0x555555554000, Limit: 0x555555556000, Offset: 0})
+			b.Bias(addrspace.Mapping{Start: 0x555555554000, Limit: 0x555555556000, Pgoff: 0})
 		}
 		b.BuildID()
 		b.DebugFile()
@@ -543,7 +546,7 @@ func TestRelocatableObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bias, err := b.Bias(Mapping{Start: 0xffffffffc0a00000, Limit: 0xffffffffc0a10000}); err != nil || bias != 0xffffffffc0a00000 {
+	if bias, err := b.Bias(addrspace.Mapping{Start: 0xffffffffc0a00000, Limit: 0xffffffffc0a10000}); err != nil || bias != 0xffffffffc0a00000 {
 		t.Fatalf("module bias %#x, %v: want the mapping start", bias, err)
 	}
 	for _, name := range []string{"work", "checksum", "main"} {
@@ -571,7 +574,7 @@ func TestVDSO(t *testing.T) {
 	if err != nil {
 		t.Skip("no /proc/self/maps")
 	}
-	var m Mapping
+	var m addrspace.Mapping
 	for _, l := range strings.Split(string(maps), "\n") {
 		if strings.HasSuffix(l, "[vdso]") {
 			f := strings.Fields(l)

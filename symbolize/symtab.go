@@ -182,7 +182,7 @@ func (t *symTable) setMaxEnd() {
 func (b *Binary) readELFSymbols() (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
-	err := safely(b.path, func() error {
+	err := safely(func() error {
 		// Each table is parsed once: the PLT reads them too (of
 		// .symtab, only its IFUNC symbols).
 		var syms []elf.Symbol
@@ -211,7 +211,7 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		// _start and _dl_start_user). perf reads it too: dso__load
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
-			_ = safely(b.dbgPath, func() error {
+			_ = safely(func() error {
 				raw, _ = appendSymtab(raw, dw.ef)
 				return nil
 			})

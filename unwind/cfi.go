@@ -94,10 +94,10 @@ type load struct{ off, filesz, vaddr uint64 }
 // maxEHFrame bounds the .eh_frame read into memory.
 const maxEHFrame = 64 << 20
 
-// NewTable reads the .eh_frame section of ef, which must be an x86-64 ELF
-// file. debug/elf may panic on malformed input; NewTable does not recover,
-// so that the caller's one wrapper around its use of the file does.
-func NewTable(ef *elf.File) (*Table, error) {
+// newTable reads the .eh_frame section of ef, which must be an x86-64 ELF
+// file. debug/elf may panic on malformed input; newTable does not recover,
+// so that ReadTable's one wrapper around its use of the file does.
+func newTable(ef *elf.File) (*Table, error) {
 	if ef.Machine != elf.EM_X86_64 || ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%w: only x86-64 is unwound", ErrNoCFI)
 	}

@@ -4,7 +4,8 @@
 // stack runs through, as perf's own DWARF unwinders (libunwind, libdw) do.
 // Only x86-64 stacks are unwound.
 //
-// NewTable reads one ELF file's tables; Walk follows a UserStack from
+// ReadTable reads one ELF file's tables, checking its build-id on the
+// open file when asked; Walk follows a UserStack from
 // frame to frame, asking its caller, through a TableFunc, for the table of
 // each address. Which file's tables may describe the code that ran is the
 // caller's decision: tables of another build of a binary would invent
@@ -19,6 +20,7 @@
 // MaxFrames frames, reads only inside the stack copy, never follows a rule
 // that would move the stack pointer back towards the leaf, and stops at
 // the first rule it does not follow (CFA expressions, register-to-register
-// rules). NewTable does not recover from a panic of debug/elf on a
-// malformed file: its caller, which opened the file, does.
+// rules). ReadTable opens only regular files, without blocking, and turns
+// a panic of debug/elf on a malformed file into an error naming the file
+// (internal/safeelf).
 package unwind

@@ -30,7 +30,7 @@ func table(t *testing.T, name string) *Table {
 	ef, err := elf.Open(filepath.Join(fixtureBin, name))
 	require.NoError(t, err)
 	defer ef.Close()
-	tb, err := NewTable(ef)
+	tb, err := newTable(ef)
 	require.NoError(t, err)
 	return tb
 }
@@ -102,7 +102,7 @@ func TestNewTableErrors(t *testing.T) {
 	ef, err := elf.Open(filepath.Join(fixtureBin, "goprog"))
 	require.NoError(t, err)
 	defer ef.Close()
-	_, err = NewTable(ef)
+	_, err = newTable(ef)
 	require.ErrorIs(t, err, ErrNoCFI)
 	assert.Contains(t, err.Error(), "no .eh_frame")
 
@@ -112,7 +112,7 @@ func TestNewTableErrors(t *testing.T) {
 	b[18], b[19] = byte(elf.EM_AARCH64), 0
 	ef, err = elf.NewFile(bytes.NewReader(b))
 	require.NoError(t, err)
-	_, err = NewTable(ef)
+	_, err = newTable(ef)
 	require.ErrorIs(t, err, ErrNoCFI)
 	assert.Contains(t, err.Error(), "only x86-64")
 }

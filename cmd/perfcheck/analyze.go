@@ -9,7 +9,6 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/check"
-	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // analyzeFlags are the flags shared by the commands that run the check
@@ -57,12 +56,10 @@ func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func
 	}, func() { r.Close() }
 }
 
-// analysis is a checked recording with what the commands print beyond
-// check.Result: the recording's events with their attrs (for units, and
-// whether samples carry a CPU).
+// analysis is a checked recording with what the commands cache while
+// printing it.
 type analysis struct {
 	res     *check.Result
-	events  []perfdata.Event
 	evWidth int // cached nameWidth
 }
 
@@ -92,7 +89,7 @@ func analyze(ctx context.Context, name string, opts check.Options, stdin io.Read
 	// A read error with a result: the recording was read up to a
 	// truncation or corruption. The commands print what was read, marked
 	// partial, then the error, and exit 2.
-	return &analysis{res: res, events: res.EventInfo}, err
+	return &analysis{res: res}, err
 }
 
 // partialNote is the line the text outputs print about a partial result.

@@ -446,7 +446,7 @@ func dsoPIDs(res *check.Result) map[*check.DSO][]int {
 			if sets[l.DSO] == nil {
 				sets[l.DSO] = map[int]bool{}
 			}
-			sets[l.DSO][int(a.PID)] = true
+			sets[l.DSO][int(int32(a.PID))] = true
 		}
 	}
 	out := make(map[*check.DSO][]int, len(sets))

@@ -34,6 +34,15 @@ func ckHermetic(t *testing.T) []string {
 	return []string{"--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(), "--debuginfod", "none"}
 }
 
+// ckLikePerf are the lookup flags of a comparison with perf run under
+// --symfs: an empty perf cache and no debuginfod, as ckHermetic, but the
+// default debug directory, which under --symfs is the root's
+// /usr/lib/debug, where perf itself finds the system libraries' separate
+// debug files.
+func ckLikePerf(t *testing.T) []string {
+	return []string{"--buildid-dir", t.TempDir(), "--debuginfod", "none"}
+}
+
 // ckRun runs perfcheck with args and returns stdout, stderr and the exit
 // code.
 func ckRun(t *testing.T, args ...string) (string, string, int) {

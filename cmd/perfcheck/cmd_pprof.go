@@ -69,7 +69,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rep := a.res.Report()
 	notes := a.notes(rep)
-	opts := pprofout.Options{Events: a.events, Comments: recordingComments(pos[0])}
+	opts := pprofout.Options{Comments: recordingComments(pos[0])}
 	for _, n := range notes {
 		opts.Comments = append(opts.Comments, "note: "+n)
 	}

@@ -144,31 +144,24 @@ func (a *analysis) printSamples(w io.Writer, sf *scriptFormat, jsonOut bool) err
 // hasCPU reports whether event i recorded PERF_SAMPLE_CPU; perf script
 // prints the cpu field only then.
 func (a *analysis) hasCPU(i int) bool {
-	return i >= 0 && i < len(a.events) && a.events[i].Attr.SampleType&perfdata.SampleCPU != 0
+	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleCPU != 0
 }
 
 // hasCallchain reports whether event i recorded callchains
 // (PERF_SAMPLE_CALLCHAIN).
 func (a *analysis) hasCallchain(i int) bool {
-	return i >= 0 && i < len(a.events) && a.events[i].Attr.SampleType&perfdata.SampleCallchain != 0
+	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleCallchain != 0
 }
 
 // nameWidth is the width perf script right-aligns event names to: the
 // longest event name of the recording (evlist__max_name_len).
 func (a *analysis) nameWidth() int {
 	if a.evWidth == 0 {
-		for i := range a.res.Events {
-			a.evWidth = max(a.evWidth, len(a.eventName(i)))
+		for i := range a.res.EventInfo {
+			a.evWidth = max(a.evWidth, len(a.res.EventName(i)))
 		}
 	}
 	return a.evWidth
-}
-
-func (a *analysis) eventName(i int) string {
-	if i >= 0 && i < len(a.res.Events) && a.res.Events[i] != "" {
-		return a.res.Events[i]
-	}
-	return "event" + strconv.Itoa(i)
 }
 
 func appendPadLeft(b []byte, s string, w int) []byte {
@@ -180,7 +173,7 @@ func appendPadLeft(b []byte, s string, w int) []byte {
 
 func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	out := &scriptSample{
-		Comm: s.Comm, PID: s.PID, TID: s.TID, Time: s.Time, Event: a.eventName(s.Event), Period: s.Period,
+		Comm: s.Comm, PID: int32(s.PID), TID: int32(s.TID), Time: s.Time, Event: a.res.EventName(s.Event), Period: s.Period,
 		Trusted: s.Stack.Trusted, LeafTrusted: s.Stack.LeafTrusted,
 	}
 	locs := s.Stack.Locations()

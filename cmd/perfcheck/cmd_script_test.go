@@ -86,7 +86,7 @@ func TestScriptFramesMatchPerfScript(t *testing.T) {
 	symfs := ckSymfs(t)
 	data := ckFixture(t, "cshared-fp.data")
 	perf := perfOut(t, "script", "--symfs", symfs, "-F", "ip,sym", "-i", data)
-	out, _, code := ckRun(t, append(append([]string{"script", "-F", "ip,sym,dso", "--symfs", symfs}, ckHermetic(t)...), data)...)
+	out, _, code := ckRun(t, append(append([]string{"script", "-F", "ip,sym,dso", "--symfs", symfs}, ckLikePerf(t)...), data)...)
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}

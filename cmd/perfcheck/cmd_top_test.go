@@ -3,11 +3,17 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // perfReportLine is one line of `perf report --no-children --stdio -g none
@@ -56,6 +62,7 @@ func TestTopMatchesPerfReport(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "cshared-dwarf.data", "goprog.data", "forkexec.data", "threads.data", "pipe.data", "zstd.data", "buildid-mmap.data"} {
 		data := ckFixture(t, name)
 		t.Run(filepath.Base(data), func(t *testing.T) {
+			data := recordedAfterBins(t, data)
 			want := perfSelf(t, data, symfs, 1)
 			if len(want) == 0 {
 				t.Fatal("perf report shows no user-space entry of 1% or more")
@@ -89,6 +96,45 @@ func TestTopMatchesPerfReport(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordedAfterBins returns a copy of the recording data (a file, or the
+// directory perf record --threads writes) whose mtimes, the time the
+// recording ended, are a second after the newest file of the fixtures' bin
+// directory. A recording without build-ids (zstd.data) has its binaries
+// judged by their mtimes against that time under --symfs, and a checkout
+// writes files in no set order: the copy makes the binaries older than the
+// recording, as they were when it was made, whatever order they were
+// checked out in.
+func recordedAfterBins(t *testing.T, data string) string {
+	t.Helper()
+	bins, err := os.ReadDir(filepath.Join(fixtureDir, "bin"))
+	require.NoError(t, err)
+	var newest time.Time
+	for _, e := range bins {
+		st, err := e.Info()
+		require.NoError(t, err)
+		if st.ModTime().After(newest) {
+			newest = st.ModTime()
+		}
+	}
+	end := newest.Add(time.Second)
+	cp := filepath.Join(t.TempDir(), filepath.Base(data))
+	st, err := os.Stat(data)
+	require.NoError(t, err)
+	if st.IsDir() {
+		require.NoError(t, os.Mkdir(cp, 0o755))
+		files, err := os.ReadDir(data)
+		require.NoError(t, err)
+		for _, f := range files {
+			fixtures.CopyFile(t, filepath.Join(data, f.Name()), filepath.Join(cp, f.Name()))
+			require.NoError(t, os.Chtimes(filepath.Join(cp, f.Name()), end, end))
+		}
+	} else {
+		fixtures.CopyFile(t, data, cp)
+	}
+	require.NoError(t, os.Chtimes(cp, end, end))
+	return cp
 }
 
 func TestTopText(t *testing.T) {

@@ -59,12 +59,12 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 		bw.WriteString(strconv.FormatUint(weights[k], 10))
 		bw.WriteByte('\n')
 	}
-	for i := range a.res.Events {
+	for i := range a.res.EventInfo {
 		if i != ev && eventHasSamples(a.res, i) {
-			skipped = append(skipped, a.eventName(i))
+			skipped = append(skipped, a.res.EventName(i))
 		}
 	}
-	return a.eventName(ev), skipped, bw.Flush()
+	return a.res.EventName(ev), skipped, bw.Flush()
 }
 
 // foldedEvent is the index of the event to fold: the one named, else the
@@ -72,8 +72,8 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 // not add up, so one is folded at a time (stackcollapse-perf.pl also keeps
 // one event, the first it meets).
 func foldedEvent(a *analysis, name string) (int, error) {
-	for i := range a.res.Events {
-		if name == "" && eventHasSamples(a.res, i) || name != "" && a.eventName(i) == name {
+	for i := range a.res.EventInfo {
+		if name == "" && eventHasSamples(a.res, i) || name != "" && a.res.EventName(i) == name {
 			return i, nil
 		}
 	}
@@ -81,8 +81,8 @@ func foldedEvent(a *analysis, name string) (int, error) {
 		return 0, nil
 	}
 	var names []string
-	for i := range a.res.Events {
-		names = append(names, a.eventName(i))
+	for i := range a.res.EventInfo {
+		names = append(names, a.res.EventName(i))
 	}
 	return 0, fmt.Errorf("--event %s: the recording's events are %s", name, strings.Join(names, ", "))
 }
@@ -98,7 +98,7 @@ func eventHasSamples(res *check.Result, ev int) bool {
 
 func foldedComm(ag check.Aggregate) string {
 	if ag.Comm == "" {
-		return ":" + strconv.Itoa(int(ag.TID))
+		return ":" + strconv.Itoa(int(int32(ag.TID)))
 	}
 	return ag.Comm
 }

@@ -198,7 +198,7 @@ func TestScriptDefaultMatchesPerfScript(t *testing.T) {
 		name := filepath.Base(data)
 		t.Run(name, func(t *testing.T) {
 			perf := perfOut(t, "script", "--symfs", symfs, "-i", data)
-			out, errs, code := ckRun(t, append(append([]string{"script", "--symfs", symfs}, ckHermetic(t)...), data)...)
+			out, errs, code := ckRun(t, append(append([]string{"script", "--symfs", symfs}, ckLikePerf(t)...), data)...)
 			require.Equal(t, exitOK, code, errs)
 			why := compareScript(t, name, perf, out)
 			logReasons(t, why)
@@ -230,7 +230,7 @@ func TestScriptFieldsMatchPerfScript(t *testing.T) {
 		t.Run(tc.data+" "+tc.fields, func(t *testing.T) {
 			data := ckFixture(t, tc.data)
 			perf := perfOut(t, "script", "--symfs", symfs, "-F", tc.fields, "-i", data)
-			out, errs, code := ckRun(t, append(append([]string{"script", "-F", tc.fields, "--symfs", symfs}, ckHermetic(t)...), data)...)
+			out, errs, code := ckRun(t, append(append([]string{"script", "-F", tc.fields, "--symfs", symfs}, ckLikePerf(t)...), data)...)
 			require.Equal(t, exitOK, code, errs)
 			logReasons(t, compareScript(t, tc.data, perf, out))
 		})

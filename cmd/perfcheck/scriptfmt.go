@@ -23,12 +23,12 @@ type scriptFormat struct {
 // newScriptFormat resolves fs for each event of a.
 func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 	sf := &scriptFormat{a: a}
-	for i := range a.res.Events {
+	for i := range a.res.EventInfo {
 		var attr *perfdata.Attr
-		if i < len(a.events) {
-			attr = &a.events[i].Attr
+		if i < len(a.res.EventInfo) {
+			attr = &a.res.EventInfo[i].Attr
 		}
-		f, err := fs.forEvent(a.eventName(i), attr)
+		f, err := fs.forEvent(a.res.EventName(i), attr)
 		if err != nil {
 			return nil, err
 		}
@@ -59,7 +59,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = append(b, ' ')
 	}
 	if f&fieldEvent != 0 {
-		b = appendPadLeft(b, sf.a.eventName(s.Event), sf.a.nameWidth())
+		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
 	}
 	if f&fieldIP == 0 {
@@ -106,7 +106,7 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 	if f&fieldComm != 0 {
 		comm := s.Comm
 		if comm == "" {
-			comm = ":" + strconv.Itoa(int(s.TID))
+			comm = ":" + strconv.Itoa(int(int32(s.TID)))
 		}
 		if chain {
 			b = append(b, comm...)
@@ -117,19 +117,19 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 	}
 	switch {
 	case f&fieldPID != 0 && f&fieldTID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
+		b = appendPadLeft(b, strconv.Itoa(int(int32(s.PID))), 5)
 		b = append(b, '/')
 		n := len(b)
-		b = strconv.AppendInt(b, int64(s.TID), 10)
+		b = strconv.AppendInt(b, int64(int32(s.TID)), 10)
 		for len(b)-n < 5 {
 			b = append(b, ' ')
 		}
 		b = append(b, ' ')
 	case f&fieldPID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(s.PID)), 5)
+		b = appendPadLeft(b, strconv.Itoa(int(int32(s.PID))), 5)
 		b = append(b, ' ')
 	case f&fieldTID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(s.TID)), 5)
+		b = appendPadLeft(b, strconv.Itoa(int(int32(s.TID))), 5)
 		b = append(b, ' ')
 	}
 	if f&fieldCPU != 0 {

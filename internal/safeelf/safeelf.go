@@ -12,13 +12,16 @@ import (
 
 // PanicError is a panic recovered while reading File. Value, what was
 // passed to panic, stays in the message, so that a bug of ours caught here
-// stays visible.
+// stays visible. File is "" when the caller's own error names the file.
 type PanicError struct {
 	File  string
 	Value any
 }
 
 func (e *PanicError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("decoder panic: %v", e.Value)
+	}
 	return fmt.Sprintf("%s: decoder panic: %v", e.File, e.Value)
 }
 

@@ -33,3 +33,8 @@ func TestDoPassesErrors(t *testing.T) {
 	assert.Equal(t, want, Do("f", func() error { return want }))
 	assert.NoError(t, Do("f", func() error { return nil }))
 }
+
+func TestPanicErrorWithoutFile(t *testing.T) {
+	err := Do("", func() error { panic("bad offset") })
+	assert.EqualError(t, err, "decoder panic: bad offset", "the caller's error names the file")
+}
