@@ -212,7 +212,11 @@ func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 	if rep.Partial {
 		fmt.Fprintln(w, "PARTIAL: the recording could not be read to its end (see above); the verdicts cover the records before the error.")
 	}
+	// A partial read exits 2: nothing is OK about it, whatever the
+	// records before the error showed.
 	switch n := problemCount(rep, strict); {
+	case n == 0 && rep.Partial:
+		fmt.Fprintln(w, "INCOMPLETE: no DSO the samples read touch is mismatched, missing or replaced, but the rest of the recording was not checked.")
 	case n == 0 && strict:
 		fmt.Fprintln(w, "OK: every DSO the samples touch is verified.")
 	case n == 0:

@@ -31,22 +31,14 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 		return "", nil, err
 	}
 	weights := map[string]uint64{}
-	var parts []string
-	for _, ag := range a.res.Aggregates() {
-		if ag.Event != ev {
-			continue
+	var names []string
+	eachFoldedStack(a, ev, opts, func(frames []foldedFrameAt, weight uint64) {
+		names = names[:0]
+		for _, f := range frames {
+			names = append(names, f.name)
 		}
-		parts = append(parts[:0], strings.ReplaceAll(foldedComm(ag), " ", "_"))
-		locs := ag.Stack.Locations()
-		for i := len(locs) - 1; i >= 0; i-- {
-			parts = appendFoldedFrames(parts, locs[i], opts.inlines)
-		}
-		wt := ag.Period
-		if opts.count {
-			wt = ag.Samples
-		}
-		weights[strings.Join(parts, ";")] += wt
-	}
+		weights[strings.Join(names, ";")] += weight
+	})
 	keys := make([]string, 0, len(weights))
 	for k := range weights {
 		keys = append(keys, k)
@@ -59,12 +51,48 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 		bw.WriteString(strconv.FormatUint(weights[k], 10))
 		bw.WriteByte('\n')
 	}
+	return a.res.EventName(ev), a.otherEvents(ev), bw.Flush()
+}
+
+// otherEvents are the names of the events with samples but ev.
+func (a *analysis) otherEvents(ev int) []string {
+	var out []string
 	for i := range a.res.EventInfo {
 		if i != ev && eventHasSamples(a.res, i) {
-			skipped = append(skipped, a.res.EventName(i))
+			out = append(out, a.res.EventName(i))
 		}
 	}
-	return a.res.EventName(ev), skipped, bw.Flush()
+	return out
+}
+
+// foldedFrameAt is a frame of a folded stack: its name as --folded prints
+// it, and the location its code is at (nil for the root, the comm).
+type foldedFrameAt struct {
+	name string
+	loc  *check.Location
+}
+
+// eachFoldedStack calls fn with the frames (root first: the comm, then the
+// outermost caller) and the weight of each of the check's aggregates of
+// event ev: the stacks --folded prints and the flame graph draws. frames
+// is reused between calls.
+func eachFoldedStack(a *analysis, ev int, opts foldedOptions, fn func(frames []foldedFrameAt, weight uint64)) {
+	var frames []foldedFrameAt
+	for _, ag := range a.res.Aggregates() {
+		if ag.Event != ev {
+			continue
+		}
+		frames = append(frames[:0], foldedFrameAt{name: strings.ReplaceAll(foldedComm(ag), " ", "_")})
+		locs := ag.Stack.Locations()
+		for i := len(locs) - 1; i >= 0; i-- {
+			frames = appendFoldedFrames(frames, locs[i], opts.inlines)
+		}
+		wt := ag.Period
+		if opts.count {
+			wt = ag.Samples
+		}
+		fn(frames, wt)
+	}
 }
 
 // foldedEvent is the index of the event to fold: the one named, else the
@@ -105,15 +133,15 @@ func foldedComm(ag check.Aggregate) string {
 
 // appendFoldedFrames appends the frames of l, outermost first: the
 // function holding the code, then (with inlines) the inlined callees.
-func appendFoldedFrames(parts []string, l *check.Location, inlines bool) []string {
+func appendFoldedFrames(frames []foldedFrameAt, l *check.Location, inlines bool) []foldedFrameAt {
 	last := len(l.Frames) - 1
-	parts = append(parts, foldedFrame(l, last))
+	frames = append(frames, foldedFrameAt{foldedFrame(l, last), l})
 	if inlines {
 		for i := last - 1; i >= 0; i-- {
-			parts = append(parts, foldedFrame(l, i))
+			frames = append(frames, foldedFrameAt{foldedFrame(l, i), l})
 		}
 	}
-	return parts
+	return frames
 }
 
 // foldedFrame is frame i of l as stackcollapse-perf.pl folds the line
