@@ -44,10 +44,7 @@ func (l *Location) Trusted() bool { return l.DSO.Verdict.Trusted() }
 // [verdict]" for an untrusted DSO named because of Options.TrustPaths).
 func (l *Location) String() string {
 	if len(l.Frames) > 0 {
-		f := l.Frames[len(l.Frames)-1].Function
-		if f == "" {
-			f = l.Frames[len(l.Frames)-1].RawName
-		}
+		f := l.Frames[len(l.Frames)-1].Name()
 		if f != "" {
 			if !l.Trusted() {
 				// Only with Options.TrustPaths: named from a file that

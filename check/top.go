@@ -250,12 +250,7 @@ type topKey struct {
 
 func topKeyOf(l *Location) topKey {
 	if n := len(l.Frames); n > 0 {
-		f := l.Frames[n-1]
-		name := f.Function
-		if name == "" {
-			name = f.RawName
-		}
-		if name != "" {
+		if name := l.Frames[n-1].Name(); name != "" {
 			return topKey{name: name, dso: l.DSO}
 		}
 	}

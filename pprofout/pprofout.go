@@ -338,7 +338,7 @@ func (b *builder) addLocations() {
 // sets the Has* flags of m that they justify.
 func (b *builder) addLines(pl *profile.Location, m *profile.Mapping, l *check.Location) {
 	for _, f := range l.Frames {
-		if f.Function == "" && f.RawName == "" {
+		if f.Name() == "" {
 			continue
 		}
 		pl.Line = append(pl.Line, profile.Line{Function: b.function(f), Line: int64(f.Line), Column: int64(f.Column)})
@@ -406,10 +406,7 @@ func (b *builder) addFunction(key profile.Function) *profile.Function {
 
 // function returns the profile's function for frame f, added on first use.
 func (b *builder) function(f symbolize.Frame) *profile.Function {
-	key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
-	if key.Name == "" {
-		key.Name = f.RawName
-	}
+	key := profile.Function{Name: f.Name(), SystemName: f.RawName, Filename: f.File}
 	if key.SystemName == "" {
 		key.SystemName = key.Name
 	}

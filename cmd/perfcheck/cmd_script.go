@@ -194,10 +194,7 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 			f.Address = "0x" + strconv.FormatUint(s.IPs[i], 16)
 		}
 		if n := len(l.Frames); n > 0 {
-			f.Symbol = l.Frames[n-1].Function
-			if f.Symbol == "" {
-				f.Symbol = l.Frames[n-1].RawName
-			}
+			f.Symbol = l.Frames[n-1].Name()
 		}
 		out.Frames = append(out.Frames, f)
 	}

@@ -200,10 +200,7 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 func scriptSymbol(l *check.Location, frame int) (sym string, off uint64, hasOff bool) {
 	name := ""
 	if frame >= 0 && frame < len(l.Frames) {
-		name = l.Frames[frame].Function
-		if name == "" {
-			name = l.Frames[frame].RawName
-		}
+		name = l.Frames[frame].Name()
 	}
 	d := l.DSO
 	switch {
