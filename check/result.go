@@ -60,7 +60,7 @@ func (l *Location) String() string {
 // raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
 // trusted or not named.
 func (l *Location) raw() string {
-	s := shortName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
+	s := dso.BaseName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
 	if !l.DSO.Trusted() || l.DSO.Verdict == NoFile {
 		s += " [" + l.DSO.Verdict.String() + "]"
 	}

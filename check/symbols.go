@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
@@ -304,16 +303,4 @@ func changed(err error) error {
 		return &changedError{path: me.File, got: me.Got, want: me.Want}
 	}
 	return err
-}
-
-// shortName is a DSO's name for dso+0xoffset labels: the base name of a
-// file, perf's bracketed names as they are.
-func shortName(p string) string {
-	if strings.HasPrefix(p, "[") {
-		return p
-	}
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
 }

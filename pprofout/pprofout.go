@@ -365,12 +365,7 @@ func (b *builder) addLines(pl *profile.Location, m *profile.Mapping, l *check.Lo
 // node that pprof's graph pruning cannot scatter, as `perfcheck top`
 // groups it; the addresses stay in the locations.
 func label(d *check.DSO) string {
-	base := d.Path
-	if !strings.HasPrefix(base, "[") {
-		if i := strings.LastIndexByte(base, '/'); i >= 0 && i+1 < len(base) {
-			base = base[i+1:]
-		}
-	}
+	base := dso.BaseName(d.Path)
 	if refused(d) {
 		return "[" + d.Verdict.String() + "] " + base
 	}

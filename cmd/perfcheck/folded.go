@@ -127,6 +127,11 @@ func foldedFrame(l *check.Location, i int) string {
 	sym, _, _ := scriptSymbol(l, i)
 	if sym == "[unknown]" {
 		if l.DSO.Path != "[unknown]" {
+			// Not dso.BaseName: stackcollapse-perf.pl strips the
+			// module with s/.*\///, so a bracketed name keeps its
+			// brackets inside ours ("[[kernel.kallsyms]]") and a name
+			// with a slash loses what comes before it, and folded
+			// output is compared with that script's.
 			p := l.DSO.Path
 			if j := strings.LastIndexByte(p, '/'); j >= 0 {
 				p = p[j+1:]

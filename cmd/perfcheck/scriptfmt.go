@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -211,7 +212,7 @@ func scriptSymbol(l *check.Location, frame int) (sym string, off uint64, hasOff 
 	case name != "":
 		return name, l.SymOffset, l.HasSymOffset
 	case !d.Trusted():
-		return "[" + d.Verdict.String() + "] " + baseName(d.Path), l.Offset, true
+		return "[" + d.Verdict.String() + "] " + dso.BaseName(d.Path), l.Offset, true
 	}
 	return "[unknown]", 0, false
 }
@@ -227,19 +228,7 @@ func scriptSrcline(l *check.Location) string {
 	if l.DSO.Trusted() && len(l.Frames) > 0 && l.Frames[0].File != "" && l.Frames[0].Line > 0 {
 		return filepath.Base(l.Frames[0].File) + ":" + strconv.Itoa(l.Frames[0].Line)
 	}
-	return baseName(l.DSO.Path) + "[" + strconv.FormatUint(l.Offset, 16) + "]"
-}
-
-// baseName is a DSO's file name without its directory; perf's bracketed
-// names ("[kernel.kallsyms]") as they are.
-func baseName(p string) string {
-	if strings.HasPrefix(p, "[") {
-		return p
-	}
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
+	return dso.BaseName(l.DSO.Path) + "[" + strconv.FormatUint(l.Offset, 16) + "]"
 }
 
 // appendTrustLine is the comment line --trust-lines prints before each
