@@ -109,7 +109,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		bases: map[*check.DSO]uint64{},
 		next:  fileBase,
 	}
-	nev := numEvents(res)
+	nev := max(res.NumEvents(), 1) // a profile has at least one sample type
 	b.addSampleTypes(nev)
 	dsos, spans := usedDSOs(res)
 	for _, d := range dsos {
@@ -132,18 +132,6 @@ type builder struct {
 	maps  map[*check.DSO]*profile.Mapping
 	bases map[*check.DSO]uint64 // address of offset 0, for file-backed DSOs
 	next  uint64                // synthetic base of the next file-backed DSO without a mapping
-}
-
-// numEvents is the number of events: those of the recording, and any a
-// sample names past them; at least one.
-func numEvents(res *check.Result) int {
-	nev := len(res.EventInfo)
-	for _, ag := range res.Aggregates() {
-		if ag.Event >= nev {
-			nev = ag.Event + 1
-		}
-	}
-	return max(nev, 1)
 }
 
 // addSampleTypes gives the profile two sample types per event (samples,
@@ -438,7 +426,7 @@ func (b *builder) addSamples(nev int) {
 			s = &profile.Sample{
 				Value:    make([]int64, 2*nev),
 				Location: make([]*profile.Location, len(ag.Stack.Locations())),
-				Label:    map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
+				Label:    map[string][]string{"trusted": {check.YesNo(ag.Stack.Trusted)}},
 				// Signed, as perf prints them: the kernel's pid is -1.
 				NumLabel: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}},
 			}
@@ -525,13 +513,6 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		}
 	}
 	return -1
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // textPageOffset is the file offset, rounded down to a page, at which the

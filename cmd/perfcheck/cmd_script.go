@@ -200,10 +200,3 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	}
 	return out
 }
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}

@@ -244,9 +244,9 @@ func appendTrustLine(b []byte, s *check.Sample) []byte {
 		}
 	}
 	b = append(b, "# perfcheck: trusted="...)
-	b = append(b, yesNo(s.Stack.Trusted)...)
+	b = append(b, check.YesNo(s.Stack.Trusted)...)
 	b = append(b, " leaf_trusted="...)
-	b = append(b, yesNo(s.Stack.LeafTrusted)...)
+	b = append(b, check.YesNo(s.Stack.LeafTrusted)...)
 	b = append(b, " untrusted_frames="...)
 	b = strconv.AppendInt(b, int64(untrusted), 10)
 	b = append(b, '/')
