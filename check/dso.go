@@ -17,6 +17,7 @@ import (
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // DevIno is MMAP2's file identity in the dev/inode form: the device as the
@@ -122,7 +123,10 @@ type DSO struct {
 	modLookup *moduleLookup // the .ko's symbols, when judge read them
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
-	// verdicts: what cfiFor found is kept here and reused by judge.
+	// verdicts: what cfiFor found is kept here and reused by judge, and
+	// its table on the DSO itself, which every unwound frame reaches.
+	cfi         *unwind.Table        // CFI of the binary proven to be the one that ran, when cfiRead
+	cfiRead     bool                 // cfiFor has decided cfi
 	cfiQuery    buildid.ID           // the build-id cfiFor asked the locator for, nil if it did not
 	cfiFound    *buildidcache.Result // its answer
 	cfiErr      error                // or the error

@@ -137,7 +137,6 @@ type session struct {
 	raws     rawTable
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
-	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
@@ -176,7 +175,6 @@ func newSession(opts Options) *session {
 		dsoIdx:    make(map[dsoKey]int32),
 		special:   make(map[string]int32),
 		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*unwind.Table),
 		aggs:      make(map[aggKey]*aggVal),
 		commIdx:   make(map[string]int32),
 	}

@@ -63,10 +63,10 @@ func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ [
 // asks the locator itself and keeps the answer on d for judge to reuse (one
 // lookup per DSO, one debuginfod download).
 func (s *session) cfiFor(d *DSO) *unwind.Table {
-	if t, ok := s.cfi[d]; ok {
-		return t
+	if d.cfiRead {
+		return d.cfi
 	}
-	s.cfi[d] = nil
+	d.cfiRead = true
 	var paths []string
 	paths, d.cfiWhy = s.cfiFiles(d)
 	if d.cfiWhy != "" {
@@ -76,7 +76,7 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	for _, p := range paths {
 		t, err := unwind.ReadTable(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
-			s.cfi[d] = t
+			d.cfi = t
 			return t
 		}
 		errs = append(errs, changed(err).Error())
