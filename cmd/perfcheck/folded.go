@@ -26,41 +26,70 @@ type foldedOptions struct {
 // It works on the check's aggregates, so it needs no per-sample record.
 // It returns the event folded and the events left out.
 func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, skipped []string, err error) {
-	ev, err := foldedEvent(a, opts.event)
+	has := eventsWithSamples(a.res)
+	ev, err := foldedEvent(a, opts.event, has)
 	if err != nil {
 		return "", nil, err
 	}
-	weights := map[string]uint64{}
-	var parts []string
+	// A location is in many stacks: its folded text is made once.
+	locText := make([]string, len(a.res.Locations))
+	text := func(l *check.Location) string {
+		i := l.ID - 1
+		if i < 0 || i >= len(locText) || a.res.Locations[i] != l {
+			return foldedLocation(l, opts.inlines) // not one of the result's (no test makes one)
+		}
+		if locText[i] == "" {
+			locText[i] = foldedLocation(l, opts.inlines)
+		}
+		return locText[i]
+	}
+	idx := map[string]int{} // stack -> index in weights
+	var keys []string
+	var weights []uint64
+	var buf []byte
 	for _, ag := range a.res.Aggregates() {
 		if ag.Event != ev {
 			continue
 		}
-		parts = append(parts[:0], strings.ReplaceAll(foldedComm(ag), " ", "_"))
+		buf = append(buf[:0], foldedComm(ag)...)
+		for i, c := range buf {
+			if c == ' ' {
+				buf[i] = '_'
+			}
+		}
 		locs := ag.Stack.Locations()
 		for i := len(locs) - 1; i >= 0; i-- {
-			parts = appendFoldedFrames(parts, locs[i], opts.inlines)
+			buf = append(buf, ';')
+			buf = append(buf, text(locs[i])...)
 		}
 		wt := ag.Period
 		if opts.count {
 			wt = ag.Samples
 		}
-		weights[strings.Join(parts, ";")] += wt
+		k, ok := idx[string(buf)]
+		if !ok {
+			k = len(keys)
+			keys = append(keys, string(buf))
+			weights = append(weights, 0)
+			idx[keys[k]] = k
+		}
+		weights[k] += wt
 	}
-	keys := make([]string, 0, len(weights))
-	for k := range weights {
-		keys = append(keys, k)
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Strings(keys)
+	sort.Slice(order, func(i, j int) bool { return keys[order[i]] < keys[order[j]] })
 	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, k := range keys {
-		bw.WriteString(k)
-		bw.WriteByte(' ')
-		bw.WriteString(strconv.FormatUint(weights[k], 10))
-		bw.WriteByte('\n')
+	for _, k := range order {
+		buf = append(buf[:0], keys[k]...)
+		buf = append(buf, ' ')
+		buf = strconv.AppendUint(buf, weights[k], 10)
+		buf = append(buf, '\n')
+		bw.Write(buf)
 	}
 	for i := range a.res.EventInfo {
-		if i != ev && eventHasSamples(a.res, i) {
+		if i != ev && has[i] {
 			skipped = append(skipped, a.res.EventName(i))
 		}
 	}
@@ -68,12 +97,12 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 }
 
 // foldedEvent is the index of the event to fold: the one named, else the
-// first of the recording that has samples. Periods of different events do
-// not add up, so one is folded at a time (stackcollapse-perf.pl also keeps
-// one event, the first it meets).
-func foldedEvent(a *analysis, name string) (int, error) {
+// first of the recording that has samples (has, by event). Periods of
+// different events do not add up, so one is folded at a time
+// (stackcollapse-perf.pl also keeps one event, the first it meets).
+func foldedEvent(a *analysis, name string, has []bool) (int, error) {
 	for i := range a.res.EventInfo {
-		if name == "" && eventHasSamples(a.res, i) || name != "" && a.res.EventName(i) == name {
+		if name == "" && has[i] || name != "" && a.res.EventName(i) == name {
 			return i, nil
 		}
 	}
@@ -87,13 +116,13 @@ func foldedEvent(a *analysis, name string) (int, error) {
 	return 0, fmt.Errorf("--event %s: the recording's events are %s", name, strings.Join(names, ", "))
 }
 
-func eventHasSamples(res *check.Result, ev int) bool {
+// eventsWithSamples says, by event index, which events have samples.
+func eventsWithSamples(res *check.Result) []bool {
+	has := make([]bool, res.NumEvents())
 	for _, ag := range res.Aggregates() {
-		if ag.Event == ev {
-			return true
-		}
+		has[ag.Event] = true
 	}
-	return false
+	return has
 }
 
 func foldedComm(ag check.Aggregate) string {
@@ -103,17 +132,18 @@ func foldedComm(ag check.Aggregate) string {
 	return ag.Comm
 }
 
-// appendFoldedFrames appends the frames of l, outermost first: the
-// function holding the code, then (with inlines) the inlined callees.
-func appendFoldedFrames(parts []string, l *check.Location, inlines bool) []string {
+// foldedLocation is the frames of l folded and joined by ";", outermost
+// first: the function holding the code, then (with inlines) the inlined
+// callees.
+func foldedLocation(l *check.Location, inlines bool) string {
 	last := len(l.Frames) - 1
-	parts = append(parts, foldedFrame(l, last))
+	s := foldedFrame(l, last)
 	if inlines {
 		for i := last - 1; i >= 0; i-- {
-			parts = append(parts, foldedFrame(l, i))
+			s += ";" + foldedFrame(l, i)
 		}
 	}
-	return parts
+	return s
 }
 
 // foldedFrame is frame i of l as stackcollapse-perf.pl folds the line
@@ -144,8 +174,11 @@ func foldedFrame(l *check.Location, i int) string {
 	if !goMethod.MatchString(sym) {
 		sym = cutArgs(sym)
 	}
-	return strings.NewReplacer(`"`, "", `'`, "").Replace(sym)
+	return unquote.Replace(sym)
 }
+
+// unquote drops the quotes stackcollapse-perf.pl drops.
+var unquote = strings.NewReplacer(`"`, "", `'`, "")
 
 // goMethod is a Go method name, whose parentheses are part of the name.
 var goMethod = regexp.MustCompile(`\.\(.*\)\.`)
