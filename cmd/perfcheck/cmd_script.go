@@ -164,7 +164,8 @@ func (a *analysis) nameWidth() int {
 	return a.evWidth
 }
 
-func appendPadLeft(b []byte, s string, w int) []byte {
+// appendPadLeft appends s right-aligned to w columns (printf's "%*s").
+func appendPadLeft[S string | []byte](b []byte, s S, w int) []byte {
 	for i := len(s); i < w; i++ {
 		b = append(b, ' ')
 	}

@@ -154,7 +154,7 @@ func foldedLocation(l *check.Location, inlines bool) string {
 // method ("pkg.(*T).M") or the "(" opens "(anonymous namespace)", and
 // quotes go.
 func foldedFrame(l *check.Location, i int) string {
-	sym, _, _ := scriptSymbol(l, i)
+	sym := scriptSymbol(l, i)
 	if sym == "[unknown]" {
 		if l.DSO.Path != "[unknown]" {
 			// Not dso.BaseName: stackcollapse-perf.pl strips the
