@@ -350,12 +350,11 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 // files and may ask debuginfod), notes where unwinding stopped, and sorts
 // touched most hit first.
 func (s *session) judgeAll(ctx context.Context, touched []*DSO, loc locator, workers int) error {
-	states := &stateCache{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for _, d := range touched {
 		g.Go(func() error {
-			s.judge(gctx, d, loc, states)
+			s.judge(gctx, d, loc)
 			return nil
 		})
 	}

@@ -155,6 +155,10 @@ type session struct {
 	// moduleMu guards the lookup answers takeModule takes module
 	// images from.
 	moduleMu sync.Mutex
+	// states holds the files at the recorded paths, each read once, for
+	// unwinding while reading and for the verdicts after it: both judge
+	// a DSO by the same look at its file.
+	states stateCache
 
 	// Stacks are interned by a hash of their location ids: stackHash
 	// gives the first stack with a hash, stackNext the next one with the

@@ -94,7 +94,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		ids := s.tableBuildIDs(d.Path)
 		switch {
 		case len(ids) > 1:
-			return nil, fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them", len(ids))
+			return nil, manyBuildIDs(len(ids))
 		case len(ids) == 1:
 			if why := s.replacedSoFar(d, ids[0]); why != "" {
 				return nil, why
@@ -131,7 +131,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 			}
 		}
 		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
-			if st := statFile(disk); st.Exists && st.BuildID.Matches(id) {
+			if st := s.states.get(disk); st.Exists && st.BuildID.Matches(id) {
 				out = append(out, disk)
 			}
 		}
@@ -140,24 +140,23 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 	if d.Dev == nil || o.Lookup.SymFS != "" {
 		return nil, "no build-id recorded for it and no device/inode that ties the file at the path to the mapping"
 	}
-	p := o.diskPath(d.Path)
-	st := statFile(p)
-	modified := s.rec.modifiedAfterMapped(d, st)
+	ev := s.pathEvidence(d)
+	st := ev.st
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
-	case d.Dev.now(st) != inodeSame:
+	case ev.inode != inodeSame:
 		// Unlike judge, which calls a file on another device Unverified
 		// (nothing shows it changed), unwinding wants proof that the file
 		// is the one that ran, and another device is none: tables of
 		// another build would invent callers that no verdict flags.
 		return nil, fmt.Sprintf("no build-id recorded for it, and the file at the path is not the device and inode that ran (%d:%d %d recorded, %d:%d %d now)",
 			d.Dev.Maj, d.Dev.Min, d.Dev.Ino, st.Maj, st.Min, st.Ino)
-	case modified != "":
+	case ev.modified != "":
 		// The rule judge applies for the verdict (Replaced).
-		return nil, "no build-id recorded for it, and " + modified
+		return nil, "no build-id recorded for it, and " + ev.modified
 	}
-	return []string{p}, ""
+	return []string{ev.path}, ""
 }
 
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
@@ -201,7 +200,7 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	o := &s.opts
 	var st *fileState
 	if o.Lookup.SymFS == "" {
-		st = statFile(o.diskPath(d.Path))
+		st = s.states.get(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
 		if p != d && p.Kind == dso.File && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
@@ -216,9 +215,7 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if st == nil {
 		return ""
 	}
-	t, ok := s.rec.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !s.rec.end.IsZero() && st.BuildID.Matches(id) &&
-		st.MTime.After(t) && !st.MTime.After(s.rec.end) {
+	if s.rec.replacedAfterMapped(d, id, st) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""
