@@ -3,6 +3,7 @@ package addrspace
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
@@ -181,11 +182,15 @@ type Tracker struct {
 	// replaces the process of a pid (the others change it in place), so
 	// it is the only record that drops the cache.
 	last *process
+	// threads holds each thread's command name, by tid (ThreadComm).
+	threads map[uint32]string
 }
 
 // New returns an empty tracker.
 func New() *Tracker {
-	return &Tracker{procs: make(map[uint32]*process)}
+	// perf registers the idle thread, pid and tid 0, as "swapper"
+	// (perf_session__register_idle_thread in tools/perf/util/session.c).
+	return &Tracker{procs: make(map[uint32]*process), threads: map[uint32]string{0: "swapper"}}
 }
 
 func (t *Tracker) bump() uint64 {
@@ -231,6 +236,14 @@ func (t *Tracker) Update(rec perfdata.Record) *Mapping {
 		t.comm(r.PID, r.TID, r.Comm, r.Exec())
 	case *perfdata.Fork:
 		t.fork(r.PID, r.PPID)
+		// A new thread takes its parent thread's name, if it had one
+		// (thread__fork in tools/perf/util/thread.c); a reused tid
+		// loses the old thread's.
+		if c, ok := t.threads[r.PTID]; ok {
+			t.threads[r.TID] = c
+		} else {
+			delete(t.threads, r.TID)
+		}
 	case *perfdata.Exit:
 		if t.ForgetExited && r.PID == r.TID {
 			delete(t.procs, r.PID)
@@ -364,6 +377,7 @@ func (t *Tracker) comm(pid, tid uint32, comm string, exec bool) {
 	if pid == tid || p.comm == "" {
 		p.comm = comm
 	}
+	t.threads[tid] = comm
 }
 
 // find returns pid's process, or nil.
@@ -385,6 +399,19 @@ func (t *Tracker) Comm(pid uint32) string {
 		return p.comm
 	}
 	return ""
+}
+
+// ThreadComm returns the command name of thread tid as perf script prints
+// it: the last COMM seen for that thread (prctl(PR_SET_NAME) names
+// threads apart from their process), else the name of the thread it was
+// forked from, else perf's name for a thread it has no COMM for, ":TID"
+// (thread__new in tools/perf/util/thread.c); the idle thread (tid 0) is
+// "swapper" until a COMM names it.
+func (t *Tracker) ThreadComm(tid uint32) string {
+	if c, ok := t.threads[tid]; ok {
+		return c
+	}
+	return ":" + strconv.FormatUint(uint64(tid), 10)
 }
 
 // Lookup returns the mapping that covers ip in pid's address space for the

@@ -401,3 +401,25 @@ func TestWrap(t *testing.T) {
 	m := kmmap(tr, 0xffffffff81000000, 0x100000000, 0xffffffff81000000, "[kernel.kallsyms]_text")
 	assert.Equal(t, ^uint64(0), m.Limit)
 }
+
+// TestThreadComm: names are per thread, as perf script prints them: a
+// thread renamed with prctl keeps its own name, a new thread takes its
+// parent thread's, the idle thread is swapper and a thread never named is
+// ":TID".
+func TestThreadComm(t *testing.T) {
+	t.Parallel()
+	tr := New()
+	assert.Equal(t, "swapper", tr.ThreadComm(0))
+	assert.Equal(t, ":66483", tr.ThreadComm(66483))
+	comm(tr, 66475, 66475, "server", true)
+	fork(tr, 66475, 66475, 66483, 66475)
+	assert.Equal(t, "server", tr.ThreadComm(66483), "a new thread inherits its parent thread's name")
+	comm(tr, 66475, 66483, "tokio-runtime-w", false)
+	assert.Equal(t, "tokio-runtime-w", tr.ThreadComm(66483))
+	assert.Equal(t, "server", tr.ThreadComm(66475))
+	assert.Equal(t, "server", tr.Comm(66475), "the process keeps its main thread's name")
+	fork(tr, 66475, 66475, 66484, 66483)
+	assert.Equal(t, "tokio-runtime-w", tr.ThreadComm(66484), "forked from the renamed thread")
+	fork(tr, 70000, 1, 66483, 1)
+	assert.Equal(t, ":66483", tr.ThreadComm(66483), "a reused tid whose parent has no name")
+}

@@ -24,14 +24,15 @@ type Source struct {
 // when it stops.
 func Path(name string) Source { return Source{name: name} }
 
-// File is a recording already open. When f was opened by name and is not
-// in pipe format, the end of the recording is that file's modification
-// time, as for Path.
+// File is a recording already open. When f was opened by name, the end
+// of the recording is that file's modification time, as for Path.
 func File(f *perfdata.File) Source { return Source{name: f.Name(), file: f} }
 
 // Stream is a pipe-mode recording (perf record -o -) read from r; name
-// labels it in errors and in Result.File. A stream has no modification
-// time, so the end of the recording is unknown.
+// labels it in errors and in Result.File. When r is a regular file
+// (perfcheck check - < pipe.data), its modification time is the end of the
+// recording, as for Path; a pipe has none, so the end is known only from
+// the recording's own clock.
 func Stream(r io.Reader, name string) Source { return Source{name: name, stream: r} }
 
 // recording is what the check reads from a perf.data: *perfdata.File and
@@ -40,6 +41,7 @@ type recording interface {
 	Events() []perfdata.Event
 	Features() *perfdata.Features
 	Records(perfdata.RecordsOptions) *perfdata.Records
+	Warnings() []string
 }
 
 // open returns the recording src names, what Analyze must close when done,
@@ -50,6 +52,9 @@ func (src Source) open() (rec recording, closer io.Closer, info recInfo, err err
 		r, err := perfdata.NewReader(src.stream)
 		if err != nil {
 			return nil, nil, info, err
+		}
+		if f, ok := src.stream.(*os.File); ok {
+			info = regularFileInfo(f.Stat())
 		}
 		return r, nil, info, nil
 	case src.file != nil:
@@ -63,15 +68,22 @@ func (src Source) open() (rec recording, closer io.Closer, info recInfo, err err
 }
 
 // fileInfo is what a file's metadata tells of its recording: perf record
-// rewrites the header when it stops, so the file's mtime is the end of the
-// recording.
+// rewrites the header when it stops, and writes the last bytes of a
+// pipe-format file (perf record -o - > FILE) when it stops, so the file's
+// mtime is the end of the recording.
 func fileInfo(f *perfdata.File) recInfo {
-	var info recInfo
-	if f.IsPipe() || f.Name() == "" {
-		return info
+	if f.Name() == "" {
+		return recInfo{}
 	}
-	if st, err := os.Stat(f.Name()); err == nil {
-		info.end = st.ModTime()
+	return regularFileInfo(os.Stat(f.Name()))
+}
+
+// regularFileInfo is fileInfo for a stat result: a regular file's mtime,
+// nothing for a pipe or a device.
+func regularFileInfo(st os.FileInfo, err error) recInfo {
+	var info recInfo
+	if err == nil && st.Mode().IsRegular() {
+		info.end, info.endSource = st.ModTime(), EndFromMTime
 	}
 	return info
 }
@@ -156,6 +168,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err
 	}
+	s.rec.endFromClock(s.lastTime)
 	if opts.Progress != nil {
 		opts.Progress(Progress{Phase: PhaseSymbolize, Locations: len(s.locs), DSOs: len(s.dsos)})
 	}
@@ -167,6 +180,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
+	res.ReadWarnings = f.Warnings()
 	if readErr != nil {
 		res.Partial = true
 		res.ReadErr = readErr
@@ -185,11 +199,10 @@ func (info *recInfo) fromFeatures(f recording, name string) error {
 			return fmt.Errorf("%s: clock data: %w", name, err)
 		}
 	}
-	if info.kernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			info.kernelRelease = rel
-		}
+	if info.clock == nil {
+		info.clock = realtimeClock(f.Features())
 	}
+	info.machine.fromFeatures(f.Features())
 	return nil
 }
 
@@ -226,15 +239,14 @@ func (s *session) addEarlyBuildIDs(ctx context.Context, f recording, pre *preope
 // verdicts rest on weaker evidence, but the records are whole, so the
 // result is partial, not lost.
 func (s *session) addLateFeatures(f recording, name string, early int) error {
-	if s.rec.kernelRelease == "" {
-		if rel, err := f.Features().OSRelease(); err == nil {
-			s.rec.kernelRelease = rel
-		}
-	}
+	s.rec.machine.fromFeatures(f.Features())
 	if s.rec.clock == nil {
 		if cd, err := f.Features().ClockData(); err == nil && cd.WallClockNS != 0 {
 			s.rec.clock = &cd
 		}
+	}
+	if s.rec.clock == nil {
+		s.rec.clock = realtimeClock(f.Features())
 	}
 	ids, err := f.Features().BuildIDs()
 	if len(ids) > early {

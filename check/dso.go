@@ -218,9 +218,12 @@ type recInfo struct {
 	// clock converts perf time to wall time (CLOCK_DATA); nil when the
 	// recording has none.
 	clock *perfdata.ClockData
-	// kernelRelease is the recording's kernel release (the OSRELEASE
-	// feature); "" when unknown.
-	kernelRelease string
+	// endSource says where end comes from: EndFromClock or
+	// EndFromMTime; "" when end is unknown.
+	endSource string
+	// machine is the recording's kernel release, architecture and host
+	// (the OSRELEASE, ARCH and HOSTNAME features); "" when unknown.
+	machine machine
 }
 
 func (o *Options) jitMapPath(pid uint32) string {
@@ -564,34 +567,6 @@ func (s *session) judgeAtPath(d *DSO) {
 	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
 		d.symPath = disk
 	}
-}
-
-// judgeKernelWithoutBuildID judges a kernel recorded without a build-id by
-// the running kernel's release.
-func (s *session) judgeKernelWithoutBuildID(d *DSO) {
-	o := &s.opts
-	if o.Lookup.SymFS != "" {
-		d.Verdict = Missing
-		d.Reason = "no kernel build-id recorded, and under --symfs the running kernel is not the recording's"
-		d.advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
-		return
-	}
-	rel := kernelRelease()
-	if s.rec.kernelRelease != "" && rel != "" && s.rec.kernelRelease != rel {
-		d.Verdict = Replaced
-		d.Reason = "no kernel build-id recorded; the recording's kernel is " + s.rec.kernelRelease + ", the running one " + rel
-		d.advice = "copy the recording machine's build-id cache (kallsyms) or record with a kernel that has a build-id"
-		return
-	}
-	d.Verdict = Unverified
-	d.Source = "running-kernel"
-	d.FoundPath = "/proc/kallsyms"
-	d.symPath = "/proc/kallsyms"
-	d.Reason = "no kernel build-id recorded; the running kernel has the same release (" + rel + "), nothing shows it changed"
-	if s.rec.kernelRelease == "" {
-		d.Reason = "no kernel build-id nor kernel release recorded: the running kernel is assumed"
-	}
-	d.needReloc = true
 }
 
 // judgePath judges a file recorded without a build-id by the file at its

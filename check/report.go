@@ -10,15 +10,21 @@ import (
 // Report is the check's summary, the value `perfcheck check --json` prints
 // (docs/check-json.md is its schema).
 type Report struct {
-	File                 string     `json:"file"`
-	Events               []string   `json:"events,omitempty"` // the recording's event names by index, "" when unknown
-	RecordingEnd         *time.Time `json:"recording_end,omitempty"`
-	Samples              uint64     `json:"samples"`
-	TrustedSamples       uint64     `json:"trusted_samples"`
-	UntrustedLeafSamples uint64     `json:"untrusted_leaf_samples"`
-	UntrustedAnySamples  uint64     `json:"untrusted_any_samples"`
-	DSOs                 []*DSO     `json:"dsos"`
-	Advice               []Advice   `json:"advice,omitempty"`
+	File         string     `json:"file"`
+	Events       []string   `json:"events,omitempty"` // the recording's event names by index, "" when unknown
+	RecordingEnd *time.Time `json:"recording_end,omitempty"`
+	// RecordingEndSource is where RecordingEnd comes from: "clock" (the
+	// recording's own clock) or "mtime" (the file's modification time).
+	RecordingEndSource   string `json:"recording_end_source,omitempty"`
+	Samples              uint64 `json:"samples"`
+	TrustedSamples       uint64 `json:"trusted_samples"`
+	UntrustedLeafSamples uint64 `json:"untrusted_leaf_samples"`
+	UntrustedAnySamples  uint64 `json:"untrusted_any_samples"`
+	// Strict are the trust figures under --strict's policy (unverified
+	// DSOs untrusted too), which `perfcheck check --strict` prints.
+	Strict TrustFigures `json:"strict_figures"`
+	DSOs   []*DSO       `json:"dsos"`
+	Advice []Advice     `json:"advice,omitempty"`
 	// Notes are limits of this check on this recording, in words.
 	Notes []string `json:"notes,omitempty"`
 	// Problems counts the DSOs whose verdict fails the check (mismatch,
@@ -45,6 +51,7 @@ func (r *Result) Report() *Report {
 		TrustedSamples:       r.TrustedSamples,
 		UntrustedLeafSamples: r.UntrustedLeafSamples,
 		UntrustedAnySamples:  r.UntrustedAnySamples,
+		Strict:               r.Strict,
 		DSOs:                 append(make([]*DSO, 0, len(r.DSOs)), r.DSOs...),
 	}
 	for _, e := range r.EventInfo {
@@ -59,6 +66,7 @@ func (r *Result) Report() *Report {
 	if !r.RecordingEnd.IsZero() {
 		t := r.RecordingEnd.UTC()
 		rep.RecordingEnd = &t
+		rep.RecordingEndSource = r.RecordingEndSource
 	}
 	advice := map[string][]string{}
 	var order []string
@@ -75,6 +83,12 @@ func (r *Result) Report() *Report {
 			}
 			advice[d.advice] = append(advice[d.advice], d.Path)
 		}
+	}
+	// What the reader tolerated comes first: a recording perf record did
+	// not finish holds fewer samples than it ran for, and lacks the
+	// header features (build-ids) that the verdicts rely on.
+	for _, w := range r.ReadWarnings {
+		rep.Notes = append(rep.Notes, "recording: "+w)
 	}
 	if r.StackUserSamples > 0 {
 		rep.Notes = append(rep.Notes, strconv.FormatUint(r.StackUserSamples, 10)+
@@ -103,6 +117,16 @@ func (rep *Report) Failed(strict bool) bool {
 
 // Summary is the one-line summary the check prints.
 func (rep *Report) Summary() string {
+	return rep.summary(TrustFigures{rep.TrustedSamples, rep.UntrustedLeafSamples, rep.UntrustedAnySamples})
+}
+
+// StrictSummary is the summary under --strict's policy: a sample with an
+// unverified frame is not fully trusted.
+func (rep *Report) StrictSummary() string {
+	return rep.summary(rep.Strict) + " (--strict: unverified frames untrusted)"
+}
+
+func (rep *Report) summary(f TrustFigures) string {
 	pct := func(n uint64) string {
 		if rep.Samples == 0 {
 			return "0%"
@@ -110,6 +134,6 @@ func (rep *Report) Summary() string {
 		s := strconv.FormatFloat(float64(n)*100/float64(rep.Samples), 'f', 1, 64)
 		return strings.TrimSuffix(s, ".0") + "%"
 	}
-	return strconv.FormatUint(rep.Samples, 10) + " samples, " + pct(rep.TrustedSamples) + " fully trusted; " +
-		pct(rep.UntrustedLeafSamples) + " have an untrusted leaf; " + pct(rep.UntrustedAnySamples) + " an untrusted frame"
+	return strconv.FormatUint(rep.Samples, 10) + " samples, " + pct(f.TrustedSamples) + " fully trusted; " +
+		pct(f.UntrustedLeafSamples) + " have an untrusted leaf; " + pct(f.UntrustedAnySamples) + " an untrusted frame"
 }

@@ -159,11 +159,19 @@ type Result struct {
 	TrustedSamples       uint64
 	UntrustedLeafSamples uint64
 	UntrustedAnySamples  uint64
+	// Strict are the same figures under --strict's policy, where an
+	// unverified DSO is not trusted either.
+	Strict TrustFigures
 
-	// RecordingEnd is when the recording ended, in wall time (the file's
-	// modification time: perf rewrites the header last); zero when
-	// unknown (a stream).
+	// RecordingEnd is when the recording ended, in wall time: its last
+	// sample's time by the recording's own clock when it has a wall-clock
+	// reference, else the file's modification time (perf rewrites the
+	// header last); zero when unknown (a stream from a pipe).
 	RecordingEnd time.Time
+	// RecordingEndSource says where RecordingEnd comes from:
+	// EndFromClock (the recording's own clock) or EndFromMTime (the
+	// file's modification time); "" when it is unknown.
+	RecordingEndSource string
 	// KernelRelease is the recording's kernel release (the OSRELEASE
 	// feature); "" when unknown.
 	KernelRelease string
@@ -177,6 +185,10 @@ type Result struct {
 	// the file and the byte offset).
 	Partial bool
 	ReadErr error
+	// ReadWarnings are what the reader tolerated (perfdata's Warnings): a
+	// recording perf record did not finish (killed before it rewrote the
+	// header), a last record cut short, bytes after a pipe stream.
+	ReadWarnings []string
 
 	// StackUserSamples counts samples recorded with a user stack copy
 	// (--call-graph dwarf) that could not be unwound at all (not x86-64,
@@ -290,7 +302,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms, kept: s.kept}
 	s.buildStacks(res, touched, stackSamples)
 	if lookups != nil {
 		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
@@ -394,9 +406,10 @@ func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64
 	// from the indexes, and only when some DSO a sample touches is
 	// untrusted: otherwise every stack with samples is trusted (its DSOs
 	// are all touched), and the frames need not be read again.
-	allTrusted := true
+	allTrusted, allStrict := true, true
 	for _, d := range touched {
 		allTrusted = allTrusted && d.Trusted()
+		allStrict = allStrict && d.Trusted() && d.Verdict != Unverified
 	}
 	var locTrusted []bool // by location index, made on first need
 	nstacks := len(stackSamples)
@@ -432,6 +445,13 @@ func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64
 		}
 		res.Stacks[id] = st
 		n := stackSamples[id]
+		if n > 0 {
+			strictTrusted, strictLeaf := st.Trusted, st.LeafTrusted
+			if !allStrict {
+				strictTrusted, strictLeaf = strictTrust(refs, locBlock, st)
+			}
+			res.Strict.add(n, strictTrusted, strictLeaf)
+		}
 		if st.Trusted {
 			res.TrustedSamples += n
 		} else {
@@ -441,6 +461,44 @@ func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64
 			}
 		}
 	}
+}
+
+// TrustFigures count samples by trust under one policy.
+type TrustFigures struct {
+	TrustedSamples       uint64 `json:"trusted_samples"`
+	UntrustedLeafSamples uint64 `json:"untrusted_leaf_samples"`
+	UntrustedAnySamples  uint64 `json:"untrusted_any_samples"`
+}
+
+func (f *TrustFigures) add(n uint64, trusted, leafTrusted bool) {
+	switch {
+	case trusted:
+		f.TrustedSamples += n
+	case leafTrusted:
+		f.UntrustedAnySamples += n
+	default:
+		f.UntrustedAnySamples += n
+		f.UntrustedLeafSamples += n
+	}
+}
+
+// strictTrust is whether the stack of refs, whose trust under the default
+// policy st holds, is trusted (and its leaf) when unverified DSOs are not.
+func strictTrust(refs []int32, locs []Location, st *Stack) (trusted, leaf bool) {
+	if !st.Trusted && !st.LeafTrusted {
+		return false, false
+	}
+	trusted, leaf = true, true
+	for i, r := range refs {
+		if v := locs[r].DSO.Verdict; !v.Trusted() || v == Unverified {
+			trusted = false
+			if i == 0 {
+				leaf = false
+			}
+			break
+		}
+	}
+	return trusted, leaf
 }
 
 // addNote adds a note to d once.

@@ -370,7 +370,7 @@ func (s *session) sample(e *sampleEvent) {
 	}
 	raw := s.stackOf(e)
 	id := raw.stack
-	comm := s.commID(s.tracker.Comm(e.PID))
+	comm := s.commID(s.tracker.ThreadComm(e.TID))
 	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).

@@ -281,6 +281,8 @@ func TestAmbiguousTable(t *testing.T) {
 func TestCallchainOnlyDSOVisible(t *testing.T) {
 	t.Parallel()
 	s := newTestSession(t, Options{})
+	// Recorded on this machine: its kernel release, arch and host.
+	s.rec.machine = s.opts.host.runningMachine()
 	s.update(mmapRec(5, 0x1000, 0x1000, 0, "/nonexistent/leaf"))
 	s.update(mmapRec(5, 0x8000, 0x1000, 0, "/nonexistent/caller"))
 	s.update(mmapRec(-1, 0xffffffff81000000, 0x1000000, 0xffffffff81000000, "[kernel.kallsyms]_text"))
@@ -300,8 +302,9 @@ func TestCallchainOnlyDSOVisible(t *testing.T) {
 	if k := dsoOf(t, res, "[kernel.kallsyms]"); k.HitsLeaf != 1 || k.HitsAny != 1 {
 		t.Fatalf("kernel: %+v", k)
 	}
-	// The kernel leaf has no recorded build-id: unverified against the
-	// running kernel, so the leaf is trusted and the user frames are not.
+	// The kernel leaf has no recorded build-id but this machine's
+	// release, arch and host: unverified against the running kernel, so
+	// the leaf is trusted and the user frames are not.
 	if res.UntrustedAnySamples != 1 || res.UntrustedLeafSamples != 0 {
 		t.Fatalf("counts: %+v", res.Report())
 	}

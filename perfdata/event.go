@@ -12,8 +12,9 @@ type Event struct {
 	Attr Attr
 	IDs  []uint64
 	// Name is the event name perf prints ("cycles:ppp", "cpu-clock"): from
-	// the EVENT_DESC feature, a pipe-mode EVENT_UPDATE, or, when the file
-	// names none, derived from the attr as perf's evsel__name does.
+	// the EVENT_DESC feature, a pipe-mode EVENT_UPDATE, for a tracepoint
+	// the tracing data ("sched:sched_switch"), or, when the file names
+	// none, derived from the attr as perf's evsel__name does.
 	Name string
 	// AttrName is the name derived from the attr alone, as perf's
 	// evsel__name does for events it has no recorded name for ("cycles:uH").

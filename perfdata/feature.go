@@ -50,6 +50,16 @@ const (
 	// end marker.
 	featureLast Feature = 33
 
+	// simpleperf's own features, from FEAT_SIMPLEPERF_START
+	// (system/extras/simpleperf/record_file.h). Linux perf skips them.
+	FeatureSimpleperfFile            Feature = 128
+	FeatureSimpleperfMetaInfo        Feature = 129
+	FeatureSimpleperfDebugUnwind     Feature = 130
+	FeatureSimpleperfDebugUnwindFile Feature = 131
+	FeatureSimpleperfFile2           Feature = 132
+	FeatureSimpleperfETMBranchList   Feature = 133
+	FeatureSimpleperfInitMap         Feature = 134
+
 	// featureBits is HEADER_FEAT_BITS, the size of the file header bitmap.
 	featureBits = 256
 )
@@ -92,11 +102,22 @@ var featureNames = [...]string{
 	FeatureCPUDomainInfo:  "CPU_DOMAIN_INFO",
 }
 
+var simpleperfFeatureNames = map[Feature]string{
+	FeatureSimpleperfFile: "simpleperf:FILE", FeatureSimpleperfMetaInfo: "simpleperf:META_INFO",
+	FeatureSimpleperfDebugUnwind: "simpleperf:DEBUG_UNWIND", FeatureSimpleperfDebugUnwindFile: "simpleperf:DEBUG_UNWIND_FILE",
+	FeatureSimpleperfFile2: "simpleperf:FILE2", FeatureSimpleperfETMBranchList: "simpleperf:ETM_BRANCH_LIST",
+	FeatureSimpleperfInitMap: "simpleperf:INIT_MAP",
+}
+
 // String returns perf's name for the feature ("HOSTNAME", "BUILD_ID", ...),
-// or "feature(N)" for ids this reader does not know.
+// simpleperf's for its own ("simpleperf:META_INFO"), or "feature(N)" for
+// ids this reader does not know.
 func (f Feature) String() string {
 	if f >= 0 && int(f) < len(featureNames) {
 		return featureNames[f]
+	}
+	if s, ok := simpleperfFeatureNames[f]; ok {
+		return s
 	}
 	return "feature(" + strconv.Itoa(int(f)) + ")"
 }

@@ -37,7 +37,8 @@ var (
 
 	// ErrMalformed is the cause of a FormatError for input that is not
 	// cut short but impossible: sizes or counts that do not fit, unknown
-	// sample_type bits, a version-1 magic. (Truncation is
+	// sample_type bits, a version-1 header whose attr size perf would
+	// not accept. (Truncation is
 	// io.ErrUnexpectedEOF instead.)
 	ErrMalformed = errors.New("malformed perf.data")
 
@@ -150,10 +151,30 @@ func byteOrder(magic []byte) (binary.ByteOrder, error) {
 		return binary.LittleEndian, nil
 	case bytes.Equal(magic, magicBE):
 		return binary.BigEndian, nil
-	case bytes.Equal(magic, magicV1):
-		return nil, fmt.Errorf("version 1 perf.data (written before 2011) is not supported")
 	}
 	return nil, ErrNotPerfData
+}
+
+// attrABISizes are the attr sizes a version-1 file may have
+// (attr_file_abi_sizes in tools/perf/util/header.c: PERF_ATTR_SIZE_VER0
+// to VER4).
+var attrABISizes = [...]uint64{64, 72, 80, 96, 104}
+
+// v1ByteOrder finds the byte order of a version-1 file ("PERFFILE", one
+// magic for both orders) from its header's attr_size, which is one of
+// attrABISizes plus the 16-byte ids section, as try_all_file_abis in
+// header.c does. The rest of the file is laid out as version 2.
+func v1ByteOrder(attrSize []byte) binary.ByteOrder {
+	le, be := binary.LittleEndian.Uint64(attrSize), binary.BigEndian.Uint64(attrSize)
+	for _, s := range attrABISizes {
+		switch s + 16 {
+		case le:
+			return binary.LittleEndian
+		case be:
+			return binary.BigEndian
+		}
+	}
+	return nil
 }
 
 func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
@@ -166,11 +187,20 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, err
 	}
 	order, err := byteOrder(hdr[:8])
-	if err != nil {
-		if err == ErrNotPerfData {
-			return nil, f.errorf(0, ErrNotPerfData, "bad magic %q", hdr[:8])
+	if bytes.Equal(hdr[:8], magicV1) {
+		if size < 24 {
+			return nil, f.errorf(0, io.ErrUnexpectedEOF, "version-1 file of %d bytes is too short for its header", size)
 		}
-		return nil, f.errorf(0, ErrMalformed, "%v", err)
+		if err := f.readAt(hdr[:24], 0, "header"); err != nil {
+			return nil, err
+		}
+		if order = v1ByteOrder(hdr[16:24]); order == nil {
+			return nil, f.errorf(16, ErrMalformed, "version-1 header: attr size %#x is none perf knows, in either byte order", hdr[16:24])
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, f.errorf(0, ErrNotPerfData, "bad magic %q", hdr[:8])
 	}
 	f.order = order
 	hsize := order.Uint64(hdr[8:])
@@ -213,13 +243,21 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 		return nil, err
 	}
 
+	if f.dataSize == 0 && hsize == fileHeaderSize {
+		if end, ok := f.findFeatureTable(len(f.featureBits(hdr[72:104]))); ok {
+			// The features were written, so perf record finished: the
+			// data size alone was lost. The data ends at the table.
+			f.dataSize = end - f.dataOff
+			f.warn(fmt.Sprintf("the header's data size is 0, but the feature section table follows the records at offset %d: reading the %d bytes of records before it", end, f.dataSize))
+		}
+	}
 	if f.dataSize == 0 {
 		// perf record writes the final header only when it exits; a
 		// zero data size means it was killed first. perf refuses such
 		// files; the records up to the end of the file are still good.
 		f.truncated = true
 		f.dataSize = size - f.dataOff
-		f.warn(fmt.Sprintf("the header's data size is 0: perf record did not exit cleanly; reading %d bytes of records to the end of the file; header features are missing", f.dataSize))
+		f.warn(fmt.Sprintf("the header's data size is 0: perf record did not exit cleanly (it was killed before it rewrote the header); reading %d bytes of records to the end of the file; header features are missing", f.dataSize))
 		f.features = newFileFeatures(r, size, order, nil)
 	} else if hsize == fileHeaderSize {
 		f.features, err = f.readFeatureTable(hdr[72:104])
@@ -234,7 +272,63 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	f.features.setName(name)
 	f.nameEvents()
+	f.nameTracepoints()
 	return f, nil
+}
+
+// nameTracepoints names the tracepoint events EVENT_DESC left unnamed from
+// the tracing data: the TRACING_DATA feature; for simpleperf's files the
+// event_type_info of its META_INFO feature, or the TRACING_DATA record it
+// puts first in the data section.
+func (f *File) nameTracepoints() {
+	unnamed := false
+	for i, e := range f.events.events {
+		unnamed = unnamed || (e.Attr.Type == AttrTypeTracepoint && !f.events.named[i])
+	}
+	if !unnamed {
+		return
+	}
+	var evs []TraceEvent
+	var err error
+	switch {
+	case f.features.Has(FeatureTracingData):
+		evs, err = f.features.TraceEvents()
+	case f.features.Has(FeatureSimpleperfMetaInfo):
+		var mi map[string]string
+		if mi, err = f.features.SimpleperfMetaInfo(); err == nil {
+			evs = simpleperfTracepoints(mi["event_type_info"])
+		}
+	}
+	if len(evs) == 0 && err == nil {
+		evs, err = f.firstRecordTracing()
+	}
+	if err != nil {
+		f.warn(fmt.Sprintf("tracepoint names: %v", err))
+	}
+	f.events.nameTracepoints(evs)
+}
+
+// firstRecordTracing decodes the tracing data of a TRACING_DATA record
+// that holds its payload (simpleperf's form) at the start of the data
+// section; nothing when the data starts otherwise.
+func (f *File) firstRecordTracing() ([]TraceEvent, error) {
+	var h [12]byte
+	if f.dataSize < 12 || f.readAt(h[:], f.dataOff, "first record") != nil {
+		return nil, nil
+	}
+	size, n := int64(f.order.Uint16(h[6:])), int64(f.order.Uint32(h[8:]))
+	if RecordType(f.order.Uint32(h[:])) != RecordTracingData || size <= 12 || size < 12+n {
+		return nil, nil
+	}
+	b := make([]byte, n)
+	if err := f.readAt(b, f.dataOff+12, "tracing data"); err != nil {
+		return nil, err
+	}
+	evs, err := ParseTracingData(b, f.dataOff+12)
+	if fe, ok := err.(*FormatError); ok {
+		fe.File = f.name
+	}
+	return evs, err
 }
 
 // readAttrs reads the attrs section: entries of attr_size bytes, each an
@@ -295,6 +389,77 @@ func (f *File) readAttrs(attrSize uint64, off, size int64) error {
 		f.events.add(a, ids, "")
 	}
 	return nil
+}
+
+// maxFeatureScan bounds how far from the end of a file whose header lost
+// its data size findFeatureTable looks for the feature section table (the
+// limit a stream puts on feature sections).
+const maxFeatureScan = maxStreamTail
+
+// findFeatureTable looks for the feature section table of a file whose
+// header says its data size is 0 although perf record finished it (the
+// size was zeroed since): n {offset, size} entries whose sections follow
+// one another within the file, the first after room for the table, as
+// perf_header__adds_write in header.c writes them (it reserves an entry
+// per feature it means to write, and drops those that fail, so the room
+// can exceed n entries). Such a table can only be where the data ends;
+// it is looked for backwards from the end of the file. It returns the
+// table's offset.
+func (f *File) findFeatureTable(n int) (int64, bool) {
+	if n == 0 {
+		return 0, false
+	}
+	tsize := int64(16 * n)
+	lo := max(f.dataOff, f.size-tsize-maxFeatureScan)
+	hi := f.size - tsize
+	if hi < lo {
+		return 0, false
+	}
+	const window = 64 << 10
+	buf := make([]byte, window+8)
+	for end := hi + 8; end > lo; end -= window {
+		start := max(lo, end-window-8)
+		b := buf[:end-start]
+		if f.readAt(b, start, "feature section table") != nil {
+			return 0, false
+		}
+		for i := len(b) - 8; i >= 0; i-- {
+			x := start + int64(i)
+			if x > hi || !tableRoom(f.order.Uint64(b[i:]), x, n) {
+				continue
+			}
+			if f.featureChain(x, n) {
+				return x, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// tableRoom reports whether a first feature section at first leaves room
+// for a table of n to featureBits entries at off, as perf reserves it.
+func tableRoom(first uint64, off int64, n int) bool {
+	room := first - uint64(off)
+	return first > uint64(off) && room%16 == 0 && room/16 >= uint64(n) && room/16 <= featureBits
+}
+
+// featureChain reports whether the n table entries at off describe
+// sections that follow one another within the file, the first after the
+// table's room.
+func (f *File) featureChain(off int64, n int) bool {
+	t := make([]byte, 16*n)
+	if f.readAt(t, off, "feature section table") != nil {
+		return false
+	}
+	next := int64(f.order.Uint64(t))
+	for i := 0; i < n; i++ {
+		o, sz := f.order.Uint64(t[16*i:]), f.order.Uint64(t[16*i+8:])
+		if o != uint64(next) || sz > uint64(f.size-next) {
+			return false
+		}
+		next += int64(sz)
+	}
+	return true
 }
 
 // readFeatureTable reads the feature section table at the end of the data
@@ -585,6 +750,11 @@ func pipeHandler(es *eventSet, fs *Features, order binary.ByteOrder) func(*rawRe
 		case *TracingData:
 			if fs != nil && x.Data != nil {
 				fs.addPipe(FeatureTracingData, x.Data, x.DataOffset)
+			}
+			if x.Data != nil {
+				// Errors are the TraceEvents accessor's to report.
+				evs, _ := ParseTracingData(x.Data, x.DataOffset)
+				es.nameTracepoints(evs)
 			}
 		}
 	}

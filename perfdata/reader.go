@@ -44,6 +44,21 @@ func newReader(r io.Reader, name string) (*Reader, error) {
 		return nil, &FormatError{File: name, Offset: int64(n), Msg: "reading the header", Err: err}
 	}
 	order, err := byteOrder(hdr[:8])
+	if bytes.Equal(hdr[:8], magicV1) {
+		// A version-1 file: its attr size says the byte order.
+		var h24 [24]byte
+		copy(h24[:], hdr[:])
+		if n, err := io.ReadFull(r, h24[16:]); err != nil {
+			return nil, &FormatError{File: name, Offset: int64(16 + n), Msg: "version-1 header cut short", Err: io.ErrUnexpectedEOF}
+		}
+		if order = v1ByteOrder(h24[16:]); order == nil {
+			return nil, &FormatError{File: name, Offset: 16, Msg: fmt.Sprintf("version-1 header: attr size %#x is none perf knows, in either byte order", h24[16:]), Err: ErrMalformed}
+		}
+		if size := order.Uint64(hdr[8:]); size == fileHeaderSize || size == fileHeaderSizeNoFB {
+			return newFileStream(r, name, order, h24[:], int(size))
+		}
+		return nil, &FormatError{File: name, Offset: 8, Msg: "version-1 header size is neither 104 nor 72", Err: ErrMalformed}
+	}
 	if err != nil {
 		if err == ErrNotPerfData {
 			return nil, &FormatError{File: name, Offset: 0, Msg: fmt.Sprintf("bad magic %q", hdr[:8]), Err: ErrNotPerfData}
@@ -113,14 +128,14 @@ const (
 // newFileStream reads a file-format perf.data from a stream: the header,
 // then everything up to the data section (attrs and ids), then the records;
 // at the end of the records, the feature sections.
-func newFileStream(r io.Reader, name string, order binary.ByteOrder, hdr16 []byte, hsize int) (*Reader, error) {
+func newFileStream(r io.Reader, name string, order binary.ByteOrder, start []byte, hsize int) (*Reader, error) {
 	ferr := func(off int64, cause error, format string, args ...any) error {
 		return &FormatError{File: name, Offset: off, Msg: fmt.Sprintf(format, args...), Err: cause}
 	}
 	hdr := make([]byte, hsize)
-	copy(hdr, hdr16)
-	if n, err := io.ReadFull(r, hdr[pipeHeaderSize:]); err != nil {
-		return nil, ferr(int64(pipeHeaderSize+n), io.ErrUnexpectedEOF, "header cut short")
+	copy(hdr, start)
+	if n, err := io.ReadFull(r, hdr[len(start):]); err != nil {
+		return nil, ferr(int64(len(start)+n), io.ErrUnexpectedEOF, "header cut short")
 	}
 	attrSize := order.Uint64(hdr[16:])
 	attrsOff, attrsSize := order.Uint64(hdr[24:]), order.Uint64(hdr[32:])
@@ -168,6 +183,9 @@ func newFileStream(r io.Reader, name string, order binary.ByteOrder, hdr16 []byt
 		}
 	}
 	pr.rs = newRecords([]*stream{st}, &pr.events, order, name, RecordsOptions{})
+	// simpleperf's TRACING_DATA record names tracepoints as the pipe
+	// form's does.
+	pr.rs.p.onUserRecord = pipeHandler(&pr.events, nil, order)
 	return pr, nil
 }
 
@@ -197,6 +215,7 @@ func (r *Reader) readStreamFeatures(in io.Reader, f *File, bitmap []byte, dataOf
 	ff.features = fs
 	ff.events = r.events
 	ff.nameEvents()
+	ff.nameTracepoints()
 	r.events = ff.events
 	r.mu.Lock()
 	r.features = fs

@@ -60,6 +60,23 @@ const (
 	RecordSchedstatCPU    RecordType = 85
 	RecordSchedstatDomain RecordType = 86
 
+	// Records only simpleperf (Android) writes, from
+	// SIMPLE_PERF_RECORD_TYPE_START on (system/extras/simpleperf/record.h):
+	// its own symbol tables, the callchains it unwound after recording,
+	// and debug data. Linux perf stops at them; this package returns them
+	// as *Unknown, named.
+	RecordSimpleperfKernelSymbol RecordType = 32769
+	RecordSimpleperfDSO          RecordType = 32770
+	RecordSimpleperfSymbol       RecordType = 32771
+	RecordSimpleperfSplit        RecordType = 32772
+	RecordSimpleperfSplitEnd     RecordType = 32773
+	RecordSimpleperfEventID      RecordType = 32774
+	RecordSimpleperfCallchain    RecordType = 32775
+	RecordSimpleperfUnwinding    RecordType = 32776
+	RecordSimpleperfTracingData  RecordType = 32777
+	RecordSimpleperfDebug        RecordType = 32778
+	recordSimpleperfStart        RecordType = 32768
+
 	// recordUserStart is PERF_RECORD_USER_TYPE_START: records from here on
 	// are written by the perf tool, never carry a sample_id trailer and are
 	// never time-ordered (perf_session__process_user_event).
@@ -86,10 +103,17 @@ var recordTypeNames = map[RecordType]string{
 	RecordCompressed: "COMPRESSED", RecordFinishedInit: "FINISHED_INIT",
 	RecordCompressed2: "COMPRESSED2", RecordBPFMetadata: "BPF_METADATA",
 	RecordSchedstatCPU: "SCHEDSTAT_CPU", RecordSchedstatDomain: "SCHEDSTAT_DOMAIN",
+
+	RecordSimpleperfKernelSymbol: "simpleperf:KERNEL_SYMBOL", RecordSimpleperfDSO: "simpleperf:DSO",
+	RecordSimpleperfSymbol: "simpleperf:SYMBOL", RecordSimpleperfSplit: "simpleperf:SPLIT",
+	RecordSimpleperfSplitEnd: "simpleperf:SPLIT_END", RecordSimpleperfEventID: "simpleperf:EVENT_ID",
+	RecordSimpleperfCallchain: "simpleperf:CALLCHAIN", RecordSimpleperfUnwinding: "simpleperf:UNWINDING_RESULT",
+	RecordSimpleperfTracingData: "simpleperf:TRACING_DATA", RecordSimpleperfDebug: "simpleperf:DEBUG",
 }
 
 // String returns the name perf report --stats uses for the type ("MMAP2",
-// "FINISHED_ROUND"), or "type(N)" for a type this package does not know.
+// "FINISHED_ROUND"), "simpleperf:NAME" for simpleperf's own records
+// (IsSimpleperf), or "type(N)" for a type this package does not know.
 func (t RecordType) String() string {
 	if s, ok := recordTypeNames[t]; ok {
 		return s
@@ -100,6 +124,10 @@ func (t RecordType) String() string {
 // IsUser reports whether t is a record the perf tool writes (type >= 64)
 // rather than one the kernel emits.
 func (t RecordType) IsUser() bool { return t >= recordUserStart }
+
+// IsSimpleperf reports whether t is one of the records only simpleperf
+// writes (type 32768 and up); Linux perf does not read them.
+func (t RecordType) IsSimpleperf() bool { return t >= recordSimpleperfStart && t <= 0xffff }
 
 // Record is one decoded perf.data record. Its dynamic type is one of the
 // pointer types in this package (*Sample, *Mmap2, *Comm, ..., *Unknown).

@@ -383,6 +383,16 @@ func (s *stream) nextOuter() (rawRecord, error) {
 		if n >= 12 {
 			extra = int64(s.order.Uint32(rec.data[8:]))
 		}
+		if n > 12 && int64(n) >= 12+extra {
+			// simpleperf writes the payload inside the record, with
+			// header.size = 12 + the payload padded (TracingDataRecord
+			// in system/extras/simpleperf/record.cpp); perf's record is
+			// 12 bytes with the payload after it. header.size decides,
+			// as simpleperf's reader walks by it.
+			rec.extraOff, rec.extraSize = off+12, extra
+			rec.extra = rec.data[12 : 12+extra]
+			extra = 0
+		}
 	}
 	if extra != 0 {
 		if err := s.payload(&rec, extra); err != nil {

@@ -2,7 +2,8 @@
 # Runs every test of the project on a fresh Debian machine: installs what the
 # tests drive for real (perf, the elfutils debuginfod server, addr2line,
 # llvm-symbolizer, gcc and its i386/AArch64 cross compilers, libc's debug
-# files) when it is missing, then runs the Go tests, and the race detector
+# files, chromium for the HTML and SVG outputs, speedscope from npm) when
+# it is missing, then runs the Go tests, and the race detector
 # over the packages that use goroutines.
 #
 # Three jobs run at once, because the tests spend much of their time waiting
@@ -30,6 +31,10 @@ command -v llvm-symbolizer >/dev/null 2>&1 || need+=(llvm)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+# Headless chromium opens the flame graph and the report (cmd/perfcheck),
+# and speedscope's page; npm installs speedscope.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # ld.so's and libc's separate debug files: the label and debug-file tests.
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
 # Cross compilers: PLT naming and the differential test on i386 and AArch64.
@@ -44,6 +49,16 @@ if [ ${#need[@]} -gt 0 ]; then
 	$sudo apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# speedscope (the npm package), whose importer reads perfcheck script's
+# text in TestSpeedscopeImportsEverySample, kept in the user's cache.
+speedscope_dir="${XDG_CACHE_HOME:-$HOME/.cache}/perfcheck/npm"
+if [ ! -f "$speedscope_dir/node_modules/speedscope/dist/release/index.html" ]; then
+	echo "test.sh: installing speedscope with npm into $speedscope_dir" >&2
+	npm install --no-audit --no-fund --silent --prefix "$speedscope_dir" speedscope@1.25.0 >/dev/null ||
+		echo "test.sh: npm could not install speedscope; its test will skip" >&2
+fi
+export PERFCHECK_SPEEDSCOPE="$speedscope_dir/node_modules/speedscope"
 
 export CGO_ENABLED=0
 # A package that does not compile fails every job: stop here instead.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/perfcheck/perfcheck/check"
 )
@@ -73,6 +74,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // to do.
 func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 	fmt.Fprintf(w, "%s: %s\n", rep.File, strings.Join(nonEmpty(rep.Events), ", "))
+	writeRecordingEnd(w, rep)
 	if rep.Partial {
 		fmt.Fprintf(w, "PARTIAL: reading stopped at an error; this report covers only the records before it: %s\n", rep.Error)
 	}
@@ -187,7 +189,11 @@ func writeDSODetail(w io.Writer, d *check.DSO, trustPaths bool) {
 // verdict line.
 func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, rep.Summary())
+	if strict {
+		fmt.Fprintln(w, rep.StrictSummary())
+	} else {
+		fmt.Fprintln(w, rep.Summary())
+	}
 	if len(rep.Notes) > 0 {
 		// Limits of the check on this recording (e.g. --call-graph dwarf
 		// samples whose unwinding stopped at an unproven binary): the
@@ -212,7 +218,11 @@ func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 	if rep.Partial {
 		fmt.Fprintln(w, "PARTIAL: the recording could not be read to its end (see above); the verdicts cover the records before the error.")
 	}
+	// A partial read exits 2: nothing is OK about it, whatever the
+	// records before the error showed.
 	switch n := problemCount(rep, strict); {
+	case n == 0 && rep.Partial:
+		fmt.Fprintln(w, "INCOMPLETE: no DSO the samples read touch is mismatched, missing or replaced, but the rest of the recording was not checked.")
 	case n == 0 && strict:
 		fmt.Fprintln(w, "OK: every DSO the samples touch is verified.")
 	case n == 0:
@@ -273,4 +283,17 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
+}
+
+// writeRecordingEnd says when the recording ended, the time binaries
+// without a build-id are compared with, and where that time comes from.
+func writeRecordingEnd(w io.Writer, rep *check.Report) {
+	switch {
+	case rep.RecordingEnd == nil:
+		fmt.Fprintln(w, "recording end: unknown (a stream without a wall-clock reference): modification times are not compared")
+	case rep.RecordingEndSource == check.EndFromClock:
+		fmt.Fprintf(w, "recording end: %s (the last sample, by the recording's own clock)\n", rep.RecordingEnd.Format(time.RFC3339))
+	default:
+		fmt.Fprintf(w, "recording end: %s (the file's modification time; a copy resets it: record with -k CLOCK_MONOTONIC to carry the clock)\n", rep.RecordingEnd.Format(time.RFC3339))
+	}
 }

@@ -88,9 +88,13 @@ type infoJSON struct {
 	// LostEvents is the sum of LOST records (events the kernel dropped
 	// because perf did not read its buffers fast enough); LostSamples
 	// the sum of LOST_SAMPLES records.
-	LostEvents    uint64           `json:"lost_events"`
-	LostSamples   uint64           `json:"lost_samples"`
-	Records       uint64           `json:"records"`
+	LostEvents  uint64 `json:"lost_events"`
+	LostSamples uint64 `json:"lost_samples"`
+	Records     uint64 `json:"records"`
+	// Uncounted is the number of records of types perf does not count
+	// (not in Records): simpleperf's own records, newer types.
+	Uncounted     uint64           `json:"uncounted_records,omitempty"`
+	UncountedNote string           `json:"-"`
 	TimeRange     *infoTimeJSON    `json:"time_range,omitempty"`
 	Features      []string         `json:"features"`
 	BuildIDs      int              `json:"build_ids"`
@@ -210,6 +214,7 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 		in.Events = append(in.Events, infoEvent(e))
 	}
 	in.Samples, in.Records = st.allSamples, st.total
+	in.setUncounted(st)
 	in.LostEvents, in.LostSamples = st.lostEvents, st.lostSamples
 	in.Warnings = f.Warnings()
 	if len(in.featureErrors) > 0 {
@@ -413,7 +418,11 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 	if in.LostEvents > 0 || in.LostSamples > 0 {
 		line("lost", "%d events, %d samples (dropped by the kernel; the profile undercounts)", in.LostEvents, in.LostSamples)
 	}
-	line("records", "%d", in.Records)
+	if in.Uncounted > 0 {
+		line("records", "%d, and %d that perf does not read (%s)", in.Records, in.Uncounted, in.UncountedNote)
+	} else {
+		line("records", "%d", in.Records)
+	}
 	line("build-ids", "%d in the header", in.BuildIDs)
 	line("features", "%s", strings.Join(in.Features, " "))
 	line("events", "%d", len(in.Events))
@@ -473,8 +482,18 @@ func (r *recording) Events() []perfdata.Event                            { retur
 func (r *recording) Features() *perfdata.Features                        { return r.src.Features() }
 func (r *recording) ByteOrder() binary.ByteOrder                         { return r.src.ByteOrder() }
 func (r *recording) Warnings() []string                                  { return r.src.Warnings() }
-func (r *recording) IsPipe() bool                                        { return r.file == nil || r.file.IsPipe() }
-func (r *recording) IsDir() bool                                         { return r.file != nil && r.file.IsDir() }
+
+// IsPipe reports whether the recording is in pipe format: a file-format
+// recording read as a stream (cat perf.data | perfcheck info -) is not.
+func (r *recording) IsPipe() bool {
+	if r.file != nil {
+		return r.file.IsPipe()
+	}
+	rd, ok := r.src.(*perfdata.Reader)
+	return !ok || rd.IsPipe()
+}
+
+func (r *recording) IsDir() bool { return r.file != nil && r.file.IsDir() }
 
 // Truncated reports an unfinished file (see perfdata.File.Truncated); a
 // stream has no header to tell.
@@ -485,4 +504,15 @@ func (r *recording) Close() error {
 		return r.file.Close()
 	}
 	return nil
+}
+
+// setUncounted sums the records of types perf does not count and lists
+// them ("simpleperf:CALLCHAIN 40").
+func (in *infoJSON) setUncounted(st *recordStats) {
+	var parts []string
+	for _, t := range st.uncountedTypes() {
+		in.Uncounted += st.uncounted[t]
+		parts = append(parts, fmt.Sprintf("%v %d", t, st.uncounted[t]))
+	}
+	in.UncountedNote = strings.Join(parts, ", ")
 }

@@ -26,8 +26,9 @@ func init() {
 type pprofJSON struct {
 	File         string   `json:"file"`
 	Output       string   `json:"output"`
-	SampleTypes  []string `json:"sample_types"` // "type/unit"
-	Samples      int      `json:"samples"`      // pprof samples (distinct stack and thread)
+	SampleTypes  []string `json:"sample_types"`    // "type/unit"
+	Samples      uint64   `json:"samples"`         // samples read from the recording
+	Stacks       int      `json:"distinct_stacks"` // pprof samples: one per distinct stack of each thread (comm, pid, tid)
 	Locations    int      `json:"locations"`
 	Functions    int      `json:"functions"`
 	Mappings     int      `json:"mappings"`
@@ -103,7 +104,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *jsonOut {
-		j := pprofJSON{File: a.res.File, Output: *out, Samples: len(p.Sample), Locations: len(p.Location),
+		j := pprofJSON{File: a.res.File, Output: *out, Samples: a.res.Samples, Stacks: len(p.Sample), Locations: len(p.Location),
 			Functions: len(p.Function), Mappings: len(p.Mapping), Unsymbolized: []string{}, Notes: notes}
 		for _, st := range p.SampleType {
 			j.SampleTypes = append(j.SampleTypes, st.Type+"/"+st.Unit)

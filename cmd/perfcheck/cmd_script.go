@@ -16,10 +16,11 @@ import (
 
 func init() {
 	register(&command{
-		name:    "script",
-		usage:   "perfcheck script [flags] perf.data|-",
-		summary: "print every sample and its callchain in perf script's grammar, untrusted frames marked",
-		run:     runScript,
+		name:      "script",
+		usage:     "perfcheck script [flags] perf.data|-",
+		summary:   "print every sample and its callchain in perf script's grammar, untrusted frames marked",
+		run:       runScript,
+		jsonLines: true,
 	})
 }
 

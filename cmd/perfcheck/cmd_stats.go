@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -26,6 +27,9 @@ type statsJSON struct {
 	ExcludesAux bool             `json:"excludes_aux"`
 	Types       []statsTypeJSON  `json:"types"`
 	Events      []statsEventJSON `json:"events"`
+	// Uncounted are the records of types perf does not count (not in
+	// Total): simpleperf's own records, types newer than perfcheck.
+	Uncounted []statsTypeJSON `json:"uncounted,omitempty"`
 	// Warnings are what the reader tolerated (an unfinished file, a
 	// clipped last compressed record, trailing bytes after a pipe stream).
 	Warnings []string `json:"warnings,omitempty"`
@@ -62,6 +66,11 @@ type recordStats struct {
 	// lostEvents sums LOST records (ring buffer overruns), lostSamples
 	// all LOST_SAMPLES records.
 	lostEvents, lostSamples uint64
+	// uncounted counts the records of types perf does not count (those
+	// from perfMaxRecordType on: simpleperf's own records, newer types),
+	// which perf report stops at; perfcheck reads past them and says how
+	// many there were.
+	uncounted map[perfdata.RecordType]uint64
 }
 
 // perfMaxRecordType is PERF_RECORD_HEADER_MAX of the newest perf this
@@ -99,6 +108,11 @@ func countRecords(f *recording) (*recordStats, error) {
 		if t < perfMaxRecordType {
 			st.total++
 			st.byType[t]++
+		} else {
+			if st.uncounted == nil {
+				st.uncounted = map[perfdata.RecordType]uint64{}
+			}
+			st.uncounted[t]++
 		}
 		switch x := r.(type) {
 		case *perfdata.Compressed:
@@ -203,6 +217,9 @@ func runStats(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				out.Events = append(out.Events, statsEventJSON{Name: statsEventName(f, i), Samples: st.samples[i], LostSamples: st.lostPerEvt[i]})
 			}
 		}
+		for _, t := range st.uncountedTypes() {
+			out.Uncounted = append(out.Uncounted, statsTypeJSON{Type: t.String(), ID: uint32(t), Count: st.uncounted[t]})
+		}
 		out.Warnings = f.Warnings()
 		if rerr != nil {
 			out.Error = rerr.Error()
@@ -212,6 +229,7 @@ func runStats(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	} else {
 		writeStatsText(stdout, f, st, auxNote)
+		writeUncounted(stdout, st)
 		// stdout stays exactly perf's; what was tolerated goes to stderr.
 		for _, w := range f.Warnings() {
 			fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, w)
@@ -283,4 +301,27 @@ func statsEventName(f *recording, i int) string {
 		return e.Attr.DerivedName()
 	}
 	return e.Name
+}
+
+// uncountedTypes returns the types of st.uncounted in numeric order.
+func (st *recordStats) uncountedTypes() []perfdata.RecordType {
+	ts := make([]perfdata.RecordType, 0, len(st.uncounted))
+	for t := range st.uncounted {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// writeUncounted prints, after perf's figures, the records perf does not
+// count; perf report stops at the first of them ("failed to process
+// type"), so its output never has these lines.
+func writeUncounted(w io.Writer, st *recordStats) {
+	if len(st.uncounted) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nNot counted (types perf does not read):\n")
+	for _, t := range st.uncountedTypes() {
+		fmt.Fprintf(w, "%16s events: %10d\n", t.String(), st.uncounted[t])
+	}
 }

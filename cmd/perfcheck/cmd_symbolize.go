@@ -45,6 +45,7 @@ type symbolizeFlags struct {
 	addrs     bool
 	debugFile bool
 	lookup    lookupFlags
+	addrArgs  []string // the addresses given as arguments
 }
 
 // runSymbolize runs perfcheck symbolize, reading addresses from stdin
@@ -87,8 +88,8 @@ func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	p := &symbolizePrinter{b: b, f: f, w: bufio.NewWriter(stdout), stderr: stderr, status: exitOK}
 	defer p.w.Flush()
-	if f.fs.NArg() > 0 {
-		for _, a := range f.fs.Args() {
+	if len(f.addrArgs) > 0 {
+		for _, a := range f.addrArgs {
 			p.one([]byte(a))
 		}
 	} else if err := p.readStdin(stdin); err != nil {
@@ -127,11 +128,25 @@ func parseSymbolizeFlags(args []string, stderr io.Writer) (f *symbolizeFlags, co
 		fmt.Fprintln(stderr, "with none given they are read from stdin, one or more per line.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, exitOK, false
+	// Flags may follow the addresses (symbolize ADDR --json), as other
+	// commands take them after the file: parse on past each address.
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitError, false
 		}
-		return nil, exitError, false
+		if fs.NArg() == 0 {
+			break
+		}
+		if n := len(rest) - fs.NArg(); n > 0 && rest[n-1] == "--" {
+			// After "--" everything is an address.
+			f.addrArgs = append(f.addrArgs, fs.Args()...)
+			break
+		}
+		f.addrArgs = append(f.addrArgs, fs.Arg(0))
+		rest = fs.Args()[1:]
 	}
 	if f.buildID != "" && f.exe != "" {
 		return nil, errorf(stderr, "symbolize", "give -e or --build-id, not both"), false

@@ -273,16 +273,21 @@ func TestInfoGolden(t *testing.T) {
 	}
 }
 
-// TestInfoNotClosedCleanly: a copy of a real recording with the header's
-// data size set to 0, as perf leaves a file when it is killed before
-// rewriting the header, is read to its end with a warning.
+// TestInfoNotClosedCleanly: a copy of a real recording cut after its
+// records, with the header's data size set to 0, as perf leaves a file
+// when it is killed before it writes the features and rewrites the
+// header, is read to its end with a warning. (A finished file whose data
+// size alone was zeroed reads as perfdata's TestZeroedDataSize shows.)
 func TestInfoNotClosedCleanly(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(fixturesDir, "twoevents.data"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 48; i < 56; i++ { // perf_file_header.data.size
+	le := binary.LittleEndian
+	b = b[:le.Uint64(b[40:])+le.Uint64(b[48:])] // the header, attrs and records
+	// perf_file_header.data.size
+	for i := 48; i < 56; i++ {
 		b[i] = 0
 	}
 	file := filepath.Join(t.TempDir(), "killed.data")

@@ -26,45 +26,21 @@ type foldedOptions struct {
 // It works on the check's aggregates, so it needs no per-sample record.
 // It returns the event folded and the events left out.
 func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, skipped []string, err error) {
-	has := eventsWithSamples(a.res)
-	ev, err := foldedEvent(a, opts.event, has)
+	ev, err := foldedEvent(a, opts.event)
 	if err != nil {
 		return "", nil, err
 	}
-	// A location is in many stacks: its folded text is made once.
-	locText := make([]string, len(a.res.Locations))
-	text := func(l *check.Location) string {
-		i := l.ID - 1
-		if i < 0 || i >= len(locText) || a.res.Locations[i] != l {
-			return foldedLocation(l, opts.inlines) // not one of the result's (no test makes one)
-		}
-		if locText[i] == "" {
-			locText[i] = foldedLocation(l, opts.inlines)
-		}
-		return locText[i]
-	}
-	idx := map[string]int{} // stack -> index in weights
+	idx := map[string]int{} // stack -> its index in keys and weights
 	var keys []string
 	var weights []uint64
 	var buf []byte
-	for _, ag := range a.res.Aggregates() {
-		if ag.Event != ev {
-			continue
-		}
-		buf = append(buf[:0], foldedComm(ag)...)
-		for i, c := range buf {
-			if c == ' ' {
-				buf[i] = '_'
+	eachFoldedStack(a, ev, opts, func(frames []foldedFrameAt, weight uint64) {
+		buf = buf[:0]
+		for i, f := range frames {
+			if i > 0 {
+				buf = append(buf, ';')
 			}
-		}
-		locs := ag.Stack.Locations()
-		for i := len(locs) - 1; i >= 0; i-- {
-			buf = append(buf, ';')
-			buf = append(buf, text(locs[i])...)
-		}
-		wt := ag.Period
-		if opts.count {
-			wt = ag.Samples
+			buf = append(buf, f.name...)
 		}
 		k, ok := idx[string(buf)]
 		if !ok {
@@ -73,8 +49,8 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 			weights = append(weights, 0)
 			idx[keys[k]] = k
 		}
-		weights[k] += wt
-	}
+		weights[k] += weight
+	})
 	order := make([]int, len(keys))
 	for i := range order {
 		order[i] = i
@@ -88,19 +64,70 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 		buf = append(buf, '\n')
 		bw.Write(buf)
 	}
+	return a.res.EventName(ev), a.otherEvents(ev), bw.Flush()
+}
+
+// otherEvents are the names of the events with samples but ev.
+func (a *analysis) otherEvents(ev int) []string {
+	var out []string
+	has := eventsWithSamples(a.res)
 	for i := range a.res.EventInfo {
 		if i != ev && has[i] {
-			skipped = append(skipped, a.res.EventName(i))
+			out = append(out, a.res.EventName(i))
 		}
 	}
-	return a.res.EventName(ev), skipped, bw.Flush()
+	return out
+}
+
+// foldedFrameAt is a frame of a folded stack: its name as --folded prints
+// it, and the location its code is at (nil for the root, the comm).
+type foldedFrameAt struct {
+	name string
+	loc  *check.Location
+}
+
+// eachFoldedStack calls fn with the frames (root first: the comm, then the
+// outermost caller) and the weight of each of the check's aggregates of
+// event ev: the stacks --folded prints and the flame graph draws. frames
+// is reused between calls.
+func eachFoldedStack(a *analysis, ev int, opts foldedOptions, fn func(frames []foldedFrameAt, weight uint64)) {
+	// A location is in many stacks: its frames are folded once, kept by
+	// Location.ID (its index in Locations, plus one).
+	byLoc := make([][]foldedFrameAt, len(a.res.Locations))
+	folded := func(l *check.Location) []foldedFrameAt {
+		i := l.ID - 1
+		if i < 0 || i >= len(byLoc) || a.res.Locations[i] != l {
+			return appendFoldedFrames(nil, l, opts.inlines) // not one of the result's
+		}
+		if byLoc[i] == nil {
+			byLoc[i] = appendFoldedFrames(nil, l, opts.inlines)
+		}
+		return byLoc[i]
+	}
+	var frames []foldedFrameAt
+	for _, ag := range a.res.Aggregates() {
+		if ag.Event != ev {
+			continue
+		}
+		frames = append(frames[:0], foldedFrameAt{name: strings.ReplaceAll(foldedComm(ag), " ", "_")})
+		locs := ag.Stack.Locations()
+		for i := len(locs) - 1; i >= 0; i-- {
+			frames = append(frames, folded(locs[i])...)
+		}
+		wt := ag.Period
+		if opts.count {
+			wt = ag.Samples
+		}
+		fn(frames, wt)
+	}
 }
 
 // foldedEvent is the index of the event to fold: the one named, else the
-// first of the recording that has samples (has, by event). Periods of
-// different events do not add up, so one is folded at a time
-// (stackcollapse-perf.pl also keeps one event, the first it meets).
-func foldedEvent(a *analysis, name string, has []bool) (int, error) {
+// first of the recording that has samples. Periods of different events do
+// not add up, so one is folded at a time (stackcollapse-perf.pl also keeps
+// one event, the first it meets).
+func foldedEvent(a *analysis, name string) (int, error) {
+	has := eventsWithSamples(a.res)
 	for i := range a.res.EventInfo {
 		if name == "" && has[i] || name != "" && a.res.EventName(i) == name {
 			return i, nil
@@ -116,7 +143,8 @@ func foldedEvent(a *analysis, name string, has []bool) (int, error) {
 	return 0, fmt.Errorf("--event %s: the recording's events are %s", name, strings.Join(names, ", "))
 }
 
-// eventsWithSamples says, by event index, which events have samples.
+// eventsWithSamples says, by event index, which events have samples: one
+// pass over the aggregates for all of them.
 func eventsWithSamples(res *check.Result) []bool {
 	has := make([]bool, res.NumEvents())
 	for _, ag := range res.Aggregates() {
@@ -132,18 +160,17 @@ func foldedComm(ag check.Aggregate) string {
 	return ag.Comm
 }
 
-// foldedLocation is the frames of l folded and joined by ";", outermost
-// first: the function holding the code, then (with inlines) the inlined
-// callees.
-func foldedLocation(l *check.Location, inlines bool) string {
+// appendFoldedFrames appends the frames of l, outermost first: the
+// function holding the code, then (with inlines) the inlined callees.
+func appendFoldedFrames(frames []foldedFrameAt, l *check.Location, inlines bool) []foldedFrameAt {
 	last := len(l.Frames) - 1
-	s := foldedFrame(l, last)
+	frames = append(frames, foldedFrameAt{foldedFrame(l, last), l})
 	if inlines {
 		for i := last - 1; i >= 0; i-- {
-			s += ";" + foldedFrame(l, i)
+			frames = append(frames, foldedFrameAt{foldedFrame(l, i), l})
 		}
 	}
-	return s
+	return frames
 }
 
 // foldedFrame is frame i of l as stackcollapse-perf.pl folds the line

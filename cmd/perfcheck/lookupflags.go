@@ -4,10 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"os"
 	"strings"
-
-	"golang.org/x/term"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 )
@@ -64,8 +61,8 @@ func (lf *lookupFlags) options(stderr io.Writer) buildidcache.Options {
 			o.DebuginfodURLs = append(o.DebuginfodURLs, strings.Fields(v)...)
 		}
 	}
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		o.Progress = stderr
+	if f, ok := terminalFile(stderr); ok {
+		o.Progress = f
 	}
 	return o
 }

@@ -30,6 +30,9 @@ type command struct {
 	usage   string // one line: "perfcheck NAME [flags] ARGS"
 	summary string // one line for the help listing
 	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// jsonLines: --json prints JSON Lines (one object per line), so a
+	// failure after some output still ends with an error object.
+	jsonLines bool
 }
 
 var commands = map[string]*command{}
@@ -61,10 +64,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if c, ok := commands[args[0]]; ok {
-		return c.run(args[1:], stdin, stdout, stderr)
+		return runCommand(c, args[1:], stdin, stdout, stderr)
 	}
 	if c, ok := commands["check"]; ok {
-		return c.run(args, stdin, stdout, stderr)
+		return runCommand(c, args, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "perfcheck: unknown command %q\n", args[0])
 	usage(stderr)

@@ -3,13 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/term"
 )
 
 // progress draws a one-line progress bar on stderr while a recording is
@@ -45,11 +42,11 @@ const progressMinSize = 16 << 20
 // when none should be drawn (stderr not a terminal, input small or of
 // unknown size). A nil *progress is valid and does nothing.
 func newProgress(stderr io.Writer, name string, total int64) *progress {
-	f, ok := stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) || total < progressMinSize {
+	f, ok := terminalFile(stderr)
+	if !ok || total < progressMinSize {
 		return nil
 	}
-	return startProgress(stderr, name, total)
+	return startProgress(f, name, total)
 }
 
 // startProgress starts drawing unconditionally (tests call it with a buffer).

@@ -578,19 +578,23 @@ func (w *realWorld) buildSrc(out, src string, flags ...string) {
 }
 
 // A shared library replaced after recording: the library is a mismatch and
-// its samples untrusted; the program stays verified.
+// its samples untrusted; the program stays verified; every output that
+// weighs samples gives the library the share perf script gives it
+// (proveShares).
 func TestProofSharedLibraryReplaced(t *testing.T) {
 	t.Parallel()
 	w := newRealWorld(t)
 	lib, app := filepath.Join(w.dir, "libhot.so"), filepath.Join(w.dir, "app")
 	w.buildSrc(lib, libHotC, append([]string{"-shared", "-fPIC"}, origNames...)...)
 	w.buildSrc(app, libAppC, "-L"+w.dir, "-lhot", "-Wl,-rpath,"+w.dir)
-	data := w.record("perf.data", nil, app)
+	data := w.record("perf.data", []string{"-N"}, app)
 	clean := proofCase{data: data, verdicts: map[string]string{lib: "verified", app: "verified"}, named: append([]string{"app_spin"}, origHot...)}
 	w.prove(clean)
 	w.buildSrc(lib, libHotC, append([]string{"-shared", "-fPIC"}, replNames...)...)
-	w.prove(proofCase{data: data, verdicts: map[string]string{lib: "mismatch", app: "verified"}, untrusted: []string{lib},
-		forbidden: append(slices.Clone(replOnly), origOnly...), named: []string{"app_spin"}, sentinel: true})
+	replaced := proofCase{data: data, verdicts: map[string]string{lib: "mismatch", app: "verified"}, untrusted: []string{lib},
+		forbidden: append(slices.Clone(replOnly), origOnly...), named: []string{"app_spin"}, sentinel: true}
+	w.prove(replaced)
+	w.proveShares(replaced, lib, "[mismatch] libhot.so")
 }
 
 // goHotSrc has two hot functions whose names the build picks; the two

@@ -1,0 +1,256 @@
+package perfdata
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
+)
+
+// countTypes reads every record of the named recording and counts them by
+// type; it fails the test on a read error.
+func countTypes(t *testing.T, name string) (map[RecordType]int, []*TracingData) {
+	t.Helper()
+	f, err := Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	n := map[RecordType]int{}
+	var tds []*TracingData
+	rs := f.Records(RecordsOptions{})
+	for rs.Next() {
+		r := rs.Record()
+		n[r.Type()]++
+		if td, ok := r.(*TracingData); ok {
+			c := *td
+			c.Data = bytes.Clone(td.Data)
+			tds = append(tds, &c)
+		}
+	}
+	require.NoError(t, rs.Err())
+	return n, tds
+}
+
+// TestSimpleperfTracingData: simpleperf writes TRACING_DATA with its
+// payload inside header.size; the whole data section parses, and the
+// payload is the tracing data (its magic, "\x17\x08Dtracing"). The counts
+// are what simpleperf's record walk finds.
+func TestSimpleperfTracingData(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name            string
+		samples, mmaps  int
+		payload, offset int64
+	}{
+		{"simpleperf--perf_sched_stat_runtime.data", 2430, 11651, 2794, 264 + 12},
+		{"simpleperf--perf_with_tracepoint_event.data", 45, 37, 2012, 488 + 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			n, tds := countTypes(t, fixtures.Corpus(t, "foreign/"+c.name))
+			assert.Equal(t, c.samples, n[RecordSample])
+			assert.Equal(t, c.mmaps, n[RecordMmap])
+			require.Len(t, tds, 1)
+			assert.Equal(t, uint32(c.payload), tds[0].DataSize)
+			assert.Equal(t, c.offset, tds[0].DataOffset)
+			require.Len(t, tds[0].Data, int(c.payload))
+			assert.True(t, bytes.HasPrefix(tds[0].Data, []byte("\x17\x08Dtracing")), "%q", tds[0].Data[:16])
+		})
+	}
+}
+
+// TestSimpleperfPrivateRecords: simpleperf's own CALLCHAIN records come
+// back named, as *Unknown, between the records perf knows.
+func TestSimpleperfPrivateRecords(t *testing.T) {
+	t.Parallel()
+	n, _ := countTypes(t, fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	assert.Equal(t, 40, n[RecordSimpleperfCallchain])
+	assert.Equal(t, 21, n[RecordSample])
+	assert.True(t, RecordSimpleperfCallchain.IsSimpleperf())
+	assert.False(t, RecordSchedstatDomain.IsSimpleperf())
+	assert.Equal(t, "simpleperf:CALLCHAIN", RecordSimpleperfCallchain.String())
+	assert.Equal(t, "type(40000)", RecordType(40000).String())
+}
+
+// TestVersion1File: a version-1 file (PERFFILE, written by RHEL 6's perf
+// 2.6.32) reads as perf 6.1 reads it: 84 records, one cpu-clock event.
+func TestVersion1File(t *testing.T) {
+	t.Parallel()
+	name := fixtures.Corpus(t, "foreign/hotspot--perf.data.true.v1")
+	n, _ := countTypes(t, name)
+	assert.Equal(t, map[RecordType]int{RecordMmap: 80, RecordComm: 2, RecordExit: 2}, n)
+	f, err := Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, binary.LittleEndian, f.ByteOrder())
+	require.Len(t, f.Events(), 1)
+	assert.Equal(t, "cpu-clock:HG", f.Events()[0].Name)
+
+	in, err := os.Open(name)
+	require.NoError(t, err)
+	defer in.Close()
+	r, err := NewReader(in)
+	require.NoError(t, err, "read as a stream")
+	rs := r.Records(RecordsOptions{})
+	n = map[RecordType]int{}
+	for rs.Next() {
+		n[rs.Record().Type()]++
+	}
+	require.NoError(t, rs.Err())
+	assert.Equal(t, map[RecordType]int{RecordMmap: 80, RecordComm: 2, RecordExit: 2}, n, "read as a stream")
+}
+
+// TestV1ByteOrder: the attr size says a version-1 file's byte order; a
+// size perf would not accept in either order is no order.
+func TestV1ByteOrder(t *testing.T) {
+	t.Parallel()
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, 72+16)
+	assert.Equal(t, binary.LittleEndian, v1ByteOrder(b))
+	binary.BigEndian.PutUint64(b, 104+16)
+	assert.Equal(t, binary.BigEndian, v1ByteOrder(b))
+	binary.LittleEndian.PutUint64(b, 112+16)
+	assert.Nil(t, v1ByteOrder(b))
+}
+
+// readAll counts the records of f by type; it fails the test on an error.
+func readAll(t *testing.T, f *File) map[RecordType]int {
+	t.Helper()
+	n := map[RecordType]int{}
+	rs := f.Records(RecordsOptions{})
+	for rs.Next() {
+		n[rs.Record().Type()]++
+	}
+	require.NoError(t, rs.Err())
+	return n
+}
+
+// TestZeroedDataSize: a finished recording whose header's data size was
+// zeroed afterwards (built here from a real recording by clearing the
+// u64 at offset 48) reads the same records as the original, stopping
+// where the feature section table begins instead of decoding it as
+// records, and keeps its features.
+func TestZeroedDataSize(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
+			require.NoError(t, err)
+			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			require.NoError(t, err)
+			want := readAll(t, orig)
+			wantHost, err := orig.Features().Hostname()
+			require.NoError(t, err)
+
+			z := bytes.Clone(b)
+			clear(z[48:56])
+			f, err := NewFile(bytes.NewReader(z), int64(len(z)))
+			require.NoError(t, err)
+			assert.Equal(t, want, readAll(t, f))
+			assert.False(t, f.Truncated())
+			off, size := orig.DataRange()
+			zoff, zsize := f.DataRange()
+			assert.Equal(t, off, zoff)
+			assert.Equal(t, size, zsize)
+			host, err := f.Features().Hostname()
+			require.NoError(t, err)
+			assert.Equal(t, wantHost, host)
+			require.Len(t, f.Warnings(), 1)
+			assert.Contains(t, f.Warnings()[0], "the header's data size is 0, but the feature section table follows the records")
+		})
+	}
+}
+
+// TestTracepointNames: tracepoint events that EVENT_DESC does not name
+// are named "system:name" from the tracing data, as perf names them: in a
+// pipe stream from its TRACING_DATA record (read as a file and as a
+// stream), in simpleperf's files from the TRACING_DATA record at the start
+// of the data or from META_INFO's event_type_info.
+func TestTracepointNames(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string][]string{
+		"perfparser--probe.data.stream":               {"probe_untitled1:main"},
+		"perfparser--probe.data.file":                 {"probe_untitled1:main"},
+		"simpleperf--perf_sched_stat_runtime.data":    {"sched:sched_stat_runtime"},
+		"simpleperf--perf_with_tracepoint_event.data": {"sched:sched_switch", "cycles:HG"},
+		"simpleperf--perf_with_trace_offcpu_v2.data":  {"cpu-clock:u", "sched:sched_switch"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := fixtures.Corpus(t, "foreign/"+name)
+			f, err := Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			var got []string
+			for _, e := range f.Events() {
+				got = append(got, e.Name)
+			}
+			assert.Equal(t, want, got)
+
+			in, err := os.Open(path)
+			require.NoError(t, err)
+			defer in.Close()
+			r, err := NewReader(in)
+			require.NoError(t, err)
+			rs := r.Records(RecordsOptions{})
+			for rs.Next() {
+			}
+			require.NoError(t, rs.Err())
+			got = got[:0]
+			for _, e := range r.Events() {
+				got = append(got, e.Name)
+			}
+			assert.Equal(t, want, got, "read as a stream")
+		})
+	}
+}
+
+// TestParseTracingData: the probe's format in a pipe stream's TRACING_DATA
+// payload decodes to its id and fields.
+func TestParseTracingData(t *testing.T) {
+	t.Parallel()
+	f, err := Open(fixtures.Corpus(t, "foreign/perfparser--probe.data.stream"))
+	require.NoError(t, err)
+	defer f.Close()
+	evs, err := f.Features().TraceEvents()
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	ev := evs[0]
+	assert.Equal(t, "probe_untitled1", ev.System)
+	assert.Equal(t, "main", ev.Name)
+	assert.Equal(t, uint64(1329), ev.ID)
+	assert.Equal(t, `"(%lx)", REC->__probe_ip`, ev.PrintFmt)
+	assert.Equal(t, []TraceField{
+		{Name: "common_type", Type: "unsigned short", Offset: 0, Size: 2},
+		{Name: "common_flags", Type: "unsigned char", Offset: 2, Size: 1},
+		{Name: "common_preempt_count", Type: "unsigned char", Offset: 3, Size: 1},
+		{Name: "common_pid", Type: "int", Offset: 4, Size: 4, Signed: true},
+		{Name: "__probe_ip", Type: "unsigned long", Offset: 8, Size: 8},
+	}, ev.Fields)
+
+	_, err = ParseTracingData([]byte("\x17\x08Dtracing0.5\x00\x00\x08"), 100)
+	var fe *FormatError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, int64(100+14), fe.Offset)
+}
+
+// TestParseTraceField: arrays keep their brackets in the type, pointers
+// their star, __data_loc its marker.
+func TestParseTraceField(t *testing.T) {
+	t.Parallel()
+	for line, want := range map[string]TraceField{
+		"field:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:1;":    {Name: "prev_comm", Type: "char[16]", Offset: 8, Size: 16, Signed: true},
+		"field:const char * name;\toffset:8;\tsize:8;\tsigned:0;":      {Name: "name", Type: "const char *", Offset: 8, Size: 8},
+		"field:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;": {Name: "msg", Type: "__data_loc char[]", Offset: 12, Size: 4},
+	} {
+		got, err := parseTraceField(line)
+		require.NoError(t, err, line)
+		assert.Equal(t, want, got, line)
+	}
+}
