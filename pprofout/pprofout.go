@@ -507,7 +507,7 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		if d.Kind != dso.File {
 			continue
 		}
-		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]
+		base := dso.BaseName(d.Path)
 		if base == comm || len(comm) >= 15 && strings.HasPrefix(base, comm) {
 			return i
 		}
