@@ -61,7 +61,9 @@ func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ [
 //
 // Unwinding runs while the records are read, before the verdicts, so it
 // asks the locator itself and keeps the answer on d for judge to reuse (one
-// lookup per DSO, one debuginfod download).
+// lookup per DSO, one debuginfod download); it reads the files at the
+// paths through the session's states, as judge does, so both weigh the
+// same look at each file.
 func (s *session) cfiFor(d *DSO) *unwind.Table {
 	if d.cfiRead {
 		return d.cfi
