@@ -437,7 +437,7 @@ var noFileReasons = map[dso.Kind]string{
 
 // judgeJIT judges JIT code by its perf map: it has no identity, but it is
 // append-only, so its names are used unless the map predates the
-// recording.
+// recording, or another user (not root) owns it.
 func (s *session) judgeJIT(d *DSO) {
 	o := &s.opts
 	p := o.jitMapPath(d.pid)
@@ -446,6 +446,13 @@ func (s *session) judgeJIT(d *DSO) {
 		d.Verdict = Missing
 		d.Reason = "JIT code; its perf map " + p + " is gone"
 		return
+	}
+	if fi, err := os.Stat(p); err == nil {
+		if uid, foreign := buildidcache.ForeignOwner(fi); foreign {
+			d.Verdict = Missing
+			d.Reason = fmt.Sprintf("JIT code; its perf map %s is owned by uid %d, not by the current user or root: ignored, as perf ignores it", p, uid)
+			return
+		}
 	}
 	d.Verdict = Unverified
 	d.FoundPath = p
@@ -551,6 +558,12 @@ func (s *session) judgeAtPath(d *DSO) {
 		d.Verdict = Missing
 		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
 		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+	case st.Compression != "" && d.Kind != dso.Module:
+		// A process maps an ELF file itself; only kernel modules are
+		// loaded from compressed files.
+		d.Verdict = Mismatch
+		d.FoundBuildID = nil
+		d.Reason += "the file at the path is " + st.Compression + "-compressed, not the ELF file a process maps; the recorded build-id is " + d.BuildID.String()
 	case st.BuildID == nil:
 		d.Verdict = Mismatch
 		d.FoundBuildID = nil
@@ -564,7 +577,7 @@ func (s *session) judgeAtPath(d *DSO) {
 		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
 		d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
 	}
-	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
+	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF && (st.Compression == "" || d.Kind == dso.Module) {
 		d.symPath = disk
 	}
 }
@@ -585,6 +598,9 @@ func (s *session) judgePath(d *DSO) {
 	}
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
+	// A process maps an ELF file itself; only kernel modules are loaded
+	// from compressed files.
+	elfFile := st.IsELF && (st.Compression == "" || d.Kind == dso.Module)
 	// A different device is another view of the filesystem (overlayfs,
 	// a container, NFS): nothing shows a change.
 	sameInode := ev.inode == inodeSame
@@ -599,7 +615,7 @@ func (s *session) judgePath(d *DSO) {
 	if d.Verdict == 0 {
 		d.Verdict = Unverified
 		d.Source = "path"
-		if st.IsELF {
+		if elfFile {
 			// Only a regular ELF file (statFile read its identity through
 			// an open that cannot block): a FIFO or device named by a
 			// hostile recording would hang the symbolizer's open.
@@ -615,8 +631,11 @@ func (s *session) judgePath(d *DSO) {
 		}
 	}
 	noBuildIDAdvice(d, st, len(s.buildIDs) > 0)
-	if d.Verdict == Replaced && o.TrustPaths && st.IsELF {
+	if d.Verdict == Replaced && o.TrustPaths && elfFile {
 		d.symPath = disk
+	}
+	if st.IsELF && !elfFile {
+		d.Reason += "; not symbolized: the file at the path is " + st.Compression + "-compressed, not the ELF file a process maps"
 	}
 	if !st.IsELF {
 		d.Reason += "; not symbolized: the file at the path is not a regular ELF file"
