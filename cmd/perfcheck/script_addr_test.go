@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,6 +67,19 @@ func TestScriptAddrMatchesPerfScript(t *testing.T) {
 	}
 	assert.Greater(t, len(addrs), 100, "distinct data addresses")
 
+	// Recorded with a fixed period (-c), the events have no
+	// PERF_SAMPLE_PERIOD; perf script's default grammar still prints the
+	// period (the attr's), and so must perfcheck's.
+	perf = w.run("perf", "script", "-F", "comm,tid,time,period,event,ip", "-i", faults)
+	require.Contains(t, perf, "          1 page-faults:")
+	out, errs, code := w.pcOut(proofCase{}, "script", "-F", "comm,tid,time,period,event,ip", faults)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "-F period on a fixed-period recording")
+	perf = w.run("perf", "script", "--symfs", "/nonexistent", "-i", faults)
+	out, errs, code = w.pcOut(proofCase{}, "script", "--symfs", "/nonexistent", faults)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, sampleHeads(perf), sampleHeads(out), "default grammar on a fixed-period recording")
+
 	clock := w.recordAddr("clock.data", []string{"-e", "cpu-clock", "-F", "2000"}, bin)
 	for _, fields := range []string{"comm,tid,event,addr,ip,sym", "comm,tid,event,addr,ip,sym,dso"} {
 		perf := w.run("perf", "script", "-F", fields, "-i", clock)
@@ -76,7 +90,7 @@ func TestScriptAddrMatchesPerfScript(t *testing.T) {
 	withChain := w.recordAddr("clockg.data", []string{"-e", "cpu-clock", "-F", "2000", "-g"}, bin)
 	fields := "comm,tid,event,addr,ip,sym,dso"
 	perf = w.run("perf", "script", "-F", fields, "-i", withChain)
-	out, errs, code := ckRun(t, append(append([]string{"script", "-F", fields}, ckLikePerf(t)...), withChain)...)
+	out, errs, code = ckRun(t, append(append([]string{"script", "-F", fields}, ckLikePerf(t)...), withChain)...)
 	require.Equal(t, exitOK, code, errs)
 	logReasons(t, compareScript(t, "clockg.data", perf, out))
 
@@ -110,3 +124,24 @@ func TestScriptAddrRefusedWithoutAddr(t *testing.T) {
 	require.Error(t, cmd.Run(), "perf script accepts -F addr without ADDR")
 	assert.Contains(t, perfErr.String(), "do not have ADDR attribute set. Cannot print 'addr' field.")
 }
+
+// sampleHeads returns the sample lines of perf script text (frame lines
+// start with a tab) up to the sample's address: the comm, tid, time,
+// period, event and ip print alike, the names after them may not.
+func sampleHeads(script string) []string {
+	var heads []string
+	for _, l := range strings.Split(script, "\n") {
+		if l == "" || strings.HasPrefix(l, "\t") {
+			continue
+		}
+		if m := sampleHeadRE.FindString(l); m != "" {
+			l = m
+		}
+		heads = append(heads, l)
+	}
+	return heads
+}
+
+// sampleHeadRE matches a sample line up to the ip after the event name (an
+// event's name ends in a letter before its colon, the time in a digit).
+var sampleHeadRE = regexp.MustCompile(`^.*[A-Za-z_-]:\s+[0-9a-f]+\b`)

@@ -148,7 +148,10 @@ func (fs scriptFields) check() error {
 // forEvent returns the fields to print for an event with attr a: a
 // default field the event did not record is left out; one -F named is an
 // error, as perf script says ("Samples for 'cpu-clock' event do not have
-// CPU attribute set. Cannot print 'cpu' field.").
+// CPU attribute set. Cannot print 'cpu' field."). The period is not such a
+// field: an event recorded with a fixed period (perf record -c) has no
+// PERF_SAMPLE_PERIOD, and perf script prints its attr's sample_period,
+// which is what the check counts for each of its samples.
 func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, error) {
 	f := fs.fields
 	if a == nil {
@@ -169,7 +172,6 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		{fieldTID | fieldPID, perfdata.SampleTID, "TID"},
 		{fieldTime, perfdata.SampleTime, "TIME"},
 		{fieldCPU, perfdata.SampleCPU, "CPU"},
-		{fieldPeriod, perfdata.SamplePeriod, "PERIOD"},
 		{fieldIP, perfdata.SampleIP, "IP"},
 		{fieldAddr, perfdata.SampleAddr, "ADDR"},
 	}
