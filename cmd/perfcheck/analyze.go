@@ -15,6 +15,7 @@ import (
 // (check, script, top, pprof): where binaries are looked up (the shared
 // lookup flags) and how far untrusted ones may be used.
 type analyzeFlags struct {
+	input      inputFlag
 	lookup     lookupFlags
 	trustPaths bool
 }
@@ -37,6 +38,7 @@ func newAnalyzeFlagSet(name, usage, summary string, stderr io.Writer) (*flag.Fla
 }
 
 func (af *analyzeFlags) register(fs *flag.FlagSet) {
+	af.input.register(fs)
 	af.lookup.register(fs)
 	fs.BoolVar(&af.trustPaths, "trust-paths", false, "name frames of mismatched/replaced binaries from the file at the path anyway (loudly marked untrusted; never in pprof output)")
 }

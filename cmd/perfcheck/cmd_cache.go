@@ -397,6 +397,8 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var lf lookupFlags
 	lf.register(fs)
+	var in inputFlag
+	in.register(fs)
 	hard := fs.Bool("hardlink", false, "hard-link binaries into the cache as perf does, instead of copying")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
@@ -404,11 +406,10 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := in.file(pos, nil)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	file := pos[0]
 	opts := lf.options(stderr)
 	c := &buildidcache.Cache{Dir: opts.BuildIDDir, HardLink: *hard, DebugDirs: opts.DebugDirs}
 	// The check finds the DSOs samples touch; symbols are not needed.

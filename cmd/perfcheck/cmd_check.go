@@ -38,14 +38,14 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := af.input.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
 	opts, done := af.options(stderr)
 	defer done()
 	opts.NoSymbols = true // the verdicts need no names
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "check", "%v", readErr)
 	}

@@ -34,16 +34,19 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || *out == "" {
-		fs.Usage()
-		return exitError
+	file, err := af.input.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	if pos[0] != "-" && *out != "-" && sameFile(*out, pos[0]) {
+	if *out == "" {
+		return usageError(fs, stderr, "-o FILE is required (.svg for SVG, else HTML; - for stdout)")
+	}
+	if file != "-" && *out != "-" && sameFile(*out, file) {
 		return errorf(stderr, "flamegraph", "-o %s is the input file", *out)
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "flamegraph", "%v", readErr)
 	}

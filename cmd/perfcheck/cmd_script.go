@@ -64,9 +64,9 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := af.input.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
 	fields, err := parseScriptFields(*fieldSpec)
 	if err != nil {
@@ -83,7 +83,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Folded stacks come from the check's aggregates; only the samples
 	// printed one by one need a record each.
 	opts.KeepSamples = !*folded
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}

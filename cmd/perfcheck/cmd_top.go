@@ -77,13 +77,19 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || (*sortBy != "self" && *sortBy != "total") || *n < 0 {
-		fs.Usage()
-		return exitError
+	file, err := af.input.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if *sortBy != "self" && *sortBy != "total" {
+		return usageError(fs, stderr, "--sort %s: the keys are self and total", *sortBy)
+	}
+	if *n < 0 {
+		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "top", "%v", readErr)
 	}

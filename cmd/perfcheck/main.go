@@ -52,11 +52,11 @@ func main() {
 
 // run dispatches args to a subcommand. "perfcheck perf.data" is short for
 // "perfcheck check perf.data": an argument that names no subcommand is taken
-// as the check's input.
+// as the check's input, and "perfcheck" alone checks ./perf.data, as perf
+// report reads it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
-		return exitError
+		return runCommand(commands["check"], nil, stdin, stdout, stderr)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
