@@ -36,6 +36,7 @@ func cacheUsage(w io.Writer) {
 
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
+		fmt.Fprintln(stderr, "perfcheck cache: a subcommand is required: add, fill, list or prune")
 		cacheUsage(stderr)
 		return exitError
 	}
@@ -156,8 +157,7 @@ func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(files) == 0 {
-		fs.Usage()
-		return exitError
+		return usageError(fs, stderr, "no FILE given: name the binaries to add")
 	}
 	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir), HardLink: *hard}
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, Results: []cacheAddJSON{}}
@@ -207,8 +207,7 @@ func runCacheList(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 0 {
-		fs.Usage()
-		return exitError
+		return usageError(fs, stderr, "takes no arguments, got %q", pos)
 	}
 	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir)}
 	entries, err := c.List()
@@ -252,10 +251,11 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 0 || *maxSize == "" {
-		fmt.Fprintln(stderr, "perfcheck cache prune: --max-size is required")
-		fs.Usage()
-		return exitError
+	if len(pos) != 0 {
+		return usageError(fs, stderr, "takes no arguments, got %q", pos)
+	}
+	if *maxSize == "" {
+		return usageError(fs, stderr, "--max-size is required")
 	}
 	limit, err := parseSize(*maxSize)
 	if err != nil {
