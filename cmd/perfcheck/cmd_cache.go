@@ -395,7 +395,7 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	const name = "cache fill"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var lf lookupFlags
+	lf := lookupFlags{fills: true}
 	lf.register(fs)
 	var in inputFlag
 	in.register(fs)
