@@ -14,8 +14,10 @@ import (
 
 // Each lookup source the user named that cannot be used is said once on
 // stderr, by every command that looks binaries up; the run goes on.
+// (The debuginfod client's downloads go to a scratch directory, not the
+// user's.)
 func TestUnusableLookupSourceWarns(t *testing.T) {
-	t.Parallel()
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
 	fx := ckFixture(t, "cshared-fp.data")
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
@@ -58,9 +60,10 @@ func TestUnusableLookupSourceWarns(t *testing.T) {
 }
 
 // Usable sources draw no warning: an existing cache and debug directory,
-// and a running debuginfod server.
+// and a running debuginfod server (whose downloads go to a scratch
+// directory, not the user's).
 func TestUsableLookupSourceQuiet(t *testing.T) {
-	t.Parallel()
+	t.Setenv("DEBUGINFOD_CACHE_PATH", t.TempDir())
 	fx := ckFixture(t, "cshared-fp.data")
 	url := fixtures.Debuginfod(t, filepath.Join(fixtureDir, "bin"), "ad8b5c79a49d3fe78a633a20251339808292bf79")
 	_, errs, code := ckRun(t, "top", "--symfs", ckSymfs(t), "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(), "--debuginfod", url, fx)
