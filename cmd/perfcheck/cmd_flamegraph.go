@@ -28,13 +28,12 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	out := fs.String("o", "", "write the graph to `FILE`: SVG when it ends in .svg, else HTML (\"-\": HTML on stdout)")
 	var fo foldedOptions
 	fs.BoolVar(&fo.count, "count", false, "weigh stacks by their samples instead of their period")
-	fs.StringVar(&fo.event, "event", "", "draw the samples of event `NAME` (default: the first event with samples)")
 	fs.BoolVar(&fo.inlines, "inline", false, "draw inlined frames as frames of their own")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	file, err := af.input.file(pos, stdin)
+	file, err := af.file(pos, stdin)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}

@@ -67,12 +67,11 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write the report to `FILE` (HTML; \"-\": stdout)")
 	n := fs.Int("n", 20, "list the `N` hottest functions per event (0: all)")
 	var fo foldedOptions
-	fs.StringVar(&fo.event, "event", "", "draw the flame graph of event `NAME` (default: the first event with samples)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	file, err := af.input.file(pos, stdin)
+	file, err := af.file(pos, stdin)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}

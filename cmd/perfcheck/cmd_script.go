@@ -59,12 +59,11 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
 	count := fs.Bool("count", false, "with --folded, weigh stacks by their samples instead of their period")
-	event := fs.String("event", "", "with --folded, fold the samples of event `NAME` (default: the first event with samples)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	file, err := af.input.file(pos, stdin)
+	file, err := af.file(pos, stdin)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
@@ -75,8 +74,8 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *folded && (*jsonOut || *fieldSpec != "" || *trustLines) {
 		return errorf(stderr, "script", "--folded takes none of --json, -F, --trust-lines")
 	}
-	if !*folded && (*count || *event != "") {
-		return errorf(stderr, "script", "--count and --event go with --folded")
+	if !*folded && *count {
+		return errorf(stderr, "script", "--count goes with --folded")
 	}
 	opts, done := af.options(stderr)
 	defer done()
@@ -88,7 +87,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return errorf(stderr, "script", "%v", readErr)
 	}
 	if *folded {
-		ev, skipped, err := writeFolded(stdout, a, foldedOptions{event: *event, count: *count, inlines: *inlines})
+		ev, skipped, err := writeFolded(stdout, a, foldedOptions{count: *count, inlines: *inlines})
 		if err != nil {
 			return errorf(stderr, "script", "%v", err)
 		}

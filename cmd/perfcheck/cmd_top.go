@@ -77,7 +77,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	file, err := af.input.file(pos, stdin)
+	file, err := af.file(pos, stdin)
 	if err != nil {
 		return usageError(fs, stderr, "%v", err)
 	}
