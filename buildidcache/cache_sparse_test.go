@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +17,7 @@ func diskBytes(t *testing.T, name string) int64 {
 	t.Helper()
 	st, err := os.Stat(name)
 	require.NoError(t, err)
-	return st.Sys().(*syscall.Stat_t).Blocks * 512
+	return fixtures.DiskBytes(st)
 }
 
 func srcSize(t *testing.T, name string) int64 {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -336,7 +335,7 @@ func TestPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	total += st.Sys().(*syscall.Stat_t).Blocks * 512
+	total += fixtures.DiskBytes(st)
 
 	// Dry run: nothing removed.
 	rep, err := c.Prune(total-one, 0, now, true)

@@ -57,7 +57,7 @@ func TestDebuginfodTrailingData(t *testing.T) {
 				var sent atomic.Int64
 				url := hostileServer(t, func(w http.ResponseWriter, r *http.Request) {
 					if announce {
-						w.Header().Set("Content-Length", strconv.Itoa(len(file)+2<<30))
+						w.Header().Set("Content-Length", strconv.FormatInt(int64(len(file))+2<<30, 10))
 					}
 					n, err := w.Write(file)
 					sent.Add(int64(n))
@@ -76,7 +76,7 @@ func TestDebuginfodTrailingData(t *testing.T) {
 				require.NotEmpty(t, nf.Rejected)
 				assert.Contains(t, nf.Rejected[0].Reason(), "its ELF headers describe")
 				requireNothingCached(t, opts.DebuginfodCache)
-				t.Logf("the server sent %d bytes of %d", sent.Load(), len(file)+2<<30)
+				t.Logf("the server sent %d bytes of %d", sent.Load(), int64(len(file))+2<<30)
 				assert.Less(t, sent.Load(), int64(len(file))+64<<20, "bytes the server sent")
 				assert.Empty(t, r.dl.down, "a refused file does not make the server dead")
 			})

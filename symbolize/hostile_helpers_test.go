@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,9 +64,7 @@ func runHostile(t *testing.T, name string, data []byte) hostileRun {
 	start := time.Now()
 	outb, err := cmd.CombinedOutput()
 	r := hostileRun{out: string(outb), elapsed: time.Since(start), exitErr: err, inputLen: int64(len(data))}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.peakKB = ru.Maxrss // kilobytes on Linux
-	}
+	r.peakKB = fixtures.ChildPeakRSS(cmd.ProcessState) >> 10
 	t.Logf("%s (%d bytes): %v, peak %d MB, %v:\n%s", name, len(data), err, r.peakKB>>10, r.elapsed.Round(time.Millisecond), head(r.out, 1500))
 	return r
 }
@@ -105,8 +103,7 @@ func TestHostileChild(t *testing.T) {
 	if p == "" {
 		t.Skip("the child of runHostile")
 	}
-	lim := syscall.Rlimit{Cur: childASLimit, Max: childASLimit}
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &lim))
+	require.NoError(t, fixtures.LimitAddressSpace(childASLimit))
 	b, err := Open(p, Options{NoDebugFile: true})
 	if err != nil {
 		fmt.Println("open:", err)

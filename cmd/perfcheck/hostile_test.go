@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +44,7 @@ func TestHostileChild(t *testing.T) {
 	if args == "" {
 		t.Skip("the child of runHostileCmd")
 	}
-	lim := syscall.Rlimit{Cur: hostileASLimit, Max: hostileASLimit}
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+	if err := fixtures.LimitAddressSpace(hostileASLimit); err != nil {
 		fmt.Fprintln(os.Stderr, "setrlimit:", err)
 		os.Exit(3)
 	}
@@ -76,9 +74,7 @@ func runHostileCmd(t *testing.T, inputs []string, args ...string) hostileResult 
 		t.Fatalf("running the child: %v", err)
 	}
 	r := hostileResult{code: cmd.ProcessState.ExitCode(), out: string(out)}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.peakKB = ru.Maxrss
-	}
+	r.peakKB = fixtures.ChildPeakRSS(cmd.ProcessState) >> 10
 	var largest int64
 	for _, p := range inputs {
 		if st, err := os.Stat(p); err == nil {

@@ -19,7 +19,7 @@ import (
 func sample(n int) []byte {
 	var b bytes.Buffer
 	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, "function_%d_%x\x00", i%977, i*2654435761)
+		fmt.Fprintf(&b, "function_%d_%x\x00", i%977, uint64(i)*2654435761)
 	}
 	return b.Bytes()[:n]
 }
