@@ -61,11 +61,9 @@ func (af *analyzeFlags) file(pos []string, stdin io.Reader) (string, error) {
 // directory (buildidcache.Resolver.Close), and the result may still read
 // the binaries found (Result.ExecSegment).
 func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func()) {
-	lookup := af.lookup.options(stderr)
-	r := buildidcache.New(lookup)
+	r := buildidcache.New(af.lookup.options(stderr))
 	filter, _ := af.filter.filter() // checked by file
 	return check.Options{
-		Lookup:     lookup,
 		Resolver:   r,
 		TrustPaths: af.trustPaths,
 		Filter:     filter,
