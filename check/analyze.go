@@ -148,6 +148,10 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	}
 	s := newSession(opts)
 	s.rec = info
+	var err error
+	if s.filter, err = newSampleFilter(opts.Filter, f, name); err != nil {
+		return nil, err
+	}
 	s.fm = firstMaps{}
 	early := s.addEarlyBuildIDs(ctx, f, pre)
 	// A read error (a truncated or corrupt recording) ends the reading but

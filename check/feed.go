@@ -343,6 +343,9 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
 			se.User = &us
 		}
+		if s.filter != nil && !s.filter.keep(s, &se) {
+			continue
+		}
 		s.sample(&se)
 		if ips != nil {
 			ips.add(s, &se)

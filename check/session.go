@@ -140,6 +140,7 @@ type session struct {
 	tracker *addrspace.Tracker
 
 	dsos   []*DSO
+	filter *sampleFilter // nil keeps every sample
 	dsoIdx map[dsoKey]int32
 	// mapDSO gives the DSO index of each mapping record the tracker took,
 	// by Mapping.ID: its pieces, and its copies in a forked process,
