@@ -136,6 +136,9 @@ func parseSymbolizeFlags(args []string, stderr io.Writer) (f *symbolizeFlags, co
 		fmt.Fprintln(stderr, "with none given they are read from stdin, one or more per line.")
 		fs.PrintDefaults()
 	}
+	if collected(fs) {
+		return nil, exitOK, false
+	}
 	// Flags may follow the addresses (symbolize ADDR --json), as other
 	// commands take them after the file: parse on past each address.
 	for rest := args; ; {

@@ -137,6 +137,9 @@ func probeDebuginfod(u string) error {
 // returns the positional ones, or a non-negative exit code when parsing
 // ended the command (-h, a bad flag).
 func interspersed(fs *flag.FlagSet, args []string) ([]string, int) {
+	if collected(fs) {
+		return nil, exitOK
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
