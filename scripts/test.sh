@@ -2,8 +2,8 @@
 # Runs every test of the project on a fresh Debian machine: installs what the
 # tests drive for real (perf, the elfutils debuginfod server, addr2line,
 # llvm-symbolizer, gcc and its i386/AArch64 cross compilers, libc's debug
-# files, chromium for the HTML and SVG outputs, speedscope from npm) when
-# it is missing, then runs the Go tests, and the race detector
+# files, chromium for the HTML and SVG outputs, speedscope from npm, man,
+# zsh and fish for the man pages and completion scripts) when it is missing, then runs the Go tests, and the race detector
 # over the packages that use goroutines.
 #
 # Three jobs run at once, because the tests spend much of their time waiting
@@ -37,6 +37,11 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # ld.so's and libc's separate debug files: the label and debug-file tests.
 [ -d /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 || need+=(libc6-dbg)
+# The man pages are rendered with man -l (cmd/perfcheck), the completion
+# scripts run in zsh and fish as well as bash.
+command -v man >/dev/null 2>&1 || need+=(man-db)
+command -v zsh >/dev/null 2>&1 || need+=(zsh)
+command -v fish >/dev/null 2>&1 || need+=(fish)
 # Cross compilers: PLT naming and the differential test on i386 and AArch64.
 if [ "$(uname -m)" = x86_64 ]; then
 	command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)

@@ -56,7 +56,7 @@ func (s cmdSpec) name() string { return strings.Join(s.path, " ") }
 // --input are one variable).
 type option struct {
 	names []string // short ones first: "i", "input"
-	arg   string   // the value's placeholder ("FILE"); "" for a bool flag
+	arg   string   // the value's placeholder, upper case ("FILE"); "" for a bool flag
 	usage string
 	def   string // the default when it is not the zero value
 }
@@ -117,6 +117,9 @@ func flagOptions(fs *flag.FlagSet) []option {
 	index := map[any]int{}
 	fs.VisitAll(func(f *flag.Flag) {
 		arg, usage := flag.UnquoteUsage(f)
+		// The placeholder reads as in perf's manuals: FILE, and STRING
+		// where the usage names none.
+		arg = strings.ToUpper(arg)
 		if isBool(f) {
 			arg = ""
 		}

@@ -122,7 +122,7 @@ func commandPage(page string, s cmdSpec) []byte {
 			}
 			head := strings.Join(names, ", ")
 			if o.arg != "" {
-				head += ` \fI` + roff(strings.ToUpper(o.arg)) + `\fR`
+				head += ` \fI` + roff(o.arg) + `\fR`
 			}
 			usage := o.usage
 			if o.def != "" {
