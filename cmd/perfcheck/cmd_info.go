@@ -84,9 +84,10 @@ type infoJSON struct {
 	Records     uint64 `json:"records"`
 	// Uncounted is the number of records of types perf does not count
 	// (not in Records): simpleperf's own records, newer types.
-	Uncounted     uint64           `json:"uncounted_records,omitempty"`
-	UncountedNote string           `json:"-"`
-	TimeRange     *infoTimeJSON    `json:"time_range,omitempty"`
+	Uncounted     uint64        `json:"uncounted_records,omitempty"`
+	UncountedNote string        `json:"-"`
+	TimeRange     *infoTimeJSON `json:"time_range,omitempty"`
+	infoHeader
 	Features      []string         `json:"features"`
 	BuildIDs      int              `json:"build_ids"`
 	Warnings      []string         `json:"warnings,omitempty"`
@@ -200,6 +201,7 @@ func gatherInfo(f *recording, file string) (*infoJSON, error) {
 		in.Features = append(in.Features, id.String())
 	}
 	in.readFeatures(fs, st)
+	in.readHeader(fs, f.Events())
 	in.setTimeRange(fs, st, f.Events())
 	for _, e := range f.Events() {
 		in.Events = append(in.Events, infoEvent(e))
@@ -434,6 +436,7 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 		}
 		fmt.Fprintf(w, "    flags %s\n", strings.TrimSpace(flags))
 	}
+	writeHeaderText(w, &in.infoHeader)
 	for _, wmsg := range in.Warnings {
 		line("warning", "%s", wmsg)
 	}
