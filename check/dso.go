@@ -86,6 +86,10 @@ type DSO struct {
 	FoundBuildID buildid.ID `json:"found_build_id"`        // the build-id of the file found (verified) or now at the path
 	GoBuildID    string     `json:"go_build_id,omitempty"` // the Go build-id of the file at the path, when it has one
 	Rejected     []string   `json:"rejected,omitempty"`    // candidates the locator refused, with reasons
+	// Tried lists the lookups that found nothing when no binary with the
+	// recorded build-id was found, each "locator what" (a debuginfod
+	// server's answer or its timeout among them).
+	Tried []string `json:"tried,omitempty"`
 	// Symbolized reports whether names are given for this DSO's frames:
 	// its verdict allows them and its binary could be opened for them.
 	Symbolized  bool   `json:"symbolized"`
@@ -465,6 +469,11 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 		return
 	}
 	d.Err = err
+	var nf *buildidcache.NotFoundError
+	if errors.As(err, &nf) {
+		d.Rejected = candidateReasons(nf.Rejected)
+		d.Tried = nf.Tried
+	}
 	switch d.Kind {
 	case dso.Kernel:
 		d.Verdict = Mismatch
@@ -535,24 +544,39 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 	o := &s.opts
 	disk := o.diskPath(d.Path)
 	st := states.get(disk)
-	d.FoundPath = disk
+	if st.Exists {
+		d.FoundPath = disk
+	}
+	asked := o.debuginfodServers()
 	switch {
 	case !st.Exists:
 		d.Verdict = Missing
 		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
 		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		if asked {
+			d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`); the debuginfod servers set did not provide them (each one's reason says what they answered)"
+		}
 	case st.BuildID == nil:
 		d.Verdict = Mismatch
 		d.FoundBuildID = nil
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
 		d.advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+		if asked {
+			d.advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir; the debuginfod servers set did not provide it)"
+		}
 	default:
 		d.Verdict = Mismatch
 		d.FoundBuildID = st.BuildID
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
 		d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+		if asked {
+			d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time (the debuginfod servers set did not provide the one that ran)"
+		}
+	}
+	if said := debuginfodSaid(d.Err); said != "" {
+		d.Reason += "; debuginfod: " + said
 	}
 	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
 		d.symPath = disk
@@ -566,13 +590,13 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 	o := &s.opts
 	disk := o.diskPath(d.Path)
 	st := states.get(disk)
-	d.FoundPath = disk
 	if !st.Exists {
 		d.Verdict = Missing
 		d.Reason = "no build-id recorded and no file at the path"
-		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
 		return
 	}
+	d.FoundPath = disk
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
 	sameInode := false
