@@ -575,7 +575,7 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 			d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time (the debuginfod servers set did not provide the one that ran)"
 		}
 	}
-	if said := debuginfodSaid(d.Err); said != "" {
+	if said := debuginfodSaid(d.Err); said != "" && asked {
 		d.Reason += "; debuginfod: " + said
 	}
 	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
