@@ -57,12 +57,30 @@ func (m *Mapping) Offset(ip uint64) uint64 { return ip - m.Start + m.Pgoff }
 // space is a sorted, non-overlapping set of mappings.
 type space struct {
 	maps []*Mapping // sorted by Start, no overlaps
+	// hit is the mapping the last lookup found: a callchain's addresses
+	// are mostly in one or two mappings (the binary, libc), so most
+	// lookups end here without a search. Every change of maps clears it.
+	hit *Mapping
 }
 
 func (s *space) lookup(ip uint64) *Mapping {
-	i := sort.Search(len(s.maps), func(i int) bool { return s.maps[i].Limit > ip })
-	if i < len(s.maps) && s.maps[i].Start <= ip {
-		return s.maps[i]
+	if m := s.hit; m != nil && m.Start <= ip && ip < m.Limit {
+		return m
+	}
+	// The first mapping that ends past ip (sort.Search, without its
+	// function call per step).
+	lo, hi := 0, len(s.maps)
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if s.maps[h].Limit > ip {
+			hi = h
+		} else {
+			lo = h + 1
+		}
+	}
+	if lo < len(s.maps) && s.maps[lo].Start <= ip {
+		s.hit = s.maps[lo]
+		return s.hit
 	}
 	return nil
 }
@@ -106,6 +124,7 @@ func (s *space) insert(m *Mapping) {
 	// In place: each process owns its slice (clone copies it), and the
 	// Mappings themselves are never modified.
 	s.maps = slices.Replace(s.maps, i, j, repl...)
+	s.hit = nil
 }
 
 func (s *space) clone() *space {
@@ -337,6 +356,7 @@ func (t *Tracker) mmap(m *Mapping, mode perfdata.CPUMode) *Mapping {
 func (t *Tracker) setJITMap(p *process) {
 	p.jitMap = true
 	p.gen = t.bump()
+	p.space.hit = nil
 	for i, m := range p.space.maps {
 		if m.Kind == dso.Anon && m.Exec {
 			c := *m

@@ -1,37 +1,45 @@
 #!/bin/bash
-# run.sh — time perfcheck against perf on the same large recording.
+# run.sh — time every perfcheck command against its perf counterpart on
+# each recording of the suite (bench/record-suite.sh), the two alternately.
 #
-#   ./bench/run.sh                      # bench/out/large.data (made if missing)
-#   ./bench/run.sh FILE...              # other recordings, e.g. bench/out/large-pipe.data
-#   RUNS=5 ./bench/run.sh               # best of 5 instead of 3
+#   ./bench/run.sh                      # every recording of the suite in bench/out (made if none)
+#   ./bench/run.sh FILE...              # other recordings
+#   RUNS=5 ./bench/run.sh               # medians of 5 alternating runs instead of 3
 #   SECTIONS="stats check" ./bench/run.sh
 #   FRESH=1 ./bench/run.sh              # also on a copy of each file made with cp
 #   PERFCHECK=/tmp/pc ./bench/run.sh    # time that binary instead of building one
+#   WARM=0 ./bench/run.sh               # no warm-up run before the timed ones
 #
-# Sections:
-#   stats  perfcheck stats  vs perf report --stats, and cat FILE > /dev/null (the floor)
-#   check  perfcheck FILE   vs perf buildid-list --with-hits and perf report --stdio
-#   top    perfcheck top    vs perf report --stdio (also check + top together)
-#   pprof  perfcheck pprof  vs perf report --stdio
-# A perfcheck section runs only when `perfcheck -h` lists the command (the
-# commands are being written); otherwise it prints "skipped: not yet
-# implemented". The perf and cat figures are always measured.
+# Sections, each perfcheck command against perf's, with the goal the ratio
+# is held to (wall time; "perf / perfcheck" unless said):
+#   stats    perfcheck stats   vs perf report --stats            >= 1x, and
+#            perfcheck stats / bench/readfloor (a Go program that only reads the file) <= 3x
+#   check    perfcheck check   vs perf buildid-list --with-hits  >= 1x, and
+#            GOMAXPROCS=1 / GOMAXPROCS=2 of perfcheck check    >= 1.6x
+#   top      perfcheck top     vs perf report --stdio --no-children   >= 5x (50x on
+#            a --call-graph dwarf recording)
+#   script   perfcheck script  vs perf script                    >= 3x, peak RSS <= perf's
+#   pprof    perfcheck pprof   vs perf report --stdio --no-children: peak RSS <= 1/4 of
+#            perf's, and <= 1 GB
 #
-# Each figure is the best wall time of RUNS runs (after one run under
-# /usr/bin/time that warms the page cache and gives the peak RSS, %M), and
-# the best CPU time (user + system of the children, from the shell's times
-# builtin, 1 ms resolution; steadier than wall time on a loaded machine, but
-# a tool using both cores shows more CPU than wall time). Ratios are given
-# for both; a goal is judged on the wall-time ratio.
+# For each pair, both commands run once under /usr/bin/time first (which
+# warms the page cache), then RUNS times alternately, A then B, each under
+# /usr/bin/time; the figures are the medians of the alternating runs: wall
+# time, CPU time (user + system) and peak RSS. Alternating keeps a change
+# in the machine's load from favouring one side; on a loaded machine the
+# CPU figures are the steadier ones, but a tool that uses both cores
+# spends more CPU than wall time. The load average is printed with each
+# file and each section.
+#
 # How the page cache holds the file matters as much as the tools: a file
 # perf record has just written (in small writes) sits in small folios, and
 # every reader, cat included, goes about twice as slowly as over a copy
 # written in large writes (or read back from disk), which the kernel keeps
 # in large folios. FRESH=1 measures each file a second time through such a
 # copy (bench/out/.fresh-NAME, removed at the end).
-# Output goes to /dev/null; perf runs with HOME set to an empty scratch
-# directory so that neither tool reads a ~/.debug cache the other lacks,
-# and nothing in the user's home is written.
+# Output goes to /dev/null; both tools run with HOME set to an empty
+# scratch directory, so that neither reads a ~/.debug cache the other
+# lacks, and nothing in the user's home is written.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -39,7 +47,7 @@ repo=$(cd "$here/.." && pwd -P)
 out=$here/out
 PERF=${PERF:-perf}
 RUNS=${RUNS:-3}
-SECTIONS=${SECTIONS:-stats check top pprof}
+SECTIONS=${SECTIONS:-stats check top script pprof}
 
 command -v "$PERF" >/dev/null || { echo "run.sh: perf not found (Debian: apt-get install linux-perf)" >&2; exit 1; }
 if [ ! -x /usr/bin/time ]; then
@@ -52,10 +60,14 @@ if [ ! -x /usr/bin/time ]; then
 fi
 
 mkdir -p "$out"
+suite=(toolchain.data toolchain-pipe.data toolchain-zstd.data shallow.data large.data dwarf.data)
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
-	files=("$out/large.data")
-	[ -f "$out/large.data" ] || "$here/record-large.sh" file
+	for f in "${suite[@]}"; do [ -e "$out/$f" ] && files+=("$out/$f"); done
+	if [ ${#files[@]} -eq 0 ]; then
+		"$here/record-suite.sh"
+		for f in "${suite[@]}"; do [ -e "$out/$f" ] && files+=("$out/$f"); done
+	fi
 fi
 
 if [ -n "${PERFCHECK:-}" ]; then
@@ -72,205 +84,183 @@ fresh=()
 trap 'rm -rf "$scratch" "${fresh[@]}"' EXIT
 export HOME=$scratch/home LC_ALL=C
 mkdir -p "$HOME"
+(cd "$repo" && CGO_ENABLED=0 go build -o "$scratch/readfloor" ./bench/readfloor)
 
-# has CMD: does this perfcheck have the subcommand? Asked through the
-# command list of `perfcheck -h`, because `perfcheck CMD -h` for an unknown
-# CMD is taken as `perfcheck check CMD -h` once check exists.
-has() {
-	# Not grep -q: it may exit at the match while perfcheck still writes,
-	# and the SIGPIPE then fails the pipeline under pipefail.
-	"$pc" -h 2>/dev/null | grep -E "^  $1 " >/dev/null
+# once FILE CMD...: one run under /usr/bin/time, "wall cpu rss_kb" appended
+# to FILE; "failed" instead when the command fails (perfcheck check exits
+# 1 when it finds problems, which is not a failure).
+once() {
+	local log=$1 rc=0
+	shift
+	/usr/bin/time -f '%e %U %S %M' -o "$scratch/t" "$@" >/dev/null 2>"$scratch/stderr" || rc=$?
+	if [ "$rc" -gt 1 ] || { [ "$rc" = 1 ] && [[ " $* " != *" check "* ]]; }; then
+		echo "  FAILED (exit $rc): $*" >&2
+		sed -n '1,5p' "$scratch/stderr" >&2
+		echo failed >>"$log"
+		return 0
+	fi
+	tail -n 1 "$scratch/t" | awk '{ printf "%.3f %.3f %d\n", $1, $2 + $3, $4 }' >>"$log"
 }
 
-# cpuof FILE: the user + system seconds of the shell's finished children
-# in FILE, the output of the times builtin (millisecond resolution).
-cpuof() {
-	tail -n 1 "$1" | awk '{
-		s = 0
-		for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
-		printf "%.3f", s
-	}'
+# median FILE COLUMN: the median of that column of FILE's lines; empty
+# when a run failed.
+median() {
+	grep -q failed "$1" && return 0
+	awk -v c="$2" '{ print $c }' "$1" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
-# measure VAR OKCODES CMD...: runs CMD once under /usr/bin/time, which
-# warms the page cache and gives the peak RSS (%M), then RUNS times timed
-# directly (EPOCHREALTIME around the command, CPU from the times builtin):
-# /usr/bin/time would add its own start-up, a few ms here, to every wall
-# time. Sets VAR_s (best seconds), VAR_cpu (best user+system seconds) and
-# VAR_mb (peak RSS in MB). Output goes to /dev/null, not to a file:
-# writing cat's 128 MB to a file made the "floor" three times slower than
-# cat. OKCODES is a regex of acceptable exit statuses (perfcheck check
-# exits 1 when it finds problems). On failure prints the error and sets
-# VAR_s to "".
-measure() {
-	local var=$1 ok=$2
-	shift 2
-	local best="" bestcpu="" kb=0 i t0 t1 rc el cpu
-	for ((i = 0; i <= RUNS; i++)); do
-		rc=0
-		if [ "$i" -eq 0 ]; then
-			/usr/bin/time -f '%M' -o "$scratch/rss" "$@" >/dev/null 2>"$scratch/stderr" || rc=$?
-		else
-			# times snapshots only between the two stamps: a
-			# $(...) there would be a child of its own and count.
-			times >"$scratch/times0"
-			t0=$EPOCHREALTIME
-			"$@" >/dev/null 2>"$scratch/stderr" || rc=$?
-			t1=$EPOCHREALTIME
-			times >"$scratch/times1"
-		fi
-		if ! [[ $rc =~ ^($ok)$ ]]; then
-			echo "  FAILED (exit $rc): $*" >&2
-			sed -n '1,5p' "$scratch/stderr" >&2
-			printf -v "${var}_s" '%s' ""
-			printf -v "${var}_mb" '%s' ""
-			printf -v "${var}_cpu" '%s' ""
-			return 0
-		fi
-		if [ "$i" -eq 0 ]; then
-			kb=$(tail -n 1 "$scratch/rss")
-			continue
-		fi
-		el=$(awk -v a="${t0/,/.}" -v b="${t1/,/.}" 'BEGIN { printf "%.3f", b - a }')
-		cpu=$(awk -v a="$(cpuof "$scratch/times0")" -v b="$(cpuof "$scratch/times1")" 'BEGIN { printf "%.3f", b - a }')
-		if [ -z "$best" ] || awk -v a="$el" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$el; fi
-		if [ -z "$bestcpu" ] || awk -v a="$cpu" -v b="$bestcpu" 'BEGIN { exit !(a < b) }'; then bestcpu=$cpu; fi
+# pair A B: runs the commands in arrays A and B once each to warm up, then
+# RUNS times alternately, and sets A_s, A_cpu, A_mb (and B's): medians of
+# wall and CPU seconds and of peak RSS in MB.
+pair() {
+	local v
+	for v in "$1" "$2"; do : >"$scratch/$v.log"; done
+	local -n ca=$1 cb=$2
+	if [ "${WARM:-1}" = 1 ]; then
+		once "$scratch/warm" "${ca[@]}"
+		once "$scratch/warm" "${cb[@]}"
+	fi
+	for ((i = 0; i < RUNS; i++)); do
+		once "$scratch/$1.log" "${ca[@]}"
+		once "$scratch/$2.log" "${cb[@]}"
 	done
-	printf -v "${var}_s" '%s' "$best"
-	printf -v "${var}_cpu" '%s' "$bestcpu"
-	printf -v "${var}_mb" '%s' "$(awk -v k="$kb" 'BEGIN { printf "%.1f", k / 1024 }')"
+	for v in "$1" "$2"; do
+		printf -v "${v}_s" '%s' "$(median "$scratch/$v.log" 1)"
+		printf -v "${v}_cpu" '%s' "$(median "$scratch/$v.log" 2)"
+		printf -v "${v}_mb" '%s' "$(median "$scratch/$v.log" 3 | awk '$1 != "" { printf "%.1f", $1 / 1024 }')"
+	done
 }
 
 # row LABEL VAR: one line of the table.
 row() {
 	local s=${2}_s mb=${2}_mb cpu=${2}_cpu
-	if [ -z "${!s}" ]; then
-		printf '  %-44s %10s\n' "$1" "failed"
+	if [ -z "${!s:-}" ]; then
+		printf '  %-46s %10s\n' "$1" "failed"
 	else
-		printf '  %-44s %9ss %8ss %9s MB\n' "$1" "${!s}" "${!cpu:--}" "${!mb}"
+		printf '  %-46s %9ss %8ss %9s MB\n' "$1" "${!s}" "${!cpu}" "${!mb}"
 	fi
 }
 
-# ratio TEXT A B [OP GOAL]: prints TEXT with A/B of wall and of CPU times,
-# when both were measured. With OP (">=" or "<=") and GOAL, also whether the
-# best wall-time ratio meets the goal.
+# ratio TEXT A B KIND [OP GOAL]: prints TEXT with A/B of wall and CPU time
+# (KIND time) or of peak RSS (KIND mem), and, with OP (">=" or "<=") and
+# GOAL, whether the ratio (of wall time, or of RSS) meets the goal.
 ratio() {
-	local a=${2}_s b=${3}_s ac=${2}_cpu bc=${3}_cpu
-	[ -n "${!a}" ] && [ -n "${!b}" ] || return 0
-	awk -v a="${!a}" -v b="${!b}" -v ac="${!ac:-0}" -v bc="${!bc:-0}" -v t="$1" -v op="${4:-}" -v goal="${5:-}" 'BEGIN {
-		if (b <= 0) exit
-		printf "  %-44s %9.2fx", t, a / b
-		if (bc > 0) printf " %8.2fx", ac / bc
-		else printf " %9s", "-"
+	local a=${2}_s b=${3}_s ac=${2}_cpu bc=${3}_cpu am=${2}_mb bm=${3}_mb
+	[ -n "${!a:-}" ] && [ -n "${!b:-}" ] || return 0
+	awk -v a="${!a}" -v b="${!b}" -v ac="${!ac}" -v bc="${!bc}" -v am="${!am}" -v bm="${!bm}" \
+		-v t="$1" -v kind="$4" -v op="${5:-}" -v goal="${6:-}" 'BEGIN {
+		if (kind == "mem") { r = (bm > 0) ? am / bm : 0; printf "  %-46s %9.2fx peak RSS", t, r }
+		else {
+			r = (b > 0) ? a / b : 0
+			printf "  %-46s %9.2fx", t, r
+			if (bc > 0) printf " %8.2fx", ac / bc; else printf " %9s", "-"
+		}
 		if (op != "") {
-			met = (op == ">=") ? (a / b >= goal) : (a / b <= goal)
+			met = (op == ">=") ? (r >= goal) : (r <= goal)
 			printf "   goal %s %gx: %s", op, goal, met ? "met" : "NOT met"
 		}
 		printf "\n"
 	}'
 }
 
-skipped() {
-	printf '  %-44s skipped: not yet implemented\n' "$1"
-}
-
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 if [ "${FRESH:-0}" = 1 ]; then
 	for f in "${files[@]}"; do
-		if [ -f "$f" ]; then
-			c=$out/.fresh-$(basename "$f")
-			fresh+=("$c")
-			cp "$f" "$c"
-			files+=("$c")
-		fi
+		c=$out/.fresh-$(basename "$f")
+		fresh+=("$c")
+		cp "$f" "$c"
+		files+=("$c")
 	done
 fi
 
 for f in "${files[@]}"; do
 	[ -e "$f" ] || { echo "run.sh: $f: no such file" >&2; exit 1; }
 	echo
-	echo "== $f ($(du -h "$f" | cut -f1), $("$PERF" --version), best of $RUNS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-	printf '  %-44s %10s %9s %12s\n' "" "wall" "cpu" "peak RSS"
-	measure cat 0 cat "$f"
-	row "cat FILE > /dev/null (floor)" cat
-	reportran=0
+	echo "== $f ($(du -hL "$f" | cut -f1), $("$PERF" --version), median of $RUNS alternating runs, $(nproc) CPUs, load $(load))"
+	printf '  %-46s %10s %9s %12s\n' "" "wall" "cpu" "peak RSS"
+	# A --call-graph dwarf recording has user stack copies: perf unwinds
+	# them for report and script, and the top goal is ten times higher.
+	topgoal=5
+	info=$("$pc" info "$f" 2>/dev/null || true)
+	[[ $info == *STACK_USER* ]] && topgoal=50
 
 	if want stats; then
-		echo "-- stats (goals: perf report --stats / perfcheck stats >= 4x; perfcheck stats / cat <= 3x;"
-		echo "   peak RSS independent of the file's size, < 64 MB on 1 GB)"
-		measure pstats 0 "$PERF" report --stats -i "$f"
+		echo "-- stats (load $(load))"
+		# shellcheck disable=SC2034 # used through pair's namerefs
+		pstats=("$PERF" report --stats -i "$f") cstats=("$pc" stats "$f")
+		pair pstats cstats
 		row "perf report --stats" pstats
-		if has stats; then
-			measure cstats 0 "$pc" stats "$f"
-			row "perfcheck stats" cstats
-			ratio "perf report --stats / perfcheck stats" pstats cstats ">=" 4
-			ratio "perfcheck stats / cat" cstats cat "<=" 3
-			# Could any Go reader meet the 4x here? A program that only
-			# reads the file (start-up included) against perf's time:
-			# where this goal is not met, no reader can meet it.
-			[ -x "$scratch/readfloor" ] ||
-				(cd "$repo" && CGO_ENABLED=0 go build -o "$scratch/readfloor" ./bench/readfloor)
-			measure floor 0 "$scratch/readfloor" "$f"
-			row "Go program that only reads FILE (floor)" floor
-			ratio "perf report --stats / that floor" pstats floor ">=" 4
-		else
-			skipped "perfcheck stats"
-		fi
-	fi
-
-	if want check || want top || want pprof; then
-		measure preport 0 "$PERF" report --stdio -i "$f"
-		reportran=1
+		row "perfcheck stats" cstats
+		ratio "perf report --stats / perfcheck stats" pstats cstats time ">=" 1
+		# shellcheck disable=SC2034
+		floor=("$scratch/readfloor" "$f") cstats2=("$pc" stats "$f")
+		pair floor cstats2
+		row "Go program that only reads FILE (readfloor)" floor
+		ratio "perfcheck stats / readfloor" cstats2 floor time "<=" 3
 	fi
 
 	if want check; then
-		echo "-- check (goal: faster than perf buildid-list --with-hits)"
-		measure phits 0 "$PERF" buildid-list --with-hits -i "$f"
+		echo "-- check (load $(load))"
+		# shellcheck disable=SC2034
+		phits=("$PERF" buildid-list --with-hits -i "$f") ccheck=("$pc" check "$f")
+		pair phits ccheck
 		row "perf buildid-list --with-hits" phits
-		row "perf report --stdio" preport
-		if has check; then
-			measure ccheck '0|1' "$pc" check "$f"
-			row "perfcheck check" ccheck
-			ratio "perf buildid-list --with-hits / perfcheck" phits ccheck ">=" 1
-			ratio "perf report --stdio / perfcheck check" preport ccheck
-		else
-			skipped "perfcheck check"
-		fi
+		row "perfcheck check" ccheck
+		ratio "perf buildid-list --with-hits / perfcheck" phits ccheck time ">=" 1
+		# shellcheck disable=SC2034
+		gmp1=(env GOMAXPROCS=1 "$pc" check "$f") gmp2=(env GOMAXPROCS=2 "$pc" check "$f")
+		pair gmp1 gmp2
+		row "GOMAXPROCS=1 perfcheck check" gmp1
+		row "GOMAXPROCS=2 perfcheck check" gmp2
+		ratio "GOMAXPROCS=1 / GOMAXPROCS=2" gmp1 gmp2 time ">=" 1.6
 	fi
 
+	if want top || want pprof; then
+		# shellcheck disable=SC2034
+		preport=("$PERF" report --stdio --no-children -i "$f")
+	fi
 	if want top; then
-		echo "-- top (goal: check + top >= 5x faster than perf report --stdio)"
-		[ "$reportran" = 1 ] && row "perf report --stdio" preport
-		if has top; then
-			measure ctop 0 "$pc" top "$f"
-			row "perfcheck top" ctop
-			ratio "perf report --stdio / perfcheck top" preport ctop
-			if has check && [ -n "${ccheck_s:-}" ] && [ -n "$ctop_s" ]; then
-				# shellcheck disable=SC2034 # read by row through ${!name}
-				checktop_s=$(awk -v a="$ccheck_s" -v b="$ctop_s" 'BEGIN { printf "%.3f", a + b }')
-				# shellcheck disable=SC2034
-				checktop_mb=-
-				# shellcheck disable=SC2034,SC2154 # set by measure through printf -v
-				checktop_cpu=$(awk -v a="$ccheck_cpu" -v b="$ctop_cpu" 'BEGIN { printf "%.2f", a + b }')
-				row "perfcheck check + perfcheck top" checktop
-				ratio "perf report --stdio / (check + top)" preport checktop ">=" 5
-			fi
-		else
-			skipped "perfcheck top"
-		fi
+		echo "-- top (load $(load))"
+		# shellcheck disable=SC2034
+		ctop=("$pc" top "$f")
+		pair preport ctop
+		row "perf report --stdio --no-children" preport
+		row "perfcheck top" ctop
+		ratio "perf report / perfcheck top" preport ctop time ">=" "$topgoal"
+	fi
+
+	if want script; then
+		echo "-- script (load $(load))"
+		# shellcheck disable=SC2034
+		pscript=("$PERF" script -i "$f") cscript=("$pc" script "$f")
+		pair pscript cscript
+		row "perf script" pscript
+		row "perfcheck script" cscript
+		ratio "perf script / perfcheck script" pscript cscript time ">=" 3
+		ratio "perfcheck script / perf script" cscript pscript mem "<=" 1
 	fi
 
 	if want pprof; then
-		echo "-- pprof (no goal: compared with perf report --stdio, and with the check it includes)"
-		[ "$reportran" = 1 ] && row "perf report --stdio" preport
-		if has pprof; then
-			measure cpprof 0 "$pc" pprof -o "$scratch/out.pb.gz" "$f"
-			row "perfcheck pprof -o out.pb.gz" cpprof
-			ratio "perf report --stdio / perfcheck pprof" preport cpprof
-			[ -n "${ccheck_s:-}" ] && ratio "perfcheck pprof / perfcheck check" cpprof ccheck
+		echo "-- pprof (load $(load))"
+		# shellcheck disable=SC2034
+		cpprof=("$pc" pprof -o "$scratch/out.pb.gz" "$f")
+		if want top; then
+			# perf report was just timed against top: time pprof alone.
+			: >"$scratch/cpprof.log"
+			for ((i = 0; i < RUNS; i++)); do once "$scratch/cpprof.log" "${cpprof[@]}"; done
+			cpprof_s=$(median "$scratch/cpprof.log" 1)
+			cpprof_cpu=$(median "$scratch/cpprof.log" 2)
+			cpprof_mb=$(median "$scratch/cpprof.log" 3 | awk '$1 != "" { printf "%.1f", $1 / 1024 }')
 		else
-			skipped "perfcheck pprof"
+			pair preport cpprof
 		fi
+		row "perf report --stdio --no-children" preport
+		row "perfcheck pprof -o out.pb.gz" cpprof
+		ratio "perfcheck pprof / perf report" cpprof preport mem "<=" 0.25
+		# shellcheck disable=SC2034
+		gb_s=1 gb_cpu=1 gb_mb=1024
+		ratio "perfcheck pprof / 1 GB" cpprof gb mem "<=" 1
 	fi
 done

@@ -289,6 +289,7 @@ func readIdentity(r io.ReaderAt, size int64, name string) (*Identity, error) {
 // elfHeader holds the ELF header's fields that locate the program and
 // section header tables.
 type elfHeader struct {
+	size                       int64 // of the ELF header itself
 	phoff, shoff               int64
 	phentsize, phnum           int64
 	shentsize, shnum, shstrndx int64
@@ -315,11 +316,11 @@ func (e *elfReader) header(id *Identity) (elfHeader, error) {
 	default:
 		return h, e.errf(4, nil, "unknown ELF class %d", e.head[4])
 	}
-	hdrSize := int64(52)
+	h.size = 52
 	if e.is64 {
-		hdrSize = 64
+		h.size = 64
 	}
-	b, err := e.read(0, hdrSize, "ELF header")
+	b, err := e.read(0, h.size, "ELF header")
 	if err != nil {
 		return h, err
 	}

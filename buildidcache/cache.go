@@ -84,12 +84,18 @@ type checkedFile struct {
 }
 
 // tmpMarker is in the name of every temporary file this package writes;
-// Prune removes such files once they are older than staleTemp.
+// Prune counts such files in the cache's size and removes them once
+// nothing changed them for abandonedTemp. staleTemp is how long an
+// orphan's directory must be left unchanged.
 const (
-	tmpMarker = ".tmp-"
-	staleTemp = time.Hour
-	maxName   = 4096 // PATH_MAX
+	tmpMarker     = ".tmp-"
+	staleTemp     = time.Hour
+	abandonedTemp = 10 * time.Minute
+	maxName       = 4096 // PATH_MAX
 )
+
+// NoSizeLimit, as Prune's maxSize, removes nothing for size.
+const NoSizeLimit = -1
 
 // entryName validates a name to cache a binary under and returns it
 // relative to the cache root. Names come from perf.data files and are
@@ -139,6 +145,14 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 // (relative to the cache root) is a symlink, os.Root refused to follow it
 // out of the cache, and the error says so and names the link.
 func (c *Cache) escapeErr(root *os.Root, err error, rels ...string) error {
+	return escapeErr(root, c.Dir, err, rels...)
+}
+
+// escapeErr explains err, an operation through root (opened on dir) on
+// one of rels that failed: when a component of one of them is a symlink
+// that os.Root refused to follow out of dir, the error says so, names the
+// link and wraps ErrUnsafePath.
+func escapeErr(root *os.Root, dir string, err error, rels ...string) error {
 	if err == nil {
 		return nil
 	}
@@ -151,7 +165,7 @@ func (c *Cache) escapeErr(root *os.Root, err error, rels ...string) error {
 				break
 			}
 			if st.Mode()&fs.ModeSymlink != 0 {
-				return fmt.Errorf("%s is a symlink, not followed: %w: %w", filepath.Join(c.Dir, p), ErrUnsafePath, err)
+				return fmt.Errorf("%s is a symlink, not followed: %w: %w", filepath.Join(dir, p), ErrUnsafePath, err)
 			}
 		}
 	}
@@ -403,7 +417,7 @@ func (c *Cache) unshare(root *os.Root, dir, role string, bid buildid.ID) (bool, 
 		return false, err
 	}
 	out.Chmod(st.Mode().Perm())
-	_, err = io.Copy(out, in)
+	err = c.copyELF(out, in, final)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -526,13 +540,7 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 	if st, err := in.Stat(); err == nil {
 		out.Chmod(st.Mode().Perm())
 	}
-	// io.Copy between two *os.File uses copy_file_range, which shares
-	// extents on file systems that can (btrfs, xfs).
-	var r io.Reader = in
-	if c.copyFault != nil {
-		r = c.copyFault(in)
-	}
-	_, err = io.Copy(out, r)
+	err = c.copyELF(out, in, src)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -544,6 +552,27 @@ func (c *Cache) writeTemp(root *os.Root, dir, role, src string) (string, error) 
 		return "", err
 	}
 	return tmp, nil
+}
+
+// copyELF copies the ELF file in into out, which is empty: only the bytes
+// its headers describe (elfExtent; all of a file that is not ELF, such as
+// a compressed module), and only the data in them, holes left as holes
+// (copySparse). A file that is a few kilobytes of ELF followed by a hole
+// of gigabytes, or by anything, costs the cache the kilobytes.
+func (c *Cache) copyELF(out, in *os.File, name string) error {
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	n := st.Size()
+	if end, err := elfExtent(in, n, name); err == nil && end < n {
+		n = end
+	}
+	if c.copyFault != nil {
+		_, err := io.Copy(out, io.LimitReader(c.copyFault(in), n))
+		return err
+	}
+	return copySparse(out, in, n)
 }
 
 // findDebug returns a separate debug file for bid from the debug
@@ -756,7 +785,9 @@ type PruneReport struct {
 	Kept       int     `json:"kept"`
 	SizeBefore int64   `json:"size_before"`
 	SizeAfter  int64   `json:"size_after"`
-	// StaleTemps counts temporary files of interrupted writes removed.
+	// StaleTemps counts temporary files of interrupted writes removed
+	// (with dryRun, to be removed). SizeBefore counts every temporary
+	// file, SizeAfter those kept (writes in progress).
 	StaleTemps int `json:"stale_temps"`
 	// Orphans are entry directories no .build-id link leads to any more
 	// (removed, or with dryRun to be removed), whatever maxSize and
@@ -772,11 +803,14 @@ type PruneReport struct {
 }
 
 // Prune removes entries last used before now-olderThan (when olderThan >
-// 0), then the least recently used ones until the entries take at most
-// maxSize bytes (when maxSize > 0). With dryRun it only reports. It
-// removes the .build-id link first, so a concurrent lookup sees either
-// the whole entry or none, and it removes temporary files only once they
-// are older than an hour, so a write in progress is never cut short.
+// 0), then the least recently used ones until the cache takes at most
+// maxSize bytes (0 empties it; NoSizeLimit, or any negative size, removes
+// nothing for size). With dryRun it only reports. It removes the
+// .build-id link first, so a concurrent lookup sees either the whole
+// entry or none. Temporary files count in the cache's size; those nothing
+// changed for ten minutes are left from interrupted writes and removed
+// (an add in progress changes its file with every write), the others
+// kept, so a write in progress is never cut short.
 func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dryRun bool) (*PruneReport, error) {
 	root, err := os.OpenRoot(c.Dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -791,15 +825,22 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 	if err != nil {
 		return nil, err
 	}
+	temps := findTemps(root, now)
 	for _, e := range entries {
 		rep.SizeBefore += e.Size
 	}
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].LastUsed.Before(entries[j].LastUsed) })
 	size := rep.SizeBefore
+	for _, t := range temps {
+		rep.SizeBefore += t.size
+		if !t.abandoned {
+			size += t.size // stays: a write in progress
+		}
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].LastUsed.Before(entries[j].LastUsed) })
 	var keep []Entry
 	for i, e := range entries {
 		old := olderThan > 0 && e.LastUsed.Before(now.Add(-olderThan))
-		big := maxSize > 0 && size > maxSize
+		big := maxSize >= 0 && size > maxSize
 		if !old && !big {
 			keep = append(keep, entries[i:]...)
 			break
@@ -820,10 +861,48 @@ func (c *Cache) Prune(maxSize int64, olderThan time.Duration, now time.Time, dry
 	// went with its directory, and one only reported (dryRun) still has
 	// its link.
 	c.pruneOrphans(root, now, dryRun, rep)
-	if !dryRun {
-		rep.StaleTemps = c.removeStaleTemps(root, now)
+	for _, t := range temps {
+		if t.abandoned && (dryRun || root.Remove(t.name) == nil) {
+			rep.StaleTemps++
+		}
 	}
 	return rep, nil
+}
+
+// tempFile is a temporary file found in the cache.
+type tempFile struct {
+	name      string // relative to the cache root
+	size      int64  // disk usage
+	abandoned bool   // unchanged for abandonedTemp
+}
+
+// findTemps lists the cache's temporary files. A file is abandoned when
+// its contents (mtime) did not change for abandonedTemp — nor, for a hard
+// link, which keeps its source's mtime, its inode (ctime: the link's
+// creation).
+func findTemps(root *os.Root, now time.Time) []tempFile {
+	var temps []tempFile
+	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(d.Name(), tmpMarker) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		t := tempFile{name: p, size: info.Size()}
+		changed := info.ModTime()
+		if sys, ok := sysStat(info); ok {
+			t.size = sys.blocks * 512
+			if sys.nlink > 1 {
+				changed = latest(changed, sys.ctime)
+			}
+		}
+		t.abandoned = now.Sub(changed) > abandonedTemp
+		temps = append(temps, t)
+		return nil
+	})
+	return temps
 }
 
 // pruneOrphans finds the orphans (see orphans) and, unless dryRun,
@@ -1126,20 +1205,4 @@ func removeEmptyParents(root *os.Root, dir string) {
 		}
 		dir = path.Dir(dir)
 	}
-}
-
-func (c *Cache) removeStaleTemps(root *os.Root, now time.Time) int {
-	n := 0
-	fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(d.Name(), tmpMarker) {
-			return nil
-		}
-		if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
-			if root.Remove(p) == nil {
-				n++
-			}
-		}
-		return nil
-	})
-	return n
 }

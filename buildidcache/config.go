@@ -2,6 +2,7 @@ package buildidcache
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,28 +12,59 @@ import (
 // given on the command line: $PERF_BUILDID_DIR, else buildid.dir from
 // ~/.perfconfig (or /etc/perfconfig), else $HOME/.debug, else ".debug" —
 // the order of set_buildid_dir in tools/perf/util/config.c, where perf
-// itself exports PERF_BUILDID_DIR to the commands it runs.
+// itself exports PERF_BUILDID_DIR to the commands it runs. It is
+// [ConfiguredBuildIDDir] without the warnings.
 func DefaultBuildIDDir() string {
+	dir, _ := ConfiguredBuildIDDir()
+	return dir
+}
+
+// ConfiguredBuildIDDir is [DefaultBuildIDDir], with a warning for each
+// configuration file it ignored: a ~/.perfconfig owned by neither the
+// current user nor root, which perf ignores too (perf_config_set__init in
+// tools/perf/util/config.c: "not owned by current user or root,
+// ignoring it"), since whoever owns it could point the cache, and with it
+// every lookup, anywhere.
+func ConfiguredBuildIDDir() (dir string, warnings []string) {
 	if d := os.Getenv("PERF_BUILDID_DIR"); d != "" {
-		return d
+		return d, nil
 	}
 	home := os.Getenv("HOME")
-	dir := ""
 	for _, f := range []string{"/etc/perfconfig", filepath.Join(home, ".perfconfig")} {
 		if home == "" && f != "/etc/perfconfig" {
 			continue
+		}
+		if f != "/etc/perfconfig" {
+			if w := foreignOwner(f); w != "" {
+				warnings = append(warnings, w)
+				continue
+			}
 		}
 		if d := perfConfigValue(f, "buildid", "dir"); d != "" {
 			dir = d // the user's file wins over the system's
 		}
 	}
 	if dir != "" {
-		return expandHome(dir, home)
+		return expandHome(dir, home), warnings
 	}
 	if home == "" {
-		return ".debug"
+		return ".debug", warnings
 	}
-	return filepath.Join(home, ".debug")
+	return filepath.Join(home, ".debug"), warnings
+}
+
+// foreignOwner says why file is ignored when it exists and is owned by
+// neither the effective user nor root, "" otherwise.
+func foreignOwner(file string) string {
+	st, err := os.Stat(file)
+	if err != nil {
+		return ""
+	}
+	uid, foreign := ForeignOwner(st)
+	if !foreign {
+		return ""
+	}
+	return fmt.Sprintf("%s is owned by uid %d, not by the current user or root: ignored, as perf ignores it", file, uid)
 }
 
 func expandHome(p, home string) string {

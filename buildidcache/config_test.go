@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDefaultBuildIDDir(t *testing.T) {
@@ -50,4 +53,32 @@ func TestDefaultDebuginfodCache(t *testing.T) {
 	if got := DebuginfodURLsFromEnv(); len(got) != 2 || got[1] != "https://b/" {
 		t.Errorf("urls = %q", got)
 	}
+}
+
+// TestPerfconfigOwner: a ~/.perfconfig owned by another user (nobody,
+// here) is ignored with a warning, as perf ignores it, so that its owner
+// cannot point every lookup at a cache of theirs; one owned by the
+// current user (or root) is read.
+func TestPerfconfigOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file to another user")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("PERF_BUILDID_DIR", "")
+	cfg := filepath.Join(home, ".perfconfig")
+	require.NoError(t, os.WriteFile(cfg, []byte("[buildid]\n\tdir = /tmp/theirs\n"), 0o644))
+
+	require.NoError(t, os.Chown(cfg, 65534, 65534))
+	dir, warnings := ConfiguredBuildIDDir()
+	assert.Equal(t, filepath.Join(home, ".debug"), dir)
+	require.Len(t, warnings, 1)
+	assert.Contains(t, warnings[0], cfg)
+	assert.Contains(t, warnings[0], "uid 65534")
+	assert.Equal(t, dir, DefaultBuildIDDir())
+
+	require.NoError(t, os.Chown(cfg, os.Geteuid(), os.Getegid()))
+	dir, warnings = ConfiguredBuildIDDir()
+	assert.Equal(t, "/tmp/theirs", dir)
+	assert.Empty(t, warnings)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
@@ -21,11 +23,23 @@ import (
 
 // Defaults where this package departs from elfutils on purpose (see
 // docs/buildidcache.md): elfutils waits 90 s per server and request, which
-// an unreachable server in $DEBUGINFOD_URLS turns into minutes per profile.
+// an unreachable server in $DEBUGINFOD_URLS turns into minutes per profile,
+// and sets no limit on a download's size or time, which lets a server fill
+// the disk or hold the run for ever.
 const (
 	defaultDebuginfodTimeout  = 10 * time.Second
 	defaultDebuginfodDeadline = 30 * time.Second
+	defaultDebuginfodMaxTime  = 120 * time.Second
 	defaultCacheMiss          = 600 * time.Second // elfutils' cache_miss_s default
+	// Size caps by type, replaced by $DEBUGINFOD_MAXSIZE: the largest
+	// real executables and shared libraries are a few hundred megabytes,
+	// their debuginfo a few times that.
+	defaultMaxExecutable = 1 << 30
+	defaultMaxDebuginfo  = 4 << 30
+	// minProgress is elfutils' progress rule: a server that does not send
+	// this much within DEBUGINFOD_TIMEOUT (or the rest of the file) is
+	// given up on.
+	minProgress = 100 << 10
 )
 
 // debuginfod is the client: elfutils' protocol (GET <url>/buildid/<hex>/
@@ -37,7 +51,8 @@ type debuginfod struct {
 	cache    string
 	timeout  time.Duration
 	deadline time.Duration
-	maxSize  int64
+	maxTime  time.Duration // per download; negative: none
+	maxSize  int64         // 0: the defaults by type; negative: none
 	client   *http.Client
 	progress io.Writer
 
@@ -104,7 +119,8 @@ func newDebuginfod(opts Options) *debuginfod {
 		return nil
 	}
 	d := &debuginfod{cache: cache, timeout: opts.DebuginfodTimeout, deadline: opts.DebuginfodDeadline,
-		maxSize: opts.DebuginfodMaxSize, client: opts.HTTPClient, progress: opts.Progress, down: map[string]error{}}
+		maxTime: opts.DebuginfodMaxTime, maxSize: opts.DebuginfodMaxSize, client: opts.HTTPClient,
+		progress: opts.Progress, down: map[string]error{}}
 	for _, u := range urls {
 		// Only http and https servers are asked. elfutils 0.190 also
 		// accepts policy words between URLs ("ima:enforcing") and curl's
@@ -125,9 +141,23 @@ func newDebuginfod(opts Options) *debuginfod {
 	if d.deadline == 0 {
 		d.deadline = defaultDebuginfodDeadline
 	}
+	if d.maxTime == 0 {
+		// elfutils: whole seconds, 0 for no limit.
+		d.maxTime = defaultDebuginfodMaxTime
+		if s, err := strconv.Atoi(os.Getenv("DEBUGINFOD_MAXTIME")); err == nil && s >= 0 {
+			d.maxTime = time.Duration(s) * time.Second
+			if s == 0 {
+				d.maxTime = -1
+			}
+		}
+	}
 	if d.maxSize == 0 {
-		if n, err := strconv.ParseInt(os.Getenv("DEBUGINFOD_MAXSIZE"), 10, 64); err == nil && n > 0 {
+		// elfutils: bytes, 0 for no limit.
+		if n, err := strconv.ParseInt(os.Getenv("DEBUGINFOD_MAXSIZE"), 10, 64); err == nil && n >= 0 {
 			d.maxSize = n
+			if n == 0 {
+				d.maxSize = -1
+			}
 		}
 	}
 	if d.client == nil {
@@ -135,9 +165,25 @@ func newDebuginfod(opts Options) *debuginfod {
 		tr.DialContext = (&net.Dialer{Timeout: d.timeout}).DialContext
 		tr.ResponseHeaderTimeout = d.timeout
 		tr.TLSHandshakeTimeout = d.timeout
+		// Go's transport asks for gzip on its own and inflates the body
+		// out of sight of every size check; see get.
+		tr.DisableCompression = true
 		d.client = &http.Client{Transport: tr}
 	}
 	return d
+}
+
+// limit is the largest file of type typ that is downloaded, 0 for none.
+func (d *debuginfod) limit(typ string) int64 {
+	switch {
+	case d.maxSize > 0:
+		return d.maxSize
+	case d.maxSize < 0:
+		return 0
+	case typ == "debuginfo":
+		return defaultMaxDebuginfo
+	}
+	return defaultMaxExecutable
 }
 
 func (r *Resolver) lookDebuginfodDebuginfo(ctx context.Context, s *search) {
@@ -180,6 +226,11 @@ func (r *Resolver) lookDebuginfod(ctx context.Context, s *search, typ string) {
 }
 
 // fetch returns the cached or downloaded file of type typ for bid.
+//
+// Every file operation in the cache goes through an os.Root opened on it,
+// as the build-id cache's writes do: <cache>/<build-id> is whatever the
+// cache's owner (or anyone who could write there) left, and a symlink
+// there must not lead a removal or a download outside the cache.
 func (d *debuginfod) fetch(ctx context.Context, bid buildid.ID, typ string) (fetchResult, error) {
 	hexID := bid.String()
 	if d.cache == "" && len(d.urls) == 0 {
@@ -193,8 +244,21 @@ func (d *debuginfod) fetch(ctx context.Context, bid buildid.ID, typ string) (fet
 		}
 		cache = dir
 	}
-	target := filepath.Join(cache, hexID, typ)
-	res, ok, err := d.cached(target, bid, typ)
+	if len(d.urls) > 0 {
+		if err := os.MkdirAll(cache, 0o700); err != nil {
+			return fetchResult{}, fmt.Errorf("debuginfod cache: %w", err)
+		}
+	}
+	root, err := os.OpenRoot(cache)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fetchResult{}, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
+	} else if err != nil {
+		return fetchResult{}, fmt.Errorf("debuginfod cache: %w", err)
+	}
+	defer root.Close()
+	c := clientCache{root: root, dir: cache}
+	rel := hexID + "/" + typ
+	res, ok, err := d.cached(c, rel, bid, typ)
 	if ok {
 		return res, err
 	}
@@ -202,18 +266,17 @@ func (d *debuginfod) fetch(ctx context.Context, bid buildid.ID, typ string) (fet
 	if len(d.urls) == 0 {
 		return set, fmt.Errorf("%w: no debuginfod URL configured", ErrNotFound)
 	}
-	v, err, _ := d.flight.Do(hexID+"/"+typ, func() (any, error) {
+	v, err, _ := d.flight.Do(rel, func() (any, error) {
 		// A download that finished between our cache check and this
 		// call has left its file: look again before asking a server.
-		res, ok, err := d.cached(target, bid, typ)
+		res, ok, err := d.cached(c, rel, bid, typ)
 		if ok {
 			return res, err
 		}
 		set := res // set aside by this call, reported with the download
 		// The download serves every goroutine waiting on it, so it must not
-		// die with the first caller's context; the stall timeout and the
-		// deadline bound it instead.
-		res, err = d.download(context.WithoutCancel(ctx), bid, typ, target)
+		// die with the first caller's context; its own limits bound it.
+		res, err = d.download(context.WithoutCancel(ctx), c, bid, typ, rel)
 		res.rejected = append(set.rejected, res.rejected...)
 		return res, err
 	})
@@ -222,45 +285,82 @@ func (d *debuginfod) fetch(ctx context.Context, bid buildid.ID, typ string) (fet
 	return res, err
 }
 
+// clientCache is elfutils' client cache, every access through root.
+type clientCache struct {
+	root *os.Root
+	dir  string // root's name, for messages and returned paths
+}
+
+func (c clientCache) path(rel string) string { return filepath.Join(c.dir, filepath.FromSlash(rel)) }
+
+// unsafe explains a failed operation on rel: ErrUnsafePath when a
+// symlink would have led it outside the cache.
+func (c clientCache) unsafe(err error, rel string) error {
+	return fmt.Errorf("debuginfod cache: %w", escapeErr(c.root, c.dir, err, rel))
+}
+
 // cached answers from the cache when it can: a file with the build-id
 // asked for, or an empty file, which is elfutils' remembered miss and holds
 // for cache_miss_s seconds. A cached file with another build-id, or one
 // that is not ELF (written by another client, truncated by a crash, or
 // served wrong to a client that does not verify), would otherwise answer
 // for this build-id for ever: it is removed, reported as rejected, and the
-// file downloaded again.
-func (d *debuginfod) cached(target string, bid buildid.ID, typ string) (res fetchResult, ok bool, err error) {
-	st, err := os.Stat(target)
+// file downloaded again. A path that leads out of the cache answers with
+// an error wrapping ErrUnsafePath, so that nothing is downloaded there.
+func (d *debuginfod) cached(c clientCache, rel string, bid buildid.ID, typ string) (res fetchResult, ok bool, err error) {
+	target := c.path(rel)
+	f, err := c.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fetchResult{}, false, nil
+	case err != nil:
+		if err = c.unsafe(err, rel); errors.Is(err, ErrUnsafePath) {
+			return fetchResult{}, true, err
+		}
+		// Unreadable (permissions): leave it; the resolver reports it.
+		return fetchResult{path: target}, true, nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
 		return fetchResult{}, false, nil
 	}
-	if st.Size() > 0 {
-		id, err := ReadFileIdentity(target)
-		var fe *FormatError
-		switch {
-		case err == nil && id.BuildID.Matches(bid):
-			return fetchResult{path: target}, true, nil
-		case err == nil:
-			err = fmt.Errorf("%w: %s has %v", ErrMismatch, target, id.BuildID)
-		case errors.Is(err, ErrNotELF), errors.As(err, &fe):
-		default:
-			// Unreadable (permissions): leave it; the resolver reports it.
-			return fetchResult{path: target}, true, nil
+	if st.Size() == 0 {
+		if time.Since(st.ModTime()) < d.cacheMiss(c) {
+			return fetchResult{}, true, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)
 		}
-		if rerr := os.Remove(target); rerr != nil {
-			return fetchResult{}, true, fmt.Errorf("%w: %w; removing it: %w", ErrNotFound, err, rerr)
-		}
-		return fetchResult{rejected: []Candidate{{Locator: "debuginfod", Path: target, Role: typ,
-			Err: fmt.Errorf("%w (removed from the debuginfod cache)", err)}}}, false, nil
+		return fetchResult{}, false, nil
 	}
-	if time.Since(st.ModTime()) < d.cacheMiss() {
-		return fetchResult{}, true, fmt.Errorf("%w (remembered miss in %s)", ErrNotFound, target)
+	id, err := identityOf(f, target)
+	var fe *FormatError
+	switch {
+	case err == nil && id.BuildID.Matches(bid):
+		return fetchResult{path: target}, true, nil
+	case err == nil:
+		err = fmt.Errorf("%w: %s has %v", ErrMismatch, target, id.BuildID)
+	case errors.Is(err, ErrNotELF), errors.As(err, &fe):
+	default:
+		return fetchResult{path: target}, true, nil
 	}
-	return fetchResult{}, false, nil
+	if rerr := c.root.Remove(rel); rerr != nil {
+		return fetchResult{}, true, fmt.Errorf("%w: %w; removing it: %w", ErrNotFound, err, rerr)
+	}
+	return fetchResult{rejected: []Candidate{{Locator: "debuginfod", Path: target, Role: typ,
+		Err: fmt.Errorf("%w (removed from the debuginfod cache)", err)}}}, false, nil
 }
 
-func (d *debuginfod) cacheMiss() time.Duration {
-	b, err := os.ReadFile(filepath.Join(d.cache, "cache_miss_s"))
+// cacheMiss reads the control file cache_miss_s (seconds), opened
+// without blocking and read only while it is a small regular file.
+func (d *debuginfod) cacheMiss(c clientCache) time.Duration {
+	f, err := c.root.OpenFile("cache_miss_s", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return defaultCacheMiss
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return defaultCacheMiss
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64))
 	if err != nil {
 		return defaultCacheMiss
 	}
@@ -269,227 +369,4 @@ func (d *debuginfod) cacheMiss() time.Duration {
 		return defaultCacheMiss
 	}
 	return time.Duration(n) * time.Second
-}
-
-// serverOutcome is one server's answer to one request.
-type serverOutcome struct {
-	url      string
-	tmp      string // verified temporary file, "" on failure
-	err      error
-	notFound bool
-	rejected *Candidate
-}
-
-// download asks every live server at once, as elfutils does (one curl
-// multi handle for all of $DEBUGINFOD_URLS), and keeps the first verified
-// answer.
-func (d *debuginfod) download(ctx context.Context, bid buildid.ID, typ, target string) (fetchResult, error) {
-	var res fetchResult
-	d.mu.Lock()
-	if d.started.IsZero() {
-		d.started = time.Now()
-	}
-	if d.deadline > 0 && time.Since(d.started) > d.deadline {
-		d.mu.Unlock()
-		return res, ErrDeadline
-	}
-	var live []string
-	for _, u := range d.urls {
-		if err := d.down[u]; err != nil {
-			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: skipped, failed earlier: %v", u, err))
-			continue
-		}
-		live = append(live, u)
-	}
-	d.mu.Unlock()
-	if len(live) == 0 {
-		return res, fmt.Errorf("%w: every server failed earlier", ErrServer)
-	}
-	dir := filepath.Dir(target)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return res, fmt.Errorf("debuginfod cache: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := make(chan serverOutcome, len(live))
-	for _, u := range live {
-		go func() { out <- d.get(ctx, u, bid, typ, dir) }()
-	}
-	var winner *serverOutcome
-	notFound := 0
-	for range live {
-		o := <-out
-		switch {
-		case o.tmp != "" && winner == nil:
-			winner = &o
-			cancel() // the others can stop
-		case o.tmp != "":
-			os.Remove(o.tmp)
-		case o.rejected != nil:
-			res.rejected = append(res.rejected, *o.rejected)
-		case o.notFound:
-			notFound++
-			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: %s not found", o.url, typ))
-		case o.err != nil && winner == nil:
-			res.tried = append(res.tried, fmt.Sprintf("debuginfod %s: %v", o.url, o.err))
-			if ctx.Err() == nil {
-				d.mu.Lock()
-				d.down[o.url] = o.err
-				d.mu.Unlock()
-			}
-		}
-	}
-	if winner != nil {
-		if err := os.Rename(winner.tmp, target); err != nil {
-			os.Remove(winner.tmp)
-			return res, fmt.Errorf("debuginfod cache: %w", err)
-		}
-		res.path, res.url = target, winner.url
-		return res, nil
-	}
-	if notFound == len(live) && d.cache != "" {
-		// Remember the miss as elfutils does: an empty file at the
-		// target's name (elfutils 0.188 writes it mode 0644), honoured for
-		// cache_miss_s by its mtime.
-		if f, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
-			f.Close()
-		} else if errors.Is(err, os.ErrExist) {
-			now := time.Now()
-			os.Chtimes(target, now, now) // renew an expired miss
-		}
-	}
-	return res, fmt.Errorf("%w: %s for %v on %d server(s)", ErrNotFound, typ, bid, len(live))
-}
-
-// get downloads from one server into a temporary file in dir and verifies
-// it. Nothing unverified is ever renamed into the cache.
-func (d *debuginfod) get(ctx context.Context, base string, bid buildid.ID, typ, dir string) serverOutcome {
-	o := serverOutcome{url: base}
-	u := base + "/buildid/" + bid.String() + "/" + typ
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		o.err = err
-		return o
-	}
-	req.Header.Set("User-Agent", "perfcheck")
-	// The whole exchange must make progress every d.timeout: the timer
-	// is pushed back by every read and cancels the request when it fires.
-	stall := time.AfterFunc(d.timeout, cancel)
-	defer stall.Stop()
-	resp, err := d.client.Do(req)
-	if err != nil {
-		o.err = fmt.Errorf("%w: %s: %w", ErrServer, u, timeoutText(err, stall, d.timeout))
-		return o
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		o.notFound = true
-		return o
-	case resp.StatusCode != http.StatusOK:
-		o.err = fmt.Errorf("%w: %s: HTTP %s", ErrServer, u, resp.Status)
-		return o
-	}
-	if d.maxSize > 0 && resp.ContentLength > d.maxSize {
-		o.err = fmt.Errorf("%w: %s: %d bytes is more than DEBUGINFOD_MAXSIZE %d", ErrServer, u, resp.ContentLength, d.maxSize)
-		return o
-	}
-	f, err := os.CreateTemp(dir, "."+typ+".tmp-*")
-	if err != nil {
-		o.err = err
-		return o
-	}
-	tmp := f.Name()
-	keep := false
-	defer func() {
-		if !keep {
-			os.Remove(tmp)
-		}
-	}()
-	pr := &progressReader{r: resp.Body, stall: stall, timeout: d.timeout, w: d.progress,
-		label: bid.String() + " " + typ, total: resp.ContentLength, max: d.maxSize}
-	_, err = io.Copy(f, pr)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	pr.finish()
-	if err != nil {
-		o.err = fmt.Errorf("%w: %s: %w", ErrServer, u, timeoutText(err, stall, d.timeout))
-		return o
-	}
-	id, err := ReadFileIdentity(tmp)
-	switch {
-	case err != nil:
-		o.rejected = &Candidate{Locator: "debuginfod", Path: u, URL: base, Role: typ, Err: fmt.Errorf("%s: %w", u, err)}
-		return o
-	case !id.BuildID.Matches(bid):
-		o.rejected = &Candidate{Locator: "debuginfod", Path: u, URL: base, Role: typ,
-			Err: fmt.Errorf("%w: %s served a file with build-id %v", ErrMismatch, u, id.BuildID)}
-		return o
-	}
-	keep = true
-	o.tmp = tmp
-	return o
-}
-
-// timeoutText names a stall for what it is, whichever timer noticed it
-// first (ours: "context canceled"; the transport's dial or header timeout).
-func timeoutText(err error, stall *time.Timer, timeout time.Duration) error {
-	var ne net.Error
-	if (errors.Is(err, context.Canceled) && !stall.Stop()) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("no progress for %v (DEBUGINFOD_TIMEOUT)", timeout)
-	}
-	return err
-}
-
-// progressReader pushes the stall timer back on every read, enforces
-// DEBUGINFOD_MAXSIZE on bodies without Content-Length and prints progress
-// at most every 250 ms for downloads that take longer than a second.
-type progressReader struct {
-	r       io.Reader
-	stall   *time.Timer
-	timeout time.Duration
-	w       io.Writer
-	label   string
-	total   int64
-	max     int64
-	n       int64
-	start   time.Time
-	last    time.Time
-	printed bool
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	if p.start.IsZero() {
-		p.start = time.Now()
-	}
-	n, err := p.r.Read(b)
-	if n > 0 {
-		p.stall.Reset(p.timeout)
-		p.n += int64(n)
-		if p.max > 0 && p.n > p.max {
-			return n, fmt.Errorf("more than DEBUGINFOD_MAXSIZE %d bytes", p.max)
-		}
-	}
-	if p.w != nil {
-		now := time.Now()
-		if now.Sub(p.start) > time.Second && now.Sub(p.last) > 250*time.Millisecond {
-			p.last = now
-			p.printed = true
-			if p.total > 0 {
-				fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f/%.1f MB", p.label, float64(p.n)/1e6, float64(p.total)/1e6)
-			} else {
-				fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f MB", p.label, float64(p.n)/1e6)
-			}
-		}
-	}
-	return n, err
-}
-
-func (p *progressReader) finish() {
-	if p.printed {
-		fmt.Fprintf(p.w, "\rdebuginfod: %s %.1f MB done\n", p.label, float64(p.n)/1e6)
-	}
 }

@@ -34,12 +34,19 @@
 // together cost at most the file's size. The one exception is a
 // compressed kernel module (.ko.xz, .ko.zst, .ko.gz), which must be
 // decompressed to be read; it is decompressed in memory only as far as
-// needed and never past 64 times its compressed size plus 16 MiB (256 MiB
-// at most). [ReadModule], which returns a whole module for symbolizing,
+// needed and never past the size the stream declares (xz's index, the zstd
+// frame's content size, gzip's trailer), which may be at most 64 times its
+// compressed size plus 16 MiB (256 MiB at most). Before a decoder is made,
+// that size and the decoder's window are borrowed from the run's
+// decompression budget (internal/budget), and an xz block's dictionary is
+// capped at that size whatever the block declares, so that a stream of a
+// few bytes declaring a 4 GiB dictionary costs what its size justifies.
+// [ReadModule], which returns a whole module for symbolizing,
 // and [ReadModuleIdentity], which returns its identity and the image it
 // was read from (one open, one decompression), decompress under the same
-// bound and recognise the compression by magic bytes, never by file name. No code here panics on malformed input; errors carry the file
-// name and byte offset ([FormatError]).
+// bound and recognise the compression by magic bytes, never by file name.
+// No code here panics on malformed input; errors carry the file name and
+// byte offset ([FormatError]).
 //
 // File names that come from a perf.data file are untrusted. [Cache] cleans
 // every such name, refuses ".." components, control characters and empty
@@ -68,5 +75,12 @@
 // downloaded file is checked against the build-id that was asked for; a file
 // with another build-id is deleted, not cached, and reported in
 // [Result.Rejected]; so is such a file found already in the debuginfod
-// cache.
+// cache. A download is bounded as elfutils bounds it — a size cap
+// ($DEBUGINFOD_MAXSIZE, else 1 GiB for an executable and 4 GiB for
+// debuginfo), 100 KiB of progress per $DEBUGINFOD_TIMEOUT and a total time
+// ($DEBUGINFOD_MAXTIME, else 120 s) — and more: it must be an ELF file with
+// no byte past what its headers describe, it is never decompressed on the
+// way (no gzip content encoding), and the client cache is read and
+// written only through an [os.Root], so a symlink there cannot lead a
+// removal or a write outside it.
 package buildidcache

@@ -93,7 +93,7 @@ func TestPruneOrphans(t *testing.T) {
 
 	// Everything was just written: an add in progress looks like this,
 	// so nothing is an orphan yet.
-	rep, err := c.Prune(0, 0, time.Now(), false)
+	rep, err := c.Prune(NoSizeLimit, 0, time.Now(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestPruneOrphans(t *testing.T) {
 
 	// Two hours later: a dry run reports the orphans and removes nothing.
 	later := time.Now().Add(2 * time.Hour)
-	rep, err = c.Prune(0, 0, later, true)
+	rep, err = c.Prune(NoSizeLimit, 0, later, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestPruneOrphans(t *testing.T) {
 		t.Errorf("dry run: orphan size %d, removed %d entries", rep.OrphanSize, len(rep.Removed))
 	}
 
-	rep, err = c.Prune(0, 0, later, false)
+	rep, err = c.Prune(NoSizeLimit, 0, later, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestPruneOrphans(t *testing.T) {
 		}
 	}
 	// A second prune finds nothing more.
-	if rep, err := c.Prune(0, 0, later, false); err != nil || len(rep.Orphans) != 0 {
+	if rep, err := c.Prune(NoSizeLimit, 0, later, false); err != nil || len(rep.Orphans) != 0 {
 		t.Errorf("second prune: %+v, %v", rep, err)
 	}
 }

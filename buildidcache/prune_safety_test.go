@@ -113,7 +113,7 @@ func TestPruneKeepsProbesAndUserDirs(t *testing.T) {
 	short := filepath.Join(c.Dir, "usr/bin/fast", strings.Repeat("cd", 8))
 	writeFile(t, filepath.Join(short, "elf"), "old")
 
-	rep, err := c.Prune(0, 0, time.Now().Add(2*time.Hour), false)
+	rep, err := c.Prune(NoSizeLimit, 0, time.Now().Add(2*time.Hour), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,16 +162,22 @@ type Options struct {
 	// DebuginfodCache is elfutils' client cache; "" means
 	// DefaultDebuginfodCache().
 	DebuginfodCache string
-	// DebuginfodTimeout bounds the wait for a server to connect, to answer
-	// and, during a download, to send more bytes; 0 means
-	// $DEBUGINFOD_TIMEOUT seconds, else 10 s.
+	// DebuginfodTimeout is elfutils' progress rule: from the request on,
+	// every span of this length must bring 100 KiB or the rest of the
+	// file; it also bounds connecting and waiting for the response. 0
+	// means $DEBUGINFOD_TIMEOUT seconds, else 10 s.
 	DebuginfodTimeout time.Duration
 	// DebuginfodDeadline is one budget for the whole Resolver: once it
 	// has passed since the first request, no new request starts. 0 means
 	// 30 s; negative means none.
 	DebuginfodDeadline time.Duration
-	// DebuginfodMaxSize rejects larger downloads; 0 means
-	// $DEBUGINFOD_MAXSIZE, else no limit.
+	// DebuginfodMaxTime bounds each download from its request to its
+	// last byte; 0 means $DEBUGINFOD_MAXTIME seconds (0 there: none),
+	// else 120 s; negative means none.
+	DebuginfodMaxTime time.Duration
+	// DebuginfodMaxSize rejects larger downloads, of both types; 0 means
+	// $DEBUGINFOD_MAXSIZE bytes (0 there: none), else 1 GiB for an
+	// executable and 4 GiB for debuginfo; negative means none.
 	DebuginfodMaxSize int64
 	// HTTPClient, when set, replaces the default client (tests).
 	HTTPClient *http.Client
@@ -306,6 +312,12 @@ func (s *search) check(locator, role, path string) bool {
 		return false
 	case err != nil:
 		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role, Err: err})
+		return false
+	case id.Compression != "" && s.q.Kind != dso.Module:
+		// Only kernel modules are loaded from compressed files; a
+		// process maps the ELF file itself.
+		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,
+			Err: fmt.Errorf("%s: %w: a %s-compressed file, which only a kernel module can be", path, ErrNotELF, id.Compression)})
 		return false
 	case id.BuildID == nil:
 		s.rejected = append(s.rejected, Candidate{Locator: locator, Path: path, Role: role,

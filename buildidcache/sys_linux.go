@@ -1,7 +1,10 @@
 package buildidcache
 
 import (
+	"errors"
+	"io"
 	"io/fs"
+	"os"
 	"syscall"
 	"time"
 
@@ -19,6 +22,7 @@ func sysStat(fi fs.FileInfo) (s fileSys, ok bool) {
 		dev:    uint64(st.Dev),
 		ino:    uint64(st.Ino),
 		nlink:  uint64(st.Nlink),
+		uid:    int(st.Uid),
 		blocks: int64(st.Blocks),
 		atime:  time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
 		ctime:  time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
@@ -53,4 +57,41 @@ func kernelRelease() (string, bool) {
 		return "", false
 	}
 	return unix.ByteSliceToString(u.Release[:]), true
+}
+
+// copySparse copies the first n bytes of src into dst, which is empty,
+// leaving holes where src has them: only the data regions that
+// lseek(SEEK_DATA, SEEK_HOLE) reports are copied (each with io.Copy
+// between the two files, i.e. copy_file_range, which shares extents on
+// file systems that can, btrfs and xfs), and dst is extended to n bytes.
+// Where the file system cannot tell holes, everything is data.
+func copySparse(dst, src *os.File, n int64) error {
+	fd := int(src.Fd())
+	for off := int64(0); off < n; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole from off on
+		}
+		if err != nil {
+			data = off
+		}
+		if data >= n {
+			break
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil || hole > n {
+			hole = n
+		}
+		if _, err := src.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := dst.Seek(data, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.Copy(dst, io.LimitReader(src, hole-data)); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return dst.Truncate(n)
 }

@@ -4,7 +4,9 @@ package buildidcache
 
 import (
 	"errors"
+	"io"
 	"io/fs"
+	"os"
 )
 
 // Linux is the target; elsewhere the package only builds, and stat gives
@@ -21,3 +23,10 @@ func linkInto(string, uintptr, string) error { return errors.ErrUnsupported }
 
 // kernelRelease reports that there is no Linux kernel release to look up.
 func kernelRelease() (string, bool) { return "", false }
+
+// copySparse copies the first n bytes of src into dst; holes are not
+// looked for here.
+func copySparse(dst, src *os.File, n int64) error {
+	_, err := io.Copy(dst, io.NewSectionReader(src, 0, n))
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/internal/budget"
 	"github.com/perfcheck/perfcheck/internal/regfile"
-	"github.com/ulikunitz/xz"
+	"github.com/perfcheck/perfcheck/internal/xz"
 )
 
 // ReadFileIdentity reads the identity of the ELF file name. It opens the
@@ -44,7 +46,7 @@ func identityOf(f *os.File, name string) (*Identity, error) {
 		// plain files cost no extra read.
 		var magic [6]byte
 		if n, _ := f.ReadAt(magic[:], 0); n == len(magic) {
-			if kind := compression(magic[:]); kind != "" {
+			if kind := Compression(magic[:]); kind != "" {
 				return readCompressed(f, name, kind)
 			}
 		}
@@ -52,9 +54,10 @@ func identityOf(f *os.File, name string) (*Identity, error) {
 	return id, err
 }
 
-// compression names the compressed format a file starts with: kernel
+// Compression names the compressed format ("xz", "zstd", "gzip") that a
+// file whose first bytes are magic (six suffice) is in, or "": kernel
 // modules ship as .ko.xz, .ko.zst or .ko.gz (CONFIG_MODULE_COMPRESS_*).
-func compression(magic []byte) string {
+func Compression(magic []byte) string {
 	switch {
 	case bytes.HasPrefix(magic, []byte("\xfd7zXZ\x00")):
 		return "xz"
@@ -66,39 +69,26 @@ func compression(magic []byte) string {
 	return ""
 }
 
-// maxDecompressed caps a decompressed module; the largest modules are a
-// few tens of megabytes (amdgpu with debug info).
-const maxDecompressed = 256 << 20
-
-// decompressLimit is what a compressed file of size n may decompress to
-// before we stop: real modules shrink 3 to 6 times with xz, so 64 times
-// plus 16 MiB never cuts one short, while a few kilobytes of hostile
-// stream cannot make us hold 256 MiB.
-func decompressLimit(n int64) int64 {
-	return min(maxDecompressed, 64*n+16<<20)
-}
-
 // readCompressed reads the identity of a compressed ELF file. Its notes
 // and section headers cannot be reached without decompressing what
 // precedes them (perf decompresses the whole module into a temporary file:
 // dso__decompress_kmodule in tools/perf/util/dso.c); here the stream is
 // decompressed only as far as the ELF reader asks, through a lazy
-// ReaderAt, and never past decompressLimit of the compressed size.
+// ReaderAt, and never past the size the stream declares (measure).
 func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	limit := decompressLimit(st.Size())
-	r, done, err := decompressor(f, kind, limit)
+	r, out, done, err := decompressor(f, st.Size(), name, kind)
 	if err != nil {
-		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+		return nil, err
 	}
 	defer done()
-	lz := &lazyReaderAt{r: r, limit: limit, kind: kind, compressed: st.Size()}
+	lz := &lazyReaderAt{r: r, limit: out, kind: kind}
 	// The first page tells whether the whole stream is short; if so its
 	// size is known and the ELF reader gets it exactly.
-	size := limit
+	size := out
 	var head [headRead]byte
 	if n, err := lz.ReadAt(head[:], 0); err == io.EOF {
 		size = int64(n)
@@ -113,26 +103,50 @@ func readCompressed(f *os.File, name, kind string) (*Identity, error) {
 	return id, nil
 }
 
-// decompressor returns a reader of f's decompressed kind stream, read from
-// the start of f, and the function that releases it. limit bounds the
-// memory a zstd decoder may claim for a window.
-func decompressor(f *os.File, kind string, limit int64) (io.Reader, func(), error) {
-	sr := io.NewSectionReader(f, 0, 1<<62)
+// decoderOverhead is what a decoder holds besides its window: buffers and
+// state (klauspost's zstd decoder keeps a block of up to 128 KiB, and
+// more), allowed for in each reservation.
+const decoderOverhead = 1 << 20
+
+// decompressor returns a reader of f's decompressed kind stream (f holds
+// size bytes), the size the stream declares, which the caller must not
+// read past, and the function that releases the reader. Before any
+// decoder is made, the decompression borrows from the process's budget
+// (internal/budget) what it can hold: the declared output, the window or
+// dictionary the stream's headers ask for (xz's capped at the output,
+// which a valid stream never needs to exceed), and decoderOverhead. It
+// waits for other passing decompressions and fails at once, naming the
+// file, when the budget cannot hold it.
+func decompressor(f *os.File, size int64, name, kind string) (r io.Reader, out int64, done func(), err error) {
+	m, err := measure(f, size, name, kind)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	b := budget.Default()
+	b.Input(size)
+	release, err := b.Borrow(context.Background(), m.out+m.window+decoderOverhead, name, kind+" stream")
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	done = release
 	switch kind {
 	case "xz":
-		r, err := xz.NewReader(bufio.NewReader(sr))
-		return r, func() {}, err
+		r = xz.NewReader(m.src, m.out)
 	case "zstd":
-		d, err := zstd.NewReader(sr, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
-		if err != nil {
-			return nil, nil, err
+		d, zerr := zstd.NewReader(m.src, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(max(m.out, 1))), zstd.WithDecoderMaxWindow(uint64(max(m.window, zstd.MinWindowSize))))
+		if d != nil {
+			done = func() { d.Close(); release() }
 		}
-		return d, d.Close, nil
+		r, err = d, zerr
 	case "gzip":
-		r, err := gzip.NewReader(bufio.NewReader(sr))
-		return r, func() {}, err
+		r, err = gzip.NewReader(bufio.NewReader(m.src))
 	}
-	return nil, nil, fmt.Errorf("unknown compression %q", kind)
+	if err != nil {
+		done()
+		return nil, 0, nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+	}
+	return r, m.out, done, nil
 }
 
 // ErrTooLarge reports a compressed file that decompresses to more than its
@@ -148,9 +162,11 @@ var ErrTooLarge = errors.New("decompresses to more than its size justifies")
 // suffix, and a renamed file keeps its content. Like perf
 // (dso__decompress_kmodule in tools/perf/util/dso.c) it decompresses the
 // whole module, but in memory rather than to a temporary file, and never
-// past 64 times the compressed size plus 16 MiB (256 MiB at most), the
-// same bound [ReadFileIdentity] uses: a stream that goes on fails with an
-// error wrapping [ErrTooLarge] after at most that much memory. A plain file
+// past the size the stream declares (xz's index, the zstd frame's content
+// size, gzip's trailer), which may be at most 64 times the compressed size
+// plus 16 MiB (256 MiB at most), the same bound [ReadFileIdentity] uses:
+// a stream that declares more, or goes on past what it declares, fails
+// with an error wrapping [ErrTooLarge]. A plain file
 // is returned as read, whatever its first bytes. Only regular files are
 // opened (a FIFO cannot block the caller). The bytes are not checked to be
 // ELF; errors name the file.
@@ -169,7 +185,7 @@ func ReadModule(name string) (data []byte, kind string, err error) {
 	if err != nil && err != io.EOF {
 		return nil, "", fmt.Errorf("%s: %w", name, err)
 	}
-	kind = compression(magic[:n])
+	kind = Compression(magic[:n])
 	if kind == "" {
 		b := make([]byte, st.Size())
 		if _, err := io.ReadFull(io.NewSectionReader(f, 0, st.Size()), b); err != nil {
@@ -205,7 +221,7 @@ func ReadModuleIdentity(name string) (*Identity, []byte, error) {
 	}
 	var magic [6]byte
 	n, _ := f.ReadAt(magic[:], 0)
-	kind := compression(magic[:n])
+	kind := Compression(magic[:n])
 	if kind == "" {
 		return id, nil, err
 	}
@@ -221,20 +237,19 @@ func ReadModuleIdentity(name string) (*Identity, []byte, error) {
 }
 
 // decompressModule decompresses the whole kind stream of f (size bytes),
-// named name, up to decompressLimit of its size.
+// named name, up to the size the stream declares.
 func decompressModule(f *os.File, size int64, name, kind string) ([]byte, error) {
-	limit := decompressLimit(size)
-	r, done, err := decompressor(f, kind, limit)
+	r, out, done, err := decompressor(f, size, name, kind)
 	if err != nil {
-		return nil, &FormatError{File: name, Msg: kind + " stream", Err: err}
+		return nil, err
 	}
 	defer done()
-	b, err := readAtMost(r, limit+1, 4*size+64<<10)
+	b, err := readAtMost(r, out+1, out)
 	if err != nil {
 		return nil, fmt.Errorf("%s: decompressing %s after %d bytes out: %w", name, kind, len(b), err)
 	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: %s stream of %d bytes goes on past %d decompressed bytes: %w", name, kind, size, limit, ErrTooLarge)
+	if int64(len(b)) > out {
+		return nil, fmt.Errorf("%s: %s stream of %d bytes goes on past the %d decompressed bytes it declares: %w", name, kind, size, out, ErrTooLarge)
 	}
 	return b, nil
 }
@@ -263,26 +278,36 @@ func readAtMost(r io.Reader, max, guess int64) ([]byte, error) {
 // lazyReaderAt serves ReadAt from a decompressing stream, decompressing
 // forward only as far as the furthest byte asked for, up to limit.
 type lazyReaderAt struct {
-	r          io.Reader
-	buf        []byte
-	limit      int64
-	kind       string
-	compressed int64
-	eof        bool
-	err        error
+	r     io.Reader
+	buf   []byte
+	limit int64 // the size the stream declares
+	kind  string
+	eof   bool
+	err   error
 }
 
 func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("negative offset")
 	}
-	end := off + int64(len(p))
-	if end > l.limit {
-		return 0, fmt.Errorf("byte %d is past the %d bytes that %d compressed bytes may decompress to", end, l.limit, l.compressed)
+	// The declared size is the file's size: reading past it is
+	// reading past the end.
+	if off >= l.limit {
+		return 0, io.EOF
 	}
+	want := len(p)
+	p = p[:min(int64(len(p)), l.limit-off)]
+	end := off + int64(len(p))
 	if have := int64(len(l.buf)); end > have && !l.eof && l.err == nil {
 		n0 := len(l.buf)
-		l.buf = slices.Grow(l.buf, int(end-have))[:end]
+		if end > int64(cap(l.buf)) {
+			// Doubling, but never past the declared size, which is
+			// what the budget holds for it.
+			grown := make([]byte, n0, min(l.limit, max(end, 2*int64(cap(l.buf)))))
+			copy(grown, l.buf)
+			l.buf = grown
+		}
+		l.buf = l.buf[:end]
 		m, err := io.ReadFull(l.r, l.buf[n0:])
 		l.buf = l.buf[:n0+m]
 		switch err {
@@ -300,7 +325,7 @@ func (l *lazyReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := copy(p, l.buf[off:])
-	if n < len(p) {
+	if n < want {
 		if l.err != nil {
 			return n, l.err
 		}

@@ -28,7 +28,7 @@ func TestDebuginfodConnectErrorWraps(t *testing.T) {
 	url := "http://" + l.Addr().String()
 	require.NoError(t, l.Close())
 	d := newDebuginfod(Options{DebuginfodURLs: []string{url}, DebuginfodCache: t.TempDir()})
-	o := d.get(context.Background(), url, absentBuildID, "executable", t.TempDir())
+	o := d.get(context.Background(), testClientCache(t), url, absentBuildID, "executable", ".")
 	require.Error(t, o.err)
 	assert.ErrorIs(t, o.err, ErrServer)
 	assert.ErrorIs(t, o.err, syscall.ECONNREFUSED)
@@ -46,7 +46,7 @@ func TestDebuginfodBodyErrorWraps(t *testing.T) {
 	}))
 	defer srv.Close()
 	d := newDebuginfod(Options{DebuginfodURLs: []string{srv.URL}, DebuginfodCache: t.TempDir()})
-	o := d.get(context.Background(), srv.URL, absentBuildID, "executable", t.TempDir())
+	o := d.get(context.Background(), testClientCache(t), srv.URL, absentBuildID, "executable", ".")
 	require.Error(t, o.err)
 	assert.ErrorIs(t, o.err, ErrServer)
 	assert.ErrorIs(t, o.err, io.ErrUnexpectedEOF)
@@ -75,6 +75,16 @@ func TestOpenRegularWraps(t *testing.T) {
 	assert.ErrorIs(t, err, ErrNotELF)
 	assert.ErrorIs(t, err, regfile.ErrNotRegular)
 	assert.EqualError(t, err, dir+": not a regular file: not an ELF file")
+}
+
+// testClientCache is an empty debuginfod client cache in a temporary
+// directory, closed when the test ends.
+func testClientCache(t *testing.T) clientCache {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { root.Close() })
+	return clientCache{root: root, dir: dir}
 }
 
 // absentBuildID is a build-id no server here has.

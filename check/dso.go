@@ -431,7 +431,7 @@ var noFileReasons = map[dso.Kind]string{
 
 // judgeJIT judges JIT code by its perf map: it has no identity, but it is
 // append-only, so its names are used unless the map predates the
-// recording.
+// recording, or another user (not root) owns it.
 func (s *session) judgeJIT(d *DSO) {
 	o := &s.opts
 	p := o.jitMapPath(d.pid)
@@ -440,6 +440,13 @@ func (s *session) judgeJIT(d *DSO) {
 		d.Verdict = Missing
 		d.Reason = "JIT code; its perf map " + p + " is gone"
 		return
+	}
+	if fi, err := os.Stat(p); err == nil {
+		if uid, foreign := buildidcache.ForeignOwner(fi); foreign {
+			d.Verdict = Missing
+			d.Reason = fmt.Sprintf("JIT code; its perf map %s is owned by uid %d, not by the current user or root: ignored, as perf ignores it", p, uid)
+			return
+		}
 	}
 	d.Verdict = Unverified
 	d.FoundPath = p
@@ -556,6 +563,12 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 		if asked {
 			d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`); the debuginfod servers set did not provide them (each one's reason says what they answered)"
 		}
+	case st.Compression != "" && d.Kind != dso.Module:
+		// A process maps an ELF file itself; only kernel modules are
+		// loaded from compressed files.
+		d.Verdict = Mismatch
+		d.FoundBuildID = nil
+		d.Reason += "the file at the path is " + st.Compression + "-compressed, not the ELF file a process maps; the recorded build-id is " + d.BuildID.String()
 	case st.BuildID == nil:
 		d.Verdict = Mismatch
 		d.FoundBuildID = nil
@@ -578,7 +591,7 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 	if said := debuginfodSaid(d.Err); said != "" && asked {
 		d.Reason += "; debuginfod: " + said
 	}
-	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF {
+	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF && (st.Compression == "" || d.Kind == dso.Module) {
 		d.symPath = disk
 	}
 }
@@ -599,6 +612,9 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 	d.FoundPath = disk
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
+	// A process maps an ELF file itself; only kernel modules are loaded
+	// from compressed files.
+	elfFile := st.IsELF && (st.Compression == "" || d.Kind == dso.Module)
 	sameInode := false
 	if d.Dev != nil && o.Lookup.SymFS == "" {
 		// Under --symfs the files are copies from elsewhere: their device
@@ -622,7 +638,7 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 	if d.Verdict == 0 {
 		d.Verdict = Unverified
 		d.Source = "path"
-		if st.IsELF {
+		if elfFile {
 			// Only a regular ELF file (statFile read its identity through
 			// an open that cannot block): a FIFO or device named by a
 			// hostile recording would hang the symbolizer's open.
@@ -638,8 +654,11 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 		}
 	}
 	noBuildIDAdvice(d, st, len(s.buildIDs) > 0)
-	if d.Verdict == Replaced && o.TrustPaths && st.IsELF {
+	if d.Verdict == Replaced && o.TrustPaths && elfFile {
 		d.symPath = disk
+	}
+	if st.IsELF && !elfFile {
+		d.Reason += "; not symbolized: the file at the path is " + st.Compression + "-compressed, not the ELF file a process maps"
 	}
 	if !st.IsELF {
 		d.Reason += "; not symbolized: the file at the path is not a regular ELF file"

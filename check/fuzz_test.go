@@ -2,9 +2,15 @@ package check
 
 import (
 	"context"
+	"debug/elf"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/budget"
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -78,6 +84,52 @@ func FuzzSession(f *testing.F) {
 		}
 		if sum != res.Samples {
 			t.Fatalf("aggregates hold %d samples, want %d", sum, res.Samples)
+		}
+	})
+}
+
+// FuzzRecordingBinary analyzes a real recording, testdata's
+// cshared-fp.data, with the library it names, libhot.so, replaced by the
+// input under --symfs (its executable, cshared, as built; nothing else
+// there, so that the system's libraries cost nothing): the identity reader,
+// the lookup and the symbolizer of every location see a binary that a
+// recording names. Seeds: libhot.so, and its hostile variants of issue 13
+// (internal/fixtures). Whatever the bytes, Analyze ends with a result or an
+// error, never a panic, and the run's decompression budget holds nothing
+// once Analyze has returned.
+func FuzzRecordingBinary(f *testing.F) {
+	bin := filepath.Join(fixtures.Dir(), "bin")
+	hot, err := os.ReadFile(filepath.Join(bin, "libhot.so"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(hot)
+	f.Add(fixtures.LineTableCounts(f, hot, 1<<44, 0))
+	f.Add(fixtures.ELFWithSection(f, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(f, 2)))
+	rec := filepath.Join(fixtures.Dir(), "cshared-fp.data")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		root := t.TempDir()
+		dir := filepath.Join(root, fixtures.RecordedBin)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(bin, "cshared"), filepath.Join(dir, "cshared")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "libhot.so"), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bud := budget.Default()
+		before := bud.Used()
+		empty := t.TempDir()
+		res, err := Analyze(context.Background(), Path(rec), Options{Lookup: buildidcache.Options{
+			SymFS: root, BuildIDDir: empty, DebugDirs: []string{empty}, DebuginfodURLs: []string{}, DebuginfodCache: empty}})
+		if err != nil {
+			return
+		}
+		res.Report()
+		if used := bud.Used(); used != before {
+			t.Fatalf("the budget holds %d bytes after the run, %d before", used, before)
 		}
 	})
 }

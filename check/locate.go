@@ -10,6 +10,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
 // A locator finds a binary by build-id and answers as
@@ -129,7 +130,10 @@ type fileState struct {
 	BuildID   buildid.ID // nil when it has none (or is not ELF)
 	GoBuildID string
 	IsELF     bool
-	IdentErr  error
+	// Compression is "xz", "zstd" or "gzip" when the file is a
+	// compressed ELF file, which only a kernel module may be.
+	Compression string
+	IdentErr    error
 }
 
 // stateCache reads each path's state once.
@@ -172,12 +176,28 @@ func statFile(p string) *fileState {
 	ident, err := buildidcache.ReadFileIdentity(p)
 	if err != nil {
 		s.IdentErr = err
+		s.Compression = compressionAt(p)
 		return s
 	}
 	s.IsELF = true
+	s.Compression = ident.Compression
 	if len(ident.BuildID) > 0 {
 		s.BuildID = ident.BuildID
 	}
 	s.GoBuildID = ident.GoBuildID
 	return s
+}
+
+// compressionAt names the compression of the file at p by its first
+// bytes, "" when it has none or cannot be read: a compressed file whose
+// identity cannot be read is still not the ELF file a process maps.
+func compressionAt(p string) string {
+	f, err := regfile.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var magic [6]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	return buildidcache.Compression(magic[:n])
 }

@@ -14,6 +14,7 @@ package check
 type rawTable struct {
 	slots []rawSlot // len is a power of two, or 0
 	n     int       // slots in use
+	aggs  *aggTable // where the slots' aggregates are
 }
 
 // rawSlot is one raw stack in the table; 64 bytes, so that a slot never
@@ -24,16 +25,17 @@ type rawSlot struct {
 	stack           int32  // the resolved stack's id
 	event, comm     int32  // with tid, the aggregate the slot feeds
 	tid             uint32
-	agg             *aggVal
+	agg             int32  // its position in the aggTable + 1; 0: none yet
 	samples, period uint64 // counted here, not yet added to agg
 	_               [8]byte
 }
 
 // flushCounts adds the slot's counts to its aggregate.
-func (sl *rawSlot) flushCounts() {
-	if sl.agg != nil {
-		sl.agg.samples += sl.samples
-		sl.agg.period += sl.period
+func (t *rawTable) flushCounts(sl *rawSlot) {
+	if sl.agg != 0 {
+		a := t.aggs.at(sl.agg - 1)
+		a.samples += sl.samples
+		a.period += sl.period
 	}
 	sl.samples, sl.period = 0, 0
 }
@@ -111,7 +113,7 @@ func (t *rawTable) grow() {
 // flush adds every slot's counts to its aggregate.
 func (t *rawTable) flush() {
 	for k := range t.slots {
-		t.slots[k].flushCounts()
+		t.flushCounts(&t.slots[k])
 	}
 }
 

@@ -19,9 +19,13 @@ import (
 func TestRawTableCounts(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewSource(1))
-	var tab rawTable
-	aggs := make([]aggVal, 8)
-	var want [8]aggVal
+	at := newAggTable()
+	for i := range 8 {
+		at.find(aggKey{stack: int32(i)})
+	}
+	tab := rawTable{aggs: &at}
+	type counts struct{ samples, period uint64 }
+	var want [8]counts
 	const limit = 700 // raw stacks before the table starts over
 	for range 200000 {
 		key := rawKey{uint64(r.Intn(3000)) * 0x9e3779b97f4a7c15, uint64(r.Intn(2))}
@@ -39,9 +43,9 @@ func TestRawTableCounts(t *testing.T) {
 			t.Fatalf("key %x: stack %d, want %d", key, sl.stack, nonZero(key)[0]%97)
 		}
 		ai := int(key[1]*4) + r.Intn(4) // a raw stack feeds one of 4 aggregates
-		if sl.agg != &aggs[ai] {
-			sl.flushCounts()
-			sl.agg = &aggs[ai]
+		if sl.agg != int32(ai+1) {
+			tab.flushCounts(sl)
+			sl.agg = int32(ai + 1)
 		}
 		period := uint64(r.Intn(1000))
 		sl.samples++
@@ -53,15 +57,15 @@ func TestRawTableCounts(t *testing.T) {
 		}
 	}
 	tab.flush()
-	for i := range aggs {
-		if aggs[i] != want[i] {
-			t.Errorf("aggregate %d: %+v, want %+v", i, aggs[i], want[i])
+	for i := range int32(8) {
+		if a := at.at(i); (counts{a.samples, a.period}) != want[i] {
+			t.Errorf("aggregate %d: %+v, want %+v", i, counts{a.samples, a.period}, want[i])
 		}
 	}
 	tab.flush() // a second flush adds nothing
-	for i := range aggs {
-		if aggs[i] != want[i] {
-			t.Errorf("after a second flush, aggregate %d: %+v, want %+v", i, aggs[i], want[i])
+	for i := range int32(8) {
+		if a := at.at(i); (counts{a.samples, a.period}) != want[i] {
+			t.Errorf("after a second flush, aggregate %d: %+v, want %+v", i, counts{a.samples, a.period}, want[i])
 		}
 	}
 }

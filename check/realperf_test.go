@@ -20,6 +20,8 @@ import (
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // These tests record real workloads with real perf, then change the world
@@ -802,6 +804,18 @@ func TestRealJITPerfMap(t *testing.T) {
 	})
 	if err != nil || n != res.Samples {
 		t.Errorf("EachSample: %d samples, want %d (%v)", n, res.Samples, err)
+	}
+
+	// A map another user owns (chowned to nobody, as root can) is
+	// ignored as perf ignores it: no name, and the frames untrusted.
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chown(mapFile, 65534, 65534))
+		res = w.analyze(data, Options{})
+		d := mustDSO(t, res, mapFile, Missing)
+		assert.Contains(t, d.Reason, "owned by uid 65534, not by the current user or root")
+		assertNoName(t, res, "jit_hot_fn")
+		assert.Positive(t, res.Report().UntrustedAnySamples)
+		require.NoError(t, os.Chown(mapFile, 0, 0))
 	}
 
 	// Without its map the code is anonymous memory: no name, no verdict

@@ -204,7 +204,7 @@ type Result struct {
 
 	aggOnce sync.Once
 	aggs    []Aggregate
-	aggSrc  map[aggKey]*aggVal // the session's aggregates, until Aggregates builds aggs
+	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
 
@@ -230,11 +230,12 @@ func (r *Result) buildAggregates() {
 	if r.aggSrc == nil {
 		return
 	}
-	r.aggs = make([]Aggregate, 0, len(r.aggSrc))
-	for k, v := range r.aggSrc {
+	r.aggs = make([]Aggregate, 0, r.aggSrc.n)
+	r.aggSrc.each(func(a *aggEntry) {
+		k := a.key
 		r.aggs = append(r.aggs, Aggregate{Stack: r.Stacks[k.stack], Event: int(k.event), PID: k.pid, TID: k.tid,
-			Comm: r.comms[k.comm], Samples: v.samples, Period: v.period})
-	}
+			Comm: r.comms[k.comm], Samples: a.samples, Period: a.period})
+	})
 	r.aggSrc = nil
 	sort.Slice(r.aggs, func(i, j int) bool {
 		a, b := &r.aggs[i], &r.aggs[j]
@@ -319,7 +320,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	}
 
 	// The aggregates are turned into Result.Aggregates by its first call.
-	res.aggSrc = s.aggs
+	res.aggSrc = &s.aggs
 	return res, nil
 }
 
@@ -329,9 +330,7 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	nstacks := s.numStacks()
 	stackSamples = make([]uint64, nstacks)
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
-	for k, v := range s.aggs {
-		stackSamples[k.stack] += v.samples
-	}
+	s.aggs.each(func(a *aggEntry) { stackSamples[a.key.stack] += a.samples })
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
 	for _, d := range s.dsos {
 		// Counted afresh: a finish after one that failed (a cancelled

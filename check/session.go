@@ -3,7 +3,6 @@ package check
 import (
 	"context"
 	"hash/maphash"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,11 +82,6 @@ type aggKey struct {
 	comm  int32
 }
 
-type aggVal struct {
-	samples uint64
-	period  uint64
-}
-
 // compactSample is what Options.KeepSamples keeps per sample.
 type compactSample struct {
 	time   uint64
@@ -120,21 +114,19 @@ type session struct {
 	// images from.
 	moduleMu sync.Mutex
 
-	// Stacks are interned by a hash of their location ids: stackHash
-	// gives the first stack with a hash, stackNext the next one with the
-	// same (almost never any), and the content is compared, so the
-	// stacks' own storage is the only copy of them.
-	stackHash map[uint64]int32
-	stackNext []int32
+	// Stacks are interned by a hash of their location ids, with the
+	// content compared, so the stacks' own storage is the only copy of
+	// them (intern.go).
+	stackIdx stackTable
 	// Distinct locations (dso, offset) get dense ids in order of first
 	// use; a stack is a run of location ids, 4 bytes a frame, stored in
 	// fixed-size chunks so that no stack is ever copied again.
 	locs     []frameRef
-	locIdx   []map[uint64]int32 // per DSO index: offset → location id
+	locIdx   locTable
 	chunk    []int32
 	stacks   [][]int32
-	frames   int // total frames of all stacks
-	raws     rawTable
+	frames   int      // total frames of all stacks
+	raws     rawTable // its aggs is &aggs
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
 	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
@@ -142,8 +134,7 @@ type session struct {
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
 	touched  uint64 // what apply's slot reads read (kept so they stay)
-	aggs     map[aggKey]*aggVal
-	aggSlab  []aggVal // where new aggVals are cut from, a block at a time
+	aggs     aggTable
 	comms    []string
 	commIdx  map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
@@ -171,19 +162,21 @@ type session struct {
 // newSession returns a session with opts.
 func newSession(opts Options) *session {
 	s := &session{
-		opts:      opts,
-		tracker:   addrspace.New(),
-		dsoIdx:    make(map[dsoKey]int32),
-		special:   make(map[string]int32),
-		stackHash: make(map[uint64]int32),
-		cfi:       make(map[*DSO]*unwind.Table),
-		aggs:      make(map[aggKey]*aggVal),
-		commIdx:   make(map[string]int32),
+		opts:     opts,
+		tracker:  addrspace.New(),
+		dsoIdx:   make(map[dsoKey]int32),
+		special:  make(map[string]int32),
+		stackIdx: newStackTable(),
+		locIdx:   newLocTable(),
+		cfi:      make(map[*DSO]*unwind.Table),
+		aggs:     newAggTable(),
+		commIdx:  make(map[string]int32),
 	}
 	// perf looks for /tmp/perf-PID.map when an anonymous executable map
 	// appears (map__new in tools/perf/util/map.c).
 	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(pid) }
 	s.lastCommID = -1
+	s.raws.aggs = &s.aggs
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
 }
@@ -333,17 +326,12 @@ func (s *session) sample(e *sampleEvent) {
 	raw := s.stackOf(e)
 	id := raw.stack
 	comm := s.commID(s.tracker.ThreadComm(e.TID))
-	if raw.agg == nil || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
+	if raw.agg == 0 || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
 		// the raw stack's key).
-		raw.flushCounts()
-		ak := aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm}
-		a := s.aggs[ak]
-		if a == nil {
-			a = s.newAgg()
-			s.aggs[ak] = a
-		}
-		raw.agg, raw.event, raw.tid, raw.comm = a, int32(e.Event), e.TID, comm
+		s.raws.flushCounts(raw)
+		a := s.aggs.find(aggKey{stack: id, event: int32(e.Event), pid: e.PID, tid: e.TID, comm: comm})
+		raw.agg, raw.event, raw.tid, raw.comm = a+1, int32(e.Event), e.TID, comm
 	}
 	raw.samples++
 	raw.period += e.Period
@@ -351,17 +339,6 @@ func (s *session) sample(e *sampleEvent) {
 		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
 			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
 	}
-}
-
-// newAgg returns a zero aggVal, cut from a block so that the aggregates
-// are not one allocation each.
-func (s *session) newAgg() *aggVal {
-	if len(s.aggSlab) == 0 {
-		s.aggSlab = make([]aggVal, 256)
-	}
-	a := &s.aggSlab[0]
-	s.aggSlab = s.aggSlab[1:]
-	return a
 }
 
 func (s *session) commID(c string) int32 {
@@ -490,26 +467,12 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	s.refBuf = refs
 
 	// Deduplicate the stack by its resolved content.
-	h := maphash.Bytes(s.rawSeeds[0], i32Bytes(refs))
-	id := int32(-1)
-	head, seen := s.stackHash[h]
-	if seen {
-		for j := head; j >= 0; j = s.stackNext[j] {
-			if slices.Equal(s.stacks[j], refs) {
-				id = j
-				break
-			}
-		}
-	}
+	h := s.stackIdx.hash(refs)
+	id, slot := s.stackIdx.find(h, refs, s.stacks)
 	if id < 0 {
 		id = int32(len(s.stacks))
 		s.addStack(refs)
-		next := int32(-1)
-		if seen {
-			next = head
-		}
-		s.stackNext = append(s.stackNext, next)
-		s.stackHash[h] = id
+		s.stackIdx.insert(slot, h, id)
 	}
 	return s.raws.insert(key, id, rawCacheEntries)
 }
@@ -542,20 +505,10 @@ type locMemo struct {
 
 // loc interns a resolved address.
 func (s *session) loc(r frameRef) int32 {
-	for int(r.dso) >= len(s.locIdx) {
-		s.locIdx = append(s.locIdx, nil)
+	i, isNew := s.locIdx.find(r, int32(len(s.locs)))
+	if isNew {
+		s.locs = append(s.locs, r)
 	}
-	m := s.locIdx[r.dso]
-	if m == nil {
-		m = make(map[uint64]int32)
-		s.locIdx[r.dso] = m
-	}
-	if i, ok := m[r.off]; ok {
-		return i
-	}
-	i := int32(len(s.locs))
-	s.locs = append(s.locs, r)
-	m[r.off] = i
 	return i
 }
 

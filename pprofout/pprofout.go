@@ -430,28 +430,52 @@ func (b *builder) pointAtFoundFiles(dsos []*check.DSO) {
 }
 
 // addSamples adds a sample per (stack, comm, pid, tid), the events'
-// values side by side.
+// values side by side. Samples of one thread share their label maps
+// (nothing changes a sample's labels once built), so a profile with
+// millions of samples holds a few label maps per thread, not per sample.
 func (b *builder) addSamples(nev int) {
 	p := b.p
 	type sampleKey struct {
-		stack    int
 		comm     string
 		pid, tid uint32
 	}
+	type labelKey struct {
+		sampleKey
+		trusted bool
+	}
+	type labels struct {
+		str map[string][]string
+		num map[string][]int64
+	}
+	shared := map[labelKey]labels{}
+	// Aggregates come ordered by stack first, so a stack's samples are
+	// found among its own: the map is cleared when the stack changes.
 	samples := map[sampleKey]*profile.Sample{}
+	stack := -1
 	for _, ag := range b.res.Aggregates() {
-		k := sampleKey{ag.Stack.ID, ag.Comm, ag.PID, ag.TID}
+		if ag.Stack.ID != stack {
+			clear(samples)
+			stack = ag.Stack.ID
+		}
+		k := sampleKey{ag.Comm, ag.PID, ag.TID}
 		s := samples[k]
 		if s == nil {
+			lk := labelKey{k, ag.Stack.Trusted}
+			l, ok := shared[lk]
+			if !ok {
+				l = labels{str: map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
+					// Signed, as perf prints them: the kernel's pid is -1.
+					num: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}}}
+				if ag.Comm != "" {
+					l.str["comm"] = []string{ag.Comm}
+				}
+				shared[lk] = l
+			}
 			s = &profile.Sample{
 				Value:    make([]int64, 2*nev),
 				Location: make([]*profile.Location, len(ag.Stack.Locations())),
-				Label:    map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
-				// Signed, as perf prints them: the kernel's pid is -1.
-				NumLabel: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}},
-			}
-			if ag.Comm != "" {
-				s.Label["comm"] = []string{ag.Comm}
+				Label:    l.str,
+				NumLabel: l.num,
 			}
 			for i, l := range ag.Stack.Locations() {
 				// By the check's dense ID (Location.ID is its index in

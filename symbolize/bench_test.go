@@ -103,8 +103,8 @@ func BenchmarkSteady(b *testing.B) {
 }
 
 // BenchmarkDecodeUnits decodes every unit with code of the binary's DWARF,
-// walking DIEs with the package's reader and with debug/dwarf's (as
-// relocatable files are read): the measurement behind keeping dieread.go
+// walking DIEs with the package's reader and with debug/dwarf's Reader:
+// the measurement behind keeping dieread.go
 // (bench/README.md).
 func BenchmarkDecodeUnits(b *testing.B) {
 	p := benchBinary(b)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/internal/regfile"
-	"github.com/ulikunitz/xz"
+	"github.com/perfcheck/perfcheck/internal/xz"
 )
 
 // parseDebugLink decodes a .gnu_debuglink section: a NUL-terminated file
@@ -57,7 +57,9 @@ func hasDWARF(ef *elf.File) bool {
 
 // openDebugFile asks the locator for the separate debug file and checks it
 // belongs to b: same build-id when both have one, else the debuglink CRC.
-func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
+// Its compressed sections that debug/elf may decompress are reserved from
+// the run's budget until b is closed (admit).
+func (b *Binary) openDebugFile() (_ *os.File, _ *elf.File, _ string, err error) {
 	if b.opts.NoDebugFile || (len(b.buildID) == 0 && b.debugLink == "") {
 		return nil, nil, "", nil
 	}
@@ -88,6 +90,18 @@ func (b *Binary) openDebugFile() (*os.File, *elf.File, string, error) {
 		f.Close()
 		return nil, nil, "", fmt.Errorf("debug file %s: %w", p, err)
 	}
+	n, err := b.admit("debug file "+p, f, ef)
+	if err != nil {
+		f.Close()
+		return nil, nil, "", err
+	}
+	defer func() {
+		if err != nil {
+			b.bud.Release(n)
+		} else {
+			b.held.Add(n)
+		}
+	}()
 	if id := elfBuildID(ef); len(b.buildID) > 0 && len(id) > 0 {
 		if !bytes.Equal(id, b.buildID) {
 			f.Close()
@@ -120,37 +134,66 @@ const maxMiniDebugInfo = 256 << 20
 
 // miniDebugInfo decompresses .gnu_debugdata (Fedora/RHEL MiniDebugInfo, an
 // xz-compressed ELF holding a .symtab of the functions .dynsym lacks) and
-// returns it, nil when absent.
-func (b *Binary) miniDebugInfo() (*elf.File, error) {
+// returns it, nil when absent, with what it holds of the run's budget,
+// for the caller to release when done with it. The size the stream's
+// indexes declare, and the dictionary that needs (internal/xz), are
+// checked and reserved before anything is decompressed; the blocks'
+// dictionaries are capped at that size whatever they declare.
+func (b *Binary) miniDebugInfo() (mini *elf.File, cost int64, err error) {
 	s := b.ef.Section(".gnu_debugdata")
 	if s == nil || s.Type == elf.SHT_NOBITS {
-		return nil, nil
+		return nil, 0, nil
+	}
+	where := fmt.Sprintf("section .gnu_debugdata at offset %#x", s.Offset)
+	fail := func(err error) (*elf.File, int64, error) {
+		b.bud.Release(cost)
+		return nil, 0, named(b.path+": "+where, err)
 	}
 	comp, err := sectionData(s)
 	if err != nil {
-		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
+		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
-	zr, err := xz.NewReader(bytes.NewReader(comp))
+	sz, err := xz.Measure(comp)
 	if err != nil {
-		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
+		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
-	limit := int64(len(comp)) * 50
-	limit = min(max(limit, 1<<20), maxMiniDebugInfo)
-	data, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	limit := min(max(int64(len(comp))*50, 1<<20), maxMiniDebugInfo)
+	if sz.Data > limit {
+		return fail(fmt.Errorf("%w: declares %d bytes from %d compressed, beyond %d", ErrMalformed, sz.Data, len(comp), limit))
+	}
+	if err := b.bud.Reserve(sz.Data+sz.Dict, b.path, where); err != nil {
+		return fail(err)
+	}
+	cost = sz.Data + sz.Dict
+	zr := xz.NewReader(bytes.NewReader(comp), sz.Data)
+	data, err := readSized(zr, uint64(sz.Data), uint64(sz.Data))
+	if err == nil {
+		// The xz reader verifies the checks and the index at the end;
+		// a block that goes on past what the index declares is an
+		// error, not more data.
+		var one [1]byte
+		if n, rerr := zr.Read(one[:]); n > 0 {
+			err = fmt.Errorf("decompresses to more than the %d bytes its index declares", sz.Data)
+		} else if rerr != io.EOF {
+			err = rerr
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: %w", b.path, s.Offset, ErrMalformed, err)
+		return fail(fmt.Errorf("%w: %w", ErrMalformed, err))
 	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s: .gnu_debugdata at offset %#x: %w: decompresses beyond %d bytes", b.path, s.Offset, ErrMalformed, limit)
-	}
-	var mini *elf.File
 	err = safely(func() error {
 		var err error
-		mini, err = elf.NewFile(bytes.NewReader(data))
+		if mini, err = elf.NewFile(bytes.NewReader(data)); err != nil {
+			return err
+		}
+		// Its own compressed sections, which debug/elf decompresses
+		// when mini's symbols are read.
+		n, err := reserveCompressed(mini, bytes.NewReader(data), account{b.bud, b.path + " (" + where + ")"}, func(*elf.Section) bool { return true })
+		cost += n
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: .gnu_debugdata: %w", b.path, malformed(err))
+		return fail(fmt.Errorf("the %d bytes it decompresses to: %w", len(data), malformed(err)))
 	}
-	return mini, nil
+	return mini, cost, nil
 }

@@ -960,18 +960,27 @@ type dieWalker interface {
 	skipChildren(d *die) error
 }
 
-type dwarfWalker struct{ r *dwarf.Reader }
+// dwarfWalker walks with debug/dwarf's Reader, which may give the same
+// null entry forever (errStuck): left counts down the entries .debug_info
+// has room for.
+type dwarfWalker struct {
+	r    *dwarf.Reader
+	left int
+}
 
-func (w dwarfWalker) next(d *die) (bool, error) {
+func (w *dwarfWalker) next(d *die) (bool, error) {
 	e, err := w.r.Next()
 	if err != nil || e == nil {
 		return false, err
+	}
+	if w.left--; w.left < 0 {
+		return false, errStuck
 	}
 	dieFromEntry(e, d)
 	return true, nil
 }
 
-func (w dwarfWalker) skipChildren(*die) error {
+func (w *dwarfWalker) skipChildren(*die) error {
 	w.r.SkipChildren()
 	return nil
 }
@@ -981,7 +990,7 @@ func (x *dwarfIndex) walker(cu *dwarf.Entry) (dieWalker, error) {
 	if x.dies == nil {
 		r := x.d.Reader()
 		r.Seek(cu.Offset)
-		return dwarfWalker{r}, nil
+		return &dwarfWalker{r: r, left: x.infoLen}, nil
 	}
 	r := &x.dieRd
 	if err := x.dies.unitReader(cu, r); err != nil {

@@ -30,12 +30,18 @@
 // debug/gosym, which may panic on malformed input, goes through one wrapper
 // that turns a panic into an error naming the file ([ErrMalformed]); a
 // malformed binary yields an error, never a crash. Our own decoders check
-// every length. Compressed sections are decompressed with a size bound
-// derived from the input, and every read allocates only as far as the data
-// justifies (a declared size is trusted up to a bounded chunk). A file
+// every length. Where those packages would allocate by a count read from
+// the binary (line table directories and files, pclntab functions) or
+// loop without progress, the count is checked against the bytes that hold
+// it first. What is decompressed (DWARF, MiniDebugInfo, any compressed
+// section) is reserved from one memory budget per run before it is
+// allocated, and a binary that does not fit gets an error wrapping
+// [ErrTooLarge]; xz dictionaries are capped at what the data needs.
+// Uncompressed data is read only as far as the file backs it. A file
 // truncated or rewritten after it was opened is read with the same checks
 // as any input: loads and lookups fail with errors or warnings. Decoded
 // DWARF is bounded per binary by [Options.MaxDecodedDWARF].
+// docs/symbolize.md ("Hostile input") gives the bounds and their tests.
 // The package only reads files: it never writes, renames or deletes anything,
 // and it opens only the paths it is given, the separate debug file the
 // [Options.DebugFile] locator returns, and /proc/kallsyms for

@@ -3,12 +3,16 @@ package symbolize
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/perfcheck/perfcheck/internal/budget"
 )
 
 // dwarfIndex answers lookups from DWARF. The unit table (address ranges of
@@ -53,6 +57,20 @@ type dwarfIndex struct {
 	// reused from unit to unit (under mu).
 	dies  *dieSections
 	dieRd dieReader
+	// lines are the sections a line program's header reads, checked
+	// before debug/dwarf reads it (checkLineTables).
+	lines *lineSections
+	// infoLen is the size of .debug_info, which bounds how many
+	// entries debug/dwarf's Reader may give (see errStuck).
+	infoLen int
+
+	// warnf records a warning of the binary (Binary.Warnings), once per
+	// unit that cannot be decoded.
+	warnf func(format string, args ...any)
+	// bud is the run's decompression budget, of which the decompressed
+	// sections hold reserved bytes until release.
+	bud      *budget.Budget
+	reserved int64
 
 	// Decoded units are bounded by budget bytes (negative: no bound).
 	// used is their total (under mu); epoch counts decodes (written
@@ -101,7 +119,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 				return
 			}
 		}
-		dw, err := newDWARFIndex(ef, ra, name, b.execRange)
+		dw, err := newDWARFIndex(ef, ra, name, b.execRange, b.bud)
 		if err != nil {
 			b.dwErr = err
 			b.warn("%v (answers fall back to symbol names, without file:line)", err)
@@ -115,6 +133,7 @@ func (b *Binary) loadDWARF() *dwarfIndex {
 			dw.budget = DefaultMaxDecodedDWARF
 		}
 		dw.symName = b.sharedSymName
+		dw.warnf = b.warn
 		b.dw = dw
 	})
 	return b.dw
@@ -144,25 +163,20 @@ func (b *Binary) debugDWARF() (ef *elf.File, name string, ra io.ReaderAt, ok boo
 	return def, p, f, true
 }
 
-func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) (*dwarfIndex, error) {
-	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}}
-	var secs map[string][]byte
+func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64, bud *budget.Budget) (*dwarfIndex, error) {
+	x := &dwarfIndex{ef: ef, name: name, exec: exec, names: map[dwarf.Offset]dieName{}, bud: bud}
 	err := safely(func() error {
-		d, sec, err := loadDWARFSections(ef, ra)
-		if err != nil {
+		if err := x.loadSections(ef, ra); err != nil {
 			return err
 		}
-		x.d, secs = d, sec
 		return x.readUnits()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: DWARF: %w", name, err)
+		x.release()
+		return nil, named(name+": DWARF", err)
 	}
 	x.indexUnits()
 	x.hasData = x.d != nil
-	if secs != nil {
-		x.dies = newDIESections(secs, ef.ByteOrder)
-	}
 	if x.pending == 0 {
 		x.release()
 	}
@@ -172,13 +186,16 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64) 
 // readUnits reads the unit entries and their code ranges.
 func (x *dwarfIndex) readUnits() error {
 	r := x.d.Reader()
-	for {
+	for n := 0; ; n++ {
 		e, err := r.Next()
 		if err != nil {
 			return err
 		}
 		if e == nil {
 			break
+		}
+		if n > x.infoLen {
+			return errStuck
 		}
 		if e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit {
 			r.SkipChildren()
@@ -231,31 +248,83 @@ func (x *dwarfIndex) indexUnits() {
 // to first answer and memory.
 var dwarfSections = []string{"abbrev", "info", "str", "line", "ranges", "addr", "line_str", "rnglists", "str_offsets"}
 
-// loadDWARFSections is elf.File.DWARF over dwarfSections. Relocatable
-// files (kernel modules) need relocations applied and go through
-// elf.File.DWARF.
-func loadDWARFSections(ef *elf.File, ra io.ReaderAt) (*dwarf.Data, map[string][]byte, error) {
-	if ef.Type == elf.ET_REL {
-		d, err := ef.DWARF()
-		return d, nil, err
-	}
-	sec, err := loadSections(ef, ra, dwarfSections)
+// loadSections sets x.d, x.dies and x.lines from ef: debug/dwarf over
+// dwarfSections, read (and decompressed, reserving from the budget) by
+// loadSections. The sections of a relocatable file (kernel modules) are
+// relocated first, as elf.File.DWARF relocates them, so that what is
+// checked before debug/dwarf reads it is what it reads.
+func (x *dwarfIndex) loadSections(ef *elf.File, ra io.ReaderAt) error {
+	sec, n, err := loadSections(ef, ra, dwarfSections, account{x.bud, x.name})
+	x.reserved += n
 	if err != nil {
-		return nil, nil, err
+		return err
+	}
+	if ef.Type == elf.ET_REL {
+		if err := relocate(ef, sec); err != nil {
+			return err
+		}
+	}
+	if err := x.reserveUnits(countUnits(sec["info"], ef.ByteOrder)); err != nil {
+		return err
 	}
 	d, err := dwarf.New(sec["abbrev"], nil, nil, sec["info"], sec["line"], nil, sec["ranges"], sec["str"])
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	for _, n := range []string{"addr", "line_str", "rnglists", "str_offsets"} {
 		if b := sec[n]; b != nil {
 			if err := d.AddSection(".debug_"+n, b); err != nil {
-				return nil, nil, err
+				return err
 			}
 		}
 	}
-	return d, sec, nil
+	x.d, x.infoLen = d, len(sec["info"])
+	x.dies = newDIESections(sec, ef.ByteOrder)
+	x.lines = &lineSections{line: sec["line"], str: sec["str"], lineStr: sec["line_str"], order: ef.ByteOrder}
+	return nil
 }
+
+// unitBytes is what a unit costs until the sections are released, besides
+// its DWARF: debug/dwarf's record of it (made for every unit header at
+// once by dwarf.New), the DIE reader's and the unit table's.
+const unitBytes = 256
+
+// reserveUnits reserves what n unit headers cost (unitBytes each) from the
+// budget, with the sections: .debug_info may hold millions of empty
+// units in a few MB, which compress to nothing.
+func (x *dwarfIndex) reserveUnits(n int64) error {
+	cost := n * unitBytes
+	if err := x.bud.Reserve(cost, x.name, fmt.Sprintf("section .debug_info (%d unit headers)", n)); err != nil {
+		return err
+	}
+	x.reserved += cost
+	return nil
+}
+
+// countUnits returns the number of unit headers of info as dwarf.New
+// reads them: each length followed by that many bytes.
+func countUnits(info []byte, order binary.ByteOrder) int64 {
+	var n int64
+	c := cursor{b: info, end: len(info), order: order, sec: ".debug_info"}
+	for c.pos < c.end && c.err == nil {
+		l := c.fixed(4)
+		if l == 0xffffffff {
+			l = c.fixed(8)
+		}
+		if c.err != nil || l > uint64(c.end-c.pos) {
+			break
+		}
+		c.pos += int(l)
+		n++
+	}
+	return n
+}
+
+// errStuck is debug/dwarf's Reader giving more entries than .debug_info
+// has bytes: a ULEB128 cut short by the end of a unit reads as 0 without
+// moving on or failing, so the reader returns the same null entry
+// forever.
+var errStuck = errors.New(".debug_info: the reader makes no progress (an abbreviation code cut short at the end of a unit)")
 
 // ownEntry returns e with its byte-slice attribute values (blocks,
 // expressions, 16-byte constants) copied: debug/dwarf returns them as
@@ -358,6 +427,9 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 	}
 	if err != nil {
 		s.err = fmt.Errorf("%s: DWARF unit at offset %#x: %w", x.name, s.entry.Offset, malformed(err))
+		if x.warnf != nil {
+			x.warnf("%v (answers in that unit fall back to symbol names, without file:line)", s.err)
+		}
 		return nil, s.err
 	}
 	s.info.Store(ui)
@@ -372,7 +444,11 @@ func (x *dwarfIndex) unit(u int32) (*unitInfo, error) {
 // index is not yet published.
 func (x *dwarfIndex) release() {
 	x.d, x.names, x.namesBytes, x.fileTab, x.fileIdx = nil, nil, 0, nil, nil
-	x.dies, x.dieRd = nil, dieReader{}
+	x.dies, x.dieRd, x.lines = nil, dieReader{}, nil
+	if x.bud != nil {
+		x.bud.Release(x.reserved)
+	}
+	x.reserved = 0
 }
 
 // evict drops the least recently used decoded units other than keep until

@@ -36,11 +36,16 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 // unit's file table as attributes (DW_AT_call_file) index it, mapped to
 // the index's table of names.
 func (x *dwarfIndex) decodeUnitLines(cu *dwarf.Entry, ui *unitInfo, enc *lineEncoder) ([]uint32, error) {
+	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
+	if off, ok := cu.Val(dwarf.AttrStmtList).(int64); ok {
+		if err := x.lines.checkLineTables(off, compDir); err != nil {
+			return nil, err
+		}
+	}
 	lr, err := x.d.LineReader(cu)
 	if err != nil || lr == nil {
 		return nil, err
 	}
-	compDir, _ := cu.Val(dwarf.AttrCompDir).(string)
 	uf := unitFiles{x: x, ui: ui, compDir: compDir, idx: map[*dwarf.LineFile]uint32{}}
 	// debug/dwarf joins a DWARF 5 file's directory but, unlike for
 	// DWARF 4, does not put a relative directory under the compilation

@@ -222,7 +222,9 @@ func goFuncData(ef *elf.File, gofunc uint64, f *os.File) (pclnTab, bool) {
 		if f != nil {
 			t = pclnTab{f: f, off: int64(s.Offset + off), size: int(n)}
 		} else {
-			d, err := readSized(io.NewSectionReader(s, int64(off), int64(n)), n, n)
+			// The size is the section header's: trusted only
+			// as far as the file backs it.
+			d, err := readSized(io.NewSectionReader(s, int64(off), int64(n)), n, readChunk)
 			if err != nil {
 				return t, false
 			}

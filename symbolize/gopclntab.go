@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -85,7 +86,12 @@ func (b *Binary) readGo(s *elf.Section) error {
 	return nil
 }
 
-func (g *goTable) gosym(name string) (*gosym.Table, error) {
+// gosym returns the debug/gosym table of the binary's .gopclntab, built
+// on first need. What gosym allocates for it (gosymCost) is reserved
+// from the run's budget first, until b is closed: gosym makes a record
+// per function the header counts, at once.
+func (g *goTable) gosym(b *Binary) (*gosym.Table, error) {
+	name := b.path + ": .gopclntab"
 	g.symOnce.Do(func() {
 		g.symErr = safely(func() error {
 			data := g.data
@@ -95,12 +101,25 @@ func (g *goTable) gosym(name string) (*gosym.Table, error) {
 					return err
 				}
 			}
+			limit := b.bud.Limit()
+			if limit < 0 {
+				limit = math.MaxInt64
+			}
+			cost, err := gosymCost(data, limit)
+			if err != nil {
+				return err
+			}
+			if err := b.bud.Reserve(cost, b.path, "section .gopclntab (debug/gosym's table of it)"); err != nil {
+				return err
+			}
+			b.held.Add(cost)
 			t, err := gosym.NewTable(nil, gosym.NewLineTable(data, g.textStart))
 			g.sym = t
 			return err
 		})
 		if g.symErr != nil {
-			g.symErr = fmt.Errorf("%s: %w", name, malformed(g.symErr))
+			g.symErr = named(name, malformed(g.symErr))
+			b.warn("%v (answers fall back to symbol names, without file:line)", g.symErr)
 		}
 	})
 	return g.sym, g.symErr
@@ -112,7 +131,7 @@ func (g *goTable) frames(b *Binary, addr uint64, buf []Frame) (out []Frame, ok b
 			return out, true, nil
 		}
 	}
-	t, err := g.gosym(b.path + ": .gopclntab")
+	t, err := g.gosym(b)
 	if err != nil {
 		return buf, false, err
 	}

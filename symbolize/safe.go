@@ -22,11 +22,12 @@ func safely(f func() error) error {
 	return err
 }
 
-// malformed returns err wrapping ErrMalformed: itself when it does, else
-// "malformed input: " and err (a debug/elf, debug/dwarf or debug/gosym
-// error: input they could not decode).
+// malformed returns err wrapping ErrMalformed: itself when it does (or
+// wraps ErrTooLarge: input too large, not malformed), else "malformed
+// input: " and err (a debug/elf, debug/dwarf or debug/gosym error: input
+// they could not decode).
 func malformed(err error) error {
-	if err == nil || errors.Is(err, ErrMalformed) {
+	if err == nil || errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrMalformed, err)

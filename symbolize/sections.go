@@ -12,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/perfcheck/perfcheck/internal/budget"
 )
 
 // maxInflate bounds the declared size of a compressed section against its
@@ -42,24 +44,102 @@ type compressed struct {
 // .zdebug_* sections, which debug/elf's Section.Data does not know; other
 // sections come from Section.Data, which reads in bounded chunks. Each
 // section is decompressed once, with klauspost/compress, whose zlib reader
-// is faster than compress/zlib's (bench/README.md).
-func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section) ([]byte, error) {
+// is faster than compress/zlib's (bench/README.md). The declared size of a
+// compressed section is reserved from a's budget before anything is allocated;
+// cost is what stays reserved, for the caller to release when it drops
+// the data.
+func sectionBytes(ef *elf.File, ra io.ReaderAt, s *elf.Section, a account) (data []byte, cost int64, err error) {
 	c, ok, err := compressionOf(ef, ra, s)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !ok || c.typ != elf.COMPRESS_ZLIB && c.typ != elf.COMPRESS_ZSTD {
 		// Stored as is, or a type debug/elf decides (and reports).
 		d, err := sectionData(s)
 		if err != nil {
-			return nil, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
+			return nil, 0, fmt.Errorf("section %s at offset %#x: %w", s.Name, s.Offset, err)
 		}
-		return d, nil
+		return d, 0, nil
 	}
+	if err := c.reserve(s, a); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if data == nil { // an error, or a panic of the decompressor
+			a.bud.Release(int64(c.size))
+		}
+	}()
+	d, err := c.read(ra, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	return d, int64(c.size), nil
+}
+
+// reserve checks the declared size of s, compressed as c, and reserves it
+// from a's budget.
+func (c compressed) reserve(s *elf.Section, a account) error {
 	if c.size > uint64(c.n)*maxInflate+4096 || c.size > maxSection {
-		return nil, fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
+		return fmt.Errorf("section %s at offset %#x: %w: claims %d bytes from %d compressed", s.Name, s.Offset, ErrMalformed, c.size, c.n)
 	}
-	return c.read(ra, s)
+	return a.reserve(int64(c.size), fmt.Sprintf("section %s at offset %#x", s.Name, s.Offset))
+}
+
+// account is the run's budget as one file draws from it: its reservations
+// name the file, so that a refusal says which file and which section.
+type account struct {
+	bud  *budget.Budget
+	file string
+}
+
+func (a account) reserve(n int64, what string) error { return a.bud.Reserve(n, a.file, what) }
+
+// named prefixes err with where it happened, except a budget refusal,
+// which names its file and section already.
+func named(where string, err error) error {
+	var be *budget.Error
+	if err == nil || errors.As(err, &be) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// reserveCompressed reserves from a's budget the declared sizes of the compressed
+// sections of ef for which which returns true, and returns their total:
+// debug/elf decompresses such sections at once when they are read
+// (Section.Data, File.Symbols, File.DWARF). On error nothing stays
+// reserved.
+func reserveCompressed(ef *elf.File, ra io.ReaderAt, a account, which func(*elf.Section) bool) (int64, error) {
+	var total int64
+	for _, s := range ef.Sections {
+		if !which(s) {
+			continue
+		}
+		c, ok, err := compressionOf(ef, ra, s)
+		if err == nil && !ok {
+			continue
+		}
+		if err == nil {
+			err = c.reserve(s, a)
+		}
+		if err != nil {
+			a.bud.Release(total)
+			return 0, err
+		}
+		total += int64(c.size)
+	}
+	return total, nil
+}
+
+// isDWARFSection reports whether s is a DWARF section as linkers and
+// objcopy write them: .debug_* or .zdebug_*, PROGBITS, not loaded. Only
+// those are read as DWARF: by loadSections, which reserves what it
+// decompresses, or for a relocatable file by elf.File.DWARF. Every other
+// compressed section may be decompressed by debug/elf when something reads
+// its type or name (a symbol table, a note, .gopclntab).
+func isDWARFSection(s *elf.Section) bool {
+	return (strings.HasPrefix(s.Name, ".debug_") || strings.HasPrefix(s.Name, ".zdebug_")) &&
+		s.Type == elf.SHT_PROGBITS && s.Flags&elf.SHF_ALLOC == 0
 }
 
 // sectionData is s.Data, except that a section that runs past the end of
@@ -121,7 +201,8 @@ func compressionOf(ef *elf.File, ra io.ReaderAt, s *elf.Section) (c compressed, 
 	return c, true, nil
 }
 
-// read decompresses the stream of s.
+// read decompresses the stream of s. Its declared size has been reserved
+// (see reserve): it is allocated at once.
 func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	src := io.NewSectionReader(ra, int64(s.Offset)+c.hdr, c.n)
 	var r io.Reader
@@ -141,9 +222,7 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 		defer zr.Close()
 		r = zr
 	}
-	// DWARF compresses 3 to 5 times: 16 covers it without trusting
-	// the header.
-	out, err := readSized(r, c.size, uint64(c.n)*16+4096)
+	out, err := readSized(r, c.size, c.size)
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, fmt.Errorf("section %s at offset %#x: %w: decompresses to %d bytes, header says %d: %w", s.Name, s.Offset, ErrMalformed, len(out), c.size, err)
 	}
@@ -153,14 +232,14 @@ func (c compressed) read(ra io.ReaderAt, s *elf.Section) ([]byte, error) {
 	return out, nil
 }
 
-// readSized reads n bytes from r. It allocates at first what the input
-// makes plausible (first, bounded by readChunk) and grows the buffer, by
-// at most readChunk at a time, only as the bytes arrive, as
-// internal/saferio.ReadData reads: a size that lies costs no more than the
-// data behind it. A stream that ends early gives io.ErrUnexpectedEOF, with
-// what was read.
+// readSized reads n bytes from r. It allocates at first what the caller
+// trusts (first: all of n when it is reserved from the budget) and grows
+// the buffer, by at most readChunk at a time, only as the bytes arrive,
+// as internal/saferio.ReadData reads: a size that lies costs no more than
+// the data behind it and first. A stream that ends early gives
+// io.ErrUnexpectedEOF, with what was read.
 func readSized(r io.Reader, n, first uint64) ([]byte, error) {
-	buf := make([]byte, 0, min(n, first, readChunk))
+	buf := make([]byte, 0, min(n, first))
 	for uint64(len(buf)) < n {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, int(min(n-uint64(len(buf)), readChunk)))
@@ -183,9 +262,10 @@ func readSized(r io.Reader, n, first uint64) ([]byte, error) {
 // loadSections reads the named DWARF sections (".debug_NAME", or the old
 // ".zdebug_NAME") of ef concurrently: decompression dominates the time to
 // first answer and the sections are independent. Missing sections map to
-// nil.
-func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(names))
+// nil. cost is what the decompressed ones hold of a's budget; on error nothing
+// stays reserved.
+func loadSections(ef *elf.File, ra io.ReaderAt, names []string, a account) (out map[string][]byte, cost int64, err error) {
+	out = make(map[string][]byte, len(names))
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -199,13 +279,15 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		}
 		wg.Go(func() {
 			var b []byte
+			var n int64
 			err := safely(func() error {
 				var err error
-				b, err = sectionBytes(ef, ra, s)
+				b, n, err = sectionBytes(ef, ra, s, a)
 				return err
 			})
 			mu.Lock()
 			defer mu.Unlock()
+			cost += n
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -216,5 +298,9 @@ func loadSections(ef *elf.File, ra io.ReaderAt, names []string) (map[string][]by
 		})
 	}
 	wg.Wait()
-	return out, firstErr
+	if firstErr != nil {
+		a.bud.Release(cost)
+		return nil, 0, firstErr
+	}
+	return out, cost, nil
 }

@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/internal/budget"
 	"github.com/perfcheck/perfcheck/internal/regfile"
 )
 
@@ -36,6 +38,12 @@ var (
 	ErrNoMapping = errors.New("mapping not covered by a PT_LOAD segment")
 	// ErrClosed is returned by lookups on a closed Binary.
 	ErrClosed = errors.New("binary closed")
+	// ErrTooLarge means the binary's compressed sections (DWARF,
+	// MiniDebugInfo, or any other) would decompress to more than the
+	// run's memory budget for decompressed data allows, with what the
+	// run holds already; the message names the file and the section.
+	// See docs/symbolize.md, "Sections and memory".
+	ErrTooLarge = budget.ErrExceeded
 )
 
 // Frame is one source-level frame. Frames returns them leaf first: the
@@ -97,6 +105,10 @@ type Options struct {
 	// units are dropped and decoded again when next needed. 0 means
 	// DefaultMaxDecodedDWARF; negative means no bound.
 	MaxDecodedDWARF int64
+
+	// budget bounds decompressed data; nil means the process's
+	// (budget.Default). Tests set their own.
+	budget *budget.Budget
 }
 
 // DefaultMaxDecodedDWARF is the default of [Options.MaxDecodedDWARF]: far
@@ -137,6 +149,12 @@ type Binary struct {
 
 	f  *os.File
 	ef *elf.File // nil for symbol lists
+
+	// bud is the run's budget for decompressed data; held is what b
+	// holds of it until Close (compressed sections debug/elf may
+	// decompress, see admit; the DWARF index holds its own).
+	bud  *budget.Budget
+	held atomic.Int64
 
 	buildID   buildid.ID
 	debugLink string
@@ -193,7 +211,10 @@ func Open(path string, opts Options) (*Binary, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Binary{path: path, opts: opts, f: f}
+	b := &Binary{path: path, opts: opts, f: f, bud: opts.budget}
+	if b.bud == nil {
+		b.bud = budget.Default()
+	}
 	var magic [4]byte
 	if _, err := f.ReadAt(magic[:], 0); err == nil && string(magic[:]) == elf.ELFMAG {
 		if err := b.openELF(); err != nil {
@@ -251,12 +272,18 @@ func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error)
 
 func (b *Binary) openELF() error {
 	b.format = FormatELF
+	var admitErr error
 	err := safely(func() error {
 		ef, err := elf.NewFile(b.f)
 		if err != nil {
 			return err
 		}
 		b.ef = ef
+		var n int64
+		if n, admitErr = b.admit(b.path, b.f, ef); admitErr != nil {
+			return nil
+		}
+		b.held.Add(n)
 		for _, p := range ef.Progs {
 			if p.Type == elf.PT_LOAD {
 				b.loads = append(b.loads, p.ProgHeader)
@@ -275,10 +302,30 @@ func (b *Binary) openELF() error {
 		}
 		return nil
 	})
+	if admitErr != nil {
+		return admitErr // names the file
+	}
 	if err != nil {
+		b.bud.Release(b.held.Swap(0))
 		return elfOpenError(b.path, b.f, err)
 	}
 	return nil
+}
+
+// admit makes ef, the ELF file f at path, an input of the run: its size
+// raises the budget's limit, and the compressed sections debug/elf may
+// decompress when they are read (all but DWARF's, see isDWARFSection) are
+// reserved, n bytes, which the caller adds to b.held. On error nothing is
+// reserved.
+func (b *Binary) admit(path string, f *os.File, ef *elf.File) (n int64, err error) {
+	if st, err := f.Stat(); err == nil {
+		b.bud.Input(st.Size())
+	}
+	n, err = reserveCompressed(ef, f, account{b.bud, path}, func(s *elf.Section) bool { return !isDWARFSection(s) })
+	if err != nil {
+		return 0, named(path, err)
+	}
+	return n, nil
 }
 
 // elfOpenError turns an error of elf.NewFile into one wrapping ErrMalformed
@@ -364,6 +411,9 @@ func (b *Binary) Close() error {
 		b.dw.release()
 		b.dw.mu.Unlock()
 	}
+	if b.bud != nil {
+		b.bud.Release(b.held.Swap(0))
+	}
 	var err error
 	if b.f != nil {
 		err = b.f.Close()
@@ -389,11 +439,15 @@ func (b *Binary) Frames(addr uint64, buf []Frame) ([]Frame, error) {
 }
 
 func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
+	var dwErr error // of DWARF or the Go table, when neither answers
 	if b.format == FormatELF {
 		if dw := b.loadDWARF(); dw != nil {
 			out, ok, err := dw.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], err // names the file
+				// A unit that cannot be decoded (a warning says so
+				// once): the tables below still name the function.
+				dwErr, ok = err, false
+				buf = buf[:0]
 			}
 			if ok {
 				if out[len(out)-1].Function == "" {
@@ -408,7 +462,10 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 		if gt := b.loadGo(); gt != nil {
 			out, ok, err := gt.frames(b, addr, buf)
 			if err != nil {
-				return buf[:0], err // names the file
+				// A table debug/gosym cannot be given (warned of
+				// once): the symbol table still names the function.
+				dwErr, ok = cmp.Or(dwErr, err), false
+				buf = buf[:0]
 			}
 			if ok {
 				return out, nil
@@ -420,6 +477,9 @@ func (b *Binary) frames(addr uint64, buf []Frame) ([]Frame, error) {
 			s := &t.syms[i]
 			return append(buf, Frame{Function: b.demangle(s.name), RawName: s.name, File: t.fileOf(i)}), nil
 		}
+	}
+	if dwErr != nil {
+		return buf, dwErr // names the file
 	}
 	if b.symErr != nil {
 		return buf, b.symErr

@@ -484,53 +484,6 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-func FuzzOpen(f *testing.F) {
-	if p, err := exec.LookPath("gcc"); err == nil && p != "" {
-		dir := f.TempDir()
-		src := filepath.Join(dir, "a.c")
-		os.WriteFile(src, []byte("static int g(int x){return x+1;}\nint main(int c,char**v){return g(c);}\n"), 0o644)
-		bin := filepath.Join(dir, "a")
-		if exec.Command("gcc", "-O1", "-g", "-o", bin, src).Run() == nil {
-			d, _ := os.ReadFile(bin)
-			f.Add(d)
-		}
-		// Compressed DWARF goes through the anonymous-memory
-		// decompression path rather than a file mapping.
-		if exec.Command("gcc", "-O1", "-g", "-gz=zlib", "-o", bin+"z", src).Run() == nil {
-			d, _ := os.ReadFile(bin + "z")
-			f.Add(d)
-		}
-		// GNU's older .zdebug_* sections, decompressed by us too.
-		if exec.Command("gcc", "-O1", "-g", "-gz=zlib-gnu", "-o", bin+"zg", src).Run() == nil {
-			d, _ := os.ReadFile(bin + "zg")
-			f.Add(d)
-		}
-	}
-	f.Add([]byte("ffffffff81000000 T _text\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(t.TempDir(), "f")
-		os.WriteFile(p, data, 0o644)
-		b, err := Open(p, Options{NoDebugFile: true})
-		if err != nil {
-			if b != nil {
-				t.Fatal("binary and error")
-			}
-			return
-		}
-		defer b.Close()
-		for _, a := range []uint64{0, 0x1000, 0x1139, 0x401000, 0xffffffff81000010} {
-			fr, err := b.Frames(a, nil)
-			if err != nil && len(fr) > 0 {
-				t.Fatal("frames and error")
-			}
-			b.Symbol(a)
-			b.Bias(addrspace.Mapping{Start: 0x555555554000, Limit: 0x555555556000, Pgoff: 0})
-		}
-		b.BuildID()
-		b.DebugFile()
-	})
-}
-
 // TestRelocatableObject symbolizes a relocatable object (ET_REL, the form
 // of kernel modules): addresses are .text offsets, DWARF comes through
 // debug/elf's relocation, and the answer must equal addr2line's on the

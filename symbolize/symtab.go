@@ -189,7 +189,9 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		raw, syms = appendSymtab(raw, b.ef)
 		dyn, _ := b.ef.DynamicSymbols()
 		raw = appendELFSyms(raw, b.ef, dyn)
-		if mini, err := b.miniDebugInfo(); err != nil {
+		mini, cost, err := b.miniDebugInfo()
+		defer b.bud.Release(cost) // mini is dropped on return
+		if err != nil {
 			firstErr = err
 		} else if mini != nil {
 			ms, _ := mini.Symbols()

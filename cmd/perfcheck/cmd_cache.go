@@ -159,7 +159,7 @@ func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir), HardLink: *hard}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir, stderr), HardLink: *hard}
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, Results: []cacheAddJSON{}}
 	for _, f := range files {
 		a := cacheAddJSON{Path: f}
@@ -188,11 +188,18 @@ func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 	return rep.exitCode()
 }
 
-func cacheDirFlag(dir string) string {
+// cacheDirFlag is the perf build-id cache that --buildid-dir (dir)
+// selects, else the configured one; configuration ignored because
+// another user owns it is reported on stderr.
+func cacheDirFlag(dir string, stderr io.Writer) string {
 	if dir != "" {
 		return dir
 	}
-	return buildidcache.DefaultBuildIDDir()
+	dir, warnings := buildidcache.ConfiguredBuildIDDir()
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "perfcheck: warning: %s\n", w)
+	}
+	return dir
 }
 
 func runCacheList(args []string, stdout, stderr io.Writer) int {
@@ -210,7 +217,7 @@ func runCacheList(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitError
 	}
-	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir)}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir, stderr)}
 	entries, err := c.List()
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
@@ -243,7 +250,7 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("buildid-dir", "", "perf's build-id cache")
-	maxSize := fs.String("max-size", "", "keep at most this much (e.g. 2G, 500M; K/M/G/T are powers of 1024)")
+	maxSize := fs.String("max-size", "", "keep at most this much (e.g. 2G, 500M; K/M/G/T are powers of 1024; 0 empties the cache)")
 	olderThan := fs.String("older-than", "", "also remove entries unused for this long (e.g. 30d, 2w, 12h)")
 	dry := fs.Bool("dry-run", false, "only say what would be removed")
 	jsonOut := fs.Bool("json", false, "print JSON")
@@ -267,7 +274,7 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 			return errorf(stderr, name, "--older-than: %v", err)
 		}
 	}
-	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir)}
+	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir, stderr)}
 	rep, err := c.Prune(limit, age, time.Now(), *dry)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/flamegraph"
+	"github.com/perfcheck/perfcheck/internal/atomicfile"
 )
 
 func init() {
@@ -73,20 +73,22 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// writeFile creates name and writes it with write; "-" writes to stdout.
+// writeFile writes name with write, through a temporary file in the same
+// directory renamed over it when complete (internal/atomicfile): an error
+// or a signal keeps the previous file whole. "-" writes to stdout.
 func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
 	if name == "-" {
 		return write(stdout)
 	}
-	f, err := os.Create(name)
+	f, err := atomicfile.Create(name)
 	if err != nil {
 		return err
 	}
+	defer f.Abort()
 	if err := write(f); err != nil {
-		f.Close()
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	return f.Close()
+	return f.Commit()
 }
 
 // eventGraph is a flame graph of one event's stacks.

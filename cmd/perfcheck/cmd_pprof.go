@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/internal/atomicfile"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/pprofout"
 )
@@ -40,6 +41,9 @@ type pprofJSON struct {
 	// Notes are the check's notes, also written as the profile's comments.
 	Notes []string `json:"notes,omitempty"`
 }
+
+// outputHook, when set (by tests), wraps the writer of -o's file.
+var outputHook func(io.Writer) io.Writer
 
 func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("pprof", "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-",
@@ -84,22 +88,25 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return errorf(stderr, "pprof", "%s: %v", pos[0], err)
 	}
 	var w io.Writer = stdout
-	var f *os.File
+	var f *atomicfile.File
 	if *out != "-" {
-		f, err = os.Create(*out)
+		// A temporary file renamed over -o's when complete: an error or
+		// a signal keeps the previous profile (internal/atomicfile).
+		f, err = atomicfile.Create(*out)
 		if err != nil {
 			return errorf(stderr, "pprof", "%v", err)
 		}
+		defer f.Abort()
 		w = f
+		if outputHook != nil {
+			w = outputHook(w)
+		}
 	}
 	if err := pprofout.WriteProfile(w, p); err != nil {
-		if f != nil {
-			f.Close()
-		}
 		return errorf(stderr, "pprof", "%s: %v", *out, err)
 	}
 	if f != nil {
-		if err := f.Close(); err != nil {
+		if err := f.Commit(); err != nil {
 			return errorf(stderr, "pprof", "%v", err)
 		}
 	}

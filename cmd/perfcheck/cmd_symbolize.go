@@ -85,10 +85,17 @@ func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	}
 	// Problems that leave answers poorer without failing them (DWARF
 	// that cannot be decoded, a refused debug file, skipped perf map
-	// lines): said once, before any answer.
-	for _, msg := range b.Warnings() {
-		fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, msg)
+	// lines): said once, before any answer, and those the lookups met
+	// (a DWARF unit that cannot be decoded) after the answers.
+	said := 0
+	warn := func() {
+		w := b.Warnings()
+		for _, msg := range w[said:] {
+			fmt.Fprintf(stderr, "perfcheck %s: warning: %s\n", name, msg)
+		}
+		said = len(w)
 	}
+	warn()
 	p := &symbolizePrinter{b: b, f: f, w: bufio.NewWriter(stdout), stderr: stderr, status: exitOK}
 	defer p.w.Flush()
 	if len(f.addrArgs) > 0 {
@@ -98,6 +105,7 @@ func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	} else if err := p.readStdin(stdin); err != nil {
 		return errorf(stderr, name, "reading stdin: %v", err)
 	}
+	warn()
 	if f.json {
 		if err := p.writeJSON(); err != nil {
 			return errorf(stderr, name, "%v", err)

@@ -36,18 +36,10 @@ func (lf *lookupFlags) register(fs *flag.FlagSet) {
 	fs.Var(&lf.debuginfod, "debuginfod", "a debuginfod server URL (repeatable; default $DEBUGINFOD_URLS; \"none\" disables)")
 }
 
-// cacheDir is the perf build-id cache the flags select.
-func (lf *lookupFlags) cacheDir() string {
-	if lf.buildIDDir != "" {
-		return lf.buildIDDir
-	}
-	return buildidcache.DefaultBuildIDDir()
-}
-
 // options turns the flags into Resolver options. Download progress goes to
 // stderr only when it is a terminal.
 func (lf *lookupFlags) options(stderr io.Writer) buildidcache.Options {
-	o := buildidcache.Options{BuildIDDir: lf.cacheDir(), SymFS: lf.symfs}
+	o := buildidcache.Options{BuildIDDir: cacheDirFlag(lf.buildIDDir, stderr), SymFS: lf.symfs}
 	if len(lf.debugDirs) > 0 {
 		o.DebugDirs = append([]string(nil), lf.debugDirs...)
 	}

@@ -1,4 +1,3 @@
-//go:build unix
 
 package main
 
