@@ -30,8 +30,8 @@ func srcSize(t *testing.T, name string) int64 {
 // TestAddSparseAndTrailing: cache add copies only what an ELF file's
 // headers describe, and holes as holes. Each hostile file is built from a
 // real binary:
-//   - trailing-hole: the binary extended to 3 GiB with truncate, as the
-//     20 KB-on-disk file of issue 13 that cost the cache 3.1 GB;
+//   - trailing-hole: the binary extended to 3 GiB with truncate, 20 KB
+//     on disk that a copy of the whole extent would make 3 GB in the cache;
 //   - trailing-data: the binary followed by 1 MiB of bytes;
 //   - inner-hole: the binary's section header table moved to 3 GiB, past
 //     a hole (e_shoff rewritten), so that the headers themselves describe

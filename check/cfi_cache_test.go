@@ -23,7 +23,7 @@ func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 		var fr []string
 		for _, l := range s.Stack.Locations() {
 			if l.DSO.Kind == dso.File {
-				fr = append(fr, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
+				fr = append(fr, dso.BaseName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 			}
 		}
 		out[sampleKey{int32(s.TID), s.Time}] = fr

@@ -55,7 +55,7 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d := s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why := s.cfiFiles(d)
-	s.judge(context.Background(), d, s.opts.locator, &stateCache{})
+	s.judge(context.Background(), d, s.opts.locator)
 	if d.Verdict != Replaced {
 		t.Fatalf("verdict %v (%s), want Replaced: modified after it was mapped", d.Verdict, d.Reason)
 	}
@@ -72,7 +72,7 @@ func TestCFIRefusedWhenVerdictReplacedInPlace(t *testing.T) {
 	s.update(mmap2Rec(10, 0x400000, 0x1000, 0, bin, st.Maj, st.Min, st.Ino, perfT))
 	d = s.dsoOf(s.tracker.Lookup(10, perfdata.CPUModeUser, 0x400000))
 	paths, why = s.cfiFiles(d)
-	s.judge(context.Background(), d, s.opts.locator, &stateCache{})
+	s.judge(context.Background(), d, s.opts.locator)
 	if d.Verdict != Unverified || why != "" || len(paths) != 1 || paths[0] != bin {
 		t.Errorf("unchanged since mapped: verdict %v (%s), CFI files %v %q", d.Verdict, d.Reason, paths, why)
 	}

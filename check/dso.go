@@ -17,6 +17,7 @@ import (
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/symbolize"
+	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // DevIno is MMAP2's file identity in the dev/inode form: the device as the
@@ -126,7 +127,10 @@ type DSO struct {
 	modLookup *moduleLookup // the .ko's symbols, when judge read them
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
-	// verdicts: what cfiFor found is kept here and reused by judge.
+	// verdicts: what cfiFor found is kept here and reused by judge, and
+	// its table on the DSO itself, which every unwound frame reaches.
+	cfi         *unwind.Table        // CFI of the binary proven to be the one that ran, when cfiRead
+	cfiRead     bool                 // cfiFor has decided cfi
 	cfiQuery    buildid.ID           // the build-id cfiFor asked the locator for, nil if it did not
 	cfiFound    *buildidcache.Result // its answer
 	cfiErr      error                // or the error
@@ -390,7 +394,7 @@ func pairByOrder(d *DSO, peers []*DSO, ids []buildid.ID) {
 
 // judge gives d its verdict. It reads files and asks the locator; it is
 // safe to call for different DSOs concurrently.
-func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateCache) {
+func (s *session) judge(ctx context.Context, d *DSO, loc locator) {
 	switch d.Kind {
 	case dso.Anon, dso.Unknown, dso.Guest, dso.Vsyscall:
 		d.Verdict = NoFile
@@ -402,12 +406,12 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateC
 	}
 	if len(d.Candidates) > 0 {
 		d.Verdict = Replaced
-		d.Reason = fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them; record with --buildid-mmap", len(d.Candidates))
+		d.Reason = manyBuildIDs(len(d.Candidates)) + "; record with --buildid-mmap"
 		d.advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return
 	}
 	if d.BuildID != nil {
-		s.judgeBuildID(ctx, d, loc, states)
+		s.judgeBuildID(ctx, d, loc)
 		return
 	}
 	switch d.Kind {
@@ -417,8 +421,14 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator, states *stateC
 		d.Verdict = NoFile
 		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
 	default:
-		s.judgePath(d, states)
+		s.judgePath(d)
 	}
+}
+
+// manyBuildIDs says why a mapping of a path for which the header's table
+// holds n build-ids, and its MMAP2 none, has no identity.
+func manyBuildIDs(n int) string {
+	return fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them", n)
 }
 
 // noFileReasons say why a mapping without a file has no identity.
@@ -463,10 +473,10 @@ func (s *session) judgeJIT(d *DSO) {
 // judgeBuildID judges d, whose build-id was recorded: verified when the
 // locator finds a binary with it (or, for a module, the module loaded now
 // has it), else mismatch or missing by what is at the path.
-func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states *stateCache) {
+func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator) {
 	found, err := s.lookup(ctx, d, loc)
 	if err == nil {
-		s.verified(d, found, states)
+		s.verified(d, found)
 		return
 	}
 	if !errors.Is(err, buildidcache.ErrNotFound) {
@@ -493,7 +503,7 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator, states 
 		d.advice = "perf caches the vdso at record time; use the recording machine's build-id cache (--buildid-dir)"
 		return
 	}
-	s.judgeAtPath(d, states)
+	s.judgeAtPath(d)
 }
 
 // lookup asks loc for d's binary by build-id, unless the unwinder asked
@@ -510,7 +520,7 @@ func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*buildidcach
 }
 
 // verified gives d the verdict verified, with the binary found.
-func (s *session) verified(d *DSO, found *buildidcache.Result, states *stateCache) {
+func (s *session) verified(d *DSO, found *buildidcache.Result) {
 	d.Verdict = Verified
 	d.Source = found.Identity.Locator
 	d.FoundPath = found.Identity.Path
@@ -524,7 +534,7 @@ func (s *session) verified(d *DSO, found *buildidcache.Result, states *stateCach
 	if d.Kind == dso.Module {
 		s.planModuleNames(d, found)
 	}
-	s.replacedDuringRecording(d, states)
+	s.replacedDuringRecording(d)
 }
 
 // runningModuleMatches verifies module d against the module loaded now,
@@ -547,10 +557,10 @@ func (s *session) runningModuleMatches(d *DSO) bool {
 
 // judgeAtPath judges a file whose recorded build-id was found nowhere by
 // what is at its path now: missing, or a mismatch.
-func (s *session) judgeAtPath(d *DSO, states *stateCache) {
+func (s *session) judgeAtPath(d *DSO) {
 	o := &s.opts
 	disk := o.diskPath(d.Path)
-	st := states.get(disk)
+	st := s.states.get(disk)
 	if st.Exists {
 		d.FoundPath = disk
 	}
@@ -599,10 +609,10 @@ func (s *session) judgeAtPath(d *DSO, states *stateCache) {
 // judgePath judges a file recorded without a build-id by the file at its
 // path: missing, replaced when something shows it changed (another inode,
 // modified after it was mapped), else unverified.
-func (s *session) judgePath(d *DSO, states *stateCache) {
+func (s *session) judgePath(d *DSO) {
 	o := &s.opts
-	disk := o.diskPath(d.Path)
-	st := states.get(disk)
+	ev := s.pathEvidence(d)
+	disk, st := ev.path, ev.st
 	if !st.Exists {
 		d.Verdict = Missing
 		d.Reason = "no build-id recorded and no file at the path"
@@ -615,25 +625,16 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 	// A process maps an ELF file itself; only kernel modules are loaded
 	// from compressed files.
 	elfFile := st.IsELF && (st.Compression == "" || d.Kind == dso.Module)
-	sameInode := false
-	if d.Dev != nil && o.Lookup.SymFS == "" {
-		// Under --symfs the files are copies from elsewhere: their device
-		// and inode say nothing about the recorded ones. A different
-		// device is another view of the filesystem (overlayfs, a
-		// container, NFS): not compared either.
-		switch d.Dev.now(st) {
-		case inodeSame:
-			sameInode = true
-		case inodeOther:
-			d.Verdict = Replaced
-			d.Reason = fmt.Sprintf("no build-id recorded; the file at the path is another inode (%d recorded, %d now)", d.Dev.Ino, st.Ino)
-		}
-	}
-	if d.Verdict == 0 {
-		if why := s.rec.modifiedAfterMapped(d, st); why != "" {
-			d.Verdict = Replaced
-			d.Reason = "no build-id recorded; " + why
-		}
+	// A different device is another view of the filesystem (overlayfs,
+	// a container, NFS): nothing shows a change.
+	sameInode := ev.inode == inodeSame
+	switch {
+	case ev.inode == inodeOther:
+		d.Verdict = Replaced
+		d.Reason = fmt.Sprintf("no build-id recorded; the file at the path is another inode (%d recorded, %d now)", d.Dev.Ino, st.Ino)
+	case ev.modified != "":
+		d.Verdict = Replaced
+		d.Reason = "no build-id recorded; " + ev.modified
 	}
 	if d.Verdict == 0 {
 		d.Verdict = Unverified
@@ -672,6 +673,34 @@ func (s *session) judgePath(d *DSO, states *stateCache) {
 		d.modNames = "ko"
 		_, d.modLimit, _ = s.moduleRange(d)
 	}
+}
+
+// pathEvidence is what the file at the path of a DSO recorded without a
+// build-id shows about it. judge makes it the verdict (Replaced on any sign
+// of change); unwinding asks more of it, proof that the file is the one
+// that ran: the same device and inode, and no sign of change.
+type pathEvidence struct {
+	path string     // where the file is looked at (under --symfs)
+	st   *fileState // the file there now
+	// inode compares st with the recorded device and inode: inodeUnknown
+	// when MMAP2 recorded none, or under --symfs, whose files are copies
+	// from elsewhere, their devices and inodes unrelated to the recorded
+	// ones.
+	inode    inodeMatch
+	modified string // modifiedAfterMapped's reason, "" when it has none
+}
+
+// pathEvidence reads the evidence of the file at d's path, through the
+// session's one look at each file.
+func (s *session) pathEvidence(d *DSO) pathEvidence {
+	o := &s.opts
+	ev := pathEvidence{path: o.diskPath(d.Path)}
+	ev.st = s.states.get(ev.path)
+	if o.Lookup.SymFS == "" {
+		ev.inode = d.Dev.now(ev.st)
+	}
+	ev.modified = s.rec.modifiedAfterMapped(d, ev.st)
+	return ev
 }
 
 // noBuildIDAdvice says why d, recorded without a build-id, could not be
@@ -714,6 +743,18 @@ func (r *recInfo) modifiedAfterMapped(d *DSO, st *fileState) string {
 		return "the file was modified at " + st.MTime.UTC().Format(time.RFC3339) + ", after the recording ended (" + r.end.UTC().Format(time.RFC3339) + ")"
 	}
 	return ""
+}
+
+// replacedAfterMapped reports whether st, the file at d's path now, is the
+// replacement of the inode d mapped that the header's build-id id was
+// read from: another inode of d's device, carrying id, written after d
+// was mapped (CLOCK_DATA gives that time in wall time) and before the
+// recording ended. judge (replacedDuringRecording) and unwinding
+// (replacedSoFar) both ask it.
+func (r *recInfo) replacedAfterMapped(d *DSO, id buildid.ID, st *fileState) bool {
+	t, ok := r.wallTime(d.firstTime)
+	return ok && d.Dev.now(st) == inodeOther && !r.end.IsZero() && st.BuildID.Matches(id) &&
+		st.MTime.After(t) && !st.MTime.After(r.end)
 }
 
 // planModuleNames decides how a verified module's frames are named (see
@@ -804,12 +845,12 @@ func (s *session) moduleRange(d *DSO) (start, limit uint64, ok bool) {
 // nothing is concluded: a copy of the same file (git clone, cp, a package
 // reinstalled) has another inode and a new mtime too, and its build-id is
 // the proof that it is the same.
-func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
+func (s *session) replacedDuringRecording(d *DSO) bool {
 	o := &s.opts
 	if d.BuildIDSource != "header" || d.Dev == nil || d.Kind != dso.File || o.Lookup.SymFS != "" {
 		return false
 	}
-	st := states.get(o.diskPath(d.Path))
+	st := s.states.get(o.diskPath(d.Path))
 	if d.Dev.now(st) != inodeOther {
 		return false
 	}
@@ -820,9 +861,7 @@ func (s *session) replacedDuringRecording(d *DSO, states *stateCache) bool {
 		d.advice = "record with perf record --buildid-mmap so each mapping carries its own build-id"
 		return true
 	}
-	t, ok := s.rec.wallTime(d.firstTime)
-	if !ok || s.rec.end.IsZero() || !st.BuildID.Matches(d.BuildID) ||
-		!st.MTime.After(t) || st.MTime.After(s.rec.end) {
+	if !s.rec.replacedAfterMapped(d, d.BuildID, st) {
 		return false
 	}
 	d.Verdict = Replaced

@@ -93,8 +93,8 @@ func FuzzSession(f *testing.F) {
 // input under --symfs (its executable, cshared, as built; nothing else
 // there, so that the system's libraries cost nothing): the identity reader,
 // the lookup and the symbolizer of every location see a binary that a
-// recording names. Seeds: libhot.so, and its hostile variants of issue 13
-// (internal/fixtures). Whatever the bytes, Analyze ends with a result or an
+// recording names. Seeds: libhot.so, and its hostile variants of
+// docs/limits.md (internal/fixtures). Whatever the bytes, Analyze ends with a result or an
 // error, never a panic, and the run's decompression budget holds nothing
 // once Analyze has returned.
 func FuzzRecordingBinary(f *testing.F) {

@@ -77,7 +77,7 @@ func TestRealDwarfUnwindThroughPLT(t *testing.T) {
 			if leaf == nil {
 				leaf = l
 			}
-			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
+			got = append(got, dso.BaseName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
 		if leaf == nil || leaf.DSO.Path != bin || !inPLT(leaf.Offset) {
 			return nil

@@ -951,7 +951,7 @@ func perfScriptStacks(t *testing.T, w *world, data string) []scriptSample {
 			continue
 		}
 		cur := &samples[len(samples)-1]
-		cur.frames = append(cur.frames, shortName(m[2])+"+0x"+strings.TrimLeft(m[1], "0"))
+		cur.frames = append(cur.frames, dso.BaseName(m[2])+"+0x"+strings.TrimLeft(m[1], "0"))
 	}
 	return samples
 }
@@ -994,7 +994,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 			if l.DSO.Kind == dso.Kernel || l.DSO.Kind == dso.Unknown {
 				continue
 			}
-			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
+			got = append(got, dso.BaseName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
 		k := sampleKey{int32(s.TID), s.Time}
 		wnt, ok := perfByKey[k]

@@ -44,10 +44,7 @@ func (l *Location) Trusted() bool { return l.DSO.Verdict.Trusted() }
 // [verdict]" for an untrusted DSO named because of Options.TrustPaths).
 func (l *Location) String() string {
 	if len(l.Frames) > 0 {
-		f := l.Frames[len(l.Frames)-1].Function
-		if f == "" {
-			f = l.Frames[len(l.Frames)-1].RawName
-		}
+		f := l.Frames[len(l.Frames)-1].Name()
 		if f != "" {
 			if !l.Trusted() {
 				// Only with Options.TrustPaths: named from a file that
@@ -63,7 +60,7 @@ func (l *Location) String() string {
 // raw is "dso+0xoffset", with the verdict in brackets when the DSO is not
 // trusted or not named.
 func (l *Location) raw() string {
-	s := shortName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
+	s := dso.BaseName(l.DSO.Path) + "+0x" + strconv.FormatUint(l.Offset, 16)
 	if !l.DSO.Trusted() || l.DSO.Verdict == NoFile {
 		s += " [" + l.DSO.Verdict.String() + "]"
 	}
@@ -364,12 +361,11 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 // files and may ask debuginfod), notes where unwinding stopped, and sorts
 // touched most hit first.
 func (s *session) judgeAll(ctx context.Context, touched []*DSO, loc locator, workers int) error {
-	states := &stateCache{}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for _, d := range touched {
 		g.Go(func() error {
-			s.judge(gctx, d, loc, states)
+			s.judge(gctx, d, loc)
 			return nil
 		})
 	}

@@ -8,9 +8,8 @@ package check
 // is stored once and a sample keeps its index.
 type sampleIPs struct {
 	seqs  [][]uint64
-	idx   map[string]int32
-	ids   []int32 // per kept sample, in delivery order
-	key   []byte
+	idx   map[string]int32 // by the bytes of a sequence
+	ids   []int32          // per kept sample, in delivery order
 	frame []uint64
 }
 
@@ -18,25 +17,16 @@ func newSampleIPs() *sampleIPs { return &sampleIPs{idx: map[string]int32{}} }
 
 // add records the addresses of the sample just fed to s, one per location
 // of its resolved stack, in the same order: the sample IP, the callchain
-// entries (markers skipped, a first entry equal to the IP dropped, as
-// session.sample does), then the user frames unwound from a stack copy.
+// frames (sampleEvent.chainFrames, as stackOf resolves them), then the user
+// frames unwound from a stack copy. stackOf's own walk cannot serve: a
+// stack met before is found by its raw addresses without one.
 func (k *sampleIPs) add(s *session, e *sampleEvent) {
 	if len(s.kept) == 0 {
 		return
 	}
 	n := len(s.stack(int(s.kept[len(s.kept)-1].stack)))
 	f := append(k.frame[:0], e.IP)
-	first := true
-	for _, ip := range e.Callchain {
-		if ip >= contextMax {
-			continue
-		}
-		if first {
-			first = false
-			if ip == e.IP {
-				continue
-			}
-		}
+	for _, ip := range e.chainFrames {
 		f = append(f, ip)
 	}
 	if rem := n - len(f); rem > 0 && e.User != nil {
@@ -53,16 +43,11 @@ func (k *sampleIPs) add(s *session, e *sampleEvent) {
 	}
 	f = f[:n]
 	k.frame = f
-	kb := k.key[:0]
-	for _, ip := range f {
-		kb = le64(kb, ip)
-	}
-	k.key = kb
-	id, ok := k.idx[string(kb)]
+	id, ok := k.idx[string(u64Bytes(f))]
 	if !ok {
 		id = int32(len(k.seqs))
 		k.seqs = append(k.seqs, append([]uint64(nil), f...))
-		k.idx[string(kb)] = id
+		k.idx[string(u64Bytes(f))] = id
 	}
 	k.ids = append(k.ids, id)
 }

@@ -59,6 +59,42 @@ type sampleEvent struct {
 	keyed        bool
 }
 
+// chainFrames yields the frames of e's callchain with the CPU mode of
+// each: the context markers (PERF_CONTEXT_*) set the mode of the entries
+// after them and are no frames, and a first entry equal to the sample IP
+// is dropped, as the stack already begins with the IP. stackOf resolves
+// these and sampleIPs keeps their addresses, so both see one rule.
+func (e *sampleEvent) chainFrames(yield func(perfdata.CPUMode, uint64) bool) {
+	mode := e.Mode
+	first := true
+	for _, ip := range e.Callchain {
+		if ip >= contextMax {
+			switch ip {
+			case contextKernel:
+				mode = perfdata.CPUModeKernel
+			case contextUser:
+				mode = perfdata.CPUModeUser
+			case contextHV:
+				mode = perfdata.CPUModeHypervisor
+			case contextGuestKernel:
+				mode = perfdata.CPUModeGuestKernel
+			case contextGuestUser, contextGuest:
+				mode = perfdata.CPUModeGuestUser
+			}
+			continue
+		}
+		if first {
+			first = false
+			if ip == e.IP {
+				continue
+			}
+		}
+		if !yield(mode, ip) {
+			return
+		}
+	}
+}
+
 // frameRef is one resolved address: a DSO and the offset in it.
 type frameRef struct {
 	dso int32
@@ -113,6 +149,10 @@ type session struct {
 	// moduleMu guards the lookup answers takeModule takes module
 	// images from.
 	moduleMu sync.Mutex
+	// states holds the files at the recorded paths, each read once, for
+	// unwinding while reading and for the verdicts after it: both judge
+	// a DSO by the same look at its file.
+	states stateCache
 
 	// Stacks are interned by a hash of their location ids, with the
 	// content compared, so the stacks' own storage is the only copy of
@@ -129,7 +169,6 @@ type session struct {
 	raws     rawTable // its aggs is &aggs
 	rawSeeds [2]maphash.Seed
 	userBuf  []uint64
-	cfi      map[*DSO]*unwind.Table // CFI of binaries proven to be the ones that ran (nil: none)
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	locMemo  [1024]locMemo
@@ -168,7 +207,6 @@ func newSession(opts Options) *session {
 		special:  make(map[string]int32),
 		stackIdx: newStackTable(),
 		locIdx:   newLocTable(),
-		cfi:      make(map[*DSO]*unwind.Table),
 		aggs:     newAggTable(),
 		commIdx:  make(map[string]int32),
 	}
@@ -435,30 +473,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 
 	refs := s.refBuf[:0]
 	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
-	mode := e.Mode
-	first := true
-	for _, ip := range e.Callchain {
-		if ip >= contextMax {
-			switch ip {
-			case contextKernel:
-				mode = perfdata.CPUModeKernel
-			case contextUser:
-				mode = perfdata.CPUModeUser
-			case contextHV:
-				mode = perfdata.CPUModeHypervisor
-			case contextGuestKernel:
-				mode = perfdata.CPUModeGuestKernel
-			case contextGuestUser, contextGuest:
-				mode = perfdata.CPUModeGuestUser
-			}
-			continue
-		}
-		if first {
-			first = false
-			if ip == e.IP {
-				continue
-			}
-		}
+	for mode, ip := range e.chainFrames {
 		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
 	}
 	for _, ip := range user {
@@ -578,11 +593,6 @@ func i32Bytes(v []int32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
-}
-
-func le64(b []byte, v uint64) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24),
-		byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
 }
 
 // moduleTableNames lists the names perf may have written a module's

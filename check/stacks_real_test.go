@@ -61,7 +61,7 @@ func TestRealStacksMatchPerfScript(t *testing.T) {
 				continue
 			}
 			user = append(user, l)
-			got = append(got, shortName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
+			got = append(got, dso.BaseName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
 		}
 		wnt, ok := want[sampleKey{int32(s.TID), s.Time}]
 		if !ok {

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
+	"github.com/perfcheck/perfcheck/internal/elfload"
 	"github.com/perfcheck/perfcheck/symbolize"
 )
 
@@ -179,21 +179,10 @@ func (d *DSO) refuseLookup(err error, host hostRoots) {
 	}
 }
 
-// elfAddr returns the ELF address of file offset off: the first segment of
-// loads that holds the offset gives vaddr - offset (as perf's
-// map__rip_2objdump and pprof's elfexec.GetBase do for the mapping's load
-// bias); false when none does.
-func elfAddr(loads []symbolize.Segment, off uint64) (uint64, bool) {
-	for _, s := range loads {
-		if off >= s.Off && off < s.Off+s.Filesz {
-			return off - s.Off + s.Vaddr, true
-		}
-	}
-	return 0, false
-}
-
 // loadOrder lists segs executable ones first: an offset in two segments
-// (they may share a page) belongs to the code.
+// (they may share a page) belongs to the code (elfload.Addr takes the
+// first). The unwinder keeps only the executable ones, as its tables
+// describe code alone; a symbol may name data.
 func loadOrder(segs []symbolize.Segment) []symbolize.Segment {
 	var out []symbolize.Segment
 	for _, exec := range []bool{true, false} {
@@ -219,7 +208,7 @@ func (l *symLookup) Lookup(off uint64) ([]symbolize.Frame, error) {
 	addr := off
 	if l.fileOffsets {
 		var ok bool
-		if addr, ok = elfAddr(l.loads, off); !ok {
+		if addr, ok = elfload.Addr(l.loads, off); !ok {
 			return nil, errNoSegment
 		}
 	}
@@ -237,7 +226,7 @@ func (l *symLookup) symOffset(off uint64) (uint64, bool) {
 	addr := off
 	if l.fileOffsets {
 		var ok bool
-		if addr, ok = elfAddr(l.loads, off); !ok {
+		if addr, ok = elfload.Addr(l.loads, off); !ok {
 			return 0, false
 		}
 	}
@@ -304,16 +293,4 @@ func changed(err error) error {
 		return &changedError{path: me.File, got: me.Got, want: me.Want}
 	}
 	return err
-}
-
-// shortName is a DSO's name for dso+0xoffset labels: the base name of a
-// file, perf's bracketed names as they are.
-func shortName(p string) string {
-	if strings.HasPrefix(p, "[") {
-		return p
-	}
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
 }

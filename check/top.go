@@ -123,6 +123,24 @@ func (r *Result) EventName(i int) string {
 	return "event" + strconv.Itoa(i)
 }
 
+// NumEvents is the number of events: those of the recording, and any a
+// sample names past them (an event index without an attr).
+func (r *Result) NumEvents() int {
+	n := len(r.EventInfo)
+	for _, ag := range r.Aggregates() {
+		n = max(n, ag.Event+1)
+	}
+	return n
+}
+
+// YesNo is how reports print a truth: "yes" or "no".
+func YesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 // topAcc is what Top adds up for one entry of one event.
 type topAcc struct {
 	self, total, selfN, totalN uint64
@@ -144,10 +162,7 @@ type topCounter struct {
 }
 
 func newTopCounter(r *Result) *topCounter {
-	nev := len(r.EventInfo)
-	for _, ag := range r.Aggregates() {
-		nev = max(nev, ag.Event+1)
-	}
+	nev := r.NumEvents()
 	c := &topCounter{r: r, keyIdx: map[topKey]int32{}, locEntry: make([]int32, len(r.Locations)),
 		per: make([][]topAcc, nev), samples: make([]uint64, nev), period: make([]uint64, nev)}
 	for i, l := range r.Locations {
@@ -250,12 +265,7 @@ type topKey struct {
 
 func topKeyOf(l *Location) topKey {
 	if n := len(l.Frames); n > 0 {
-		f := l.Frames[n-1]
-		name := f.Function
-		if name == "" {
-			name = f.RawName
-		}
-		if name != "" {
+		if name := l.Frames[n-1].Name(); name != "" {
 			return topKey{name: name, dso: l.DSO}
 		}
 	}

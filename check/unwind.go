@@ -61,12 +61,14 @@ func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ [
 //
 // Unwinding runs while the records are read, before the verdicts, so it
 // asks the locator itself and keeps the answer on d for judge to reuse (one
-// lookup per DSO, one debuginfod download).
+// lookup per DSO, one debuginfod download); it reads the files at the
+// paths through the session's states, as judge does, so both weigh the
+// same look at each file.
 func (s *session) cfiFor(d *DSO) *unwind.Table {
-	if t, ok := s.cfi[d]; ok {
-		return t
+	if d.cfiRead {
+		return d.cfi
 	}
-	s.cfi[d] = nil
+	d.cfiRead = true
 	var paths []string
 	paths, d.cfiWhy = s.cfiFiles(d)
 	if d.cfiWhy != "" {
@@ -76,7 +78,7 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	for _, p := range paths {
 		t, err := unwind.ReadTable(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
-			s.cfi[d] = t
+			d.cfi = t
 			return t
 		}
 		errs = append(errs, changed(err).Error())
@@ -94,7 +96,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		ids := s.tableBuildIDs(d.Path)
 		switch {
 		case len(ids) > 1:
-			return nil, fmt.Sprintf("the file at this path changed during the recording (%d build-ids recorded for it) and nothing ties this mapping to one of them", len(ids))
+			return nil, manyBuildIDs(len(ids))
 		case len(ids) == 1:
 			if why := s.replacedSoFar(d, ids[0]); why != "" {
 				return nil, why
@@ -131,7 +133,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 			}
 		}
 		if disk := o.diskPath(d.Path); !slices.Contains(out, disk) {
-			if st := statFile(disk); st.Exists && st.BuildID.Matches(id) {
+			if st := s.states.get(disk); st.Exists && st.BuildID.Matches(id) {
 				out = append(out, disk)
 			}
 		}
@@ -140,24 +142,23 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 	if d.Dev == nil || o.Lookup.SymFS != "" {
 		return nil, "no build-id recorded for it and no device/inode that ties the file at the path to the mapping"
 	}
-	p := o.diskPath(d.Path)
-	st := statFile(p)
-	modified := s.rec.modifiedAfterMapped(d, st)
+	ev := s.pathEvidence(d)
+	st := ev.st
 	switch {
 	case !st.Exists:
 		return nil, "no build-id recorded for it and no file at the path"
-	case d.Dev.now(st) != inodeSame:
+	case ev.inode != inodeSame:
 		// Unlike judge, which calls a file on another device Unverified
 		// (nothing shows it changed), unwinding wants proof that the file
 		// is the one that ran, and another device is none: tables of
 		// another build would invent callers that no verdict flags.
 		return nil, fmt.Sprintf("no build-id recorded for it, and the file at the path is not the device and inode that ran (%d:%d %d recorded, %d:%d %d now)",
 			d.Dev.Maj, d.Dev.Min, d.Dev.Ino, st.Maj, st.Min, st.Ino)
-	case modified != "":
+	case ev.modified != "":
 		// The rule judge applies for the verdict (Replaced).
-		return nil, "no build-id recorded for it, and " + modified
+		return nil, "no build-id recorded for it, and " + ev.modified
 	}
-	return []string{p}, ""
+	return []string{ev.path}, ""
 }
 
 // tableBuildIDs returns the distinct non-zero build-ids the header's table
@@ -201,7 +202,7 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	o := &s.opts
 	var st *fileState
 	if o.Lookup.SymFS == "" {
-		st = statFile(o.diskPath(d.Path))
+		st = s.states.get(o.diskPath(d.Path))
 	}
 	for _, p := range s.dsos {
 		if p != d && p.Kind == dso.File && p.Path == d.Path && p.Dev != nil && d.Dev.compare(*p.Dev) != inodeSame {
@@ -216,9 +217,7 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	if st == nil {
 		return ""
 	}
-	t, ok := s.rec.wallTime(d.firstTime)
-	if d.Dev.now(st) == inodeOther && ok && !s.rec.end.IsZero() && st.BuildID.Matches(id) &&
-		st.MTime.After(t) && !st.MTime.After(s.rec.end) {
+	if s.rec.replacedAfterMapped(d, id, st) {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""

@@ -55,7 +55,7 @@ func TestUnwindLookupsUseAnalyzeContext(t *testing.T) {
 	// A lookup cancelled while unwinding is asked again by judge.
 	s := newTestSession(t, Options{locator: loc})
 	d = &DSO{Path: bin, Kind: dso.File, BuildID: d.BuildID, cfiQuery: d.BuildID, cfiErr: context.Canceled}
-	s.judge(ctx, d, loc, &stateCache{})
+	s.judge(ctx, d, loc)
 	if d.Verdict != Verified {
 		t.Errorf("judge reused a cancelled lookup: %v (%s)", d.Verdict, d.Reason)
 	}

@@ -42,6 +42,20 @@ func (k Kind) String() string {
 // MarshalText makes a Kind a JSON string: its name.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
+// BaseName is the short name reports give the DSO at path p: the file
+// name without its directory, and perf's bracketed names
+// ("[kernel.kallsyms]", "[anon:x/y]") as they are. A path that ends in
+// "/" is kept whole rather than shown as "".
+func BaseName(p string) string {
+	if strings.HasPrefix(p, "[") {
+		return p
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
+		return p[i+1:]
+	}
+	return p
+}
+
 // ModuleName returns the short name perf gives a kernel module, as
 // kmod_path__parse_name (tools/perf/util/dso.c) does: "[name]" from
 // "/path/name.ko", compressed or not (.gz, .xz, .zst: the kernel's

@@ -27,6 +27,21 @@ func TestKindJSON(t *testing.T) {
 	assert.JSONEq(t, `{"kind":"module"}`, string(b))
 }
 
+func TestBaseName(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]string{
+		"/usr/lib/libc.so.6": "libc.so.6",
+		"libc.so.6":          "libc.so.6",
+		"[kernel.kallsyms]":  "[kernel.kallsyms]",
+		"[anon:dalvik/heap]": "[anon:dalvik/heap]",
+		"/tmp/dir/":          "/tmp/dir/",
+		"//anon":             "anon",
+		"/memfd:x (deleted)": "memfd:x (deleted)",
+	} {
+		assert.Equal(t, want, BaseName(p), p)
+	}
+}
+
 func TestModuleName(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

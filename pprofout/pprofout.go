@@ -109,7 +109,7 @@ func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 		bases: map[*check.DSO]uint64{},
 		next:  fileBase,
 	}
-	nev := numEvents(res)
+	nev := max(res.NumEvents(), 1) // a profile has at least one sample type
 	b.addSampleTypes(nev)
 	dsos, spans := usedDSOs(res)
 	for _, d := range dsos {
@@ -132,18 +132,6 @@ type builder struct {
 	maps  map[*check.DSO]*profile.Mapping
 	bases map[*check.DSO]uint64 // address of offset 0, for file-backed DSOs
 	next  uint64                // synthetic base of the next file-backed DSO without a mapping
-}
-
-// numEvents is the number of events: those of the recording, and any a
-// sample names past them; at least one.
-func numEvents(res *check.Result) int {
-	nev := len(res.EventInfo)
-	for _, ag := range res.Aggregates() {
-		if ag.Event >= nev {
-			nev = ag.Event + 1
-		}
-	}
-	return max(nev, 1)
 }
 
 // addSampleTypes gives the profile two sample types per event (samples,
@@ -338,7 +326,7 @@ func (b *builder) addLocations() {
 // sets the Has* flags of m that they justify.
 func (b *builder) addLines(pl *profile.Location, m *profile.Mapping, l *check.Location) {
 	for _, f := range l.Frames {
-		if f.Function == "" && f.RawName == "" {
+		if f.Name() == "" {
 			continue
 		}
 		pl.Line = append(pl.Line, profile.Line{Function: b.function(f), Line: int64(f.Line), Column: int64(f.Column)})
@@ -365,12 +353,7 @@ func (b *builder) addLines(pl *profile.Location, m *profile.Mapping, l *check.Lo
 // node that pprof's graph pruning cannot scatter, as `perfcheck top`
 // groups it; the addresses stay in the locations.
 func label(d *check.DSO) string {
-	base := d.Path
-	if !strings.HasPrefix(base, "[") {
-		if i := strings.LastIndexByte(base, '/'); i >= 0 && i+1 < len(base) {
-			base = base[i+1:]
-		}
-	}
+	base := dso.BaseName(d.Path)
 	if refused(d) {
 		return "[" + d.Verdict.String() + "] " + base
 	}
@@ -406,10 +389,7 @@ func (b *builder) addFunction(key profile.Function) *profile.Function {
 
 // function returns the profile's function for frame f, added on first use.
 func (b *builder) function(f symbolize.Frame) *profile.Function {
-	key := profile.Function{Name: f.Function, SystemName: f.RawName, Filename: f.File}
-	if key.Name == "" {
-		key.Name = f.RawName
-	}
+	key := profile.Function{Name: f.Name(), SystemName: f.RawName, Filename: f.File}
 	if key.SystemName == "" {
 		key.SystemName = key.Name
 	}
@@ -463,7 +443,7 @@ func (b *builder) addSamples(nev int) {
 			lk := labelKey{k, ag.Stack.Trusted}
 			l, ok := shared[lk]
 			if !ok {
-				l = labels{str: map[string][]string{"trusted": {yesNo(ag.Stack.Trusted)}},
+				l = labels{str: map[string][]string{"trusted": {check.YesNo(ag.Stack.Trusted)}},
 					// Signed, as perf prints them: the kernel's pid is -1.
 					num: map[string][]int64{"pid": {int64(int32(ag.PID))}, "tid": {int64(int32(ag.TID))}}}
 				if ag.Comm != "" {
@@ -551,19 +531,12 @@ func mainDSO(res *check.Result, dsos []*check.DSO) int {
 		if d.Kind != dso.File {
 			continue
 		}
-		base := d.Path[strings.LastIndexByte(d.Path, '/')+1:]
+		base := dso.BaseName(d.Path)
 		if base == comm || len(comm) >= 15 && strings.HasPrefix(base, comm) {
 			return i
 		}
 	}
 	return -1
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // textPageOffset is the file offset, rounded down to a page, at which the

@@ -41,7 +41,7 @@
 // truncated or rewritten after it was opened is read with the same checks
 // as any input: loads and lookups fail with errors or warnings. Decoded
 // DWARF is bounded per binary by [Options.MaxDecodedDWARF].
-// docs/symbolize.md ("Hostile input") gives the bounds and their tests.
+// docs/limits.md gives the bounds and the tests that prove them.
 // The package only reads files: it never writes, renames or deletes anything,
 // and it opens only the paths it is given, the separate debug file the
 // [Options.DebugFile] locator returns, and /proc/kallsyms for

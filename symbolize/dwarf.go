@@ -52,9 +52,9 @@ type dwarfIndex struct {
 
 	sortLines bool // tests: always collect and sort line rows (decodeLines' fallback)
 
-	// dies reads DIEs for decodeUnit without debug/dwarf (nil for
-	// relocatable files, read through ef.DWARF); dieRd is its reader,
-	// reused from unit to unit (under mu).
+	// dies reads DIEs for decodeUnit without debug/dwarf (nil only where
+	// a benchmark compares with debug/dwarf's Reader); dieRd is its
+	// reader, reused from unit to unit (under mu).
 	dies  *dieSections
 	dieRd dieReader
 	// lines are the sections a line program's header reads, checked

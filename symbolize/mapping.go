@@ -28,6 +28,11 @@ import (
 // (ET_REL) the mapping starts at the module's .text, as perf places it,
 // and file addresses are .text offsets. kallsyms and perf maps hold
 // runtime addresses: their bias is 0.
+//
+// It is not elfload.Addr of one offset, as the check and the unwinder
+// use: it picks the segment of a whole mapping, which may start in a
+// page shared by two segments, by page alignment and size (segmentFor),
+// so it reads p_align and p_memsz, which a Segment does not carry.
 func (b *Binary) Bias(m addrspace.Mapping) (uint64, error) {
 	if b.format != FormatELF {
 		return 0, nil

@@ -7,14 +7,13 @@ import (
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/internal/elfload"
 )
 
 // Segment is a PT_LOAD segment of an ELF file: Filesz bytes at file offset
-// Off, loaded at address Vaddr; Exec when it is executable (PF_X).
-type Segment struct {
-	Off, Filesz, Vaddr uint64
-	Exec               bool
-}
+// Off, loaded at address Vaddr; Exec when it is executable (PF_X). It is
+// the unwinder's type too, which may not depend on this package.
+type Segment = elfload.Segment
 
 // Segments returns the PT_LOAD segments of the ELF file the binary was
 // opened from, in program-header order, as read from that open file; nil
@@ -26,7 +25,7 @@ func (b *Binary) Segments() []Segment {
 func segments(loads []elf.ProgHeader) []Segment {
 	var out []Segment
 	for _, p := range loads {
-		out = append(out, Segment{Off: p.Off, Filesz: p.Filesz, Vaddr: p.Vaddr, Exec: p.Flags&elf.PF_X != 0})
+		out = append(out, elfload.Of(&p))
 	}
 	return out
 }

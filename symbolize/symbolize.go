@@ -67,6 +67,15 @@ type Frame struct {
 	Inlined bool `json:"inlined,omitempty"`
 }
 
+// Name is the name reports show for the frame: the demangled Function,
+// else the RawName, else "".
+func (f *Frame) Name() string {
+	if f.Function != "" {
+		return f.Function
+	}
+	return f.RawName
+}
+
 // Symbolizer resolves addresses of one binary. addr is a file address (an
 // ELF virtual address as in the file's symbol table: see [Binary.Bias] for
 // runtime addresses). Frames overwrites buf from its start and returns the

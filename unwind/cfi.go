@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/perfcheck/perfcheck/internal/elfload"
 )
 
 // This file reads the call-frame information of an x86-64 ELF file
@@ -83,12 +85,8 @@ type fde struct {
 // safe for concurrent use.
 type Table struct {
 	fdes  []fde
-	loads []load
+	loads []elfload.Segment // the executable ones: FDEs describe code
 }
-
-// load is a PT_LOAD segment: its file offset, size in the file and
-// virtual address.
-type load struct{ off, filesz, vaddr uint64 }
 
 // maxEHFrame bounds the .eh_frame read into memory.
 const maxEHFrame = 64 << 20
@@ -111,7 +109,7 @@ func newTable(ef *elf.File) (*Table, error) {
 	t := &Table{}
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
-			t.loads = append(t.loads, load{off: p.Off, filesz: p.Filesz, vaddr: p.Vaddr})
+			t.loads = append(t.loads, elfload.Of(&p.ProgHeader))
 		}
 	}
 	if err := t.parse(data, sec.Addr, int64(sec.Offset)); err != nil {
@@ -120,18 +118,9 @@ func newTable(ef *elf.File) (*Table, error) {
 	return t, nil
 }
 
-// addr returns the ELF address of file offset off: the first executable
-// segment that holds the offset gives vaddr - offset (as perf's
-// map__rip_2objdump does for the mapping's load bias); false when none
-// does.
-func (t *Table) addr(off uint64) (uint64, bool) {
-	for _, s := range t.loads {
-		if off >= s.off && off < s.off+s.filesz {
-			return off - s.off + s.vaddr, true
-		}
-	}
-	return 0, false
-}
+// addr returns the ELF address of file offset off, in an executable
+// segment; false when none holds it.
+func (t *Table) addr(off uint64) (uint64, bool) { return elfload.Addr(t.loads, off) }
 
 // reader is a bounds-checked little-endian cursor with a sticky error:
 // the first failure is kept, with where it happened, and later reads

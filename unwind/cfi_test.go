@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/elfload"
 )
 
 // The tests below build .eh_frame sections byte by byte: the cases they
@@ -76,7 +78,7 @@ const secOff = 0x4000 // the file offset the tests give the section
 
 func parsed(t *testing.T, data []byte) *Table {
 	t.Helper()
-	tb := &Table{loads: []load{{off: 0, filesz: 1 << 20, vaddr: 0}}}
+	tb := &Table{loads: []elfload.Segment{{Off: 0, Filesz: 1 << 20, Vaddr: 0, Exec: true}}}
 	require.NoError(t, tb.parse(data, 0x100000, secOff))
 	return tb
 }

@@ -47,10 +47,8 @@ func (af *analyzeFlags) register(fs *flag.FlagSet) {
 // directory (buildidcache.Resolver.Close), and the result may still read
 // the binaries found (Result.ExecSegment).
 func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func()) {
-	lookup := af.lookup.options(stderr)
-	r := buildidcache.New(lookup)
+	r := buildidcache.New(af.lookup.options(stderr))
 	return check.Options{
-		Lookup:     lookup,
 		Resolver:   r,
 		TrustPaths: af.trustPaths,
 	}, func() { r.Close() }

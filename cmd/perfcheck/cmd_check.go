@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 )
 
 func init() {
@@ -180,7 +181,7 @@ func writeDSODetail(w io.Writer, d *check.DSO, trustPaths bool) {
 		if trustPaths && (d.Verdict == check.Mismatch || d.Verdict == check.Replaced) {
 			fmt.Fprintf(w, "    frames named from the file at the path (--trust-paths) and marked untrusted\n")
 		} else {
-			fmt.Fprintf(w, "    frames shown as %s+0xOFFSET [%s], never named\n", shortPath(d.Path), d.Verdict)
+			fmt.Fprintf(w, "    frames shown as %s+0xOFFSET [%s], never named\n", dso.BaseName(d.Path), d.Verdict)
 		}
 	}
 }
@@ -261,14 +262,6 @@ func nonEmpty(ss []string) []string {
 		return []string{"no named events"}
 	}
 	return out
-}
-
-// shortPath is a path's last element, as perf shortens DSO names.
-func shortPath(p string) string {
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
 }
 
 func plural(n int) string {

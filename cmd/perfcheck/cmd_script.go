@@ -165,7 +165,8 @@ func (a *analysis) nameWidth() int {
 	return a.evWidth
 }
 
-func appendPadLeft(b []byte, s string, w int) []byte {
+// appendPadLeft appends s right-aligned to w columns (printf's "%*s").
+func appendPadLeft[S string | []byte](b []byte, s S, w int) []byte {
 	for i := len(s); i < w; i++ {
 		b = append(b, ' ')
 	}
@@ -195,19 +196,9 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 			f.Address = "0x" + strconv.FormatUint(s.IPs[i], 16)
 		}
 		if n := len(l.Frames); n > 0 {
-			f.Symbol = l.Frames[n-1].Function
-			if f.Symbol == "" {
-				f.Symbol = l.Frames[n-1].RawName
-			}
+			f.Symbol = l.Frames[n-1].Name()
 		}
 		out.Frames = append(out.Frames, f)
 	}
 	return out
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }

@@ -30,26 +30,39 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 	if err != nil {
 		return "", nil, err
 	}
-	weights := map[string]uint64{}
-	var names []string
+	idx := map[string]int{} // stack -> its index in keys and weights
+	var keys []string
+	var weights []uint64
+	var buf []byte
 	eachFoldedStack(a, ev, opts, func(frames []foldedFrameAt, weight uint64) {
-		names = names[:0]
-		for _, f := range frames {
-			names = append(names, f.name)
+		buf = buf[:0]
+		for i, f := range frames {
+			if i > 0 {
+				buf = append(buf, ';')
+			}
+			buf = append(buf, f.name...)
 		}
-		weights[strings.Join(names, ";")] += weight
+		k, ok := idx[string(buf)]
+		if !ok {
+			k = len(keys)
+			keys = append(keys, string(buf))
+			weights = append(weights, 0)
+			idx[keys[k]] = k
+		}
+		weights[k] += weight
 	})
-	keys := make([]string, 0, len(weights))
-	for k := range weights {
-		keys = append(keys, k)
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
 	}
-	sort.Strings(keys)
+	sort.Slice(order, func(i, j int) bool { return keys[order[i]] < keys[order[j]] })
 	bw := bufio.NewWriterSize(w, 64<<10)
-	for _, k := range keys {
-		bw.WriteString(k)
-		bw.WriteByte(' ')
-		bw.WriteString(strconv.FormatUint(weights[k], 10))
-		bw.WriteByte('\n')
+	for _, k := range order {
+		buf = append(buf[:0], keys[k]...)
+		buf = append(buf, ' ')
+		buf = strconv.AppendUint(buf, weights[k], 10)
+		buf = append(buf, '\n')
+		bw.Write(buf)
 	}
 	return a.res.EventName(ev), a.otherEvents(ev), bw.Flush()
 }
@@ -57,8 +70,9 @@ func writeFolded(w io.Writer, a *analysis, opts foldedOptions) (event string, sk
 // otherEvents are the names of the events with samples but ev.
 func (a *analysis) otherEvents(ev int) []string {
 	var out []string
+	has := eventsWithSamples(a.res)
 	for i := range a.res.EventInfo {
-		if i != ev && eventHasSamples(a.res, i) {
+		if i != ev && has[i] {
 			out = append(out, a.res.EventName(i))
 		}
 	}
@@ -77,6 +91,19 @@ type foldedFrameAt struct {
 // event ev: the stacks --folded prints and the flame graph draws. frames
 // is reused between calls.
 func eachFoldedStack(a *analysis, ev int, opts foldedOptions, fn func(frames []foldedFrameAt, weight uint64)) {
+	// A location is in many stacks: its frames are folded once, kept by
+	// Location.ID (its index in Locations, plus one).
+	byLoc := make([][]foldedFrameAt, len(a.res.Locations))
+	folded := func(l *check.Location) []foldedFrameAt {
+		i := l.ID - 1
+		if i < 0 || i >= len(byLoc) || a.res.Locations[i] != l {
+			return appendFoldedFrames(nil, l, opts.inlines) // not one of the result's
+		}
+		if byLoc[i] == nil {
+			byLoc[i] = appendFoldedFrames(nil, l, opts.inlines)
+		}
+		return byLoc[i]
+	}
 	var frames []foldedFrameAt
 	for _, ag := range a.res.Aggregates() {
 		if ag.Event != ev {
@@ -85,7 +112,7 @@ func eachFoldedStack(a *analysis, ev int, opts foldedOptions, fn func(frames []f
 		frames = append(frames[:0], foldedFrameAt{name: strings.ReplaceAll(foldedComm(ag), " ", "_")})
 		locs := ag.Stack.Locations()
 		for i := len(locs) - 1; i >= 0; i-- {
-			frames = appendFoldedFrames(frames, locs[i], opts.inlines)
+			frames = append(frames, folded(locs[i])...)
 		}
 		wt := ag.Period
 		if opts.count {
@@ -100,8 +127,9 @@ func eachFoldedStack(a *analysis, ev int, opts foldedOptions, fn func(frames []f
 // not add up, so one is folded at a time (stackcollapse-perf.pl also keeps
 // one event, the first it meets).
 func foldedEvent(a *analysis, name string) (int, error) {
+	has := eventsWithSamples(a.res)
 	for i := range a.res.EventInfo {
-		if name == "" && eventHasSamples(a.res, i) || name != "" && a.res.EventName(i) == name {
+		if name == "" && has[i] || name != "" && a.res.EventName(i) == name {
 			return i, nil
 		}
 	}
@@ -115,13 +143,14 @@ func foldedEvent(a *analysis, name string) (int, error) {
 	return 0, fmt.Errorf("--event %s: the recording's events are %s", name, strings.Join(names, ", "))
 }
 
-func eventHasSamples(res *check.Result, ev int) bool {
+// eventsWithSamples says, by event index, which events have samples: one
+// pass over the aggregates for all of them.
+func eventsWithSamples(res *check.Result) []bool {
+	has := make([]bool, res.NumEvents())
 	for _, ag := range res.Aggregates() {
-		if ag.Event == ev {
-			return true
-		}
+		has[ag.Event] = true
 	}
-	return false
+	return has
 }
 
 func foldedComm(ag check.Aggregate) string {
@@ -152,9 +181,14 @@ func appendFoldedFrames(frames []foldedFrameAt, l *check.Location, inlines bool)
 // method ("pkg.(*T).M") or the "(" opens "(anonymous namespace)", and
 // quotes go.
 func foldedFrame(l *check.Location, i int) string {
-	sym, _, _ := scriptSymbol(l, i)
+	sym := scriptSymbol(l, i)
 	if sym == "[unknown]" {
 		if l.DSO.Path != "[unknown]" {
+			// Not dso.BaseName: stackcollapse-perf.pl strips the
+			// module with s/.*\///, so a bracketed name keeps its
+			// brackets inside ours ("[[kernel.kallsyms]]") and a name
+			// with a slash loses what comes before it, and folded
+			// output is compared with that script's.
 			p := l.DSO.Path
 			if j := strings.LastIndexByte(p, '/'); j >= 0 {
 				p = p[j+1:]
@@ -167,8 +201,11 @@ func foldedFrame(l *check.Location, i int) string {
 	if !goMethod.MatchString(sym) {
 		sym = cutArgs(sym)
 	}
-	return strings.NewReplacer(`"`, "", `'`, "").Replace(sym)
+	return unquote.Replace(sym)
 }
+
+// unquote drops the quotes stackcollapse-perf.pl drops.
+var unquote = strings.NewReplacer(`"`, "", `'`, "")
 
 // goMethod is a Go method name, whose parentheses are part of the name.
 var goMethod = regexp.MustCompile(`\.\(.*\)\.`)

@@ -18,8 +18,8 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// The hostile inputs of issue 13, given to the command as a user would:
-// each is built in test code from the repository's real binaries
+// The hostile inputs of docs/limits.md, given to the command as a user
+// would: each is built in test code from the repository's real binaries
 // (internal/fixtures says how for each), and perfcheck runs in a child
 // process, this test binary again (TestHostileChild calls run, what main
 // calls), whose peak resident set the kernel reports at its exit (wait4's
@@ -105,15 +105,15 @@ func hostileLibs(t *testing.T) map[string][]byte {
 	require.NoError(t, err)
 	stream, size := fixtures.ZlibZeros(t, 1<<30)
 	return map[string][]byte{
-		// Finding 1: four empty xz blocks declaring 4 GiB dictionaries,
-		// as its MiniDebugInfo.
+		// Four empty xz blocks declaring 4 GiB dictionaries, as its
+		// MiniDebugInfo.
 		"minidebuginfo-bomb": fixtures.ELFWithSection(t, hot, ".gnu_debugdata", elf.SHT_PROGBITS, 0, fixtures.XZDictBomb(t, 4)),
-		// Finding 2: a DWARF 5 line header of 2^44 directories, and
-		// one of 2^24 directories and files.
+		// A DWARF 5 line header of 2^44 directories, and one of 2^24
+		// directories and files.
 		"lines-2^44": fixtures.LineTableCounts(t, hot, 1<<44, 0),
 		"lines-2^24": fixtures.LineTableCounts(t, hot, 1<<24, 1<<24),
-		// Finding 4: .debug_info as a zlib stream of 1 GiB of zeros
-		// (1 MB), the most deflate allows.
+		// .debug_info as a zlib stream of 1 GiB of zeros (1 MB), the
+		// most deflate allows.
 		"zlib-1GiB": fixtures.ELFWithSection(t, hot, ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream)),
 	}
 }
@@ -159,8 +159,8 @@ func symfsWith(t *testing.T, replace map[string][]byte) (string, []string) {
 }
 
 // TestHostileSymbolize: perfcheck symbolize -e on each hostile libhot.so,
-// and on goprog without DWARF whose pclntab declares 2^32-1 functions
-// (finding 3). Each answers or fails naming the file.
+// and on goprog without DWARF whose pclntab declares 2^32-1 functions.
+// Each answers or fails naming the file.
 func TestHostileSymbolize(t *testing.T) {
 	t.Parallel()
 	bins := hostileLibs(t)
@@ -191,8 +191,8 @@ func TestHostileSymbolize(t *testing.T) {
 }
 
 // TestHostileBuildID: perfcheck buildid on the 120-byte xz stream of four
-// empty blocks declaring 4 GiB dictionaries (finding 1), named as a
-// compressed kernel module.
+// empty blocks declaring 4 GiB dictionaries, named as a compressed
+// kernel module.
 func TestHostileBuildID(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "bomb.ko.xz")
@@ -205,10 +205,9 @@ func TestHostileBuildID(t *testing.T) {
 // TestHostileRecordings: check, top, script and pprof on real recordings
 // whose binaries, found under --symfs at their recorded paths, are the
 // hostile ones: libhot.so of cshared-fp.data replaced by each variant
-// (and by the bare xz bomb, finding 1 and the "Also" line: a compressed
-// file where a process mapped an ELF file); both cshared and libhot.so
-// with a 1 GiB zlib .debug_info (finding 4: several at once); goprog of
-// goprog.data with its pclntab count (finding 3).
+// (and by the bare xz bomb: a compressed file where a process mapped an
+// ELF file); both cshared and libhot.so with a 1 GiB zlib .debug_info
+// (several at once); goprog of goprog.data with its pclntab count.
 func TestHostileRecordings(t *testing.T) {
 	t.Parallel()
 	if raceEnabled {

@@ -1,4 +1,3 @@
-
 package main
 
 import (
@@ -52,7 +51,7 @@ func recordKilled(t *testing.T) string {
 
 // TestKilledPerfEveryOutput: a recording whose perf was killed is read,
 // and every command that reads samples says that perf did not finish it,
-// not only info and stats (issue 14, item 13).
+// not only info and stats.
 func TestKilledPerfEveryOutput(t *testing.T) {
 	t.Parallel()
 	data := recordKilled(t)

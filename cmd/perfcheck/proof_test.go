@@ -21,7 +21,7 @@ import (
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
-// The proof of issue 5, command by command (docs/verdicts.md, §9): each
+// The proof of docs/verdicts.md's promise (§7, §9), command by command: each
 // test records a small program with the real perf, changes the world as a
 // deploy does (rebuild at the same path, delete, replace a library, exec a
 // rebuilt child), and then reads the outputs a user reads — check (text

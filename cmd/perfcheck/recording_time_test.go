@@ -65,7 +65,7 @@ func overwrite(t *testing.T, src, path string) {
 // profiled binary overwritten in place (same inode): the pipe-format file's
 // mtime is the end of the recording, so the overwrite is caught, whether
 // the file is named or given as standard input, and top does not name the
-// new binary's functions (issue 14, item 2).
+// new binary's functions.
 func TestPipeOverwriteAfterRecording(t *testing.T) {
 	t.Parallel()
 	fixtures.NeedTool(t, "perf")
@@ -105,7 +105,7 @@ func TestPipeOverwriteAfterRecording(t *testing.T) {
 // recording a new mtime, which would hide a binary modified after the
 // recording; a recording with its own clock (perf record -k
 // CLOCK_MONOTONIC writes CLOCK_DATA) keeps its end time, and the report
-// says which time it used (issue 14, item 3).
+// says which time it used.
 func TestCopiedRecordingTime(t *testing.T) {
 	t.Parallel()
 	fixtures.NeedTool(t, "perf")

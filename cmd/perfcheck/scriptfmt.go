@@ -3,9 +3,9 @@ package main
 import (
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
+	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -55,7 +55,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	chain := sf.a.hasCallchain(s.Event)
 	b = sf.appendStart(b, s, f, chain && f&fieldIP != 0)
 	if f&fieldPeriod != 0 {
-		b = appendPadLeft(b, strconv.FormatUint(s.Period, 10), 10)
+		b = appendUintPadLeft(b, s.Period, 10, 10)
 		b = append(b, ' ')
 	}
 	if f&fieldEvent != 0 {
@@ -104,20 +104,21 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 // callchain follows), tid (or pid, or pid/tid), [cpu], time.
 func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, chain bool) []byte {
 	if f&fieldComm != 0 {
-		comm := s.Comm
-		if comm == "" {
-			comm = ":" + strconv.Itoa(int(int32(s.TID)))
-		}
+		w := 16
 		if chain {
-			b = append(b, comm...)
+			w = 0
+		}
+		if s.Comm != "" {
+			b = appendPadLeft(b, s.Comm, w)
 		} else {
-			b = appendPadLeft(b, comm, 16)
+			var tmp [16]byte
+			b = appendPadLeft(b, strconv.AppendInt(append(tmp[:0], ':'), int64(int32(s.TID)), 10), w)
 		}
 		b = append(b, ' ')
 	}
 	switch {
 	case f&fieldPID != 0 && f&fieldTID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(int32(s.PID))), 5)
+		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
 		b = append(b, '/')
 		n := len(b)
 		b = strconv.AppendInt(b, int64(int32(s.TID)), 10)
@@ -126,29 +127,49 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 		}
 		b = append(b, ' ')
 	case f&fieldPID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(int32(s.PID))), 5)
+		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
 		b = append(b, ' ')
 	case f&fieldTID != 0:
-		b = appendPadLeft(b, strconv.Itoa(int(int32(s.TID))), 5)
+		b = appendIntPadLeft(b, int64(int32(s.TID)), 5)
 		b = append(b, ' ')
 	}
 	if f&fieldCPU != 0 {
-		c := strconv.Itoa(int(s.CPU))
 		b = append(b, '[')
-		for i := len(c); i < 3; i++ {
-			b = append(b, '0')
-		}
-		b = append(b, c...)
+		b = appendZeroPadded(b, uint64(s.CPU), 3)
 		b = append(b, "] "...)
 	}
 	if f&fieldTime != 0 {
 		// "%12s: " of seconds.microseconds (timestamp__scnprintf_usec).
-		us := strconv.FormatUint(s.Time%1e9/1e3, 10)
-		t := strconv.FormatUint(s.Time/1e9, 10) + "." + strings.Repeat("0", 6-len(us)) + us
+		var tmp [32]byte
+		t := strconv.AppendUint(tmp[:0], s.Time/1e9, 10)
+		t = appendZeroPadded(append(t, '.'), s.Time%1e9/1e3, 6)
 		b = appendPadLeft(b, t, 12)
 		b = append(b, ": "...)
 	}
 	return b
+}
+
+// appendUintPadLeft appends v in base, right-aligned to w columns.
+func appendUintPadLeft(b []byte, v uint64, base, w int) []byte {
+	var tmp [64]byte
+	return appendPadLeft(b, strconv.AppendUint(tmp[:0], v, base), w)
+}
+
+// appendIntPadLeft appends v in decimal, right-aligned to w columns.
+func appendIntPadLeft(b []byte, v int64, w int) []byte {
+	var tmp [24]byte
+	return appendPadLeft(b, strconv.AppendInt(tmp[:0], v, 10), w)
+}
+
+// appendZeroPadded appends v in decimal with leading zeros to w digits
+// (printf's "%0*d").
+func appendZeroPadded(b []byte, v uint64, w int) []byte {
+	var tmp [24]byte
+	d := strconv.AppendUint(tmp[:0], v, 10)
+	for i := len(d); i < w; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d...)
 }
 
 // appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
@@ -157,12 +178,13 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 // set, which perf prints as "name (inlined)" without its DSO).
 func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, inlined string) []byte {
 	if f&fieldIP != 0 {
-		b = appendPadLeft(b, strconv.FormatUint(addr, 16), 16)
+		b = appendUintPadLeft(b, addr, 16, 16)
 	}
 	if f&fieldSym != 0 {
 		b = append(b, ' ')
-		sym, off, hasOff := scriptSymbol(l, frame)
-		b = append(b, sym...)
+		var off uint64
+		var hasOff bool
+		b, off, hasOff = appendScriptSymbol(b, l, frame)
 		if f&fieldSymOff != 0 && hasOff && inlined == "" {
 			b = append(b, "+0x"...)
 			b = strconv.AppendUint(b, off, 16)
@@ -178,9 +200,9 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 		b = append(b, ')')
 	}
 	if f&fieldSrcline != 0 {
-		if sl := scriptSrcline(l); sl != "" {
+		if !(l.DSO.Verdict == check.NoFile && l.DSO.Path == "[unknown]") {
 			b = append(b, "\n  "...)
-			b = append(b, sl...)
+			b = appendScriptSrcline(b, l)
 		}
 	}
 	return b
@@ -197,52 +219,55 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 //     offset in the DSO ("[mismatch] libfoo.so.1+0x1130"), so that a
 //     parser that strips "+0xOFF" keeps one frame per DSO and verdict;
 //   - anything else unnamed: perf's "[unknown]", without an offset.
-func scriptSymbol(l *check.Location, frame int) (sym string, off uint64, hasOff bool) {
+func scriptSymbol(l *check.Location, frame int) string {
+	b, _, _ := appendScriptSymbol(nil, l, frame)
+	return string(b)
+}
+
+// appendScriptSymbol appends scriptSymbol's text to b, and says which
+// offset goes with it.
+func appendScriptSymbol(b []byte, l *check.Location, frame int) (_ []byte, off uint64, hasOff bool) {
 	name := ""
 	if frame >= 0 && frame < len(l.Frames) {
-		name = l.Frames[frame].Function
-		if name == "" {
-			name = l.Frames[frame].RawName
-		}
+		name = l.Frames[frame].Name()
 	}
 	d := l.DSO
 	switch {
 	case name != "" && !d.Trusted():
-		return "[" + d.Verdict.String() + "] " + name, l.SymOffset, l.HasSymOffset
+		return appendMarked(b, d.Verdict.String(), name), l.SymOffset, l.HasSymOffset
 	case name != "" && d.Verdict == check.Unverified:
-		return "[unverified] " + name, l.SymOffset, l.HasSymOffset
+		return appendMarked(b, "unverified", name), l.SymOffset, l.HasSymOffset
 	case name != "":
-		return name, l.SymOffset, l.HasSymOffset
+		return append(b, name...), l.SymOffset, l.HasSymOffset
 	case !d.Trusted():
-		return "[" + d.Verdict.String() + "] " + baseName(d.Path), l.Offset, true
+		return appendMarked(b, d.Verdict.String(), dso.BaseName(d.Path)), l.Offset, true
 	}
-	return "[unknown]", 0, false
+	return append(b, "[unknown]"...), 0, false
 }
 
-// scriptSrcline is perf's srcline of a frame (map__fprintf_srcline):
-// "file:line" of the innermost frame, the file's base name; where no line
-// is known, perf's fallback "BASE[OFFSET]"; nothing for memory that no
-// mapping covers. An untrusted DSO's lines are never read.
-func scriptSrcline(l *check.Location) string {
-	if l.DSO.Verdict == check.NoFile && l.DSO.Path == "[unknown]" {
-		return ""
-	}
+// appendMarked appends "[mark] name".
+func appendMarked(b []byte, mark, name string) []byte {
+	b = append(b, '[')
+	b = append(b, mark...)
+	b = append(b, "] "...)
+	return append(b, name...)
+}
+
+// appendScriptSrcline appends perf's srcline of a frame
+// (map__fprintf_srcline): "file:line" of the innermost frame, the file's
+// base name; where no line is known, perf's fallback "BASE[OFFSET]". An
+// untrusted DSO's lines are never read. The caller prints none for
+// memory that no mapping covers (the DSO "[unknown]" without a file).
+func appendScriptSrcline(b []byte, l *check.Location) []byte {
 	if l.DSO.Trusted() && len(l.Frames) > 0 && l.Frames[0].File != "" && l.Frames[0].Line > 0 {
-		return filepath.Base(l.Frames[0].File) + ":" + strconv.Itoa(l.Frames[0].Line)
+		b = append(b, filepath.Base(l.Frames[0].File)...)
+		b = append(b, ':')
+		return strconv.AppendInt(b, int64(l.Frames[0].Line), 10)
 	}
-	return baseName(l.DSO.Path) + "[" + strconv.FormatUint(l.Offset, 16) + "]"
-}
-
-// baseName is a DSO's file name without its directory; perf's bracketed
-// names ("[kernel.kallsyms]") as they are.
-func baseName(p string) string {
-	if strings.HasPrefix(p, "[") {
-		return p
-	}
-	if i := strings.LastIndexByte(p, '/'); i >= 0 && i+1 < len(p) {
-		return p[i+1:]
-	}
-	return p
+	b = append(b, dso.BaseName(l.DSO.Path)...)
+	b = append(b, '[')
+	b = strconv.AppendUint(b, l.Offset, 16)
+	return append(b, ']')
 }
 
 // appendTrustLine is the comment line --trust-lines prints before each
@@ -258,9 +283,9 @@ func appendTrustLine(b []byte, s *check.Sample) []byte {
 		}
 	}
 	b = append(b, "# perfcheck: trusted="...)
-	b = append(b, yesNo(s.Stack.Trusted)...)
+	b = append(b, check.YesNo(s.Stack.Trusted)...)
 	b = append(b, " leaf_trusted="...)
-	b = append(b, yesNo(s.Stack.LeafTrusted)...)
+	b = append(b, check.YesNo(s.Stack.LeafTrusted)...)
 	b = append(b, " untrusted_frames="...)
 	b = strconv.AppendInt(b, int64(untrusted), 10)
 	b = append(b, '/')

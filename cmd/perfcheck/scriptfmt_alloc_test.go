@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/buildidcache"
+	"github.com/perfcheck/perfcheck/check"
+)
+
+// The script formatter runs once per sample of a recording: formatting a
+// sample into a buffer big enough for it allocates nothing, with every
+// field perf script prints by default, srcline, --inline and
+// --trust-lines, for every sample of the fixtures.
+//
+// Not parallel: testing.AllocsPerRun refuses to run in a parallel test.
+func TestScriptFormatAllocs(t *testing.T) {
+	for _, name := range []string{"cshared-fp.data", "cshared-dwarf.data", "goprog.data", "twoevents.data"} {
+		t.Run(name, func(t *testing.T) {
+			res, err := check.Analyze(context.Background(), check.Path(filepath.Join(fixturesDir, name)), check.Options{
+				KeepSamples: true,
+				Lookup:      buildidcache.Options{BuildIDDir: "-", DebuginfodURLs: []string{}},
+			})
+			require.NoError(t, err)
+			a := &analysis{res: res}
+			fs, err := parseScriptFields("+srcline")
+			require.NoError(t, err)
+			sf, err := newScriptFormat(a, fs)
+			require.NoError(t, err)
+			sf.inlines, sf.trust = true, true
+			var samples []check.Sample
+			require.NoError(t, res.EachSample(func(s *check.Sample) error {
+				c := *s
+				c.IPs = slices.Clone(s.IPs) // EachSample reuses them
+				samples = append(samples, c)
+				return nil
+			}))
+			require.NotEmpty(t, samples)
+			buf := make([]byte, 0, 1<<20)
+			for i := range samples {
+				s := &samples[i]
+				allocs := testing.AllocsPerRun(10, func() { buf = sf.appendSample(buf[:0], s) })
+				require.NotEmpty(t, buf)
+				assert.Zero(t, allocs, "sample %d of %s:\n%s", i, name, buf)
+				if allocs != 0 {
+					return // one sample's output says enough
+				}
+			}
+		})
+	}
+}
