@@ -456,11 +456,19 @@ func mainFiles(files []string) []string {
 	return out
 }
 
+// createTemp creates a temporary file for a cache entry's role in dir,
+// through root, to be renamed into place once complete.
 func createTemp(root *os.Root, dir, role string) (string, *os.File, error) {
+	return openTemp(root, dir, role, os.O_WRONLY, 0o644)
+}
+
+// openTemp creates a new file in dir named after role with a random
+// suffix and tmpMarker, which prune recognises as a temporary.
+func openTemp(root *os.Root, dir, role string, mode int, perm os.FileMode) (string, *os.File, error) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	tmp := path.Join(dir, "."+role+tmpMarker+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|mode, perm)
 	return tmp, f, err
 }
 

@@ -2,8 +2,6 @@ package buildidcache
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -208,11 +206,7 @@ func (d *debuginfod) get(ctx context.Context, c clientCache, base string, bid bu
 // dir, through root, readable and writable: the download is read back as
 // it arrives (elfWriter).
 func createDownload(root *os.Root, dir, typ string) (string, *os.File, error) {
-	var rnd [6]byte
-	rand.Read(rnd[:])
-	tmp := path.Join(dir, "."+typ+tmpMarker+hex.EncodeToString(rnd[:]))
-	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
-	return tmp, f, err
+	return openTemp(root, dir, typ, os.O_RDWR, 0o600)
 }
 
 // watchdog cancels a download that breaks elfutils' rules: at least

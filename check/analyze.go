@@ -148,6 +148,10 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	}
 	s := newSession(opts)
 	s.rec = info
+	var err error
+	if s.filter, err = newSampleFilter(opts.Filter, f, name); err != nil {
+		return nil, err
+	}
 	s.fm = firstMaps{}
 	early := s.addEarlyBuildIDs(ctx, f, pre)
 	// A read error (a truncated or corrupt recording) ends the reading but
@@ -158,6 +162,8 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	var ips *sampleIPs
 	if opts.KeepSamples {
 		ips = newSampleIPs()
+		ips.withAddr = recordsAddr(f.Events())
+		s.keepAddr = ips.withAddr
 	}
 	if err := s.feed(ctx, f, ips); err != nil {
 		if ctx.Err() != nil {
@@ -266,4 +272,15 @@ func nameError(name string, err error) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return err
+}
+
+// recordsAddr reports whether an event of the recording has
+// PERF_SAMPLE_ADDR (perf record -d, or an event that always records it).
+func recordsAddr(events []perfdata.Event) bool {
+	for i := range events {
+		if events[i].Attr.SampleType&perfdata.SampleAddr != 0 {
+			return true
+		}
+	}
+	return false
 }

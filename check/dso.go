@@ -177,6 +177,8 @@ type Options struct {
 	Progress func(Progress)
 	// JITMapDir is where perf-PID.map files are looked for; "" = /tmp.
 	JITMapDir string
+	// Filter selects the samples looked at; the zero Filter keeps all.
+	Filter Filter
 
 	locator    locator      // tests: replaces the Resolver
 	symbolizer symbolOpener // tests: replaces the symbolize package

@@ -80,8 +80,12 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	words  []uint64
-	bytes  []byte
+	// addrs, when the session keeps them (session.keepAddr), is each
+	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
+	// runs need it, and the op has no room left in its cache line.
+	addrs []uint64
+	words []uint64
+	bytes []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -94,6 +98,7 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
+	b.addrs = b.addrs[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -238,6 +243,9 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
 	}
+	if s.keepAddr {
+		b.addrs = append(b.addrs, r.Addr)
+	}
 	b.ops = append(b.ops, op)
 	return b
 }
@@ -309,6 +317,7 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 	}
 	s.keyBuf = keys
 	s.touched += touched
+	nsample := 0
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
@@ -323,12 +332,19 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
+		if nsample < len(b.addrs) {
+			se.Addr = b.addrs[nsample]
+		}
+		nsample++
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
 			us = unwind.UserStack{Mask: u.mask,
 				Regs:  b.words[u.regsLo : u.regsLo+u.regs : u.regsLo+u.regs],
 				Stack: b.bytes[u.stackLo : u.stackLo+u.stackBytes : u.stackLo+u.stackBytes]}
 			se.User = &us
+		}
+		if s.filter != nil && !s.filter.keep(s, &se) {
+			continue
 		}
 		s.sample(&se)
 		if ips != nil {

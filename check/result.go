@@ -144,6 +144,9 @@ type Sample struct {
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. It is reused like the Sample.
 	IPs []uint64
+	// Addr is PERF_SAMPLE_ADDR (a data address with perf record -d),
+	// 0 when the sample's event did not record it.
+	Addr uint64
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -268,6 +271,9 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 			Comm: r.comm(c.comm), Stack: r.Stacks[c.stack]}
 		if r.ips != nil && i < len(r.ips.ids) {
 			s.IPs = r.ips.seqs[r.ips.ids[i]]
+		}
+		if r.ips != nil && i < len(r.ips.addrs) {
+			s.Addr = r.ips.addrs[i]
 		}
 		if err := fn(&s); err != nil {
 			return err

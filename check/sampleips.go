@@ -11,6 +11,11 @@ type sampleIPs struct {
 	idx   map[string]int32 // by the bytes of a sequence
 	ids   []int32          // per kept sample, in delivery order
 	frame []uint64
+	// addrs, when withAddr (an event recorded PERF_SAMPLE_ADDR), is
+	// each kept sample's data address, in delivery order (0 for a
+	// sample of an event without it): perf script -F addr prints it.
+	addrs    []uint64
+	withAddr bool
 }
 
 func newSampleIPs() *sampleIPs { return &sampleIPs{idx: map[string]int32{}} }
@@ -50,4 +55,7 @@ func (k *sampleIPs) add(s *session, e *sampleEvent) {
 		k.idx[string(u64Bytes(f))] = id
 	}
 	k.ids = append(k.ids, id)
+	if k.withAddr {
+		k.addrs = append(k.addrs, e.Addr)
+	}
 }

@@ -36,6 +36,7 @@ type sampleEvent struct {
 	Period    uint64
 	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
 	IP        uint64
+	Addr      uint64   // PERF_SAMPLE_ADDR, carried only when the kept samples need it (session.keepAddr)
 	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
@@ -139,6 +140,7 @@ type session struct {
 	tracker *addrspace.Tracker
 
 	dsos   []*DSO
+	filter *sampleFilter // nil keeps every sample
 	dsoIdx map[dsoKey]int32
 	// mapDSO gives the DSO index of each mapping record the tracker took,
 	// by Mapping.ID: its pieces, and its copies in a forked process,
@@ -171,6 +173,10 @@ type session struct {
 	userBuf  []uint64
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
+	// keepAddr: the kept samples keep their PERF_SAMPLE_ADDR, which
+	// the batches then carry beside their ops (feedBatch.addrs). Set
+	// before feed, read by its reader.
+	keepAddr bool
 	locMemo  [1024]locMemo
 	touched  uint64 // what apply's slot reads read (kept so they stay)
 	aggs     aggTable

@@ -15,6 +15,8 @@ import (
 // (check, script, top, pprof): where binaries are looked up (the shared
 // lookup flags) and how far untrusted ones may be used.
 type analyzeFlags struct {
+	input      inputFlag
+	filter     filterFlags
 	lookup     lookupFlags
 	trustPaths bool
 }
@@ -37,8 +39,20 @@ func newAnalyzeFlagSet(name, usage, summary string, stderr io.Writer) (*flag.Fla
 }
 
 func (af *analyzeFlags) register(fs *flag.FlagSet) {
+	af.input.register(fs)
+	af.filter.register(fs)
 	af.lookup.register(fs)
 	fs.BoolVar(&af.trustPaths, "trust-paths", false, "name frames of mismatched/replaced binaries from the file at the path anyway (loudly marked untrusted; never in pprof output)")
+}
+
+// file returns the recording the command line names (inputFlag.file) and
+// checks the filter flags, so that every usage error is found before
+// reading.
+func (af *analyzeFlags) file(pos []string, stdin io.Reader) (string, error) {
+	if _, err := af.filter.filter(); err != nil {
+		return "", err
+	}
+	return af.input.file(pos, stdin)
 }
 
 // options builds the check's options. The caller must call done when the
@@ -48,9 +62,11 @@ func (af *analyzeFlags) register(fs *flag.FlagSet) {
 // the binaries found (Result.ExecSegment).
 func (af *analyzeFlags) options(stderr io.Writer) (opts check.Options, done func()) {
 	r := buildidcache.New(af.lookup.options(stderr))
+	filter, _ := af.filter.filter() // checked by file
 	return check.Options{
 		Resolver:   r,
 		TrustPaths: af.trustPaths,
+		Filter:     filter,
 	}, func() { r.Close() }
 }
 

@@ -71,8 +71,7 @@ func runBuildID(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(files) == 0 {
-		fs.Usage()
-		return exitError
+		return usageError(fs, stderr, "no FILE given: name the binaries to read")
 	}
 	rep := buildIDReportJSON{Files: []binaryBuildIDJSON{}}
 	for _, f := range files {

@@ -49,7 +49,7 @@ func runBuildIDs(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "buildids"
 	var withHits bool
 	file, jsonOut, code := parseFileArgs(name, "perfcheck buildids [--json] [-H] FILE",
-		"Prints what perf buildid-list -i FILE prints: a build-id, a space, the path.", args, stderr,
+		"Prints what perf buildid-list -i FILE prints: a build-id, a space, the path.", args, stdin, stderr,
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&withHits, "with-hits", false, "only the DSOs that samples hit (perf buildid-list -H)")
 			fs.BoolVar(&withHits, "H", false, "same as --with-hits")

@@ -36,6 +36,7 @@ func cacheUsage(w io.Writer) {
 
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
+		fmt.Fprintln(stderr, "perfcheck cache: a subcommand is required: add, fill, list or prune")
 		cacheUsage(stderr)
 		return exitError
 	}
@@ -156,8 +157,7 @@ func runCacheAdd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(files) == 0 {
-		fs.Usage()
-		return exitError
+		return usageError(fs, stderr, "no FILE given: name the binaries to add")
 	}
 	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir, stderr), HardLink: *hard}
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, Results: []cacheAddJSON{}}
@@ -214,8 +214,7 @@ func runCacheList(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) != 0 {
-		fs.Usage()
-		return exitError
+		return usageError(fs, stderr, "takes no arguments, got %q", pos)
 	}
 	c := &buildidcache.Cache{Dir: cacheDirFlag(*dir, stderr)}
 	entries, err := c.List()
@@ -259,10 +258,11 @@ func runCachePrune(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 0 || *maxSize == "" {
-		fmt.Fprintln(stderr, "perfcheck cache prune: --max-size is required")
-		fs.Usage()
-		return exitError
+	if len(pos) != 0 {
+		return usageError(fs, stderr, "takes no arguments, got %q", pos)
+	}
+	if *maxSize == "" {
+		return usageError(fs, stderr, "--max-size is required")
 	}
 	limit, err := parseSize(*maxSize)
 	if err != nil {
@@ -402,8 +402,10 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	const name = "cache fill"
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var lf lookupFlags
+	lf := lookupFlags{fills: true}
 	lf.register(fs)
+	var in inputFlag
+	in.register(fs)
 	hard := fs.Bool("hardlink", false, "hard-link binaries into the cache as perf does, instead of copying")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() { cacheUsage(stderr); fs.PrintDefaults() }
@@ -411,11 +413,10 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := in.file(pos, nil)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	file := pos[0]
 	opts := lf.options(stderr)
 	c := &buildidcache.Cache{Dir: opts.BuildIDDir, HardLink: *hard, DebugDirs: opts.DebugDirs}
 	// The check finds the DSOs samples touch; symbols are not needed.

@@ -28,6 +28,9 @@ type checkJSON struct {
 	*check.Report
 	Strict bool `json:"strict"` // --strict: unverified DSOs fail too
 	Failed bool `json:"failed"` // the exit status is 1
+	// MaxUntrusted is --max-untrusted: the run failed only when more than
+	// this percentage of the samples has an untrusted frame.
+	MaxUntrusted *float64 `json:"max_untrusted_percent,omitempty"`
 }
 
 func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -35,29 +38,55 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Checks that every binary the samples touch is the one that ran; exit 0 clean, 1 problems, 2 error.", stderr)
 	jsonOut := fs.Bool("json", false, "print the report as JSON (docs/check-json.md)")
 	strict := fs.Bool("strict", false, "fail on unverified DSOs too (no build-id recorded, no evidence of change)")
+	brief := fs.Bool("brief", false, "list only the DSOs that fail, then the summary and what to do (for system-wide recordings)")
+	maxUntrusted := fs.Float64("max-untrusted", -1, "exit 1 only when more than `PCT` percent of the samples have an untrusted frame (default: when any DSO the samples touch fails)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if *maxUntrusted > 100 || *maxUntrusted < 0 && *maxUntrusted != -1 {
+		return usageError(fs, stderr, "--max-untrusted %g: give a percentage from 0 to 100", *maxUntrusted)
 	}
 	opts, done := af.options(stderr)
 	defer done()
 	opts.NoSymbols = true // the verdicts need no names
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "check", "%v", readErr)
 	}
 	rep := a.res.Report()
 	failed := rep.Failed(*strict)
+	var limit *float64
+	if *maxUntrusted >= 0 {
+		limit = maxUntrusted
+		failed = untrustedPercent(rep, *strict) > *maxUntrusted
+	}
 	if *jsonOut {
-		if err := writeJSON(stdout, checkJSON{Report: rep, Strict: *strict, Failed: failed}); err != nil {
+		if err := writeJSON(stdout, checkJSON{Report: rep, Strict: *strict, Failed: failed, MaxUntrusted: limit}); err != nil {
 			return errorf(stderr, "check", "%v", err)
 		}
 	} else {
-		writeCheckText(stdout, rep, *strict, af.trustPaths)
+		shown := rep
+		if *brief {
+			shown = failingOnly(rep, *strict)
+		}
+		writeCheckText(stdout, shown, *strict, af.trustPaths)
+		if *brief && len(shown.DSOs) < len(rep.DSOs) {
+			fmt.Fprintf(stdout, "(%d other DSO%s the samples touch passed; --brief lists only those that fail)\n",
+				len(rep.DSOs)-len(shown.DSOs), plural(len(rep.DSOs)-len(shown.DSOs)))
+		}
+		if limit != nil {
+			verdict := "within"
+			if failed {
+				verdict = "over"
+			}
+			fmt.Fprintf(stdout, "%s --max-untrusted %g%%: %.1f%% of the samples have an untrusted frame.\n",
+				verdict, *limit, untrustedPercent(rep, *strict))
+		}
 	}
 	if readErr != nil {
 		// The report of what was read is printed, but a check of part of
@@ -242,6 +271,32 @@ func writeDSONotes(w io.Writer, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "    note: %s\n", n)
 	}
+}
+
+// failingOnly is rep with only the DSOs that fail under strict: what
+// --brief lists.
+func failingOnly(rep *check.Report, strict bool) *check.Report {
+	b := *rep
+	b.DSOs = nil
+	for _, d := range rep.DSOs {
+		if d.Verdict.Problem(strict) {
+			b.DSOs = append(b.DSOs, d)
+		}
+	}
+	return &b
+}
+
+// untrustedPercent is the share of the samples with an untrusted frame
+// anywhere in the stack, under strict's policy.
+func untrustedPercent(rep *check.Report, strict bool) float64 {
+	if rep.Samples == 0 {
+		return 0
+	}
+	n := rep.UntrustedAnySamples
+	if strict {
+		n = rep.Strict.UntrustedAnySamples
+	}
+	return float64(n) * 100 / float64(rep.Samples)
 }
 
 func problemCount(rep *check.Report, strict bool) int {

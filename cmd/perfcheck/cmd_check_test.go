@@ -140,13 +140,13 @@ func TestCheckUsageErrors(t *testing.T) {
 		args []string
 		want string // on stderr
 	}{
-		{"no file", []string{"check"}, "usage:"},
+		{"no file: ./perf.data, absent here", []string{"check"}, "perf.data: no such file"},
 		{"two files", []string{"check", "a.data", "b.data"}, "usage:"},
 		{"bad flag", []string{"check", "--no-such-flag", "a.data"}, "no-such-flag"},
 		{"absent file", []string{"check", "/nonexistent/perf.data"}, "/nonexistent/perf.data"},
 		{"not perf.data", []string{"check", "cmd_check.go"}, "cmd_check.go"},
 		{"default command, absent file", []string{"/nonexistent/perf.data"}, "/nonexistent/perf.data"},
-		{"script no file", []string{"script"}, "usage:"},
+		{"script no file: ./perf.data", []string{"script"}, "perf.data: no such file"},
 		{"top bad -n", []string{"top", "-n", "-1", "x.data"}, "usage:"},
 		{"top bad sort", []string{"top", "--sort", "name", "x.data"}, "usage:"},
 		{"pprof without -o", []string{"pprof", "x.data"}, "usage:"},

@@ -28,22 +28,24 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	out := fs.String("o", "", "write the graph to `FILE`: SVG when it ends in .svg, else HTML (\"-\": HTML on stdout)")
 	var fo foldedOptions
 	fs.BoolVar(&fo.count, "count", false, "weigh stacks by their samples instead of their period")
-	fs.StringVar(&fo.event, "event", "", "draw the samples of event `NAME` (default: the first event with samples)")
 	fs.BoolVar(&fo.inlines, "inline", false, "draw inlined frames as frames of their own")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || *out == "" {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	if pos[0] != "-" && *out != "-" && sameFile(*out, pos[0]) {
+	if *out == "" {
+		return usageError(fs, stderr, "-o FILE is required (.svg for SVG, else HTML; - for stdout)")
+	}
+	if file != "-" && *out != "-" && sameFile(*out, file) {
 		return errorf(stderr, "flamegraph", "-o %s is the input file", *out)
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "flamegraph", "%v", readErr)
 	}

@@ -15,13 +15,15 @@ import (
 )
 
 // parseFileArgs parses the flags of a command that takes one recording
-// (info, stats, buildids): --json, before or after the file name. It
-// returns code -1 to go on, else the exit code to return.
+// (info, stats, buildids): --json and -i, before or after the file name.
+// It returns code -1 to go on, else the exit code to return.
 // extra, if given, adds the command's own flags.
-func parseFileArgs(name, usage, about string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (file string, jsonOut bool, code int) {
+func parseFileArgs(name, usage, about string, args []string, stdin io.Reader, stderr io.Writer, extra ...func(*flag.FlagSet)) (file string, jsonOut bool, code int) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&jsonOut, "json", false, "print JSON (fields in docs/commands.md)")
+	var in inputFlag
+	in.register(fs)
 	for _, x := range extra {
 		x(fs)
 	}
@@ -30,26 +32,15 @@ func parseFileArgs(name, usage, about string, args []string, stderr io.Writer, e
 		fmt.Fprintln(stderr, about)
 		fs.PrintDefaults()
 	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return "", false, exitOK
-			}
-			return "", false, exitError
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+	pos, code := interspersed(fs, args)
+	if code >= 0 {
+		return "", false, code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return "", false, exitError
+	file, err := in.file(pos, stdin)
+	if err != nil {
+		return "", false, usageError(fs, stderr, "%v", err)
 	}
-	return pos[0], jsonOut, -1
+	return file, jsonOut, -1
 }
 
 func init() {
@@ -327,7 +318,7 @@ func infoEvent(e perfdata.Event) infoEventJSON {
 func runInfo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "info"
 	file, jsonOut, code := parseFileArgs(name, "perfcheck info [--json] FILE",
-		"Prints the recording's header: host, kernel, perf version, command line, events, time range, counts.", args, stderr)
+		"Prints the recording's header: host, kernel, perf version, command line, events, time range, counts.", args, stdin, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -54,27 +54,30 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || *out == "" {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	if *out == "" {
+		return usageError(fs, stderr, "-o FILE is required (- for stdout)")
 	}
 	if *out == "-" && *jsonOut {
 		return errorf(stderr, "pprof", "-o - and --json both write to stdout")
 	}
 	// Refuse to overwrite the recording itself: nothing the user owns is
 	// modified by accident.
-	if *out != "-" && pos[0] != "-" && sameFile(*out, pos[0]) {
+	if *out != "-" && file != "-" && sameFile(*out, file) {
 		return errorf(stderr, "pprof", "-o %s is the input file", *out)
 	}
 	copts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], copts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, copts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "pprof", "%v", readErr)
 	}
 	rep := a.res.Report()
 	notes := a.notes(rep)
-	opts := pprofout.Options{Comments: recordingComments(pos[0])}
+	opts := pprofout.Options{Comments: recordingComments(file)}
 	for _, n := range notes {
 		opts.Comments = append(opts.Comments, "note: "+n)
 	}
@@ -85,7 +88,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	p, err := pprofout.Convert(a.res, opts)
 	if err != nil {
-		return errorf(stderr, "pprof", "%s: %v", pos[0], err)
+		return errorf(stderr, "pprof", "%s: %v", file, err)
 	}
 	var w io.Writer = stdout
 	var f *atomicfile.File
@@ -130,7 +133,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if rep.UntrustedAnySamples > 0 {
 		fmt.Fprintf(stderr, "perfcheck pprof: %s; frames of %d untrusted DSO%s are left unnamed (see `perfcheck check %s`)\n",
-			rep.Summary(), rep.Problems, plural(rep.Problems), pos[0])
+			rep.Summary(), rep.Problems, plural(rep.Problems), file)
 	}
 	if readErr != nil {
 		return errorf(stderr, "pprof", "partial profile written: %v", readErr)

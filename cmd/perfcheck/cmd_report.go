@@ -67,29 +67,34 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write the report to `FILE` (HTML; \"-\": stdout)")
 	n := fs.Int("n", 20, "list the `N` hottest functions per event (0: all)")
 	var fo foldedOptions
-	fs.StringVar(&fo.event, "event", "", "draw the flame graph of event `NAME` (default: the first event with samples)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || *out == "" || *n < 0 {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
-	if pos[0] == "-" {
+	if *out == "" {
+		return usageError(fs, stderr, "-o FILE is required (- for stdout)")
+	}
+	if *n < 0 {
+		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
+	}
+	if file == "-" {
 		// The header comes from a read of its own (as info's).
 		return errorf(stderr, "report", "the report reads the recording twice: give a file, not -")
 	}
-	if *out != "-" && sameFile(*out, pos[0]) {
+	if *out != "-" && sameFile(*out, file) {
 		return errorf(stderr, "report", "-o %s is the input file", *out)
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "report", "%v", readErr)
 	}
-	page, err := a.reportPage(pos[0], *n, fo)
+	page, err := a.reportPage(file, *n, fo)
 	if err != nil {
 		return errorf(stderr, "report", "%v", err)
 	}

@@ -55,18 +55,17 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
-	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,ip,sym,symoff,dso,srcline, or +FIELD/-FIELD to change the default")
+	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline, or +FIELD/-FIELD to change the default")
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
 	count := fs.Bool("count", false, "with --folded, weigh stacks by their samples instead of their period")
-	event := fs.String("event", "", "with --folded, fold the samples of event `NAME` (default: the first event with samples)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
 	}
 	fields, err := parseScriptFields(*fieldSpec)
 	if err != nil {
@@ -75,20 +74,20 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *folded && (*jsonOut || *fieldSpec != "" || *trustLines) {
 		return errorf(stderr, "script", "--folded takes none of --json, -F, --trust-lines")
 	}
-	if !*folded && (*count || *event != "") {
-		return errorf(stderr, "script", "--count and --event go with --folded")
+	if !*folded && *count {
+		return errorf(stderr, "script", "--count goes with --folded")
 	}
 	opts, done := af.options(stderr)
 	defer done()
 	// Folded stacks come from the check's aggregates; only the samples
 	// printed one by one need a record each.
 	opts.KeepSamples = !*folded
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
 	if *folded {
-		ev, skipped, err := writeFolded(stdout, a, foldedOptions{event: *event, count: *count, inlines: *inlines})
+		ev, skipped, err := writeFolded(stdout, a, foldedOptions{count: *count, inlines: *inlines})
 		if err != nil {
 			return errorf(stderr, "script", "%v", err)
 		}

@@ -193,7 +193,7 @@ func (ef *eventFinder) find(h *perfdata.RecordHeader) int {
 func runStats(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "stats"
 	file, jsonOut, code := parseFileArgs(name, "perfcheck stats [--json] FILE",
-		"Prints what perf report --stats prints: records per type, then samples per event.", args, stderr)
+		"Prints what perf report --stats prints: records per type, then samples per event.", args, stdin, stderr)
 	if code >= 0 {
 		return code
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -42,12 +44,18 @@ type topEvent struct {
 	Period  uint64     `json:"period"` // the sum of the samples' periods: 100% of self and total
 	Entries []topEntry `json:"entries"`
 	Omitted int        `json:"omitted"` // entries beyond -n
+	// BelowLimit counts the entries left out by --percent-limit.
+	BelowLimit int `json:"below_limit,omitempty"`
 }
 
 // topEntry is one line of top: a function of a trusted binary, or a whole
 // untrusted binary (all its frames, which cannot be named) with its verdict.
 type topEntry struct {
-	Name    string `json:"name"` // the function; "" for a group
+	Name string `json:"name"` // the function; "" for a group
+	// Comm and TID are the values of perf's comm and pid sort keys, with
+	// --sort naming them.
+	Comm    string `json:"comm,omitempty"`
+	TID     uint32 `json:"tid,omitempty"`
 	DSO     string `json:"dso"`
 	Verdict string `json:"verdict"`
 	Trusted bool   `json:"trusted"`
@@ -72,23 +80,42 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
 	n := fs.Int("n", 20, "print the `N` hottest entries per event (0: all)")
-	sortBy := fs.String("sort", "self", "order by `self` (as perf report --no-children) or total (as perf report --children)")
+	sortBy := fs.String("sort", "self", "order functions by `self` (as perf report --no-children) or total (as perf report --children), or group by perf's keys comm, pid, dso, sym and their combinations (dso,sym), by self")
+	limit := fs.Float64("percent-limit", 0, "leave out entries under `PCT` percent (of self, or of total with --sort total), as perf's --percent-limit")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
 	}
-	if len(pos) != 1 || (*sortBy != "self" && *sortBy != "total") || *n < 0 {
-		fs.Usage()
-		return exitError
+	file, err := af.file(pos, stdin)
+	if err != nil {
+		return usageError(fs, stderr, "%v", err)
+	}
+	var keys []check.SortKey
+	if *sortBy != "self" && *sortBy != "total" {
+		if keys, err = check.ParseSortKeys(*sortBy); err != nil {
+			return usageError(fs, stderr, "--sort %s: %v, or self or total", *sortBy, err)
+		}
+	}
+	if *limit < 0 || *limit > 100 {
+		return usageError(fs, stderr, "--percent-limit %g: give a percentage from 0 to 100", *limit)
+	}
+	if *n < 0 {
+		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	a, readErr := analyze(context.Background(), pos[0], opts, stdin, stderr)
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "top", "%v", readErr)
 	}
 	rep := a.res.Report()
-	out := topJSON{File: a.res.File, Events: a.top(*sortBy == "total", *n), Notes: a.notes(rep)}
+	out := topJSON{File: a.res.File, Notes: a.notes(rep)}
+	if keys != nil {
+		out.Events = a.topKeyed(keys, *n)
+	} else {
+		out.Events = a.top(*sortBy == "total", *n)
+	}
+	percentLimit(out.Events, *limit, *sortBy == "total")
 	if readErr != nil {
 		out.Partial, out.Error = true, readErr.Error()
 	}
@@ -111,9 +138,19 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(bw)
 		}
 		fmt.Fprintf(bw, "%s: %d samples, period %d %s\n", ev.Event, ev.Samples, ev.Period, ev.Unit)
-		fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "SELF", "TOTAL", "SAMPLES", "FUNCTION")
-		for _, e := range ev.Entries {
-			fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.SelfPct, e.TotalPct, e.SelfSamples, e.label())
+		if keys != nil {
+			fmt.Fprintf(bw, "%8s %8s  %s\n", "SELF", "SAMPLES", strings.ToUpper(strings.ReplaceAll(*sortBy, ",", "  ")))
+			for _, e := range ev.Entries {
+				fmt.Fprintf(bw, "%7.2f%% %8d  %s\n", e.SelfPct, e.SelfSamples, e.label())
+			}
+		} else {
+			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "SELF", "TOTAL", "SAMPLES", "FUNCTION")
+			for _, e := range ev.Entries {
+				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.SelfPct, e.TotalPct, e.SelfSamples, e.label())
+			}
+		}
+		if ev.BelowLimit > 0 {
+			fmt.Fprintf(bw, "(%d under --percent-limit %g%%)\n", ev.BelowLimit, *limit)
 		}
 		if ev.Omitted > 0 {
 			fmt.Fprintf(bw, "(%d more; -n 0 shows all)\n", ev.Omitted)
@@ -158,6 +195,62 @@ func (a *analysis) top(byTotal bool, n int) []topEvent {
 		out = append(out, te)
 	}
 	return out
+}
+
+// topKeyed is the library's grouping by perf's sort keys
+// (check.TopKeyed) as `top --json` prints it, the first n entries of each
+// event (0: all).
+func (a *analysis) topKeyed(keys []check.SortKey, n int) []topEvent {
+	var out []topEvent
+	for _, t := range check.TopKeyed(a.res, keys) {
+		te := topEvent{Event: t.Event, Unit: periodUnit(a.eventAttr(t.Event)), Samples: t.Samples, Period: t.Period}
+		pct := func(v uint64) float64 { return float64(v) * 100 / float64(max(t.Period, 1)) }
+		for i, e := range t.Entries {
+			if n > 0 && i >= n {
+				te.Omitted = len(t.Entries) - n
+				break
+			}
+			x := topEntry{Name: e.Sym, Comm: e.Comm, TID: e.TID, Self: e.Self, SelfSamples: e.SelfSamples,
+				SelfPct: pct(e.Self), lbl: e.Label(keys)}
+			if e.DSO != nil {
+				x.DSO, x.Verdict, x.Trusted = e.DSO.Path, e.DSO.Verdict.String(), e.DSO.Trusted()
+				x.Group = e.Sym == "" && slices.Contains(keys, check.SortSym)
+			}
+			te.Entries = append(te.Entries, x)
+		}
+		out = append(out, te)
+	}
+	return out
+}
+
+// eventAttr is the attributes of the event named name; nil when none is.
+func (a *analysis) eventAttr(name string) *perfdata.Attr {
+	for i := range a.res.EventInfo {
+		if a.res.EventName(i) == name {
+			return &a.res.EventInfo[i].Attr
+		}
+	}
+	return nil
+}
+
+// percentLimit leaves out the entries under limit percent of self (of
+// total, byTotal), counting them in BelowLimit, as perf report
+// --percent-limit hides them.
+func percentLimit(evs []topEvent, limit float64, byTotal bool) {
+	if limit <= 0 {
+		return
+	}
+	for i := range evs {
+		kept := evs[i].Entries[:0]
+		for _, e := range evs[i].Entries {
+			if p := e.SelfPct; byTotal && e.TotalPct < limit || !byTotal && p < limit {
+				evs[i].BelowLimit++
+				continue
+			}
+			kept = append(kept, e)
+		}
+		evs[i].Entries = kept
+	}
 }
 
 // periodUnit is the unit of the period of the event with attributes a:

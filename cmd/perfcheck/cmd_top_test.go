@@ -21,8 +21,9 @@ import (
 var perfReportLine = regexp.MustCompile(`^\s+([0-9.]+)%\s+\[(.)\]\s+(\S.*?)\s*$`)
 
 type perfEntry struct {
-	pct  float64
-	name string
+	pct   float64
+	name  string
+	parts int // perf entries summed into this one (perfSelfBy); 0 is one
 }
 
 // perfSelf runs perf report on data and returns its user-space entries
@@ -44,7 +45,7 @@ func parsePerfSelf(out string, minPct float64) []perfEntry {
 		}
 		pct, _ := strconv.ParseFloat(m[1], 64)
 		if pct >= minPct {
-			es = append(es, perfEntry{pct, m[3]})
+			es = append(es, perfEntry{pct: pct, name: m[3]})
 		}
 	}
 	return es

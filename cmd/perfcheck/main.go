@@ -52,26 +52,31 @@ func main() {
 
 // run dispatches args to a subcommand. "perfcheck perf.data" is short for
 // "perfcheck check perf.data": an argument that names no subcommand is taken
-// as the check's input.
+// as the check's input, and "perfcheck" alone checks ./perf.data, as perf
+// report reads it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
-		return exitError
+		return runCommand(commands["check"], nil, stdin, stdout, stderr)
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(stdout)
+		return exitOK
+	case "help":
+		return runHelp(args[1:], stdin, stdout, stderr)
+	case "-version", "--version":
+		printVersion(stdout)
 		return exitOK
 	}
 	if c, ok := commands[args[0]]; ok {
 		return runCommand(c, args[1:], stdin, stdout, stderr)
 	}
-	if c, ok := commands["check"]; ok {
-		return runCommand(c, args, stdin, stdout, stderr)
+	if near := nearestCommand(args[0]); near != "" {
+		fmt.Fprintf(stderr, "perfcheck: unknown command %q (and no such file); did you mean %q?\n", args[0], near)
+		usage(stderr)
+		return exitError
 	}
-	fmt.Fprintf(stderr, "perfcheck: unknown command %q\n", args[0])
-	usage(stderr)
-	return exitError
+	return runCommand(commands["check"], args, stdin, stdout, stderr)
 }
 
 func usage(w io.Writer) {

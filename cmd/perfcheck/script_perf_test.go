@@ -244,7 +244,8 @@ func TestScriptFieldsErrors(t *testing.T) {
 		"cpu,ip":    "do not have the CPU attribute set",
 		"comm,sym":  "sym needs ip",
 		"ip,symoff": "symoff needs sym",
-		"ip,addr":   "unsupported field",
+		"ip,addr":   `samples for "cpu-clock" do not have the ADDR attribute set: cannot print addr`,
+		"ip,trace":  "unsupported field",
 		"sw:comm":   "event-type lists",
 		"+ip,comm":  "every field has + or -",
 	} {

@@ -26,6 +26,7 @@ const (
 	fieldDSO
 	fieldSrcline
 	fieldPeriod
+	fieldAddr
 )
 
 // scriptFieldNames are the names -F takes, in perf's spelling.
@@ -35,7 +36,7 @@ var scriptFieldNames = []struct {
 }{
 	{"comm", fieldComm}, {"tid", fieldTID}, {"pid", fieldPID}, {"time", fieldTime},
 	{"cpu", fieldCPU}, {"event", fieldEvent}, {"ip", fieldIP}, {"sym", fieldSym},
-	{"symoff", fieldSymOff}, {"dso", fieldDSO}, {"srcline", fieldSrcline}, {"period", fieldPeriod},
+	{"symoff", fieldSymOff}, {"dso", fieldDSO}, {"addr", fieldAddr}, {"srcline", fieldSrcline}, {"period", fieldPeriod},
 }
 
 // perfDefaultFields is what perf script prints without -F for hardware,
@@ -69,7 +70,7 @@ type scriptFields struct {
 // parseScriptFields reads -F as perf script does: "comm,tid,ip,sym" sets
 // the fields; "+srcline" or "-cpu,-period" (every item signed) changes
 // perf's default set. perf's per-type lists ("sw:comm,ip") and the fields
-// perfcheck does not carry (addr, trace, brstack, ...) are refused.
+// perfcheck does not carry (trace, brstack, ...) are refused.
 func parseScriptFields(spec string) (scriptFields, error) {
 	if spec == "" {
 		return scriptFields{fields: perfDefaultFields}, nil
@@ -147,7 +148,10 @@ func (fs scriptFields) check() error {
 // forEvent returns the fields to print for an event with attr a: a
 // default field the event did not record is left out; one -F named is an
 // error, as perf script says ("Samples for 'cpu-clock' event do not have
-// CPU attribute set. Cannot print 'cpu' field.").
+// CPU attribute set. Cannot print 'cpu' field."). The period is not such a
+// field: an event recorded with a fixed period (perf record -c) has no
+// PERF_SAMPLE_PERIOD, and perf script prints its attr's sample_period,
+// which is what the check counts for each of its samples.
 func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, error) {
 	f := fs.fields
 	if a == nil {
@@ -168,8 +172,8 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		{fieldTID | fieldPID, perfdata.SampleTID, "TID"},
 		{fieldTime, perfdata.SampleTime, "TIME"},
 		{fieldCPU, perfdata.SampleCPU, "CPU"},
-		{fieldPeriod, perfdata.SamplePeriod, "PERIOD"},
 		{fieldIP, perfdata.SampleIP, "IP"},
+		{fieldAddr, perfdata.SampleAddr, "ADDR"},
 	}
 	for _, n := range need {
 		if f&n.field == 0 || a.SampleType&n.bit != 0 {
@@ -183,7 +187,30 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 	if f&fieldIP == 0 {
 		f &^= fieldSym | fieldSymOff | fieldDSO | fieldSrcline
 	}
+	if f&fieldAddr != 0 && f&(fieldSym|fieldDSO) != 0 && addrIsCode(a) {
+		return 0, fmt.Errorf("samples for %q have addresses perf script names with sym and dso; perfcheck does not name them: drop sym and dso, or addr", name)
+	}
 	return f, nil
+}
+
+// addrIsCode reports whether perf script names an event's
+// PERF_SAMPLE_ADDR with a symbol and DSO (sample_addr_correlates_sym in
+// tools/perf/util/event.c): software page faults and branch tracing
+// (branch instructions sampled at period 1). perfcheck prints only the
+// address.
+func addrIsCode(a *perfdata.Attr) bool {
+	const (
+		typeHardware, typeSoftware               = 0, 1
+		branchInstructions                       = 4
+		pageFaults, pageFaultsMin, pageFaultsMaj = 2, 5, 6
+	)
+	switch {
+	case a.Type == typeSoftware:
+		return a.Config == pageFaults || a.Config == pageFaultsMin || a.Config == pageFaultsMaj
+	case a.Type == typeHardware:
+		return a.Config == branchInstructions && a.SamplePeriod == 1
+	}
+	return false
 }
 
 func fieldName(f scriptField) string {

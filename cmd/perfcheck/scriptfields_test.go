@@ -53,4 +53,27 @@ func TestScriptFieldsForEvent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cpu.forEvent("cpu-clock", noCPU)
 	assert.ErrorContains(t, err, `samples for "cpu-clock" do not have the CPU attribute set: cannot print cpu`)
+
+	addr, err := parseScriptFields("comm,addr,ip,sym")
+	require.NoError(t, err)
+	_, err = addr.forEvent("cpu-clock", sw)
+	assert.ErrorContains(t, err, `samples for "cpu-clock" do not have the ADDR attribute set: cannot print addr`)
+	withAddr := &perfdata.Attr{Type: 1, SampleType: all | perfdata.SampleAddr}
+	got, err = addr.forEvent("cpu-clock", withAddr)
+	require.NoError(t, err)
+	assert.Equal(t, fieldComm|fieldAddr|fieldIP|fieldSym, got)
+	// perf names a page fault's or a branch trace's address with sym and
+	// dso; perfcheck prints the address alone, and refuses the rest.
+	for _, a := range []*perfdata.Attr{
+		{Type: 1, Config: 2, SampleType: withAddr.SampleType},
+		{Type: 0, Config: 4, SamplePeriod: 1, SampleType: withAddr.SampleType},
+	} {
+		_, err = addr.forEvent("e", a)
+		assert.ErrorContains(t, err, "perfcheck does not name them", "%+v", a)
+	}
+	addrIP, err := parseScriptFields("addr,ip")
+	require.NoError(t, err)
+	got, err = addrIP.forEvent("page-faults", &perfdata.Attr{Type: 1, Config: 2, SampleType: withAddr.SampleType})
+	require.NoError(t, err)
+	assert.Equal(t, fieldAddr|fieldIP, got)
 }

@@ -62,6 +62,10 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
 	}
+	if f&fieldAddr != 0 {
+		// perf_sample__fprintf_addr: "%16lx".
+		b = appendUintPadLeft(b, s.Addr, 16, 16)
+	}
 	if f&fieldIP == 0 {
 		return append(b, '\n')
 	}
