@@ -235,6 +235,16 @@ func (r *Resolver) Close() error {
 // "" when they are looked up as they are.
 func (r *Resolver) SymFS() string { return r.symfs }
 
+// DebuginfodURLs are the http and https servers the Resolver asks
+// (Options.DebuginfodURLs, else $DEBUGINFOD_URLS); none when it asks no
+// server.
+func (r *Resolver) DebuginfodURLs() []string {
+	if r.dl == nil {
+		return nil
+	}
+	return append([]string(nil), r.dl.urls...)
+}
+
 // underSymFS maps a recorded absolute path into SymFS. The path is cleaned
 // as if rooted, so ".." cannot climb out of SymFS.
 func (r *Resolver) underSymFS(p string) string {

@@ -87,6 +87,10 @@ type DSO struct {
 	FoundBuildID buildid.ID `json:"found_build_id"`        // the build-id of the file found (verified) or now at the path
 	GoBuildID    string     `json:"go_build_id,omitempty"` // the Go build-id of the file at the path, when it has one
 	Rejected     []string   `json:"rejected,omitempty"`    // candidates the locator refused, with reasons
+	// Tried lists the lookups that found nothing when no binary with the
+	// recorded build-id was found, each "locator what" (a debuginfod
+	// server's answer or its timeout among them).
+	Tried []string `json:"tried,omitempty"`
 	// Symbolized reports whether names are given for this DSO's frames:
 	// its verdict allows them and its binary could be opened for them.
 	Symbolized  bool   `json:"symbolized"`
@@ -484,6 +488,11 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator) {
 		return
 	}
 	d.Err = err
+	var nf *buildidcache.NotFoundError
+	if errors.As(err, &nf) {
+		d.Rejected = candidateReasons(nf.Rejected)
+		d.Tried = nf.Tried
+	}
 	switch d.Kind {
 	case dso.Kernel:
 		d.Verdict = Mismatch
@@ -554,12 +563,18 @@ func (s *session) judgeAtPath(d *DSO) {
 	o := &s.opts
 	disk := o.diskPath(d.Path)
 	st := s.states.get(disk)
-	d.FoundPath = disk
+	if st.Exists {
+		d.FoundPath = disk
+	}
+	asked := o.debuginfodServers()
 	switch {
 	case !st.Exists:
 		d.Verdict = Missing
 		d.Reason += "no file at the path and no binary with build-id " + d.BuildID.String() + " found"
 		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		if asked {
+			d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`); the debuginfod servers set did not provide them (each one's reason says what they answered)"
+		}
 	case st.Compression != "" && d.Kind != dso.Module:
 		// A process maps an ELF file itself; only kernel modules are
 		// loaded from compressed files.
@@ -572,12 +587,21 @@ func (s *session) judgeAtPath(d *DSO) {
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has no build-id; the recorded one is " + d.BuildID.String()
 		d.advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir, --debuginfod)"
+		if asked {
+			d.advice = "the binary was rebuilt; find the one that ran by build-id (--buildid-dir; the debuginfod servers set did not provide it)"
+		}
 	default:
 		d.Verdict = Mismatch
 		d.FoundBuildID = st.BuildID
 		d.GoBuildID = st.GoBuildID
 		d.Reason += "the file at the path has build-id " + st.BuildID.String() + ", the recording " + d.BuildID.String()
 		d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time, or set --debuginfod to a server that has " + d.BuildID.String()
+		if asked {
+			d.advice = "the binary was rebuilt; run `perfcheck cache fill` at record time (the debuginfod servers set did not provide the one that ran)"
+		}
+	}
+	if said := debuginfodSaid(d.Err); said != "" && asked {
+		d.Reason += "; debuginfod: " + said
 	}
 	if d.Verdict == Mismatch && o.TrustPaths && st.IsELF && (st.Compression == "" || d.Kind == dso.Module) {
 		d.symPath = disk
@@ -591,13 +615,13 @@ func (s *session) judgePath(d *DSO) {
 	o := &s.opts
 	ev := s.pathEvidence(d)
 	disk, st := ev.path, ev.st
-	d.FoundPath = disk
 	if !st.Exists {
 		d.Verdict = Missing
 		d.Reason = "no build-id recorded and no file at the path"
-		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`), or set --debuginfod"
+		d.advice = "keep binaries by build-id at record time (`perfcheck cache fill perf.data`)"
 		return
 	}
+	d.FoundPath = disk
 	d.FoundBuildID = st.BuildID
 	d.GoBuildID = st.GoBuildID
 	// A process maps an ELF file itself; only kernel modules are loaded

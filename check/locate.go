@@ -2,7 +2,9 @@ package check
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,13 +38,68 @@ func symbolFile(res *buildidcache.Result) string {
 	return ""
 }
 
+// debuginfodServers reports whether the lookup asks debuginfod servers,
+// so that advice does not say to set what is set.
+func (o *Options) debuginfodServers() bool {
+	if o.debugFiles != nil {
+		return len(o.debugFiles.DebuginfodURLs()) > 0
+	}
+	urls := o.Lookup.DebuginfodURLs
+	if urls == nil {
+		urls = buildidcache.DebuginfodURLsFromEnv()
+	}
+	return len(urls) > 0
+}
+
 // rejectedOf is res's refused candidates as a DSO reports them.
-func rejectedOf(res *buildidcache.Result) []string {
+func rejectedOf(res *buildidcache.Result) []string { return candidateReasons(res.Rejected) }
+
+// candidateReasons is refused candidates as a DSO reports them.
+func candidateReasons(cs []buildidcache.Candidate) []string {
 	var out []string
-	for _, c := range res.Rejected {
+	for _, c := range cs {
 		out = append(out, c.Locator+" "+c.Path+": "+c.Reason())
 	}
 	return out
+}
+
+// debuginfodSaid is what the debuginfod lookup of err, a failed lookup,
+// answered, for a DSO's reason: each file it refused and each server's
+// answer (not found, a timeout, an HTTP error), or, when no server was
+// asked, why (a remembered miss, the deadline); "" when debuginfod was
+// not consulted. A refused file and a timeout must not both read as
+// "not found".
+func debuginfodSaid(err error) string {
+	var nf *buildidcache.NotFoundError
+	if !errors.As(err, &nf) {
+		return ""
+	}
+	var said, other []string
+	for _, c := range nf.Rejected {
+		if c.Locator == "debuginfod" {
+			said = append(said, "refused a wrong file: "+c.Reason())
+		}
+	}
+	failed := map[string]bool{} // servers whose failure is said already
+	for _, t := range nf.Tried {
+		t, ok := strings.CutPrefix(t, "debuginfod ")
+		switch {
+		case !ok:
+		case strings.HasPrefix(t, "http://"), strings.HasPrefix(t, "https://"):
+			url, what, _ := strings.Cut(t, ": ")
+			if strings.HasPrefix(what, "skipped, failed earlier") && failed[url] {
+				continue
+			}
+			failed[url] = true
+			said = append(said, t)
+		default:
+			other = append(other, t)
+		}
+	}
+	if len(said) == 0 {
+		said = other
+	}
+	return strings.Join(said, "; ")
 }
 
 // takeModule returns the decompressed image of a compressed module that

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -19,6 +20,12 @@ type TopEntry struct {
 	Total        uint64 // period of the samples with this entry anywhere in the stack, once per sample
 	SelfSamples  uint64
 	TotalSamples uint64
+	// Graph is the entry's call graph when TopOptions.Graph asks for one:
+	// its roots, the outermost callers (Callers) or the entry itself
+	// (Callees).
+	Graph []*GraphNode
+
+	graph *GraphNode // Graph while addGraphs builds it
 }
 
 // Group reports whether the entry stands for a DSO's unnamed frames.
@@ -72,6 +79,15 @@ type TopOptions struct {
 	// (Verdict.Trusted). The table's Samples and Period still count every
 	// sample of the event, so percentages stay those of the whole.
 	TrustedOnly bool
+	// Graph adds each entry's call graph, for a table ordered BySelf.
+	Graph GraphOrder
+	// MaxStack keeps the first MaxStack frames of each stack in the
+	// graph's order (from the outermost caller with Callers, as perf
+	// report --max-stack); 0 keeps all.
+	MaxStack int
+	// GraphLimit leaves out the graph's nodes under GraphLimit percent of
+	// the event's period.
+	GraphLimit float64
 }
 
 // Percent is v as a percentage of the table's period.
@@ -94,6 +110,7 @@ func Top(r *Result, opts TopOptions) []TopTable {
 	c := newTopCounter(r)
 	c.count(r.Aggregates())
 	var out []TopTable
+	var events []int
 	for ev, m := range c.per {
 		if m == nil {
 			continue
@@ -109,6 +126,10 @@ func Top(r *Result, opts TopOptions) []TopTable {
 			t.Entries = t.Entries[:opts.N]
 		}
 		out = append(out, t)
+		events = append(events, ev)
+	}
+	if opts.Graph != NoGraph && opts.By == BySelf {
+		c.addGraphs(out, events, opts)
 	}
 	return out
 }
@@ -270,4 +291,113 @@ func topKeyOf(l *Location) topKey {
 		}
 	}
 	return topKey{dso: l.DSO}
+}
+
+// GraphOrder is the direction of a top entry's call graph.
+type GraphOrder uint8
+
+// Call graph directions, as perf report -g caller and -g callee.
+const (
+	NoGraph GraphOrder = iota
+	Callers            // from the outermost caller down to the entry
+	Callees            // from the entry out to its outermost caller
+)
+
+// GraphNode is a function in a top entry's call graph: a named function
+// of a DSO or, when Name is "", the DSO's unnamed frames, as TopEntry.
+// Period and Samples count the stacks of the entry that pass through
+// this path of the graph.
+type GraphNode struct {
+	Name     string
+	DSO      *DSO
+	Period   uint64
+	Samples  uint64
+	Children []*GraphNode // by period, largest first
+}
+
+// Label is the node as `perfcheck top` prints it, the same as an entry's.
+func (n *GraphNode) Label() string { return (&TopEntry{Name: n.Name, DSO: n.DSO}).Label() }
+
+// child returns n's child for key k, made when new.
+func (n *GraphNode) child(k topKey) *GraphNode {
+	for _, c := range n.Children {
+		if c.Name == k.name && c.DSO == k.dso {
+			return c
+		}
+	}
+	c := &GraphNode{Name: k.name, DSO: k.dso}
+	n.Children = append(n.Children, c)
+	return c
+}
+
+// addGraphs fills the Graph of each entry of tables (ranked by self: an
+// entry's stacks are those whose leaf it is), as perf report --no-children
+// -g caller (or callee) builds its call chains: one node per frame,
+// recursion kept, the first opts.MaxStack frames in the graph's order.
+func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions) {
+	byEvent := map[int]map[topKey]*GraphNode{}
+	for ti, ev := range events {
+		m := map[topKey]*GraphNode{}
+		for i := range tables[ti].Entries {
+			e := &tables[ti].Entries[i]
+			e.graph = &GraphNode{}
+			m[topKey{name: e.Name, dso: e.DSO}] = e.graph
+		}
+		byEvent[ev] = m
+	}
+	var path []topKey
+	for _, ag := range c.r.Aggregates() {
+		locs := ag.Stack.Locations()
+		if len(locs) == 0 {
+			continue
+		}
+		root := byEvent[ag.Event][c.keys[c.entry(locs[0])]]
+		if root == nil {
+			continue
+		}
+		path = path[:0]
+		for _, l := range locs {
+			path = append(path, c.keys[c.entry(l)])
+		}
+		if opts.Graph == Callers {
+			slices.Reverse(path)
+		}
+		if opts.MaxStack > 0 && len(path) > opts.MaxStack {
+			path = path[:opts.MaxStack]
+		}
+		n := root
+		for _, k := range path {
+			n = n.child(k)
+			n.Period += ag.Period
+			n.Samples += ag.Samples
+		}
+	}
+	for ti := range tables {
+		least := uint64(float64(tables[ti].Period) * opts.GraphLimit / 100)
+		for i := range tables[ti].Entries {
+			e := &tables[ti].Entries[i]
+			e.Graph = pruneGraph(e.graph.Children, least)
+			e.graph = nil
+		}
+	}
+}
+
+// pruneGraph leaves out the nodes under least period, as perf's call-graph
+// threshold does, and orders the rest by period.
+func pruneGraph(nodes []*GraphNode, least uint64) []*GraphNode {
+	kept := nodes[:0]
+	for _, n := range nodes {
+		if n.Period < least || n.Period == 0 {
+			continue
+		}
+		n.Children = pruneGraph(n.Children, least)
+		kept = append(kept, n)
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		if kept[i].Period != kept[j].Period {
+			return kept[i].Period > kept[j].Period
+		}
+		return kept[i].Label() < kept[j].Label()
+	})
+	return kept
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,7 +57,7 @@ func TestTop(t *testing.T) {
 	}
 
 	two := Top(res, TopOptions{N: 2})[0]
-	if len(two.Entries) != 2 || two.Omitted != len(tb.Entries)-2 || two.Entries[1] != tb.Entries[1] {
+	if len(two.Entries) != 2 || two.Omitted != len(tb.Entries)-2 || !reflect.DeepEqual(two.Entries[1], tb.Entries[1]) {
 		t.Errorf("n=2: %d entries, omitted %d (of %d)", len(two.Entries), two.Omitted, len(tb.Entries))
 	}
 

@@ -32,12 +32,11 @@ func (b *Binary) demangle(raw string) string {
 //     (std::_Tuple_impl<0ul, T&&, DpT1_> with T1_ empty) printed as
 //     "<0ul, T&&, >"; the empty element is dropped, as c++filt prints it;
 //   - a Rust v0 <decimal-number> is read greedily, so an empty identifier
-//     "0" followed by a digit ("00", "011") is read as one number and the
-//     rest of the name shifts (closure numbers swap, generic arguments are
-//     lost). A v0 name holding a '0' followed by a digit is returned raw:
-//     telling that reading apart from identifier bytes such as "Big32x40"
-//     needs a full v0 parser, and a raw name is honest where a shifted
-//     one is wrong. See docs/symbolize.md.
+//     "0" followed by a digit ("00", "011": the closures of a closure) is
+//     read as one number and the rest of the name shifts. Such names are
+//     scanned first (rustv0.go) and each empty identifier's "0" is
+//     written as "_", which the demangler reads right; a name that does
+//     not scan is returned raw. See docs/symbolize.md.
 func Demangle(name string) string {
 	if !mangled(name) {
 		return name
@@ -47,7 +46,10 @@ func Demangle(name string) string {
 		base, suffix = name[:i], name[i:]
 	}
 	if strings.HasPrefix(base, "_R") && rustV0Ambiguous(base) {
-		return name
+		var ok bool
+		if base, ok = rustV0Disambiguate(base); !ok {
+			return name
+		}
 	}
 	var d string
 	if strings.HasPrefix(base, "_Z") && !rustLegacy(base) {

@@ -2,11 +2,15 @@ package symbolize
 
 import (
 	"debug/elf"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ianlancetaylor/demangle"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // filt runs a demangler tool on name, skipping the test when it is absent.
@@ -57,8 +61,8 @@ func TestDemangleCPlusPlus(t *testing.T) {
 
 // TestDemangleRust compares Demangle with llvm-cxxfilt (and c++filt, whose
 // v0 output adds [crate-hash] suffixes) on Rust legacy and v0 names from
-// rustc 1.x binaries. A v0 name in which the library misreads "0" followed
-// by a digit must come back raw, never as the shifted name.
+// rustc 1.x binaries, v0 closures of closures included, whose empty
+// identifiers the library alone misreads.
 func TestDemangleRust(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{
@@ -71,6 +75,9 @@ func TestDemangleRust(t *testing.T) {
 		"_RNvNtCsjrHSEGnQ3l9_3std2rt19lang_start_internal",
 		"_RNCNCNvNtNtCsjrHSEGnQ3l9_3std3sys9backtrace10__print_fmts_00B9_",
 		"_RNvMs2_NtNtCsgEmfK2I1SDS_4core3num6bignumNtB5_8Big32x408mul_pow2",
+		"_RNvNtCsgY6Mt91CT9J_14rustc_demangle2v010basic_type",
+		"_RNvNCNvNtCsjrHSEGnQ3l9_3std9panicking12default_hook011FIRST_PANIC",
+		"_RNvNCNKNvNtNtCsjrHSEGnQ3l9_3std2io5stdio14OUTPUT_CAPTURE0023___RUST_STD_INTERNAL_VAL",
 	} {
 		want := filt(t, "llvm-cxxfilt", name)
 		if strings.HasPrefix(name, "_ZN") {
@@ -80,18 +87,12 @@ func TestDemangleRust(t *testing.T) {
 			// addr2line -C prints names from DWARF.
 			want = rustHash.ReplaceAllString(filt(t, "c++filt", name), "")
 		}
-		got := Demangle(name)
-		if strings.HasPrefix(name, "_R") && rustV0Ambiguous(name) {
-			if got != name {
-				t.Errorf("Demangle(%s) = %s, want the raw name (ambiguous v0 decimal)", name, got)
-			}
-			continue
-		}
-		if got != want {
+		if got := Demangle(name); got != want {
 			t.Errorf("Demangle(%s)\n got  %s\n want %s", name, got, want)
 		}
 	}
-	// Names the library demangles wrongly: each must come back raw.
+	// Names the library alone demangles wrongly (empty identifiers
+	// followed by a digit): Demangle must give llvm-cxxfilt's text.
 	for _, name := range []string{
 		"_RNCNCNCNvNtCsjrHSEGnQ3l9_3std2rt19lang_start_internal00s_0B9_",
 		"_RNCINvNtNtCsjrHSEGnQ3l9_3std6thread7current17with_current_nameNCNCNvNtB8_9panicking12default_hook00uE0B8_",
@@ -99,12 +100,66 @@ func TestDemangleRust(t *testing.T) {
 		correct := filt(t, "llvm-cxxfilt", name)
 		lib, _ := demangle.ToString(name)
 		if lib == correct {
-			t.Errorf("%s: the library now demangles it right (%s): drop the raw fallback", name, lib)
+			t.Errorf("%s: the library now demangles it right (%s): drop rustV0Disambiguate", name, lib)
 		}
-		if got := Demangle(name); got != name {
-			t.Errorf("Demangle(%s) = %s, want the raw name, not a wrong one (llvm-cxxfilt: %s)", name, got, correct)
+		if got := Demangle(name); got != correct {
+			t.Errorf("Demangle(%s)\n got  %s\n want %s (llvm-cxxfilt)", name, got, correct)
 		}
 	}
+	// Names that do not scan as v0 stay raw, whatever the library makes
+	// of them.
+	for _, name := range []string{"_RNvC00x", "_RNvC3foo01", "_RNvCs_00Z"} {
+		require.True(t, rustV0Ambiguous(name))
+		if got := Demangle(name); got != name {
+			t.Errorf("Demangle(%s) = %s, want it raw", name, got)
+		}
+	}
+}
+
+// TestDemangleRustBinary demangles every v0 symbol of a Rust program built
+// here (closures in closures, generic and trait impls, dyn, arrays, consts)
+// and compares with llvm-cxxfilt, which knows v0, name for name.
+func TestDemangleRustBinary(t *testing.T) {
+	t.Parallel()
+	rustc := "/root/.cargo/bin/rustc"
+	if _, err := os.Stat(rustc); err != nil {
+		if rustc, err = exec.LookPath("rustc"); err != nil {
+			t.Skip("rustc not installed")
+		}
+	}
+	needTool(t, "llvm-cxxfilt")
+	bin := filepath.Join(t.TempDir(), "v0")
+	out, err := exec.Command(rustc, "-C", "symbol-mangling-version=v0", "-C", "opt-level=1",
+		"-o", bin, testdataPath(t, "v0.rs")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ef, err := elf.Open(bin)
+	require.NoError(t, err)
+	syms, err := ef.Symbols()
+	ef.Close()
+	require.NoError(t, err)
+	var names []string
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "_R") {
+			names = append(names, s.Name)
+		}
+	}
+	cmd := exec.Command("llvm-cxxfilt")
+	cmd.Stdin = strings.NewReader(strings.Join(names, "\n") + "\n")
+	filtered, err := cmd.Output()
+	require.NoError(t, err)
+	want := strings.Split(strings.TrimSuffix(string(filtered), "\n"), "\n")
+	require.Len(t, want, len(names))
+	ambiguous := 0
+	for i, name := range names {
+		if rustV0Ambiguous(name) {
+			ambiguous++
+		}
+		// llvm-cxxfilt prints a ".llvm.N" or ".0" suffix as " (.N)";
+		// the library drops it.
+		w, _, _ := strings.Cut(want[i], " (.")
+		assert.Equal(t, w, Demangle(name), name)
+	}
+	require.Greater(t, ambiguous, 3, "the program must have closures of closures")
 }
 
 // TestNoDemangleOption checks Options.NoDemangle on a real C++ binary: the

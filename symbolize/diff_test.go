@@ -298,20 +298,6 @@ var knownDifferences = []knownDifference{
 		},
 	},
 	{
-		name: "rust-v0-raw",
-		reason: "a Rust v0 name where ianlancetaylor/demangle may read an empty identifier and the next " +
-			"number as one (\"00\"), shifting closure numbers or dropping generic arguments: we print the raw " +
-			"name rather than a possibly wrong one (Demangle); c++filt on our raw name gives the tool's answer",
-		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
-			if ours.Function != ours.RawName || !strings.HasPrefix(ours.RawName, "_R") || !rustV0Ambiguous(ours.RawName) {
-				return false
-			}
-			out, err := exec.Command("c++filt", ours.RawName).Output()
-			g := rustCrateHash.ReplaceAllString(strings.TrimSpace(string(out)), "")
-			return err == nil && normFn(g) == normFn(ref.fn)
-		},
-	},
-	{
 		name: "dwarf5-dir0",
 		reason: "DWARF 5 directory 0 is the compilation directory itself (DWARF 5, 6.2.4.1); with a " +
 			"relative DW_AT_comp_dir such as ./sunrpc both tools prefix it once more (./sunrpc/./sunrpc/f.c)",

@@ -219,14 +219,18 @@ func (ui *unitInfo) childAt(p int32, off uint32) int32 {
 func (ui *unitInfo) scopeName(b *Binary, i int32, outer bool, addr uint64) string {
 	s := &ui.scopes[i]
 	name := ui.names[s.name&^nameLinkage]
-	if !outer || s.name&nameLinkage != 0 || ui.goUnit {
+	if !outer || ui.goUnit {
 		return name
 	}
-	// The DWARF has only a source name (C functions, C++ functions in
-	// an anonymous namespace). When a symbol starts exactly where the
-	// function's range holding addr does, it is the real linkage name
-	// of that part (foo.constprop.0, _ZN12_GLOBAL__N_1..., and for the
-	// cold part of a hot/cold split, foo.cold): use it. binutils does
+	// When a symbol starts exactly where the function's range holding
+	// addr does, name the function as perf does, by that symbol: of
+	// several aliases at one address it is the one perf's
+	// choose_best_symbol picks (clock_gettime@@GLIBC_2.17 where glibc's
+	// DWARF gives the hidden alias __GI___clock_gettime as linkage
+	// name). Where the DWARF has only a source name (C functions, C++
+	// functions in an anonymous namespace) the symbol is also the real
+	// linkage name of that part (foo.constprop.0, _ZN12_GLOBAL__N_1...,
+	// and for the cold part of a hot/cold split, foo.cold). binutils does
 	// this for the first range only, and caches the answer per
 	// function, so that addr2line names a cold part foo or foo.cold
 	// depending on which address it was asked first

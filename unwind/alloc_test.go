@@ -59,7 +59,7 @@ func TestWalkAllocs(t *testing.T) {
 	assert.Zero(t, allocs)
 
 	// A frame whose rules use remember_state, and one whose rules this
-	// unwinder does not follow (a CFA expression): the walk ends there.
+	// unwinder does not follow (an empty CFA expression): the walk ends there.
 	c := cieSpec{ra: dwRA, init: entryRules(dwRA)}
 	tb := parsed(t, ehFrame(c,
 		fdeSpec{start: 0x1000, size: 0x100, insns: []byte{0x0a, 0x0e, 16, 0x0b}},

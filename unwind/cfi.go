@@ -31,7 +31,6 @@ var (
 	errIndirect     = fmt.Errorf("%w: indirect pointer", ErrNoCFI)
 	errStateDepth   = fmt.Errorf("%w: remember_state nested deeper than %d", ErrNoCFI, maxRemember)
 	errRestoreState = fmt.Errorf("%w: restore_state without remember_state", ErrNoCFI)
-	errCFAExpr      = fmt.Errorf("%w: CFA expression", ErrNoCFI)
 	errOpcode       = fmt.Errorf("%w: unknown call-frame instruction", ErrNoCFI)
 )
 
@@ -500,7 +499,12 @@ type rule struct {
 type row struct {
 	cfaReg uint64
 	cfaOff int64
-	regs   [dwNum]rule
+	// cfaExpr, when isExpr, is a DW_CFA_def_cfa_expression's expression
+	// (a slice of the table's instructions): the CFA is its value, and
+	// cfaReg and cfaOff do not apply.
+	cfaExpr []byte
+	isExpr  bool
+	regs    [dwNum]rule
 }
 
 // maxRemember bounds the nesting of remember_state: compilers nest it
@@ -640,13 +644,14 @@ func extended(op byte, r *reader, c *cie, rw *row, initial *row, st *state, loc 
 		st.n--
 		*rw = st.saved[st.n]
 	case 0x0c: // def_cfa
-		rw.cfaReg, rw.cfaOff = r.uleb(), int64(r.uleb())
+		rw.cfaReg, rw.cfaOff, rw.isExpr = r.uleb(), int64(r.uleb()), false
 	case 0x0d: // def_cfa_register
-		rw.cfaReg = r.uleb()
+		rw.cfaReg, rw.isExpr = r.uleb(), false
 	case 0x0e: // def_cfa_offset
 		rw.cfaOff = int64(r.uleb())
-	case 0x0f: // def_cfa_expression: PLT stubs; not evaluated
-		return false, errCFAExpr
+	case 0x0f: // def_cfa_expression: PLT stubs; evaluated by step
+		rw.cfaExpr = r.take(int(min(r.uleb(), uint64(len(r.b)+1))))
+		rw.isExpr = true
 	case 0x10, 0x16: // expression, val_expression
 		n := r.uleb()
 		r.take(int(min(r.uleb(), uint64(len(r.b)+1))))
@@ -655,7 +660,7 @@ func extended(op byte, r *reader, c *cie, rw *row, initial *row, st *state, loc 
 		n, off := r.uleb(), r.sleb()*c.dataAlign
 		rw.set(n, rule{kind: ruleOffset, off: off})
 	case 0x12: // def_cfa_sf
-		rw.cfaReg, rw.cfaOff = r.uleb(), r.sleb()*c.dataAlign
+		rw.cfaReg, rw.cfaOff, rw.isExpr = r.uleb(), r.sleb()*c.dataAlign, false
 	case 0x13: // def_cfa_offset_sf
 		rw.cfaOff = r.sleb() * c.dataAlign
 	case 0x14: // val_offset

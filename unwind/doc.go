@@ -19,8 +19,10 @@
 // 16 deep, in scratch space Walk reuses, allocating nothing; a walk is at most
 // MaxFrames frames, reads only inside the stack copy, never follows a rule
 // that would move the stack pointer back towards the leaf, and stops at
-// the first rule it does not follow (CFA expressions, register-to-register
-// rules). ReadTable opens only regular files, without blocking, and turns
+// the first rule it does not follow (register-to-register rules, register
+// expressions, CFA expressions with branches or unknown operations). CFA
+// expressions, which PLT stubs use, are evaluated in at most 64 operations
+// on a stack of at most 16 values. ReadTable opens only regular files, without blocking, and turns
 // a panic of debug/elf on a malformed file into an error naming the file
 // (internal/safeelf).
 package unwind

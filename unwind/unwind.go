@@ -100,10 +100,20 @@ func (t *Table) step(regs [dwNum]uint64, valid [dwNum]bool, off uint64, depth in
 		return regs, valid, false
 	}
 	rw, err := f.rowAt(va, st)
-	if err != nil || rw.cfaReg >= dwNum || !valid[rw.cfaReg] {
+	if err != nil {
 		return regs, valid, false
 	}
-	cfa := regs[rw.cfaReg] + uint64(rw.cfaOff)
+	var cfa uint64
+	switch {
+	case rw.isExpr:
+		if cfa, ok = evalCFA(rw.cfaExpr, &regs, &valid, read); !ok {
+			return regs, valid, false
+		}
+	case rw.cfaReg < dwNum && valid[rw.cfaReg]:
+		cfa = regs[rw.cfaReg] + uint64(rw.cfaOff)
+	default:
+		return regs, valid, false
+	}
 	if cfa <= regs[dwRSP] && depth > 0 {
 		return regs, valid, false // the stack must grow towards the caller
 	}

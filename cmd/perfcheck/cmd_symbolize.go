@@ -67,6 +67,9 @@ func runSymbolize(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	if f.exe == "" {
 		return errorf(stderr, name, "missing -e FILE (or --build-id ID)")
 	}
+	if f.buildID == "" {
+		defer f.debugLookup(&opts, stderr)()
+	}
 	b, err := symbolize.Open(f.exe, opts)
 	if err != nil {
 		return errorf(stderr, name, "%v", err)
@@ -194,6 +197,20 @@ func (f *symbolizeFlags) locate(opts *symbolize.Options, stderr io.Writer) (done
 		fmt.Fprintf(stderr, "perfcheck %s: build-id %s: %s (%s)\n", name, id, bin.Path, bin.Locator)
 	}
 	return func() { r.Close() }, exitOK, true
+}
+
+// debugLookup makes -e FILE look for its separate debug file as the other
+// commands do, in --debug-dir and under --symfs (no perf cache, no
+// debuginfod: a debug file is looked up by path and build-id only). The
+// function it returns closes the lookup.
+func (f *symbolizeFlags) debugLookup(opts *symbolize.Options, stderr io.Writer) func() {
+	lo := f.lookup.options(stderr)
+	lo.BuildIDDir, lo.DebuginfodURLs = "-", []string{}
+	r := buildidcache.New(lo)
+	opts.DebugFile = func(q symbolize.DebugQuery) (string, error) {
+		return r.DebugFile(q.Path, q.BuildID, q.DebugLink)
+	}
+	return func() { r.Close() }
 }
 
 // symbolizePrinter answers addresses one at a time, as addr2line prints

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
@@ -200,6 +203,52 @@ func TestSymbolizeBuildIDLookupFlags(t *testing.T) {
 	}
 	if want := "build-id " + id + ": " + exePath + " (path), symbols from " + dbg + " (debug-dir)"; !strings.Contains(errb.String(), want) {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+}
+
+// TestSymbolizeExeDebugDir: -e FILE finds the separate debug file of a
+// stripped binary in --debug-dir, and under --symfs in its debug
+// directory, as the other commands do.
+func TestSymbolizeExeDebugDir(t *testing.T) {
+	t.Parallel()
+	bin, work := buildSymbolizeProg(t)
+	for _, tool := range []string{"objcopy", "strip", "readelf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	id := readelfBuildID(t, bin)
+	debugDir, symfs := t.TempDir(), t.TempDir()
+	exe := filepath.Join(symfs, "usr", "bin", "prog")
+	byID := filepath.Join(".build-id", id[:2], id[2:]+".debug")
+	inDir := filepath.Join(debugDir, byID)
+	inSymFS := filepath.Join(symfs, "usr", "lib", "debug", byID)
+	for _, d := range []string{filepath.Dir(exe), filepath.Dir(inDir), filepath.Dir(inSymFS)} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	for _, c := range [][]string{
+		{"objcopy", "--only-keep-debug", bin, inDir},
+		{"objcopy", "--only-keep-debug", bin, inSymFS},
+		{"strip", "-s", "-o", exe, bin},
+	} {
+		b, err := exec.Command(c[0], c[1:]...).CombinedOutput()
+		require.NoError(t, err, "%v: %s", c, b)
+	}
+	addr := fmt.Sprintf("%x", work)
+	for name, flags := range map[string][]string{
+		"none":      nil, // the stripped binary alone has no name for it
+		"debug-dir": {"--debug-dir", debugDir},
+		"symfs":     {"--symfs", symfs},
+	} {
+		var o, errb bytes.Buffer
+		args := append(append([]string{"symbolize", "-e", exe}, flags...), addr)
+		require.Equal(t, exitOK, run(args, nil, &o, &errb), "%s: %s", name, errb.String())
+		if name == "none" {
+			assert.True(t, strings.HasPrefix(o.String(), "??\n"), "%s: %q", name, o.String())
+			continue
+		}
+		assert.True(t, strings.HasPrefix(o.String(), "work\n"), "%s: %q", name, o.String())
+		assert.Contains(t, o.String(), "prog.c:", name)
 	}
 }
 

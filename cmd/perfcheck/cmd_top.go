@@ -69,11 +69,28 @@ type topEntry struct {
 	TotalSamples uint64  `json:"total_samples"`
 	SelfPct      float64 `json:"self_percent"`
 	TotalPct     float64 `json:"total_percent"`
+	// Graph is the call graph of -g caller or -g callee.
+	Graph []graphNode `json:"graph,omitempty"`
 
 	lbl string // check.TopEntry.Label
 }
 
 func (e *topEntry) label() string { return e.lbl }
+
+// graphNode is a function in an entry's call graph (check.GraphNode);
+// Percent is of the event's period, as perf's graph mode.
+type graphNode struct {
+	Name     string      `json:"name"` // "" for a DSO's unnamed frames
+	DSO      string      `json:"dso"`
+	Verdict  string      `json:"verdict"`
+	Trusted  bool        `json:"trusted"`
+	Period   uint64      `json:"period"`
+	Samples  uint64      `json:"samples"`
+	Percent  float64     `json:"percent"`
+	Children []graphNode `json:"children,omitempty"`
+
+	lbl string
+}
 
 func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("top", "usage: perfcheck top [flags] perf.data|-",
@@ -81,7 +98,11 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
 	n := fs.Int("n", 20, "print the `N` hottest entries per event (0: all)")
 	sortBy := fs.String("sort", "self", "order functions by `self` (as perf report --no-children) or total (as perf report --children), or group by perf's keys comm, pid, dso, sym and their combinations (dso,sym), by self")
-	limit := fs.Float64("percent-limit", 0, "leave out entries under `PCT` percent (of self, or of total with --sort total), as perf's --percent-limit")
+	limit := fs.Float64("percent-limit", 0, "leave out entries (and call-graph nodes) under `PCT` percent (of self, or of total with --sort total or --children), as perf's --percent-limit")
+	children := fs.Bool("children", false, "order by children (total) and print perf's Children and Self columns, as perf report --children")
+	noChildren := fs.Bool("no-children", false, "order by self, as perf report --no-children (the default)")
+	graph := fs.String("g", "", "print each entry's call graph, from the outermost `caller` down or from the entry out (callee), as perf report --no-children -g")
+	maxStack := fs.Int("max-stack", 0, "keep the first `N` frames of each call chain in the graph's order, as perf report --max-stack (0: all)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -102,6 +123,10 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *n < 0 {
 		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
 	}
+	opt, msg := topMode(*sortBy, keys, *children, *noChildren, *graph, *maxStack)
+	if msg != "" {
+		return usageError(fs, stderr, "%s", msg)
+	}
 	opts, done := af.options(stderr)
 	defer done()
 	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
@@ -113,9 +138,10 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if keys != nil {
 		out.Events = a.topKeyed(keys, *n)
 	} else {
-		out.Events = a.top(*sortBy == "total", *n)
+		opt.N, opt.GraphLimit = *n, *limit
+		out.Events = a.top(opt)
 	}
-	percentLimit(out.Events, *limit, *sortBy == "total")
+	percentLimit(out.Events, *limit, opt.By == check.ByTotal)
 	if readErr != nil {
 		out.Partial, out.Error = true, readErr.Error()
 	}
@@ -143,10 +169,16 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %8d  %s\n", e.SelfPct, e.SelfSamples, e.label())
 			}
+		} else if *children {
+			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "CHILDREN", "SELF", "SAMPLES", "FUNCTION")
+			for _, e := range ev.Entries {
+				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.TotalPct, e.SelfPct, e.SelfSamples, e.label())
+			}
 		} else {
 			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "SELF", "TOTAL", "SAMPLES", "FUNCTION")
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.SelfPct, e.TotalPct, e.SelfSamples, e.label())
+				printGraph(bw, e.Graph, 4)
 			}
 		}
 		if ev.BelowLimit > 0 {
@@ -174,15 +206,49 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// topMode checks the ordering and call-graph flags together and turns
+// them into check.TopOptions; the message says why they do not go
+// together.
+func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, graph string, maxStack int) (check.TopOptions, string) {
+	var o check.TopOptions
+	switch {
+	case children && noChildren:
+		return o, "--children and --no-children: give one"
+	case children && keys != nil:
+		return o, "--children orders functions by children: it does not go with --sort " + sortBy
+	case noChildren && sortBy == "total":
+		return o, "--no-children orders by self: it does not go with --sort total"
+	case maxStack < 0:
+		return o, fmt.Sprintf("--max-stack %d: give 0 (all) or more", maxStack)
+	}
+	if children || sortBy == "total" {
+		o.By = check.ByTotal
+	}
+	switch graph {
+	case "":
+		if maxStack > 0 {
+			return o, "--max-stack trims the call graph: give -g caller or -g callee"
+		}
+		return o, ""
+	case "caller":
+		o.Graph = check.Callers
+	case "callee":
+		o.Graph = check.Callees
+	default:
+		return o, "-g " + graph + ": give caller or callee"
+	}
+	if keys != nil || o.By != check.BySelf {
+		return o, "-g shows the stacks of each function's self time: it goes with --no-children and --sort self only"
+	}
+	o.MaxStack = maxStack
+	return o, ""
+}
+
 // top is the library's ranking (check.Top) as `top --json` prints it:
 // event names, units, percentages.
-func (a *analysis) top(byTotal bool, n int) []topEvent {
+func (a *analysis) top(opts check.TopOptions) []topEvent {
 	var out []topEvent
-	by := check.BySelf
-	if byTotal {
-		by = check.ByTotal
-	}
-	for _, t := range check.Top(a.res, check.TopOptions{By: by, N: n}) {
+	for _, t := range check.Top(a.res, opts) {
 		te := topEvent{Event: t.Event, Unit: periodUnit(t.Attr), Samples: t.Samples, Period: t.Period,
 			Omitted: t.Omitted}
 		for _, e := range t.Entries {
@@ -190,11 +256,40 @@ func (a *analysis) top(byTotal bool, n int) []topEvent {
 				Name: e.Name, DSO: e.DSO.Path, Verdict: e.DSO.Verdict.String(), Trusted: e.DSO.Trusted(),
 				Group: e.Group(), Self: e.Self, Total: e.Total, SelfSamples: e.SelfSamples, TotalSamples: e.TotalSamples,
 				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
+				Graph: graphNodes(&t, e.Graph),
 			})
 		}
 		out = append(out, te)
 	}
 	return out
+}
+
+// graphNodes is a call graph as `top --json` prints it.
+func graphNodes(t *check.TopTable, nodes []*check.GraphNode) []graphNode {
+	var out []graphNode
+	for _, n := range nodes {
+		out = append(out, graphNode{Name: n.Name, DSO: n.DSO.Path, Verdict: n.DSO.Verdict.String(), Trusted: n.DSO.Trusted(),
+			Period: n.Period, Samples: n.Samples, Percent: t.Percent(n.Period), Children: graphNodes(t, n.Children), lbl: n.Label()})
+	}
+	return out
+}
+
+// printGraph prints a call graph under its entry, indented by indent: a
+// chain of single callers (or callees) on one column, as perf's graph,
+// and each branch two columns further in.
+func printGraph(w io.Writer, nodes []graphNode, indent int) {
+	for len(nodes) > 0 {
+		if len(nodes) == 1 {
+			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", nodes[0].Percent, nodes[0].lbl)
+			nodes = nodes[0].Children
+			continue
+		}
+		for _, n := range nodes {
+			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", n.Percent, n.lbl)
+			printGraph(w, n.Children, indent+2)
+		}
+		return
+	}
 }
 
 // topKeyed is the library's grouping by perf's sort keys

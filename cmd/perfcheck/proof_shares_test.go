@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,6 +78,13 @@ func (w *realWorld) proveShares(c proofCase, lib, label string) {
 	flat, err := strconv.ParseFloat(m[1], 64)
 	require.NoError(t, err)
 	assert.InDelta(t, 100*perf.leaf, flat, 1, "go tool pprof -top's flat%% of %q", label)
+	// The flame graph go tool pprof -http serves draws the library where
+	// perf script has it: unnamed locations keep their label there too.
+	st := fixtures.PprofFlameGraph(t, pb)
+	pleaf, pthrough := st.Weight(label)
+	require.NotZero(t, st.Total)
+	assert.InDelta(t, perf.leaf, float64(pleaf)/float64(st.Total), 0.01, "/ui/flamegraph's leaf share of %q", label)
+	assert.InDelta(t, perf.through, float64(pthrough)/float64(st.Total), 0.01, "/ui/flamegraph's share through %q", label)
 
 	t.Run("flamegraph", func(t *testing.T) {
 		needChromium(t)

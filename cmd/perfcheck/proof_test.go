@@ -299,6 +299,14 @@ func (w *realWorld) prove(c proofCase) *ckReport {
 		if !found {
 			t.Errorf("script --trust-paths names no recorded frame with a replacement-only name %v: the test would prove nothing\n%.3000s", c.forbidden, trust)
 		}
+		// Each frame carries its DSO's mark once ("[mismatch] name",
+		// never "[mismatch] [mismatch] name").
+		for _, line := range strings.Split(trust, "\n") {
+			if n := strings.Count(line, "[mismatch]") + strings.Count(line, "[replaced]"); n > 1 {
+				t.Errorf("script --trust-paths marks a frame %d times: %q", n, line)
+				break
+			}
+		}
 	}
 	if len(c.untrusted) == 0 {
 		bins := map[string]string{}

@@ -1,0 +1,68 @@
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clockLoop spends its time in libc's clock_gettime, which glibc's DWARF
+// names by its hidden alias __GI___clock_gettime and perf by
+// clock_gettime@@GLIBC_2.17.
+const clockLoop = `
+#include <time.h>
+int main(void) {
+	struct timespec ts;
+	long s = 0;
+	for (long i = 0; i < 3000000; i++) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s += ts.tv_nsec;
+	}
+	return s == 1;
+}
+`
+
+// Functions with several symbols at their address are named as perf
+// names them: every libc frame perfcheck names has perf script's name
+// at the same offset.
+func TestRealAliasesAsPerf(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	bin := w.path("clockloop")
+	w.gcc(bin, clockLoop)
+	data := w.record("clock.data", []string{"-N"}, bin)
+	out := w.output("perf", "script", "-i", data, "-F", "ip,sym,dso", "--no-inline")
+	frame := regexp.MustCompile(`^\s*([0-9a-f]+)\s+(\S+)\s+\((.*libc\.so[^)]*)\)\s*$`)
+	perfName := map[uint64]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if m := frame.FindStringSubmatch(sc.Text()); m != nil {
+			off, err := strconv.ParseUint(m[1], 16, 64)
+			require.NoError(t, err)
+			perfName[off] = m[2]
+		}
+	}
+	require.NotEmpty(t, perfName, "perf script shows libc frames")
+	res := w.analyze(data, Options{KeepSamples: true})
+	compared, clock := 0, 0
+	for _, l := range res.Locations {
+		want, ok := perfName[l.Offset]
+		if !ok || !strings.Contains(l.DSO.Path, "libc.so") || len(l.Frames) == 0 || want == "[unknown]" {
+			continue
+		}
+		compared++
+		got := l.Frames[len(l.Frames)-1].Function
+		assert.Equal(t, want, got, "libc+%#x", l.Offset)
+		if strings.Contains(want, "clock_gettime") {
+			clock++
+		}
+	}
+	require.NotZero(t, clock, "the recording must have samples in libc's clock_gettime")
+	t.Logf("%d libc locations named as perf names them", compared)
+}
