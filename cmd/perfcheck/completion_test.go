@@ -77,6 +77,21 @@ func TestCompletionUsageErrors(t *testing.T) {
 	assert.Contains(t, errs, "got []\n")
 }
 
+// usageOf is the completion menu's text for a flag of a command line:
+// its usage up to the first clause.
+func usageOf(t *testing.T, cmd, flagName string) string {
+	t.Helper()
+	for _, o := range specByName(t, cmd).options {
+		for _, n := range o.names {
+			if n == flagName {
+				return firstLine(o.usage)
+			}
+		}
+	}
+	t.Fatalf("%s has no flag %s", cmd, flagName)
+	return ""
+}
+
 // completionScript writes `perfcheck completion SHELL` to a file.
 func completionScript(t *testing.T, shell string) string {
 	t.Helper()
@@ -171,11 +186,12 @@ func TestZshCompletion(t *testing.T) {
 		return string(out)
 	}
 	assert.Contains(t, complete("perfcheck", ""), "top:hottest functions by self and total time\n")
-	assert.Contains(t, complete("perfcheck", "top", "--per"), "--percent-limit[leave out entries under PCT percent]:PCT:_files\n")
+	assert.Contains(t, complete("perfcheck", "top", "--per"), "--percent-limit["+usageOf(t, "top", "percent-limit")+"]:PCT:_files\n")
 	assert.NotContains(t, complete("perfcheck", "top", "--per"), "--brief[")
 	assert.Contains(t, complete("perfcheck", "perf.data", "--br"), "--brief[")
 	assert.Equal(t, "--\nadd\nfill\nlist\nprune\n", complete("perfcheck", "cache", ""))
 	assert.Contains(t, complete("perfcheck", "cache", "fill", "--b"), "--buildid-dir[perf's build-id cache]:STRING:_files\n")
+	assert.Equal(t, "perf's build-id cache", usageOf(t, "cache fill", "buildid-dir"))
 }
 
 // fish completes non-interactively with complete -C.
@@ -194,9 +210,9 @@ func TestFishCompletion(t *testing.T) {
 		require.NoError(t, err, "%s", out)
 		return string(out)
 	}
-	assert.Equal(t, "--percent-limit\tleave out entries under PCT percent\n", complete("perfcheck top --per"))
+	assert.Equal(t, "--percent-limit\t"+usageOf(t, "top", "percent-limit")+"\n", complete("perfcheck top --per"))
 	assert.Equal(t, "add\nfill\nlist\nprune\n", complete("perfcheck cache "))
 	assert.Equal(t, "--buildid-dir\tperf's build-id cache\n", complete("perfcheck cache fill --build"))
-	assert.Equal(t, "--json\tprint the report as JSON\n", complete("perfcheck perf.data --js"))
+	assert.Equal(t, "--json\t"+usageOf(t, "check", "json")+"\n", complete("perfcheck perf.data --js"))
 	assert.Contains(t, complete("perfcheck "), "script\t")
 }
