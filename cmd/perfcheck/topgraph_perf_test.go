@@ -151,7 +151,7 @@ func graphPaths(m map[string]float64, prefix string, nodes []graphNode) {
 }
 
 var (
-	perfGraphEntry  = regexp.MustCompile(`^\s+([0-9.]+)%\s+.*?\[(.)\] (\S.*?)\s*$`)
+	perfGraphEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+.*?\[(.)\] (\S.*?)\s*$`)
 	perfGraphShare = regexp.MustCompile(`--([0-9.]+)%--`)
 )
 
