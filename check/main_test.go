@@ -18,8 +18,16 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("PERF_BUILDID_DIR", dir)
 	os.Unsetenv("DEBUGINFOD_URLS")
+	// A debuginfod download made with no cache of the test's own must not
+	// fill the user's ~/.cache/debuginfod_client.
+	dcache, err := os.MkdirTemp("", "check-test-debuginfod")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("DEBUGINFOD_CACHE_PATH", dcache)
 	code := m.Run()
 	os.RemoveAll(dir)
+	os.RemoveAll(dcache)
 	os.Exit(code)
 }
 
