@@ -10,7 +10,6 @@ import (
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/flamegraph"
-	"github.com/perfcheck/perfcheck/internal/atomicfile"
 )
 
 func init() {
@@ -29,16 +28,9 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	var fo foldedOptions
 	fs.BoolVar(&fo.count, "count", false, "weigh stacks by their samples instead of their period")
 	fs.BoolVar(&fo.inlines, "inline", false, "draw inlined frames as frames of their own")
-	pos, code := interspersed(fs, args)
+	file, code := outputArgs(fs, af, args, stdin, stderr, out, ".svg for SVG, else HTML; - for stdout")
 	if code >= 0 {
 		return code
-	}
-	file, err := af.file(pos, stdin)
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	if *out == "" {
-		return usageError(fs, stderr, "-o FILE is required (.svg for SVG, else HTML; - for stdout)")
 	}
 	if file != "-" && *out != "-" && sameFile(*out, file) {
 		return errorf(stderr, "flamegraph", "-o %s is the input file", *out)
@@ -73,24 +65,6 @@ func runFlamegraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return errorf(stderr, "flamegraph", "partial graph written: %v", readErr)
 	}
 	return exitOK
-}
-
-// writeFile writes name with write, through a temporary file in the same
-// directory renamed over it when complete (internal/atomicfile): an error
-// or a signal keeps the previous file whole. "-" writes to stdout.
-func writeFile(name string, stdout io.Writer, write func(io.Writer) error) error {
-	if name == "-" {
-		return write(stdout)
-	}
-	f, err := atomicfile.Create(name)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := write(f); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return f.Commit()
 }
 
 // eventGraph is a flame graph of one event's stacks.

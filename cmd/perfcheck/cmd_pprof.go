@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/perfcheck/perfcheck/internal/atomicfile"
 	"github.com/perfcheck/perfcheck/perfdata"
 	"github.com/perfcheck/perfcheck/pprofout"
 )
@@ -42,24 +41,14 @@ type pprofJSON struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// outputHook, when set (by tests), wraps the writer of -o's file.
-var outputHook func(io.Writer) io.Writer
-
 func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("pprof", "usage: perfcheck pprof -o out.pb.gz [flags] perf.data|-",
 		"Writes a pprof profile; frames of untrusted binaries keep their addresses and build-ids, never a name (docs/pprof.md).", stderr)
 	out := fs.String("o", "", "write the profile to `FILE` (gzipped protobuf; \"-\" for stdout)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary of the profile written")
-	pos, code := interspersed(fs, args)
+	file, code := outputArgs(fs, af, args, stdin, stderr, out, "- for stdout")
 	if code >= 0 {
 		return code
-	}
-	file, err := af.file(pos, stdin)
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	if *out == "" {
-		return usageError(fs, stderr, "-o FILE is required (- for stdout)")
 	}
 	if *out == "-" && *jsonOut {
 		return errorf(stderr, "pprof", "-o - and --json both write to stdout")
@@ -90,28 +79,8 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "pprof", "%s: %v", file, err)
 	}
-	var w io.Writer = stdout
-	var f *atomicfile.File
-	if *out != "-" {
-		// A temporary file renamed over -o's when complete: an error or
-		// a signal keeps the previous profile (internal/atomicfile).
-		f, err = atomicfile.Create(*out)
-		if err != nil {
-			return errorf(stderr, "pprof", "%v", err)
-		}
-		defer f.Abort()
-		w = f
-		if outputHook != nil {
-			w = outputHook(w)
-		}
-	}
-	if err := pprofout.WriteProfile(w, p); err != nil {
-		return errorf(stderr, "pprof", "%s: %v", *out, err)
-	}
-	if f != nil {
-		if err := f.Commit(); err != nil {
-			return errorf(stderr, "pprof", "%v", err)
-		}
+	if err := writeFile(*out, stdout, func(w io.Writer) error { return pprofout.WriteProfile(w, p) }); err != nil {
+		return errorf(stderr, "pprof", "%v", err)
 	}
 	if *jsonOut {
 		j := pprofJSON{File: a.res.File, Output: *out, Samples: a.res.Samples, Stacks: len(p.Sample), Locations: len(p.Location),

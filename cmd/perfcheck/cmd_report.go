@@ -67,16 +67,9 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("o", "", "write the report to `FILE` (HTML; \"-\": stdout)")
 	n := fs.Int("n", 20, "list the `N` hottest functions per event (0: all)")
 	var fo foldedOptions
-	pos, code := interspersed(fs, args)
+	file, code := outputArgs(fs, af, args, stdin, stderr, out, "- for stdout")
 	if code >= 0 {
 		return code
-	}
-	file, err := af.file(pos, stdin)
-	if err != nil {
-		return usageError(fs, stderr, "%v", err)
-	}
-	if *out == "" {
-		return usageError(fs, stderr, "-o FILE is required (- for stdout)")
 	}
 	if *n < 0 {
 		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
