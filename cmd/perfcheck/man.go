@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -41,36 +39,13 @@ func runMan(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	pages := manPages(commandSpecs())
 	for _, p := range pages {
-		if err := writeFileAtomic(filepath.Join(dir, p.file), p.text); err != nil {
+		write := func(w io.Writer) error { _, err := w.Write(p.text); return err }
+		if err := writeFile(filepath.Join(dir, p.file), nil, write); err != nil {
 			return errorf(stderr, name, "%v", err)
 		}
 		fmt.Fprintln(stdout, filepath.Join(dir, p.file))
 	}
 	return exitOK
-}
-
-// writeFileAtomic writes a page beside its final name and renames it, so
-// that a reader never sees half a page.
-func writeFileAtomic(path string, text []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".perfcheck-man-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(text)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
 }
 
 type manPage struct {
