@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,26 +63,36 @@ func (w *world) path(name string) string { return filepath.Join(w.dir, name) }
 
 func (w *world) run(env []string, name string, args ...string) []byte {
 	w.t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(fixtures.PerfEnv(w.home), env...)
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	err := w.again(name, func() (err error) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = w.dir
+		cmd.Env = append(fixtures.PerfEnv(w.home), env...)
+		out, err = cmd.CombinedOutput()
+		return err
+	})
 	if err != nil {
-		skipIfPerfDied(w.t, name, err, out)
 		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return out
 }
 
-// skipIfPerfDied skips the test when perf itself was killed by a signal:
-// perf 6.1 now and then aborts in its build-id code ("assertion failed at
-// util/build-id.c", stack smashing), and then there is no recording or
-// answer to check against. An error exit of perf still fails the test.
-func skipIfPerfDied(t testing.TB, name string, err error, out []byte) {
-	t.Helper()
-	var ee *exec.ExitError
-	if name == "perf" && errors.As(err, &ee) && ee.ExitCode() == -1 {
-		t.Skipf("perf died (%v), not perfcheck: %s", err, out)
+// again runs a command with run, and again while it is perf and perf was
+// killed (fixtures.PerfDied: perf 6.1 now and then aborts in its build-id
+// code and leaves no recording or answer). When perf dies every time the
+// test is skipped: there is nothing to check against. An error exit
+// still fails the test.
+func (w *world) again(name string, run func() error) error {
+	w.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := run()
+		if name != "perf" || err == nil || !fixtures.PerfDied(err) {
+			return err
+		}
+		if attempt == fixtures.PerfAttempts {
+			w.t.Skipf("perf died %d times: %v", attempt, err)
+		}
+		w.t.Logf("perf died (%v): running it again", err)
 	}
 }
 
@@ -93,14 +102,18 @@ func skipIfPerfDied(t testing.TB, name string, err error, out []byte) {
 // they land in the middle of a line and corrupt what the test parses.
 func (w *world) output(name string, args ...string) []byte {
 	w.t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = w.dir
-	cmd.Env = fixtures.PerfEnv(w.home)
+	var out []byte
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	err := w.again(name, func() (err error) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = w.dir
+		cmd.Env = fixtures.PerfEnv(w.home)
+		stderr.Reset()
+		cmd.Stderr = &stderr
+		out, err = cmd.Output()
+		return err
+	})
 	if err != nil {
-		skipIfPerfDied(w.t, name, err, stderr.Bytes())
 		w.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.Bytes())
 	}
 	if stderr.Len() != 0 {
