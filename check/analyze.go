@@ -182,6 +182,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	if err != nil {
 		return nil, err
 	}
+	caseAdvice(res.DSOs, readOrigin(f, fileName(f), s.rec.machine, opts.host), name)
 	res.File = name
 	res.ips = ips
 	res.firstMaps = s.fm

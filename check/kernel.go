@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,6 +74,9 @@ func runningVDSOFile(id buildid.ID) (string, func(), error) {
 // record with. The zero value is this machine's /sys and /proc.
 type hostRoots struct {
 	sys, proc string
+	// users looks a user up by uid (user.LookupId when nil): tests name
+	// another user's home without a user database of their own.
+	users func(uid string) (*user.User, error)
 }
 
 func (h hostRoots) sysDir() string {
