@@ -109,17 +109,26 @@ func writeCheckText(w io.Writer, rep *check.Report, strict, trustPaths bool) {
 		fmt.Fprintf(w, "PARTIAL: reading stopped at an error; this report covers only the records before it: %s\n", rep.Error)
 	}
 	fmt.Fprintln(w)
-	writeDSOTable(w, rep, strict)
-	writeDSODetails(w, rep, trustPaths)
-	writeCheckEnd(w, rep, strict)
+	groups := tempGroups(rep.DSOs)
+	writeDSOTable(w, rep, strict, groups)
+	writeDSODetails(w, rep, trustPaths, groups)
+	writeCheckEnd(w, rep, strict, groups)
 }
 
 // writeDSOTable prints the DSO table: one line per DSO with its verdict,
-// hits, build-id and where its binary was found.
-func writeDSOTable(w io.Writer, rep *check.Report, strict bool) {
+// hits, build-id and where its binary was found; a group of deleted
+// temporary binaries on one line, where its first member is, with the
+// sums of their hits.
+func writeDSOTable(w io.Writer, rep *check.Report, strict bool, groups map[*check.DSO]*tempGroup) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERDICT\tLEAF\tANY\tBUILD-ID\tFOUND\tDSO")
 	for _, d := range rep.DSOs {
+		if g := groups[d]; g != nil {
+			if g.dsos[0] == d {
+				fmt.Fprintf(tw, "%s%s\t%d\t%d\t-\t-\t%s\n", d.Verdict, problemMark(d, strict), g.leaf, g.any, g.label())
+			}
+			continue
+		}
 		id := d.BuildID.String()
 		if id == "" {
 			id = "-"
@@ -130,20 +139,36 @@ func writeDSOTable(w io.Writer, rep *check.Report, strict bool) {
 		if found == "" {
 			found = "-"
 		}
-		mark := ""
-		if d.Verdict.Problem(strict) {
-			mark = " !"
-		}
-		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%s\t%s\t%s\n", d.Verdict, mark, d.HitsLeaf, d.HitsAny, id, found, d.Path)
+		fmt.Fprintf(tw, "%s%s\t%d\t%d\t%s\t%s\t%s\n", d.Verdict, problemMark(d, strict), d.HitsLeaf, d.HitsAny, id, found, d.Path)
 	}
 	tw.Flush()
 }
 
+// problemMark is the table's mark of a DSO that fails the check.
+func problemMark(d *check.DSO, strict bool) string {
+	if d.Verdict.Problem(strict) {
+		return " !"
+	}
+	return ""
+}
+
 // writeDSODetails prints, under the table, the details of every DSO that
-// is not plainly verified: the reason and the evidence.
-func writeDSODetails(w io.Writer, rep *check.Report, trustPaths bool) {
+// is not plainly verified: the reason and the evidence; for a group of
+// deleted temporary binaries, what they have in common.
+func writeDSODetails(w io.Writer, rep *check.Report, trustPaths bool, groups map[*check.DSO]*tempGroup) {
 	first := true
 	for _, d := range rep.DSOs {
+		if g := groups[d]; g != nil {
+			if first {
+				fmt.Fprintln(w)
+				first = false
+			}
+			if g.dsos[0] == d {
+				fmt.Fprintf(w, "%s: %d binaries, %s: temporary ones (go run, go test and build scripts remove them when done)\n", g.pattern, len(g.dsos), d.Verdict)
+				fmt.Fprintf(w, "    frames shown as NAME+0xOFFSET [%s], never named\n", d.Verdict)
+			}
+			continue
+		}
 		if d.Verdict == check.Verified && d.FoundPath == d.Path && d.SymbolError == "" && len(d.Notes) == 0 {
 			continue
 		}
@@ -217,7 +242,7 @@ func writeDSODetail(w io.Writer, d *check.DSO, trustPaths bool) {
 
 // writeCheckEnd prints the summary, the notes, what to do, and the
 // verdict line.
-func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
+func writeCheckEnd(w io.Writer, rep *check.Report, strict bool, groups map[*check.DSO]*tempGroup) {
 	fmt.Fprintln(w)
 	if strict {
 		fmt.Fprintln(w, rep.StrictSummary())
@@ -239,7 +264,7 @@ func writeCheckEnd(w io.Writer, rep *check.Report, strict bool) {
 		fmt.Fprintln(w, "What to do:")
 		for _, a := range rep.Advice {
 			fmt.Fprintf(w, "  - %s\n", a.Text)
-			for _, p := range a.Paths {
+			for _, p := range groupedPaths(a.Paths, rep.DSOs, groups) {
 				fmt.Fprintf(w, "      %s\n", p)
 			}
 		}
