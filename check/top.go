@@ -1,6 +1,7 @@
 package check
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -79,14 +80,17 @@ type TopOptions struct {
 	// (Verdict.Trusted). The table's Samples and Period still count every
 	// sample of the event, so percentages stay those of the whole.
 	TrustedOnly bool
-	// Graph adds each entry's call graph, for a table ordered BySelf.
+	// Graph adds each entry's call graph.
 	Graph GraphOrder
+	// GraphMode is what the graph's shares are of, and what GraphLimit
+	// leaves out.
+	GraphMode GraphMode
 	// MaxStack keeps the first MaxStack frames of each stack in the
 	// graph's order (from the outermost caller with Callers, as perf
 	// report --max-stack); 0 keeps all.
 	MaxStack int
 	// GraphLimit leaves out the graph's nodes under GraphLimit percent of
-	// the event's period.
+	// the event's period (or as GraphMode says).
 	GraphLimit float64
 }
 
@@ -128,7 +132,7 @@ func Top(r *Result, opts TopOptions) []TopTable {
 		out = append(out, t)
 		events = append(events, ev)
 	}
-	if opts.Graph != NoGraph && opts.By == BySelf {
+	if opts.Graph != NoGraph {
 		c.addGraphs(out, events, opts)
 	}
 	return out
@@ -303,6 +307,28 @@ const (
 	Callees            // from the entry out to its outermost caller
 )
 
+// GraphMode is what a call graph's shares are of, and so what
+// TopOptions.GraphLimit leaves out, as the first field of perf report -g
+// (callchain_param.mode in tools/perf/util/callchain.h).
+type GraphMode uint8
+
+// Call graph modes.
+const (
+	// GraphAbsolute (perf's graph, its default): a node's share is of
+	// the event's period (Period); nodes under GraphLimit percent of it
+	// are left out.
+	GraphAbsolute GraphMode = iota
+	// GraphFractal (perf's fractal): a node's share is of its parent's
+	// callees (Base); nodes under GraphLimit percent of them are left
+	// out.
+	GraphFractal
+	// GraphFlat (perf's flat and folded): the graph is a list of call
+	// chains, each node whose Ends is not zero ending one; chains under
+	// GraphLimit percent of the event's period are left out (their Ends
+	// made zero), and the nodes that lead to no chain kept.
+	GraphFlat
+)
+
 // GraphNode is a function in a top entry's call graph: a named function
 // of a DSO or, when Name is "", the DSO's unnamed frames, as TopEntry.
 // Period and Samples count the stacks of the entry that pass through
@@ -313,6 +339,17 @@ type GraphNode struct {
 	Period   uint64
 	Samples  uint64
 	Children []*GraphNode // by period, largest first
+	// Ends is the period of the entry's stacks whose path ends at this
+	// node: the weight of the call chain from the graph's root to it.
+	Ends uint64
+	// Base is the period the node's fractal share is of: its parent's
+	// callees (the parent's Period less its Ends); for a node that only
+	// goes on with its parent's chain (the parent's one callee, where no
+	// stack ends), its parent's Base, as perf prints one share for a
+	// chain; for a root, and for the callees of the graph's only root
+	// chain, the entry's stacks (its Self, or Total with ByTotal), as
+	// perf does.
+	Base uint64
 }
 
 // Label is the node as `perfcheck top` prints it, the same as an entry's.
@@ -330,10 +367,24 @@ func (n *GraphNode) child(k topKey) *GraphNode {
 	return c
 }
 
-// addGraphs fills the Graph of each entry of tables (ranked by self: an
-// entry's stacks are those whose leaf it is), as perf report --no-children
-// -g caller (or callee) builds its call chains: one node per frame,
+// add adds the stack along path under n.
+func (n *GraphNode) add(path []topKey, period, samples uint64) {
+	n.Period += period
+	n.Samples += samples
+	for _, k := range path {
+		n = n.child(k)
+		n.Period += period
+		n.Samples += samples
+	}
+	n.Ends += period
+}
+
+// addGraphs fills the Graph of each entry of tables, as perf report -g
+// caller (or callee) builds its call chains: one node per frame,
 // recursion kept, the first opts.MaxStack frames in the graph's order.
+// Ranked by self (perf's --no-children), an entry's stacks are those
+// whose leaf it is; ranked by total (--children), they are also the part
+// of each stack from the entry on (cumulativeGraphs).
 func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions) {
 	byEvent := map[int]map[topKey]*GraphNode{}
 	for ti, ev := range events {
@@ -351,10 +402,6 @@ func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions)
 		if len(locs) == 0 {
 			continue
 		}
-		root := byEvent[ag.Event][c.keys[c.entry(locs[0])]]
-		if root == nil {
-			continue
-		}
 		path = path[:0]
 		for _, l := range locs {
 			path = append(path, c.keys[c.entry(l)])
@@ -365,33 +412,90 @@ func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions)
 		if opts.MaxStack > 0 && len(path) > opts.MaxStack {
 			path = path[:opts.MaxStack]
 		}
-		n := root
-		for _, k := range path {
-			n = n.child(k)
-			n.Period += ag.Period
-			n.Samples += ag.Samples
+		m := byEvent[ag.Event]
+		leaf := c.keys[c.entry(locs[0])]
+		if root := m[leaf]; root != nil {
+			root.add(path, ag.Period, ag.Samples)
+		}
+		if opts.By == ByTotal {
+			cumulativeGraphs(m, path, leaf, ag)
 		}
 	}
 	for ti := range tables {
 		least := uint64(float64(tables[ti].Period) * opts.GraphLimit / 100)
 		for i := range tables[ti].Entries {
 			e := &tables[ti].Entries[i]
-			e.Graph = pruneGraph(e.graph.Children, least)
+			setBase(e.graph, e.graph.Period, true)
+			e.Graph = pruneGraph(e.graph, least, opts)
 			e.graph = nil
 		}
 	}
 }
 
-// pruneGraph leaves out the nodes under least period, as perf's call-graph
-// threshold does, and orders the rest by period.
-func pruneGraph(nodes []*GraphNode, least uint64) []*GraphNode {
-	kept := nodes[:0]
-	for _, n := range nodes {
-		if n.Period < least || n.Period == 0 {
+// cumulativeGraphs adds to the graph of each entry of m that path passes
+// through, other than its leaf's, the part of path from the entry on, as
+// perf report --children does (iter_add_next_cumulative_entry in
+// tools/perf/util/hist.c): from the entry to the leaf with Callers, from
+// the entry to the outermost caller with Callees; an entry met more than
+// once (recursion) from its first place in the graph's order.
+func cumulativeGraphs(m map[topKey]*GraphNode, path []topKey, leaf topKey, ag Aggregate) {
+	for i, k := range path {
+		if k == leaf || slices.Contains(path[:i], k) {
 			continue
 		}
-		n.Children = pruneGraph(n.Children, least)
-		kept = append(kept, n)
+		if root := m[k]; root != nil {
+			root.add(path[i:], ag.Period, ag.Samples)
+		}
+	}
+}
+
+// setBase sets the Base of n's children and so on down (see
+// GraphNode.Base); base is n's. single is set while n is on the graph's
+// only root chain, whose callees perf gives shares of the entry's stacks,
+// not of the chain's callees (callchain__fprintf_graph in
+// tools/perf/ui/stdio/hist.c).
+func setBase(n *GraphNode, base uint64, single bool) {
+	for _, c := range n.Children {
+		switch {
+		case len(n.Children) == 1 && n.Ends == 0:
+			c.Base = base // c goes on with n's chain
+			setBase(c, base, single)
+		case single:
+			c.Base = base
+			setBase(c, base, false)
+		default:
+			c.Base = n.Period - n.Ends
+			setBase(c, c.Base, false)
+		}
+	}
+}
+
+// pruneGraph returns the children of n that opts keeps, as perf's
+// call-graph threshold does in its mode (sort_chain_graph_abs,
+// sort_chain_graph_rel and sort_chain_flat in tools/perf/util/callchain.c),
+// ordered by period; least is GraphLimit percent of the event's period.
+func pruneGraph(n *GraphNode, least uint64, opts TopOptions) []*GraphNode {
+	kept := n.Children[:0]
+	for _, c := range n.Children {
+		switch opts.GraphMode {
+		case GraphFractal:
+			if c.Period == 0 || float64(c.Period) < math.Ceil(float64(n.Period-n.Ends)*opts.GraphLimit/100) {
+				continue
+			}
+		case GraphFlat:
+			if c.Ends < least {
+				c.Ends = 0
+			}
+		default:
+			if c.Period < least || c.Period == 0 {
+				continue
+			}
+		}
+		c.Children = pruneGraph(c, least, opts)
+		if opts.GraphMode == GraphFlat && c.Ends == 0 && len(c.Children) == 0 {
+			continue
+		}
+		kept = append(kept, c)
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
 		if kept[i].Period != kept[j].Period {

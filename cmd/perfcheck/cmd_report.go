@@ -125,7 +125,7 @@ func (a *analysis) reportPage(name string, n int, fo foldedOptions) (*reportPage
 		p.Failed = true
 	}
 	p.Trust = trustRows(rep)
-	for _, ev := range a.top(check.TopOptions{N: n}) {
+	for _, ev := range a.top(check.TopOptions{N: n}, "") {
 		rt := reportTop{topEvent: ev}
 		for _, e := range ev.Entries {
 			rt.Entries = append(rt.Entries, reportEntry{e, e.label()})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/perfcheck/perfcheck/check"
@@ -69,8 +70,10 @@ type topEntry struct {
 	TotalSamples uint64  `json:"total_samples"`
 	SelfPct      float64 `json:"self_percent"`
 	TotalPct     float64 `json:"total_percent"`
-	// Graph is the call graph of -g caller or -g callee.
+	// Graph is the call graph of -g graph or fractal (caller or callee).
 	Graph []graphNode `json:"graph,omitempty"`
+	// Chains are the call chains of -g flat or folded.
+	Chains []graphChain `json:"chains,omitempty"`
 
 	lbl string // check.TopEntry.Label
 }
@@ -78,7 +81,8 @@ type topEntry struct {
 func (e *topEntry) label() string { return e.lbl }
 
 // graphNode is a function in an entry's call graph (check.GraphNode);
-// Percent is of the event's period, as perf's graph mode.
+// Percent is of the event's period, as perf's graph mode, or of its
+// parent's callees with -g fractal.
 type graphNode struct {
 	Name     string      `json:"name"` // "" for a DSO's unnamed frames
 	DSO      string      `json:"dso"`
@@ -92,6 +96,15 @@ type graphNode struct {
 	lbl string
 }
 
+// graphChain is a call chain of -g flat or folded: its frames in the
+// graph's order and the period of the samples whose chain it is, with
+// its share of the event's period.
+type graphChain struct {
+	Frames  []string `json:"frames"` // as the text prints them: "function (dso)", "[verdict] dso"
+	Period  uint64   `json:"period"`
+	Percent float64  `json:"percent"`
+}
+
 func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, af := newAnalyzeFlagSet("top", "usage: perfcheck top [flags] perf.data|-",
 		"Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.", stderr)
@@ -101,7 +114,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	limit := fs.Float64("percent-limit", 0, "leave out entries (and call-graph nodes) under `PCT` percent (of self, or of total with --sort total or --children), as perf's --percent-limit")
 	children := fs.Bool("children", false, "order by children (total) and print perf's Children and Self columns, as perf report --children")
 	noChildren := fs.Bool("no-children", false, "order by self, as perf report --no-children (the default)")
-	graph := fs.String("g", "", "print each entry's call graph, from the outermost `caller` down or from the entry out (callee), as perf report --no-children -g")
+	graph := fs.String("g", "", "print each entry's call graph as perf report -g `MODE,ORDER`: MODE graph (shares of the event, the default), fractal (shares of the parent's callees), flat or folded (one line per call chain); ORDER caller (from the outermost caller down) or callee (from the entry out; the default without --children)")
 	maxStack := fs.Int("max-stack", 0, "keep the first `N` frames of each call chain in the graph's order, as perf report --max-stack (0: all)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
@@ -123,7 +136,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *n < 0 {
 		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
 	}
-	opt, msg := topMode(*sortBy, keys, *children, *noChildren, *graph, *maxStack)
+	opt, graphMode, msg := topMode(*sortBy, keys, *children, *noChildren, *graph, *maxStack)
 	if msg != "" {
 		return usageError(fs, stderr, "%s", msg)
 	}
@@ -139,7 +152,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		out.Events = a.topKeyed(keys, *n)
 	} else {
 		opt.N, opt.GraphLimit = *n, *limit
-		out.Events = a.top(opt)
+		out.Events = a.top(opt, graphMode)
 	}
 	percentLimit(out.Events, *limit, opt.By == check.ByTotal)
 	if readErr != nil {
@@ -173,12 +186,13 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "CHILDREN", "SELF", "SAMPLES", "FUNCTION")
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.TotalPct, e.SelfPct, e.SelfSamples, e.label())
+				printGraph(bw, e, graphMode)
 			}
 		} else {
 			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "SELF", "TOTAL", "SAMPLES", "FUNCTION")
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.SelfPct, e.TotalPct, e.SelfSamples, e.label())
-				printGraph(bw, e.Graph, 4)
+				printGraph(bw, e, graphMode)
 			}
 		}
 		if ev.BelowLimit > 0 {
@@ -207,89 +221,75 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // topMode checks the ordering and call-graph flags together and turns
-// them into check.TopOptions; the message says why they do not go
-// together.
-func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, graph string, maxStack int) (check.TopOptions, string) {
+// them into check.TopOptions and the graph's printed form; the message
+// says why they do not go together.
+func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, graph string, maxStack int) (check.TopOptions, string, string) {
 	var o check.TopOptions
 	switch {
 	case children && noChildren:
-		return o, "--children and --no-children: give one"
+		return o, "", "--children and --no-children: give one"
 	case children && keys != nil:
-		return o, "--children orders functions by children: it does not go with --sort " + sortBy
+		return o, "", "--children orders functions by children: it does not go with --sort " + sortBy
 	case noChildren && sortBy == "total":
-		return o, "--no-children orders by self: it does not go with --sort total"
+		return o, "", "--no-children orders by self: it does not go with --sort total"
 	case maxStack < 0:
-		return o, fmt.Sprintf("--max-stack %d: give 0 (all) or more", maxStack)
+		return o, "", fmt.Sprintf("--max-stack %d: give 0 (all) or more", maxStack)
 	}
 	if children || sortBy == "total" {
 		o.By = check.ByTotal
 	}
-	switch graph {
-	case "":
-		if maxStack > 0 {
-			return o, "--max-stack trims the call graph: give -g caller or -g callee"
-		}
-		return o, ""
-	case "caller":
-		o.Graph = check.Callers
-	case "callee":
-		o.Graph = check.Callees
-	default:
-		return o, "-g " + graph + ": give caller or callee"
-	}
-	if keys != nil || o.By != check.BySelf {
-		return o, "-g shows the stacks of each function's self time: it goes with --no-children and --sort self only"
+	mode, msg := parseGraph(graph, &o)
+	switch {
+	case msg != "":
+		return o, "", msg
+	case o.Graph == check.NoGraph && maxStack > 0:
+		return o, "", "--max-stack trims the call graph: give -g"
+	case o.Graph != check.NoGraph && keys != nil:
+		return o, "", "-g shows the stacks of each function: it does not go with --sort " + sortBy
+	case maxStack > 0 && o.By == check.ByTotal:
+		return o, "", "--max-stack with --children: not supported (perf cuts the stacks before it counts children)"
 	}
 	o.MaxStack = maxStack
-	return o, ""
+	return o, mode, ""
 }
 
-// top is the library's ranking (check.Top) as `top --json` prints it:
-// event names, units, percentages.
-func (a *analysis) top(opts check.TopOptions) []topEvent {
-	var out []topEvent
-	for _, t := range check.Top(a.res, opts) {
-		te := topEvent{Event: t.Event, Unit: periodUnit(t.Attr), Samples: t.Samples, Period: t.Period,
-			Omitted: t.Omitted}
-		for _, e := range t.Entries {
-			te.Entries = append(te.Entries, topEntry{
-				Name: e.Name, DSO: e.DSO.Path, Verdict: e.DSO.Verdict.String(), Trusted: e.DSO.Trusted(),
-				Group: e.Group(), Self: e.Self, Total: e.Total, SelfSamples: e.SelfSamples, TotalSamples: e.TotalSamples,
-				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
-				Graph: graphNodes(&t, e.Graph),
-			})
-		}
-		out = append(out, te)
+// parseGraph reads -g's value as perf report -g takes its first fields:
+// a mode (graph, fractal, flat, folded, none) and an order (caller,
+// callee), in any order, comma-separated, each optional. As perf 6.1
+// does, the mode defaults to graph, the order to callee, or to caller
+// with --children (o.By is ByTotal). It sets o's graph fields and returns
+// the printed form: "graph", "fractal", "flat" or "folded".
+func parseGraph(spec string, o *check.TopOptions) (mode, msg string) {
+	if spec == "" {
+		return "", ""
 	}
-	return out
-}
-
-// graphNodes is a call graph as `top --json` prints it.
-func graphNodes(t *check.TopTable, nodes []*check.GraphNode) []graphNode {
-	var out []graphNode
-	for _, n := range nodes {
-		out = append(out, graphNode{Name: n.Name, DSO: n.DSO.Path, Verdict: n.DSO.Verdict.String(), Trusted: n.DSO.Trusted(),
-			Period: n.Period, Samples: n.Samples, Percent: t.Percent(n.Period), Children: graphNodes(t, n.Children), lbl: n.Label()})
+	mode = "graph"
+	order := check.Callees
+	if o.By == check.ByTotal {
+		order = check.Callers
 	}
-	return out
-}
-
-// printGraph prints a call graph under its entry, indented by indent: a
-// chain of single callers (or callees) on one column, as perf's graph,
-// and each branch two columns further in.
-func printGraph(w io.Writer, nodes []graphNode, indent int) {
-	for len(nodes) > 0 {
-		if len(nodes) == 1 {
-			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", nodes[0].Percent, nodes[0].lbl)
-			nodes = nodes[0].Children
-			continue
+	for _, f := range strings.Split(spec, ",") {
+		switch f {
+		case "graph", "fractal", "flat", "folded", "none":
+			mode = f
+		case "caller":
+			order = check.Callers
+		case "callee":
+			order = check.Callees
+		default:
+			return "", "-g " + spec + ": " + strconv.Quote(f) + " is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)"
 		}
-		for _, n := range nodes {
-			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", n.Percent, n.lbl)
-			printGraph(w, n.Children, indent+2)
-		}
-		return
 	}
+	switch mode {
+	case "none":
+		return "", ""
+	case "fractal":
+		o.GraphMode = check.GraphFractal
+	case "flat", "folded":
+		o.GraphMode = check.GraphFlat
+	}
+	o.Graph = order
+	return mode, ""
 }
 
 // topKeyed is the library's grouping by perf's sort keys

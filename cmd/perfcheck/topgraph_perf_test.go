@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -10,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // perfChildrenLine is a line of perf report --children --stdio -g none -n:
@@ -97,7 +102,7 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 				if c.maxStack != "0" {
 					args = append(args, "--max-stack", c.maxStack)
 				}
-				want := perfGraphPaths(t, perfOut(t, args...))
+				want := perfGraphPaths(t, perfOut(t, args...), false)
 				require.NotEmpty(t, want)
 				tj := topLikePerf(t, data, symfs, "-g", order, "--percent-limit", c.limit, "--max-stack", c.maxStack)
 				require.Len(t, tj.Events, 1)
@@ -106,8 +111,9 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 					if e.Group && e.DSO == "[kernel.kallsyms]" {
 						continue // perf's [k] entries: see TestTopSortMatchesPerfReport
 					}
-					got[e.Name] = e.SelfPct
-					graphPaths(got, e.Name+":", e.Graph)
+					name := entryKey(e)
+					got[name] = e.SelfPct
+					graphPaths(got, name+":", e.Graph)
 				}
 				for p, w := range want {
 					g, ok := got[p]
@@ -136,6 +142,10 @@ func topLikePerf(t *testing.T, data, symfs string, args ...string) topJSON {
 	return tj
 }
 
+// entryKey is e as perfGraphPaths keys perf's entries: "dso function",
+// the DSO's base name, as perf prints it.
+func entryKey(e topEntry) string { return filepath.Base(e.DSO) + " " + e.Name }
+
 // graphPaths adds each node of nodes to m under its path from the entry
 // ("entry:root;...;node"), with its share.
 func graphPaths(m map[string]float64, prefix string, nodes []graphNode) {
@@ -151,15 +161,22 @@ func graphPaths(m map[string]float64, prefix string, nodes []graphNode) {
 }
 
 var (
-	perfGraphEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+.*?\[(.)\] (\S.*?)\s*$`)
+	// perfGraphEntry is an entry line of perf report sorted by dso,sym
+	// (perf's default sort ends with them): the first share, then the
+	// DSO, the kind of symbol and the symbol.
+	perfGraphEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+.*?(\S+)\s+\[(.)\] (\S.*?)\s*$`)
 	perfGraphShare = regexp.MustCompile(`--([0-9.]+)%--`)
 )
 
-// perfGraphPaths reads perf report --stdio -g (graph mode) as
-// graphPaths keys them: the entries' shares under their names, and each
-// node of their graphs under its path. perf prints a share where the
-// graph branches; a node in a chain has the share of the node before it.
-func perfGraphPaths(t *testing.T, out string) map[string]float64 {
+// perfGraphPaths reads perf report --stdio -g (graph or, fractal, fractal
+// mode) as graphPaths keys them: the entries' shares under "dso
+// function" (entryKey),
+// and each node of their graphs under its path. perf prints a share where
+// the graph branches; a node in a chain has the share of the node before
+// it, and a graph's single root ("---") the entry's share, or all of it
+// (100%) in fractal mode. Fractal mode's "[...]" lines, the share its
+// threshold left out, are skipped.
+func perfGraphPaths(t *testing.T, out string, fractal bool) map[string]float64 {
 	t.Helper()
 	type node struct {
 		path string
@@ -171,15 +188,16 @@ func perfGraphPaths(t *testing.T, out string) map[string]float64 {
 	for _, l := range strings.Split(out, "\n") {
 		if e := perfGraphEntry.FindStringSubmatch(l); e != nil {
 			entry = nil
-			if e[2] == "k" {
+			if e[3] == "k" {
 				continue
 			}
 			pct, _ := strconv.ParseFloat(e[1], 64)
-			entry, at = &node{e[3] + ":", pct}, map[int]node{}
-			m[e[3]] = pct
+			name := e[2] + " " + e[4]
+			entry, at = &node{name + ":", pct}, map[int]node{}
+			m[name] = pct
 			continue
 		}
-		if entry == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" {
+		if entry == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" || strings.Contains(l, "--[...]") {
 			continue
 		}
 		col := strings.IndexFunc(l, func(r rune) bool { return r != ' ' && r != '|' })
@@ -197,6 +215,9 @@ func perfGraphPaths(t *testing.T, out string) map[string]float64 {
 			col += 3
 			key = col
 			n.pct = entry.pct
+			if fractal {
+				n.pct = 100
+			}
 		default:
 			parent, ok = at[col]
 			require.True(t, ok, "a chain without a start: %q", l)
@@ -212,4 +233,199 @@ func perfGraphPaths(t *testing.T, out string) map[string]float64 {
 		m[n.path] = n.pct
 	}
 	return m
+}
+
+// top -g in perf's modes, with and without --children, draws what perf
+// report --stdio -g MODE,ORDER draws: graph (shares of the event, perf's
+// default) and fractal (shares of the parent's callees) the same paths
+// with the same shares, folded the same call chains with the same
+// shares, the same left out by --percent-limit. With --children an
+// entry's graph also holds the part of every stack from the entry on.
+func TestTopGraphModesMatchPerfReport(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	symfs := ckSymfs(t)
+	for _, c := range []struct{ file, children string }{
+		{"cshared-fp.data", "--no-children"}, {"cshared-fp.data", "--children"}, {"forkexec.data", "--no-children"}, {"forkexec.data", "--children"},
+	} {
+		children := c.children
+		for _, mode := range []string{"graph", "fractal", "folded"} {
+			for _, order := range []string{"caller", "callee"} {
+				for _, limit := range []string{"0.5", "5"} {
+					t.Run(strings.Join([]string{c.file, children, mode, order, limit}, " "), func(t *testing.T) {
+						t.Parallel()
+						compareGraphMode(t, recordedAfterBins(t, ckFixture(t, c.file)), symfs, children, mode, order, limit)
+					})
+				}
+			}
+		}
+	}
+}
+
+// A function with self time of its own that also calls another, in
+// programs recorded here: its node ends some chains and goes on in
+// others. On its graph's only root chain (outer's callers, under
+// --children in caller order) perf gives its callees fractal shares of
+// the whole entry; below a branch (main calls outer and other, in the
+// second program) of its callees only (perf's children_hit); flat and
+// folded list the chain that ends there.
+func TestTopGraphSelfAndCalleesMatchPerfReport(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	fixtures.NeedTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "outer.c")
+	require.NoError(t, os.WriteFile(src, []byte(outerInnerC), 0o644))
+	for _, prog := range []struct{ name, define string }{{"outer", ""}, {"branch", "-DOTHER=other()"}} {
+		bin := filepath.Join(dir, prog.name)
+		args := []string{"-O1", "-fno-omit-frame-pointer", "-o", bin, src}
+		if prog.define != "" {
+			args = append(args, prog.define)
+		}
+		b, err := exec.Command("gcc", args...).CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		data := recordWithRetry(t, dir, prog.name+".data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+		for _, children := range []string{"--no-children", "--children"} {
+			for _, mode := range []string{"graph", "fractal", "folded"} {
+				for _, order := range []string{"caller", "callee"} {
+					t.Run(strings.Join([]string{prog.name, children, mode, order}, " "), func(t *testing.T) {
+						t.Parallel()
+						compareGraphMode(t, data, "/", children, mode, order, "0.5")
+					})
+				}
+			}
+		}
+	}
+}
+
+// outerInnerC spends CPU time in outer itself and in inner, which outer
+// calls, each in its own loop, and, built with -DOTHER='other()', in
+// other, which main then calls beside outer (cpu_seconds: see hotC). inner calls touch
+// so that it is not a leaf function, which gcc builds without a frame
+// pointer (its caller would be lost); the work after each call keeps it
+// from being a tail call.
+const outerInnerC = `
+#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void touch(void) { sink++; }
+__attribute__((noinline)) void inner(void) { for (int i = 0; i < 20000; i++) sink += i * 7; touch(); sink++; }
+__attribute__((noinline)) void outer(void) { for (int i = 0; i < 30000; i++) sink ^= i * 13; inner(); sink++; }
+__attribute__((noinline)) void other(void) { for (int i = 0; i < 10000; i++) sink -= i; touch(); sink++; }
+` + cpuSecondsC + `
+#ifndef OTHER
+#define OTHER
+#endif
+int main(void) { double end = cpu_seconds() + 0.3; while (cpu_seconds() < end) for (int i = 0; i < 10; i++) { outer(); OTHER; } return 0; }
+`
+
+// compareGraphMode compares top's -g MODE,ORDER graphs (or chains) of
+// data with perf report's, with --percent-limit limit and children
+// (--children or --no-children): the same paths with the same shares.
+func compareGraphMode(t *testing.T, data, symfs, children, mode, order, limit string) {
+	t.Helper()
+	g := mode + "," + order
+	out := perfOut(t, "report", children, "--stdio", "-g", g, "--sort", "dso,sym", "--percent-limit", limit, "--symfs", symfs, "-i", data)
+	tj := topLikePerf(t, data, symfs, children, "-g", g, "--percent-limit", limit)
+	require.Len(t, tj.Events, 1)
+	var want map[string]float64
+	if mode == "folded" {
+		want = perfFoldedPaths(out)
+	} else {
+		want = perfGraphPaths(t, out, mode == "fractal")
+	}
+	require.NotEmpty(t, want)
+	got := map[string]float64{}
+	for _, e := range tj.Events[0].Entries {
+		if e.Group && (e.DSO == "[kernel.kallsyms]" || e.DSO == "[unknown]") {
+			continue // perf's [k] entries ("[unknown] [k] 0000000000000000" too): see TestTopSortMatchesPerfReport
+		}
+		name := entryKey(e)
+		got[name] = e.SelfPct
+		if children == "--children" {
+			got[name] = e.TotalPct
+		}
+		if mode == "folded" {
+			for _, c := range e.Chains {
+				got[name+":"+strings.Join(chainNames(c.Frames), ";")] = c.Percent
+			}
+		} else {
+			graphPaths(got, name+":", e.Graph)
+		}
+	}
+	// Frames neither can name (the recording's kernel,
+	// which is not this machine's, the vdso, no mapping):
+	// perf shows them as addresses, one node each,
+	// perfcheck as one "[verdict] dso" group per DSO, so
+	// the paths through them differ in shape. Fractal
+	// mode keeps their small branches (shares of their
+	// parents): they are left out of the comparison.
+	for p := range want {
+		if perfUnnamed.MatchString(p) {
+			delete(want, p)
+		}
+	}
+	for p := range got {
+		if groupLabel.MatchString(p) {
+			delete(got, p)
+		}
+	}
+	for p, w := range want {
+		g, ok := got[p]
+		if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
+			assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
+		}
+	}
+	for p, g := range got {
+		_, ok := want[p]
+		assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
+	}
+}
+
+var (
+	// perfUnnamed matches a graph path (or entry) through a frame perf
+	// shows as an address.
+	perfUnnamed = regexp.MustCompile(`(^\[unknown\] |[:;]0x[0-9a-f]+(;|$)|[:;]0000000000000000(;|$))`)
+	// groupLabel matches a graph path through a frame perfcheck shows as
+	// its DSO's group, "[verdict] dso".
+	groupLabel = regexp.MustCompile(`[:;]\[[a-z-]+\] `)
+)
+
+// perfFoldedPaths reads perf report --stdio -g folded: the entries'
+// shares under "dso function" (entryKey), and each chain under
+// "dso function:a;b;c".
+func perfFoldedPaths(out string) map[string]float64 {
+	m := map[string]float64{}
+	entry := ""
+	for _, l := range strings.Split(out, "\n") {
+		if e := perfGraphEntry.FindStringSubmatch(l); e != nil {
+			entry = ""
+			if e[3] != "k" {
+				entry = e[2] + " " + e[4]
+				m[entry], _ = strconv.ParseFloat(e[1], 64)
+			}
+			continue
+		}
+		pct, chain, ok := strings.Cut(l, "% ")
+		if entry == "" || !ok || strings.HasPrefix(l, "#") {
+			continue
+		}
+		m[entry+":"+chain], _ = strconv.ParseFloat(pct, 64)
+	}
+	return m
+}
+
+// chainNames are the functions of a chain's frames as perf names them:
+// "function (dso)" labels without the DSO and its verdict.
+func chainNames(frames []string) []string {
+	out := make([]string, len(frames))
+	for i, f := range frames {
+		if j := strings.LastIndex(f, ") ["); j > 0 && strings.HasSuffix(f, "]") {
+			f = f[:j+1] // "function (dso) [unverified]"
+		}
+		if j := strings.LastIndex(f, " ("); j > 0 && strings.HasSuffix(f, ")") {
+			f = f[:j]
+		}
+		out[i] = f
+	}
+	return out
 }

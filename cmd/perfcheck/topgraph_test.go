@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,10 +62,12 @@ func TestTopModeUsageErrors(t *testing.T) {
 		{[]string{"--children", "--no-children"}, "--children and --no-children: give one"},
 		{[]string{"--children", "--sort", "dso,sym"}, "--children orders functions by children: it does not go with --sort dso,sym"},
 		{[]string{"--no-children", "--sort", "total"}, "--no-children orders by self: it does not go with --sort total"},
-		{[]string{"-g", "both"}, "-g both: give caller or callee"},
-		{[]string{"-g", "caller", "--children"}, "-g shows the stacks of each function's self time"},
-		{[]string{"-g", "caller", "--sort", "dso"}, "-g shows the stacks of each function's self time"},
-		{[]string{"--max-stack", "3"}, "--max-stack trims the call graph: give -g caller or -g callee"},
+		{[]string{"-g", "both"}, `-g both: "both" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
+		{[]string{"-g", "fractal,0.5,caller"}, `-g fractal,0.5,caller: "0.5" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
+		{[]string{"-g", "caller", "--children", "--max-stack", "3"}, "--max-stack with --children: not supported (perf cuts the stacks before it counts children)"},
+		{[]string{"-g", "caller", "--sort", "dso"}, "-g shows the stacks of each function: it does not go with --sort dso"},
+		{[]string{"--max-stack", "3"}, "--max-stack trims the call graph: give -g"},
+		{[]string{"-g", "none", "--max-stack", "3"}, "--max-stack trims the call graph: give -g"},
 		{[]string{"-g", "callee", "--max-stack", "-1"}, "--max-stack -1: give 0 (all) or more"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -74,4 +77,43 @@ func TestTopModeUsageErrors(t *testing.T) {
 			assert.Contains(t, errs, "perfcheck top: "+c.want)
 		})
 	}
+}
+
+// The text of -g flat and folded prints each call chain --json lists,
+// with its share, under its entry: flat as the share and then its frames
+// one per line, folded as one line; --children prints the graphs under
+// its rows.
+func TestTopGraphChainsText(t *testing.T) {
+	t.Parallel()
+	symfs := ckSymfs(t)
+	data := ckFixture(t, "cshared-fp.data")
+	tj := topWith(t, data, symfs, "-g", "folded,caller", "-n", "3")
+	require.Len(t, tj.Events, 1)
+	blocks := map[string][]string{} // each entry's text, by mode
+	for _, e := range tj.Events[0].Entries {
+		require.NotEmpty(t, e.Chains, e.Name)
+		assert.Empty(t, e.Graph, "flat and folded have chains, not a graph")
+		folded := e.label() + "\n"
+		flat := e.label() + "\n"
+		for _, c := range e.Chains {
+			folded += fmt.Sprintf("%.2f%% %s\n", c.Percent, strings.Join(c.Frames, ";"))
+			flat += fmt.Sprintf("%11.2f%%\n", c.Percent)
+			for _, f := range c.Frames {
+				flat += fmt.Sprintf("%16s%s\n", "", f)
+			}
+		}
+		blocks["folded"] = append(blocks["folded"], folded)
+		blocks["flat"] = append(blocks["flat"], flat)
+	}
+	for mode, want := range blocks {
+		out, errs, code := ckRun(t, append([]string{"top", "-g", mode + ",caller", "-n", "3", "--symfs", symfs, data}, ckHermetic(t)...)...)
+		require.Equal(t, exitOK, code, errs)
+		for _, b := range want {
+			assert.Contains(t, out, b, mode)
+		}
+	}
+
+	out, errs, code := ckRun(t, append([]string{"top", "--children", "-g", "caller", "--symfs", symfs, data}, ckHermetic(t)...)...)
+	require.Equal(t, exitOK, code, errs)
+	assert.Regexp(t, `(?m)^ +\d+\.\d\d% +0\.00% +0  main \(.*\n {6}\d+\.\d\d%  main \(.*\n {6}\d+\.\d\d%  worker \(`, out)
 }

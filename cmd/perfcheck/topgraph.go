@@ -1,0 +1,112 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/check"
+)
+
+// top is the library's ranking (check.Top) as `top --json` prints it:
+// event names, units, percentages, and each entry's call graph in the
+// form -g's mode gives it (graphMode: "" for none).
+func (a *analysis) top(opts check.TopOptions, graphMode string) []topEvent {
+	var out []topEvent
+	for _, t := range check.Top(a.res, opts) {
+		te := topEvent{Event: t.Event, Unit: periodUnit(t.Attr), Samples: t.Samples, Period: t.Period,
+			Omitted: t.Omitted}
+		for _, e := range t.Entries {
+			x := topEntry{
+				Name: e.Name, DSO: e.DSO.Path, Verdict: e.DSO.Verdict.String(), Trusted: e.DSO.Trusted(),
+				Group: e.Group(), Self: e.Self, Total: e.Total, SelfSamples: e.SelfSamples, TotalSamples: e.TotalSamples,
+				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
+			}
+			switch graphMode {
+			case "flat", "folded":
+				x.Chains = graphChains(&t, e.Graph)
+			default:
+				x.Graph = graphNodes(&t, e.Graph, graphMode == "fractal")
+			}
+			te.Entries = append(te.Entries, x)
+		}
+		out = append(out, te)
+	}
+	return out
+}
+
+// graphNodes is a call graph as `top --json` prints it; fractal makes
+// each node's percentage one of its Base, not of the event's period.
+func graphNodes(t *check.TopTable, nodes []*check.GraphNode, fractal bool) []graphNode {
+	var out []graphNode
+	for _, n := range nodes {
+		pct := t.Percent(n.Period)
+		if fractal {
+			pct = float64(n.Period) * 100 / float64(max(n.Base, 1))
+		}
+		out = append(out, graphNode{Name: n.Name, DSO: n.DSO.Path, Verdict: n.DSO.Verdict.String(), Trusted: n.DSO.Trusted(),
+			Period: n.Period, Samples: n.Samples, Percent: pct, Children: graphNodes(t, n.Children, fractal), lbl: n.Label()})
+	}
+	return out
+}
+
+// graphChains lists the call chains of a graph (check.GraphFlat): one per
+// node where stacks end, heaviest first, as perf's flat and folded modes.
+func graphChains(t *check.TopTable, roots []*check.GraphNode) []graphChain {
+	var out []graphChain
+	var walk func(nodes []*check.GraphNode, path []string)
+	walk = func(nodes []*check.GraphNode, path []string) {
+		for _, n := range nodes {
+			p := append(path[:len(path):len(path)], n.Label())
+			if n.Ends > 0 {
+				out = append(out, graphChain{Frames: p, Period: n.Ends, Percent: t.Percent(n.Ends)})
+			}
+			walk(n.Children, p)
+		}
+	}
+	walk(roots, nil)
+	slices.SortStableFunc(out, func(a, b graphChain) int { return cmp.Compare(b.Period, a.Period) })
+	return out
+}
+
+// printGraph prints e's call graph under it in -g's mode: graph and
+// fractal as a tree (printNodes), flat as each chain's share and then its
+// frames one per line, folded as each chain's share and its frames joined
+// by semicolons on one line.
+func printGraph(w io.Writer, e topEntry, mode string) {
+	switch mode {
+	case "flat":
+		for _, c := range e.Chains {
+			fmt.Fprintf(w, "%11.2f%%\n", c.Percent)
+			for _, f := range c.Frames {
+				fmt.Fprintf(w, "%16s%s\n", "", f)
+			}
+		}
+	case "folded":
+		for _, c := range e.Chains {
+			fmt.Fprintf(w, "%.2f%% %s\n", c.Percent, strings.Join(c.Frames, ";"))
+		}
+	default:
+		printNodes(w, e.Graph, 4)
+	}
+}
+
+// printNodes prints a call graph under its entry, indented by indent: a
+// chain of single callers (or callees) on one column, as perf's graph,
+// and each branch two columns further in.
+func printNodes(w io.Writer, nodes []graphNode, indent int) {
+	for len(nodes) > 0 {
+		if len(nodes) == 1 {
+			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", nodes[0].Percent, nodes[0].lbl)
+			nodes = nodes[0].Children
+			continue
+		}
+		for _, n := range nodes {
+			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", n.Percent, n.lbl)
+			printNodes(w, n.Children, indent+2)
+		}
+		return
+	}
+}
