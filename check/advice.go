@@ -39,10 +39,10 @@ type recordingUser struct {
 // readOrigin reads what caseAdvice needs from the recording f (name is its
 // file, "" for a stream) and this machine.
 func readOrigin(f recording, name string, rec machine, h hostRoots) origin {
-	fs := f.Features()
+	feats := f.Features()
 	var o origin
 	o.elsewhere = otherMachine(rec, h.runningMachine())
-	if args, err := fs.CmdLine(); err == nil && !fs.Has(perfdata.FeatureBuildID) {
+	if args, err := feats.CmdLine(); err == nil && !feats.Has(perfdata.FeatureBuildID) {
 		o.noBuildID = recordedWithoutBuildIDs(args)
 	}
 	if name != "" && o.elsewhere == "" {
