@@ -295,6 +295,11 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
 
+	if o.ReportOnly {
+		// Its stacks and locations are signatures (dsoSignature).
+		res.Stacks, res.Locations = nil, nil
+		return res, nil
+	}
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = &s.aggs
 	return res, nil
