@@ -138,7 +138,10 @@ type Sample struct {
 	Time   uint64
 	Period uint64
 	Comm   string
-	Stack  *Stack
+	// Stack is the sample's stack: ID, trust and locations as the
+	// Result's stack of that ID, but the Stack itself and its Locations
+	// slice are reused like the Sample.
+	Stack *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. It is reused like the Sample.
