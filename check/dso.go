@@ -165,8 +165,10 @@ type Options struct {
 	NoSymbols bool
 	// Replay keeps what Result.EachSample needs to read the recording
 	// again (perfcheck script): the recording's file open, or a copy of a
-	// stream in a temporary file; Result.Close releases it. Memory stays
-	// bounded by the distinct stacks, not the samples.
+	// stream in a temporary file; Result.Close releases it. Samples are
+	// then counted by their DSOs, as with ReportOnly, so memory is bounded
+	// by the distinct locations, not the stacks or the samples, and
+	// Result.Stacks and Aggregates are empty.
 	Replay bool
 	// ReportOnly says the caller needs only Result.Report (perfcheck
 	// check): samples are then counted by where their frames are (the

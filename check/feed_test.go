@@ -42,7 +42,12 @@ func fingerprint(t *testing.T, res *Result) string {
 	}
 	if res.replay != nil {
 		require.NoError(t, res.EachSample(context.Background(), func(s *Sample) error {
-			fmt.Fprintf(&b, "sample %d %d %d %d %d %d %q %d %x\n", s.Event, s.PID, s.TID, s.CPU, s.Time, s.Period, s.Comm, s.Stack.ID, s.IPs)
+			fmt.Fprintf(&b, "sample %d %d %d %d %d %d %q %v %v %x", s.Event, s.PID, s.TID, s.CPU, s.Time, s.Period, s.Comm,
+				s.Stack.Trusted, s.Stack.LeafTrusted, s.IPs)
+			for _, l := range s.Stack.Locations() {
+				fmt.Fprintf(&b, " %s", l.raw())
+			}
+			b.WriteByte('\n')
 			return nil
 		}))
 	}

@@ -235,6 +235,26 @@ func mustDSO(t *testing.T, res *Result, path string, want Verdict) *DSO {
 // stacks (not from the DSO's own counter, to check that too).
 func samplesIn(res *Result, path string, leafOnly bool) uint64 {
 	var n uint64
+	if res.replay != nil {
+		// Options.Replay counts by DSO signature and keeps no
+		// aggregates: count the samples as EachSample reads them.
+		err := res.EachSample(context.Background(), func(s *Sample) error {
+			for i, l := range s.Stack.Locations() {
+				if leafOnly && i > 0 {
+					break
+				}
+				if l.DSO.Path == path {
+					n++
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			panic(err)
+		}
+		return n
+	}
 	for _, a := range res.Aggregates() {
 		for i, l := range a.Stack.Locations() {
 			if leafOnly && i > 0 {

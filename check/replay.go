@@ -147,12 +147,13 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var (
-		smp Sample
-		se  sampleEvent
-		us  unwind.UserStack
-		ss  = newSampleStack()
-		ips []uint64
-		n   uint64
+		smp  Sample
+		se   sampleEvent
+		us   unwind.UserStack
+		ss   = newSampleStack()
+		refs []int32
+		ips  []uint64
+		n    uint64
 	)
 	for i := 0; rs.Next(); i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
@@ -167,14 +168,14 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		if s.filter != nil && !s.filter.keep(s, &se) {
 			continue
 		}
-		id := s.stackOf(&se).stack
-		if int(id) >= len(res.Stacks) {
-			return n, fmt.Errorf("sample at byte offset %d: a stack the first reading did not see: the recording changed while it was read", r.Header().Offset)
+		pg, kg := s.tracker.Generation(se.PID)
+		refs = s.locsOf(&se, s.userFrames(&se), pg, kg, refs[:0])
+		if len(s.locs) > len(res.Locations) {
+			return n, fmt.Errorf("sample at byte offset %d: an address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
-		refs := s.stack(int(id))
 		ips = s.sampleAddrs(&se, len(refs), ips[:0])
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(res.Stacks[id], refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r}
 		n++
 		if err := fn(&smp); err != nil {
 			return n, stopError{err}
@@ -183,11 +184,10 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 	return n, rs.Err()
 }
 
-// sampleStack is the Stack EachSample hands over: a stack of the Result,
-// with its locations in a buffer reused from sample to sample. Asking the
-// Result's own stack for them (Stack.Locations) would build the location
-// pointers of every distinct stack at once, 8 bytes per frame of them all,
-// for the whole of the reading.
+// sampleStack is the Stack EachSample hands over, reused from sample to
+// sample: the Result keeps no stacks (the first reading counted samples by
+// their DSO signature), so each sample's is made of its locations as it is
+// read.
 type sampleStack struct {
 	set stackSet
 	st  Stack
@@ -199,15 +199,20 @@ func newSampleStack() *sampleStack {
 	return ss
 }
 
-// of returns st with the locations refs (the session's location ids,
-// which index locs).
-func (ss *sampleStack) of(st *Stack, refs []int32, locs []*Location) *Stack {
+// of returns the stack of the locations refs (the session's location ids,
+// which index locs), leaf first, with its trust.
+func (ss *sampleStack) of(refs []int32, locs []*Location) *Stack {
 	ptrs := ss.set.ptrs[:0]
-	for _, r := range refs {
-		ptrs = append(ptrs, locs[r])
+	ss.st = Stack{Trusted: true, LeafTrusted: true, n: int32(len(refs)), set: &ss.set}
+	for i, r := range refs {
+		l := locs[r]
+		ptrs = append(ptrs, l)
+		if !l.Trusted() {
+			ss.st.Trusted = false
+			ss.st.LeafTrusted = ss.st.LeafTrusted && i > 0
+		}
 	}
 	ss.set.ptrs = ptrs
-	ss.st = Stack{ID: st.ID, Trusted: st.Trusted, LeafTrusted: st.LeafTrusted, n: int32(len(refs)), set: &ss.set}
 	return &ss.st
 }
 

@@ -443,18 +443,7 @@ func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey 
 // resolved only when new. The entry is valid until the next call.
 func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
-	user := s.userBuf[:0]
-	if e.User != nil {
-		var unproven bool
-		user, unproven = s.unwindUser(e.PID, e.User, user)
-		s.userBuf = user
-		if len(user) > 0 && e.Mode == perfdata.CPUModeUser && user[0] == e.IP {
-			user = user[1:] // the leaf is the sample IP
-		}
-		if unproven && !s.replaying {
-			s.unprovenUnwinds++
-		}
-	}
+	user := s.userFrames(e)
 	var key rawKey
 	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
 		key = e.key
@@ -465,16 +454,9 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		return sl
 	}
 
-	refs := s.refBuf[:0]
-	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
-	for mode, ip := range e.chainFrames {
-		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
-	}
-	for _, ip := range user {
-		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
-	}
-	if s.opts.ReportOnly {
-		refs = dsoSignature(refs)
+	refs := s.locsOf(e, user, pg, kg, s.refBuf[:0])
+	if s.bySignature() {
+		refs = s.dsoSignature(refs)
 	}
 	s.refBuf = refs
 
@@ -488,6 +470,45 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	}
 	return s.raws.insert(key, id, rawCacheEntries)
 }
+
+// userFrames returns the user frames unwound from e's user stack copy
+// (--call-graph dwarf), without the leaf when it is the sample IP; nil
+// without a copy. They are in the session's buffer, valid until the next
+// call.
+func (s *session) userFrames(e *sampleEvent) []uint64 {
+	if e.User == nil {
+		return nil
+	}
+	user, unproven := s.unwindUser(e.PID, e.User, s.userBuf[:0])
+	s.userBuf = user
+	if len(user) > 0 && e.Mode == perfdata.CPUModeUser && user[0] == e.IP {
+		user = user[1:] // the leaf is the sample IP
+	}
+	if unproven && !s.replaying {
+		s.unprovenUnwinds++
+	}
+	return user
+}
+
+// locsOf appends to refs the location id of each frame of e, leaf first:
+// the sample IP, the callchain, then user, the frames unwound from its
+// user stack copy; pg and kg are its process's maps' generations.
+func (s *session) locsOf(e *sampleEvent, user []uint64, pg, kg uint64, refs []int32) []int32 {
+	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
+	for mode, ip := range e.chainFrames {
+		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
+	}
+	for _, ip := range user {
+		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
+	}
+	return refs
+}
+
+// bySignature reports whether samples are counted by their DSO signature
+// instead of their stack (dsoSignature): with Options.ReportOnly, which
+// needs no stacks, and with Options.Replay, whose EachSample resolves each
+// sample's locations again.
+func (s *session) bySignature() bool { return s.opts.ReportOnly || s.opts.Replay }
 
 // locOf returns the location id of ip in pid's address space for mode,
 // with pg and kg the maps' generations now (Tracker.Generation). A new raw
@@ -510,12 +531,15 @@ func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) in
 	return id
 }
 
-// dsoSignature turns a stack of Options.ReportOnly, whose locations are
-// one per DSO, into what the report counts: its leaf, then each of its
-// DSOs once, in order of location id. Stacks with the same signature have
-// the same hits and the same trust, and there are far fewer signatures
-// than stacks.
-func dsoSignature(refs []int32) []int32 {
+// dsoSignature turns the location ids of a sample's frames into what the
+// DSOs' hits and the trust figures count (session.bySignature): the
+// leaf's DSO, then each of its DSOs once, in order of DSO index. Stacks
+// with the same signature have the same hits and the same trust, and
+// there are far fewer signatures than stacks.
+func (s *session) dsoSignature(refs []int32) []int32 {
+	for i, r := range refs {
+		refs[i] = s.locs[r].dso
+	}
 	if len(refs) < 2 {
 		return refs
 	}
