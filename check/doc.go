@@ -35,6 +35,10 @@
 //     recording when Options.Replay was set (script); Result.Close
 //     releases what that kept.
 //
+// Options.ReportOnly (check) and Options.Replay count samples by their
+// DSOs instead of their stacks, so their Results have no stacks and no
+// aggregates.
+//
 // Memory is bounded by the number of distinct stacks and threads, not of
 // samples: stacks are deduplicated by their resolved content, each
 // distinct location is symbolized once, in parallel, and EachSample hands
