@@ -133,6 +133,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 		}
 		opts.NoSymbols = true
 	}
+	if opts.OnSample != nil && (opts.Replay || opts.ReportOnly) {
+		return nil, errors.New("check: Options.OnSample excludes Replay and ReportOnly")
+	}
+	if opts.OnSample != nil && !src.liveStream() {
+		return analyzeThenReplay(ctx, src, opts)
+	}
 	o, err := src.open(opts.Replay)
 	if err != nil {
 		return nil, err
@@ -200,9 +206,16 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	// their report, marked partial, with the error. Only cancellation
 	// returns nothing.
 	var readErr error
-	if err := s.feed(ctx, f); err != nil {
+	feed := s.feed
+	if opts.OnSample != nil {
+		feed = s.feedLive
+	}
+	if err := feed(ctx, f); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, err
+		}
+		if errors.Is(err, errStop) {
+			return nil, nil, err.(stopError).err
 		}
 		readErr = nameError(name, err)
 	}
@@ -218,6 +231,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		return nil, nil, err
 	}
 	res.File = name
+	if s.live != nil {
+		res.Changed = s.live.changes()
+	}
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
 	res.ReadWarnings = f.Warnings()

@@ -144,7 +144,6 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 	s.replaying = true
 	defer func() { s.replaying = false }()
 	s.resetMaps()
-	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var (
 		smp  Sample
@@ -164,6 +163,9 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 			s.update(rs.Record())
 			continue
 		}
+		// Asked per sample: a stream describes its events (attrs,
+		// names) as it goes.
+		events := f.Events()
 		replayEvent(&se, &us, r, events)
 		if s.filter != nil && !s.filter.keep(s, &se) {
 			continue
@@ -175,7 +177,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		}
 		ips = s.sampleAddrs(&se, len(refs), ips[:0])
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r, Events: events}
 		n++
 		if err := fn(&smp); err != nil {
 			return n, stopError{err}
