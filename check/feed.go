@@ -176,6 +176,13 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 			}
 		}
 		if r, ok := rs.Record().(*perfdata.Sample); ok {
+			if r.EventIndex >= len(events) {
+				// A stream (perfdata.Reader) learns its events from the
+				// attr records as they pass, after f.Events was first
+				// asked: without them a sample's user registers could
+				// not be read and its stack copy would go unwound.
+				events = f.Events()
+			}
 			b = s.addSample(b, r, events, handoff)
 			continue
 		}
