@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/dso"
 	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
@@ -137,4 +138,61 @@ func TestRealDwarfUnwindPipe(t *testing.T) {
 	require.NotZero(t, compared)
 	assert.GreaterOrEqual(t, same, compared*95/100, "samples unwound as perf script does")
 	assert.GreaterOrEqual(t, deep, compared*95/100, "samples unwound past their leaf")
+}
+
+// A stream's HEADER_BUILD_ID records (perf inject -b writes one before
+// the first sample in each DSO) prove a binary for unwinding as they
+// arrive, as a file's table does: with the library replaced on disk after
+// the recording and the one that ran in perf's cache, the stream unwinds
+// through it exactly as the same bytes read by name. (Before, the stream
+// took them only at its end: its walks stopped at the library, judged by
+// device and inode, while the file form unwound with the cached copy.)
+func TestRealDwarfUnwindPipeBuildIDRecords(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	lib, bin := w.path("libwork.so"), w.path("app")
+	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
+	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
+	raw := w.path("raw.data")
+	w.recordPipe(raw, bin, Options{})
+	data := w.path("inject.data")
+	require.NoError(t, w.again("perf", func() error {
+		in, err := os.Open(raw)
+		require.NoError(t, err)
+		defer in.Close()
+		out, err := os.Create(data)
+		require.NoError(t, err)
+		defer out.Close()
+		cmd := exec.Command("perf", "inject", "-b", "-o", "-")
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout = w.dir, fixtures.PerfEnv(w.home), in, out
+		return cmd.Run()
+	}))
+	w.run(nil, "perf", "buildid-cache", "-a", lib) // into the test's own HOME
+	w.gcc(lib, libV2, "-shared", "-fPIC", "-fomit-frame-pointer")
+
+	opts := Options{KeepSamples: true, Lookup: buildidcache.Options{BuildIDDir: w.cache()}}
+	byName := w.analyze(data, opts)
+	f, err := os.Open(data)
+	require.NoError(t, err)
+	defer f.Close()
+	// Through an io.Reader that is not the file: a pipe, no mtime.
+	stream, err := Analyze(context.Background(), Stream(struct{ io.Reader }{f}, "-"), withSystemSymbols(opts))
+	require.NoError(t, err)
+	for _, res := range []*Result{byName, stream} {
+		mustDSO(t, res, lib, Verified)
+		require.Zero(t, res.UnprovenUnwinds, "no walk stops at the replaced library")
+	}
+	want := sampleStacks(t, byName)
+	assert.Equal(t, want, sampleStacks(t, stream))
+	through := 0
+	for _, frames := range want {
+		for i, fr := range frames[:max(len(frames)-1, 0)] {
+			if strings.HasPrefix(fr, "libwork.so+") && strings.HasPrefix(frames[i+1], "app+") {
+				through++
+				break
+			}
+		}
+	}
+	t.Logf("%d of %d samples unwound from the library into the program", through, len(want))
+	assert.Greater(t, through, 10, "samples unwound from the library into the program")
 }
