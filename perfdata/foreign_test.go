@@ -3,9 +3,12 @@ package perfdata
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,6 +166,69 @@ func TestZeroedDataSize(t *testing.T) {
 			assert.Equal(t, wantHost, host)
 			require.Len(t, f.Warnings(), 1)
 			assert.Contains(t, f.Warnings()[0], "the header's data size is 0, but the feature section table follows the records")
+		})
+	}
+}
+
+// recordList is every record of rs as "TYPE@OFFSET", in file order.
+func recordList(t *testing.T, rs *Records) []string {
+	t.Helper()
+	var out []string
+	for rs.Next() {
+		r := rs.Record()
+		out = append(out, fmt.Sprintf("%v@%d", r.Type(), r.Header().Offset))
+	}
+	require.NoError(t, rs.Err())
+	return out
+}
+
+// TestZeroedDataSizeStream: the same zeroed recordings (built from real
+// recordings by clearing the header's data size, the u64 at offset 48)
+// read as a stream (cat perf.data | perfcheck ...) give the original's
+// records, offset for offset, stop where the feature section table begins
+// instead of decoding it as records, and keep their features, whatever
+// the sizes of the reads that deliver the bytes. Cut at the table, as a
+// perf record killed before it rewrote the header leaves it, the stream
+// gives the same records and says that perf did not exit cleanly.
+func TestZeroedDataSizeStream(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
+			require.NoError(t, err)
+			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			require.NoError(t, err)
+			want := recordList(t, orig.Records(RecordsOptions{}))
+			wantHost, err := orig.Features().Hostname()
+			require.NoError(t, err)
+			off, size := orig.DataRange()
+
+			z := bytes.Clone(b)
+			clear(z[48:56])
+			for _, in := range []struct {
+				name string
+				r    io.Reader
+			}{
+				{"whole", bytes.NewReader(z)},
+				{"one byte at a time", iotest.OneByteReader(bytes.NewReader(z))},
+				{"a pipe", struct{ io.Reader }{iotest.HalfReader(bytes.NewReader(z))}},
+			} {
+				r, err := NewReader(in.r)
+				require.NoError(t, err, in.name)
+				assert.Equal(t, want, recordList(t, r.Records(RecordsOptions{})), in.name)
+				host, err := r.Features().Hostname()
+				require.NoError(t, err, in.name)
+				assert.Equal(t, wantHost, host, in.name)
+				require.Len(t, r.Warnings(), 1, in.name)
+				assert.Contains(t, r.Warnings()[0], fmt.Sprintf("the header's data size is 0, but the feature section table follows the records at offset %d", off+size), in.name)
+			}
+
+			killed, err := NewReader(bytes.NewReader(z[:off+size]))
+			require.NoError(t, err)
+			assert.Equal(t, want, recordList(t, killed.Records(RecordsOptions{})))
+			require.Len(t, killed.Warnings(), 1)
+			assert.Contains(t, killed.Warnings()[0], "perf record did not exit cleanly")
 		})
 	}
 }
