@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"testing/iotest"
 
@@ -68,7 +69,7 @@ func TestSimpleperfTracingData(t *testing.T) {
 }
 
 // TestSimpleperfPrivateRecords: simpleperf's own CALLCHAIN records come
-// back named, as *Unknown, between the records perf knows.
+// back named, decoded, between the records perf knows.
 func TestSimpleperfPrivateRecords(t *testing.T) {
 	t.Parallel()
 	n, _ := countTypes(t, fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
@@ -78,6 +79,95 @@ func TestSimpleperfPrivateRecords(t *testing.T) {
 	assert.False(t, RecordSchedstatDomain.IsSimpleperf())
 	assert.Equal(t, "simpleperf:CALLCHAIN", RecordSimpleperfCallchain.String())
 	assert.Equal(t, "type(40000)", RecordType(40000).String())
+}
+
+// simpleperfChains reads simpleperf--perf_with_callchain_record.data (an
+// aarch64 recording by simpleperf record -g) with opts, and returns each
+// sample's callchain after its PERF_CONTEXT_USER marker, whether the sample
+// IP is in user mode, and the joined chain written for it (nil if none),
+// by time, with the join's counts.
+func simpleperfChains(t *testing.T, opts RecordsOptions) (user, joined map[uint64][]uint64, userMode map[uint64]bool, c Callchains) {
+	t.Helper()
+	f, err := Open(fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	require.NoError(t, err)
+	defer f.Close()
+	user, joined, userMode = map[uint64][]uint64{}, map[uint64][]uint64{}, map[uint64]bool{}
+	rs := f.Records(opts)
+	for rs.Next() {
+		switch r := rs.Record().(type) {
+		case *SimpleperfCallchain:
+			assert.Equal(t, uint32(11237), r.PID)
+			assert.Equal(t, r.PID, r.TID)
+			require.Len(t, r.SPs, len(r.IPs))
+			if r.ChainType == ChainJoinedOffline {
+				joined[r.Time] = slices.Clone(r.IPs)
+			} else {
+				assert.Equal(t, ChainOriginalOffline, r.ChainType)
+			}
+		case *Sample:
+			userMode[r.Time()] = r.CPUMode() == CPUModeUser
+			if i := slices.Index(r.Callchain, ContextUser); i >= 0 {
+				user[r.Time()] = slices.Clone(r.Callchain[i+1:])
+			}
+		}
+	}
+	require.NoError(t, rs.Err())
+	return user, joined, userMode, rs.Callchains()
+}
+
+// TestSimpleperfCallchainJoin: each of simpleperf's joined CALLCHAIN
+// records is met by its sample (same thread and time, the next record of
+// the thread), and the sample's user callchain is that chain as
+// simpleperf's record command wrote it (every return address moved back
+// into its call instruction, 2 bytes on aarch64, but the sample's own IP:
+// SampleRecord::AdjustCallChainGeneratedByKernel); the chains as unwound
+// before joining are skipped. Cut to its first user frame (as a stack the
+// kernel or the unwinder cut short), a sample gets the joined chain, as
+// simpleperf's UpdateUserCallChain gives it.
+func TestSimpleperfCallchainJoin(t *testing.T) {
+	t.Parallel()
+	user, joined, userMode, c := simpleperfChains(t, RecordsOptions{Ordered: true})
+	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c)
+	require.Len(t, joined, 20)
+	for tm, j := range joined {
+		u, ok := user[tm]
+		require.True(t, ok, "the sample at %d has a user callchain", tm)
+		require.Len(t, u, len(j), "at %d", tm)
+		for i := range j {
+			want := j[i] - 2
+			if i == 0 && userMode[tm] {
+				want = j[i]
+			}
+			assert.Equal(t, want, u[i], "at %d, frame %d", tm, i)
+		}
+	}
+	_, _, _, c = simpleperfChains(t, RecordsOptions{SkipSampleArrays: true})
+	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c, "the counts without the samples' arrays")
+
+	// The join itself on a sample of the recording cut short.
+	f, err := Open(fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	require.NoError(t, err)
+	defer f.Close()
+	rs := f.Records(RecordsOptions{})
+	var chain *SimpleperfCallchain
+	for rs.Next() {
+		if r, ok := rs.Record().(*SimpleperfCallchain); ok && r.ChainType == ChainJoinedOffline && len(r.IPs) > 2 {
+			chain = r
+			break
+		}
+	}
+	require.NotNil(t, chain)
+	var j callchainJoin
+	j.take(chain)
+	var s Sample
+	s.SampleID.PID, s.SampleID.TID, s.SampleID.Time = chain.PID, chain.TID, chain.Time
+	kernel := []uint64{ContextKernel, 0xffffff8088ead6a8}
+	s.Callchain = append(slices.Clone(kernel), ContextUser, chain.IPs[0])
+	j.apply(&s, true)
+	assert.Equal(t, append(append(kernel, ContextUser), chain.IPs...), s.Callchain)
+	assert.Equal(t, Callchains{Joined: 1, Lengthened: 1}, j.counts)
+	j.apply(&s, true)
+	assert.Equal(t, Callchains{Joined: 1, Lengthened: 1}, j.counts, "a chain serves one sample")
 }
 
 // TestVersion1File: a version-1 file (PERFFILE, written by RHEL 6's perf

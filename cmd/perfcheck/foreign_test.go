@@ -27,14 +27,17 @@ func foreignFile(t *testing.T, name string) string {
 
 // TestStatsUncountedSimpleperf: simpleperf's own CALLCHAIN records, at
 // which perf report stops, are read past and counted apart from perf's
-// figures, in stats (text and JSON) and info.
+// figures, in stats (text and JSON) and info, which also say what they
+// were used for: each joined chain gives its sample's user callchain, the
+// chains as unwound before joining are skipped.
 func TestStatsUncountedSimpleperf(t *testing.T) {
 	t.Parallel()
 	data := foreignFile(t, "simpleperf--perf_with_callchain_record.data")
 	out, errs, code := runCmd(t, "stats", data)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "           TOTAL events:         70\n")
-	assert.Contains(t, out, "\nNot counted (types perf does not read):\nsimpleperf:CALLCHAIN events:         40\n")
+	const used = "20 joined chains used for their samples' user callchains; skipped: 20 chains as unwound before joining, 0 joined chains no sample met\n"
+	assert.Contains(t, out, "\nNot counted (types perf does not read):\nsimpleperf:CALLCHAIN events:         40\nsimpleperf:CALLCHAIN: "+used)
 
 	out, errs, code = runCmd(t, "stats", "--json", data)
 	require.Equal(t, exitOK, code, errs)
@@ -42,10 +45,16 @@ func TestStatsUncountedSimpleperf(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
 	assert.Equal(t, uint64(70), s.Total)
 	assert.Equal(t, []statsTypeJSON{{Type: "simpleperf:CALLCHAIN", ID: 32775, Count: 40}}, s.Uncounted)
+	assert.Equal(t, &callchainsJSON{Joined: 20, Originals: 20}, s.Callchains)
 
 	out, errs, code = runCmd(t, "info", data)
 	require.Equal(t, exitOK, code, errs)
-	assert.Contains(t, out, "records:     70, and 40 that perf does not read (simpleperf:CALLCHAIN 40)\n")
+	assert.Contains(t, out, "records:     70, and 40 that perf does not read (simpleperf:CALLCHAIN 40)\ncallchains:  "+used)
+
+	// A recording perf wrote has none.
+	out, errs, code = runCmd(t, "info", ckFixture(t, "cshared-fp.data"))
+	require.Equal(t, exitOK, code, errs)
+	assert.NotContains(t, out, "callchains:")
 }
 
 // TestStatsSimpleperfTracingData: the two simpleperf files whose
