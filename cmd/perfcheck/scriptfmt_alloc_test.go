@@ -23,8 +23,8 @@ func TestScriptFormatAllocs(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "cshared-dwarf.data", "goprog.data", "twoevents.data"} {
 		t.Run(name, func(t *testing.T) {
 			res, err := check.Analyze(context.Background(), check.Path(filepath.Join(fixturesDir, name)), check.Options{
-				KeepSamples: true,
-				Lookup:      buildidcache.Options{BuildIDDir: "-", DebuginfodURLs: []string{}},
+				Replay: true,
+				Lookup: buildidcache.Options{BuildIDDir: "-", DebuginfodURLs: []string{}},
 			})
 			require.NoError(t, err)
 			a := &analysis{res: res}
@@ -34,7 +34,7 @@ func TestScriptFormatAllocs(t *testing.T) {
 			require.NoError(t, err)
 			sf.inlines, sf.trust = true, true
 			var samples []check.Sample
-			require.NoError(t, res.EachSample(func(s *check.Sample) error {
+			require.NoError(t, res.EachSample(context.Background(), func(s *check.Sample) error {
 				c := *s
 				c.IPs = slices.Clone(s.IPs) // EachSample reuses them
 				samples = append(samples, c)
