@@ -44,6 +44,7 @@ func (w *world) recordPipe(data, bin string, opts Options) *Result {
 			return err
 		}
 		require.NoError(w.t, aerr, "analyzing perf's output as it streams")
+		w.t.Cleanup(func() { r.Close() })
 		res = r
 		return nil
 	})
@@ -56,7 +57,7 @@ func (w *world) recordPipe(data, bin string, opts Options) *Result {
 func sampleStacks(t *testing.T, res *Result) map[sampleKey][]string {
 	t.Helper()
 	out := map[sampleKey][]string{}
-	require.NoError(t, res.EachSample(func(s *Sample) error {
+	require.NoError(t, res.EachSample(context.Background(), func(s *Sample) error {
 		var frames []string
 		for _, l := range s.Stack.Locations() {
 			frames = append(frames, dso.BaseName(l.DSO.Path)+"+0x"+strconv.FormatUint(l.Offset, 16))
@@ -80,7 +81,7 @@ func TestRealDwarfUnwindPipe(t *testing.T) {
 	w.gcc(lib, libV1, "-shared", "-fPIC", "-fomit-frame-pointer")
 	w.gcc(bin, libMain, "-L"+w.dir, "-lwork", "-Wl,-rpath,"+w.dir, "-fomit-frame-pointer")
 	data := w.path("pipe.data")
-	opts := Options{KeepSamples: true}
+	opts := Options{Replay: true}
 	live := w.recordPipe(data, bin, opts)
 	byName := w.analyze(data, opts)
 	f, err := os.Open(data)
@@ -88,6 +89,7 @@ func TestRealDwarfUnwindPipe(t *testing.T) {
 	defer f.Close()
 	stdin, err := Analyze(context.Background(), Stream(f, "-"), withSystemSymbols(opts))
 	require.NoError(t, err)
+	defer stdin.Close()
 
 	// No build-id table in a pipe from perf 6.1 and none in MMAP2
 	// without --buildid-mmap: device and inode prove the binaries.
@@ -109,7 +111,7 @@ func TestRealDwarfUnwindPipe(t *testing.T) {
 	}
 	require.Len(t, perfByKey, len(want), "samples")
 	same, compared, deep := 0, 0, 0
-	require.NoError(t, live.EachSample(func(s *Sample) error {
+	require.NoError(t, live.EachSample(context.Background(), func(s *Sample) error {
 		var got []string
 		for _, l := range s.Stack.Locations() {
 			if l.DSO.Kind != dso.Kernel && l.DSO.Kind != dso.Unknown {
@@ -170,7 +172,7 @@ func TestRealDwarfUnwindPipeBuildIDRecords(t *testing.T) {
 	w.run(nil, "perf", "buildid-cache", "-a", lib) // into the test's own HOME
 	w.gcc(lib, libV2, "-shared", "-fPIC", "-fomit-frame-pointer")
 
-	opts := Options{KeepSamples: true, Lookup: buildidcache.Options{BuildIDDir: w.cache()}}
+	opts := Options{Replay: true, Lookup: buildidcache.Options{BuildIDDir: w.cache()}}
 	byName := w.analyze(data, opts)
 	f, err := os.Open(data)
 	require.NoError(t, err)
@@ -178,6 +180,7 @@ func TestRealDwarfUnwindPipeBuildIDRecords(t *testing.T) {
 	// Through an io.Reader that is not the file: a pipe, no mtime.
 	stream, err := Analyze(context.Background(), Stream(struct{ io.Reader }{f}, "-"), withSystemSymbols(opts))
 	require.NoError(t, err)
+	defer stream.Close()
 	for _, res := range []*Result{byName, stream} {
 		mustDSO(t, res, lib, Verified)
 		require.Zero(t, res.UnprovenUnwinds, "no walk stops at the replaced library")

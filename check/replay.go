@@ -162,6 +162,9 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 			s.update(rs.Record())
 			continue
 		}
+		if r.EventIndex >= len(events) {
+			events = f.Events() // a stream's, learnt as its attrs pass (feed.go's read)
+		}
 		replayEvent(&se, &us, r, events)
 		if s.filter != nil && !s.filter.keep(s, &se) {
 			continue

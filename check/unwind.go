@@ -71,16 +71,10 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 		return d.cfi
 	}
 	d.cfiRead = true
-	paths, why := s.cfiFiles(d)
-	if why != "" {
-		d.cfiWhy = why
+	var paths []string
+	paths, d.cfiWhy = s.cfiFiles(d)
+	if d.cfiWhy != "" {
 		return nil
-	}
-	if d.unwindStops > 0 {
-		// Decided again once a stream brought a build-id
-		// (streamBuildID): the samples that stopped before keep the
-		// reason they stopped for.
-		d.cfiWhy += " (until the stream brought its build-id)"
 	}
 	var errs []string
 	for _, p := range paths {
@@ -234,16 +228,11 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 // streamBuildID takes a HEADER_BUILD_ID record met while reading a stream
 // (perf inject -b writes one before the first sample in each DSO; older
 // perf wrote them all at the end): from now on it proves its binary for
-// unwinding as the table of a file does. A DSO of that path whose CFI was
-// refused before it arrived is decided again; the samples that stopped
-// there keep their reason.
+// unwinding as the table of a file does. A DSO already decided keeps its
+// decision: every walk through it, in this reading and in a replay
+// (EachSample), then stops or goes on alike.
 func (s *session) streamBuildID(e perfdata.BuildIDEntry) {
 	s.addBuildIDs([]perfdata.BuildIDEntry{e})
-	for _, d := range s.dsos {
-		if d.cfiRead && d.cfi == nil && d.Path == e.Filename && len(d.BuildID) == 0 {
-			d.cfiRead = false
-		}
-	}
 }
 
 // unwindContext makes ctx the one cfiFor's lookups run under until the
