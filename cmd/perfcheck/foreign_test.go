@@ -83,15 +83,21 @@ const foreignDir = "foreign"
 // were found by walking the data section by header.size with a separate
 // script, independently of perfcheck (the zstd-compressed
 // perfparser--cpp-inlining.perf.data excepted: its 31 outer records were
-// walked so, the 585 inner ones are perfcheck's).
-var foreignCounts = map[string]struct{ total, samples, uncounted uint64 }{
-	"hotspot--perf.data.PerfFormatLost":           {421, 34, 0},
-	"perfparser--cpp-inlining.perf.data":          {585, 539, 0},
-	"simpleperf--lbr_perf_lbr.data":               {101, 19, 0},
-	"simpleperf--perf_sched_stat_runtime.data":    {17438, 2430, 0},
-	"simpleperf--perf_with_callchain_record.data": {70, 21, 40},
-	"simpleperf--perf_with_trace_offcpu_v2.data":  {2081, 304, 0},
-	"simpleperf--perf_with_tracepoint_event.data": {107, 45, 0},
+// walked so, the 585 inner ones are perfcheck's). chains is what
+// simpleperf's CALLCHAIN records were used for, nil when there are none:
+// the 40 are 20 pairs, an original and a joined chain written just
+// before the sample of their thread and time.
+var foreignCounts = map[string]struct {
+	total, samples, uncounted uint64
+	chains                    *callchainsJSON
+}{
+	"hotspot--perf.data.PerfFormatLost":           {421, 34, 0, nil},
+	"perfparser--cpp-inlining.perf.data":          {585, 539, 0, nil},
+	"simpleperf--lbr_perf_lbr.data":               {101, 19, 0, nil},
+	"simpleperf--perf_sched_stat_runtime.data":    {17438, 2430, 0, nil},
+	"simpleperf--perf_with_callchain_record.data": {70, 21, 40, &callchainsJSON{Joined: 20, Originals: 20}},
+	"simpleperf--perf_with_trace_offcpu_v2.data":  {2081, 304, 0, nil},
+	"simpleperf--perf_with_tracepoint_event.data": {107, 45, 0, nil},
 }
 
 // foreignBuildIDs replaces perf 6.1's buildid-list output where it is
@@ -166,6 +172,7 @@ func TestConformanceForeign(t *testing.T) {
 			assert.Equal(t, wc.total, s.Total, "TOTAL")
 			assert.Equal(t, wc.samples, samples, "SAMPLE")
 			assert.Equal(t, wc.uncounted, uncounted, "records perf does not count")
+			assert.Equal(t, wc.chains, s.Callchains, "simpleperf's CALLCHAIN records used and skipped")
 			assert.Empty(t, s.Error)
 		})
 		if fi, err := os.Stat(c.stats); err == nil && fi.Size() == 0 {
