@@ -127,6 +127,12 @@ func regularFileInfo(st os.FileInfo, err error) recInfo {
 // nil Result comes only with errors that leave nothing to report (the file
 // cannot be opened, its header is malformed, ctx was cancelled).
 func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
+	if opts.ReportOnly {
+		if opts.Replay {
+			return nil, errors.New("check: Options.ReportOnly and Options.Replay exclude each other")
+		}
+		opts.NoSymbols = true
+	}
 	o, err := src.open(opts.Replay)
 	if err != nil {
 		return nil, err

@@ -150,6 +150,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		smp Sample
 		se  sampleEvent
 		us  unwind.UserStack
+		ss  = newSampleStack()
 		ips []uint64
 		n   uint64
 	)
@@ -173,15 +174,44 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		if int(id) >= len(res.Stacks) {
 			return n, fmt.Errorf("sample at byte offset %d: a stack the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
-		ips = s.sampleAddrs(&se, len(s.stack(int(id))), ips[:0])
+		refs := s.stack(int(id))
+		ips = s.sampleAddrs(&se, len(refs), ips[:0])
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: res.Stacks[id], IPs: ips, Addr: r.Addr, Record: r}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(res.Stacks[id], refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r}
 		n++
 		if err := fn(&smp); err != nil {
 			return n, stopError{err}
 		}
 	}
 	return n, rs.Err()
+}
+
+// sampleStack is the Stack EachSample hands over: a stack of the Result,
+// with its locations in a buffer reused from sample to sample. Asking the
+// Result's own stack for them (Stack.Locations) would build the location
+// pointers of every distinct stack at once, 8 bytes per frame of them all,
+// for the whole of the reading.
+type sampleStack struct {
+	set stackSet
+	st  Stack
+}
+
+func newSampleStack() *sampleStack {
+	ss := new(sampleStack)
+	ss.set.once.Do(func() {}) // its ptrs are set per sample, never expanded
+	return ss
+}
+
+// of returns st with the locations refs (the session's location ids,
+// which index locs).
+func (ss *sampleStack) of(st *Stack, refs []int32, locs []*Location) *Stack {
+	ptrs := ss.set.ptrs[:0]
+	for _, r := range refs {
+		ptrs = append(ptrs, locs[r])
+	}
+	ss.set.ptrs = ptrs
+	ss.st = Stack{ID: st.ID, Trusted: st.Trusted, LeafTrusted: st.LeafTrusted, n: int32(len(refs)), set: &ss.set}
+	return &ss.st
 }
 
 // resetMaps forgets the address spaces, and what was keyed by their

@@ -138,7 +138,10 @@ type Sample struct {
 	Time   uint64
 	Period uint64
 	Comm   string
-	Stack  *Stack
+	// Stack is the sample's stack: ID, trust and locations as the
+	// Result's stack of that ID, but the Stack itself and its Locations
+	// slice are reused like the Sample.
+	Stack *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. It is reused like the Sample.
@@ -295,6 +298,11 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
 
+	if o.ReportOnly {
+		// Its stacks and locations are signatures (dsoSignature).
+		res.Stacks, res.Locations = nil, nil
+		return res, nil
+	}
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = &s.aggs
 	return res, nil

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -472,6 +473,9 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	for _, ip := range user {
 		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
 	}
+	if s.opts.ReportOnly {
+		refs = dsoSignature(refs)
+	}
 	s.refBuf = refs
 
 	// Deduplicate the stack by its resolved content.
@@ -497,9 +501,27 @@ func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) in
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
 		return m.id
 	}
-	id := s.loc(s.resolve(pid, mode, ip))
+	r := s.resolve(pid, mode, ip)
+	if s.opts.ReportOnly {
+		r.off = 0 // one location per DSO (dsoSignature)
+	}
+	id := s.loc(r)
 	*m = locMemo{ip: ip, pg: pg, kg: kg, pid: pid, mode: mode, id: id, ok: true}
 	return id
+}
+
+// dsoSignature turns a stack of Options.ReportOnly, whose locations are
+// one per DSO, into what the report counts: its leaf, then each of its
+// DSOs once, in order of location id. Stacks with the same signature have
+// the same hits and the same trust, and there are far fewer signatures
+// than stacks.
+func dsoSignature(refs []int32) []int32 {
+	if len(refs) < 2 {
+		return refs
+	}
+	rest := refs[1:]
+	slices.Sort(rest)
+	return append(refs[:1], slices.Compact(rest)...)
 }
 
 // locMemo is one entry of session.locMemo.
