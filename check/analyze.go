@@ -219,6 +219,11 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		}
 		readErr = nameError(name, err)
 	}
+	if _, ok := f.(*perfdata.Reader); ok {
+		// A stream's build-id records were taken as they came
+		// (streamBuildID), and its features hold them again.
+		early = len(s.buildIDs)
+	}
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err
 	}
