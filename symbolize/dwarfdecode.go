@@ -180,6 +180,13 @@ func (w *unitWalk) walk(cu *dwarf.Entry) error {
 			if err != nil {
 				return err
 			}
+			if id < 0 && e.has&hasDecl != 0 {
+				// A declaration's children are its parameters.
+				if err := dw.skipChildren(&e); err != nil {
+					return err
+				}
+				continue
+			}
 			if id >= 0 {
 				top.encl = id
 			}
