@@ -16,7 +16,7 @@ func TestFilterBeforeAggregation(t *testing.T) {
 	t.Parallel()
 	analyze := func(f Filter) *Result {
 		t.Helper()
-		opts := Options{NoSymbols: true, KeepSamples: true, Filter: f,
+		opts := Options{NoSymbols: true, Replay: true, Filter: f,
 			Lookup: buildidcache.Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}}}
 		res, err := Analyze(context.Background(), Path("../testdata/perf/threads.data"), opts)
 		require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestFilterBeforeAggregation(t *testing.T) {
 			assert.Equal(t, tid, ag.TID)
 			aggs += ag.Samples
 		}
-		require.NoError(t, res.EachSample(func(s *Sample) error {
+		require.NoError(t, res.EachSample(context.Background(), func(s *Sample) error {
 			assert.Equal(t, tid, s.TID)
 			kept++
 			return nil

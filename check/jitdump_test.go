@@ -163,7 +163,7 @@ func jitSelf(t *testing.T, res *Result) map[string]TopEntry {
 func scriptLeaves(t *testing.T, res *Result) map[string]int {
 	t.Helper()
 	m := map[string]int{}
-	if err := res.EachSample(func(s *Sample) error {
+	if err := res.EachSample(context.Background(), func(s *Sample) error {
 		if len(s.Stack.Locations()) > 0 {
 			m[s.Stack.Locations()[0].String()]++
 		}
@@ -193,7 +193,7 @@ func TestRealJitdump(t *testing.T) {
 	data := j.inject("jit-injected.data")
 
 	t.Run("injected", func(t *testing.T) {
-		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, Replay: true})
 		for i, so := range j.sos {
 			d := mustDSO(t, res, so, Verified)
 			if d.BuildIDSource != "header" || d.BuildID.String() != j.bids[i].String() {
@@ -288,7 +288,7 @@ func TestRealJitdump(t *testing.T) {
 		}
 	}
 	t.Run("cache-emptied", func(t *testing.T) {
-		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, KeepSamples: true})
+		res := analyzeT(t, data, Options{Lookup: buildidcache.Options{BuildIDDir: j.cache()}, Replay: true})
 		assertJITMissing(t, j, res)
 		perfLeaves := j.perfLeafCounts(data)
 		for _, n := range jitNames {

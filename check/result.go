@@ -129,8 +129,7 @@ type Aggregate struct {
 	Period  uint64
 }
 
-// Sample is one sample, replayed from a Result kept with
-// Options.KeepSamples.
+// Sample is one sample as Result.EachSample reads it again.
 type Sample struct {
 	Event  int
 	PID    uint32 // as in Aggregate
@@ -139,7 +138,10 @@ type Sample struct {
 	Time   uint64
 	Period uint64
 	Comm   string
-	Stack  *Stack
+	// Stack is the sample's stack: ID, trust and locations as the
+	// Result's stack of that ID, but the Stack itself and its Locations
+	// slice are reused like the Sample.
+	Stack *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. It is reused like the Sample.
@@ -147,6 +149,8 @@ type Sample struct {
 	// Addr is PERF_SAMPLE_ADDR (a data address with perf record -d),
 	// 0 when the sample's event did not record it.
 	Addr uint64
+	// Record is the sample as read, with every field it recorded.
+	Record *perfdata.Sample
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -204,9 +208,8 @@ type Result struct {
 
 	aggOnce sync.Once
 	aggs    []Aggregate
-	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
-	kept    []compactSample
-	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
+	aggSrc  *aggTable     // the session's aggregates, until Aggregates builds aggs
+	replay  *replaySource // with Options.Replay: what EachSample reads
 
 	firstMaps firstMaps // each DSO's first executable mapping
 	segMu     sync.Mutex
@@ -257,33 +260,6 @@ func (r *Result) buildAggregates() {
 	})
 }
 
-// EachSample calls fn for every sample in delivery order (perf's time
-// order). The *Sample is reused: it is valid only until fn returns. It
-// needs Options.KeepSamples; without it, it returns an error. An error from
-// fn stops the iteration and is returned.
-func (r *Result) EachSample(fn func(*Sample) error) error {
-	if !r.opts.KeepSamples {
-		return fmt.Errorf("check: samples were not kept (Options.KeepSamples)")
-	}
-	var s Sample
-	for i, c := range r.kept {
-		s = Sample{Event: int(c.event), PID: c.pid, TID: c.tid, CPU: c.cpu, Time: c.time, Period: c.period,
-			Comm: r.comm(c.comm), Stack: r.Stacks[c.stack]}
-		if r.ips != nil && i < len(r.ips.ids) {
-			s.IPs = r.ips.seqs[r.ips.ids[i]]
-		}
-		if r.ips != nil && i < len(r.ips.addrs) {
-			s.Addr = r.ips.addrs[i]
-		}
-		if err := fn(&s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *Result) comm(i int32) string { return r.comms[i] }
-
 // finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
 // allows it (each once, in parallel), and counts trusted samples.
@@ -309,7 +285,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms}
 	s.buildStacks(res, touched, stackSamples)
 	if lookups != nil {
 		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
@@ -322,6 +298,11 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
 
+	if o.ReportOnly {
+		// Its stacks and locations are signatures (dsoSignature).
+		res.Stacks, res.Locations = nil, nil
+		return res, nil
+	}
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = &s.aggs
 	return res, nil
