@@ -60,20 +60,25 @@ type opened struct {
 func (src Source) open(replay bool) (o opened, err error) {
 	switch {
 	case src.stream != nil:
-		r := src.stream
-		if f, ok := r.(*os.File); ok {
-			o.info = regularFileInfo(f.Stat())
-		}
-		if replay {
-			if r, o.again, o.keep, err = spoolStream(r); err != nil {
-				return o, err
+		if f, ok := src.stream.(*os.File); ok {
+			if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+				pf, err := regularStdin(f, st.Size())
+				if err != nil {
+					return o, err
+				}
+				o.rec, o.info = pf, regularFileInfo(st, nil)
+				break
 			}
 		}
-		o.rec, err = perfdata.NewReader(r)
-		if err != nil && o.keep != nil {
-			o.keep.Close()
+		if !replay {
+			o.rec, err = perfdata.NewReader(src.stream)
+			return o, err
 		}
-		return o, err
+		var spool *os.File
+		if o.rec, spool, err = spoolStream(src.stream); err != nil {
+			return o, err
+		}
+		o.keep = spool
 	case src.file != nil:
 		o.rec, o.info = src.file, fileInfo(src.file)
 	default:
