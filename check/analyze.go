@@ -241,6 +241,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		// (streamBuildID), and its features hold them again.
 		early = len(s.buildIDs)
 	}
+	if s.filter != nil && s.filter.err != nil {
+		return nil, nil, s.filter.err
+	}
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err
 	}
