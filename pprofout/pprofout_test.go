@@ -228,7 +228,7 @@ func TestGoToolPprofReadsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(f, res, Options{}); err != nil {
+	if _, err := Write(f, res, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
