@@ -1,7 +1,7 @@
 // Package pprofout converts a checked perf recording (a check.Result) into a
-// pprof profile (github.com/google/pprof/profile) without breaking the
-// check's promise: a frame in a binary that is not the one that ran is never
-// given a name.
+// pprof profile (profile.proto, as github.com/google/pprof reads and
+// writes it) without breaking the check's promise: a frame in a binary
+// that is not the one that ran is never given a name.
 //
 // Write encodes the profile and writes it gzipped, streaming its samples,
 // so that a profile of millions of stacks is never held in memory; Convert
@@ -73,8 +73,8 @@ func PeriodUnit(a *perfdata.Attr) string {
 }
 
 // Convert builds res's profile in google/pprof's structures, for a caller
-// that edits or merges it; written with WriteProfile it is byte for byte
-// what Write writes. Those structures hold every stack several times (a
+// that edits or merges it; google/pprof encodes it to the very protobuf
+// bytes that Write writes. Those structures hold every stack several times (a
 // location pointer per frame in each Sample, the location IDs again and the
 // whole encoded profile while it is written): to write a large recording's
 // profile, Write, which holds none of them, is the way. It uses
