@@ -30,7 +30,8 @@ type tables struct {
 	lines     []line
 
 	functions []function
-	funcIDs   map[function]uint64 // by value, as pprof's own builders dedup
+	funcIDs   map[function]uint64   // by value, as pprof's own builders dedup
+	labelIDs  map[*check.DSO]uint64 // each DSO's label function, once made
 }
 
 // valueType is a pprof ValueType.
@@ -66,10 +67,11 @@ type function struct{ name, systemName, filename string }
 // sample types.
 func buildTables(res *check.Result) *tables {
 	t := &tables{
-		mapOf:   map[*check.DSO]int{},
-		bases:   map[*check.DSO]uint64{},
-		next:    fileBase,
-		funcIDs: map[function]uint64{},
+		mapOf:    map[*check.DSO]int{},
+		bases:    map[*check.DSO]uint64{},
+		next:     fileBase,
+		funcIDs:  map[function]uint64{},
+		labelIDs: map[*check.DSO]uint64{},
 	}
 	t.addSampleTypes(res)
 	dsos, spans := usedDSOs(res)
@@ -116,6 +118,7 @@ func (t *tables) addSampleTypes(res *check.Result) {
 func (t *tables) addLocations(res *check.Result) {
 	t.locations = make([]location, 0, len(res.Locations))
 	t.lineAt = make([]int, 0, len(res.Locations)+1)
+	t.lines = make([]line, 0, len(res.Locations)) // a line at least per location
 	for _, l := range res.Locations {
 		mi := t.mapOf[l.DSO]
 		pl := location{mapping: uint64(mi + 1), address: l.Offset}
@@ -186,11 +189,16 @@ func label(d *check.DSO) string {
 // first use. Its system name is the DSO's full path with the verdict, so
 // that two DSOs of one base name stay two functions in the profile.
 func (t *tables) labelFunction(d *check.DSO) uint64 {
+	if id, ok := t.labelIDs[d]; ok {
+		return id
+	}
 	key := function{name: label(d), systemName: d.Path}
 	if refused(d) {
 		key.systemName = "[" + d.Verdict.String() + "] " + d.Path
 	}
-	return t.addFunction(key)
+	id := t.addFunction(key)
+	t.labelIDs[d] = id
+	return id
 }
 
 // function returns the ID of the function of frame f, added on first use.
