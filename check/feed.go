@@ -80,12 +80,8 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	// addrs, when the session keeps them (session.keepAddr), is each
-	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
-	// runs need it, and the op has no room left in its cache line.
-	addrs []uint64
-	words []uint64
-	bytes []byte
+	words  []uint64
+	bytes  []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -98,7 +94,6 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
-	b.addrs = b.addrs[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -117,9 +112,8 @@ func (b *feedBatch) other(r perfdata.Record) {
 }
 
 // feed reads every record of f in time order (perf's ordered delivery) and
-// feeds the session, keeping each sample's addresses in ips when it is not
-// nil.
-func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
+// feeds the session.
+func (s *session) feed(ctx context.Context, f recording) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	maxOps := s.opts.batchOps
 	if maxOps <= 0 {
@@ -127,7 +121,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	}
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(maxOps), func(full *feedBatch) *feedBatch {
-			s.apply(full, ips)
+			s.apply(full)
 			full.reset()
 			return full
 		})
@@ -141,7 +135,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	go func() {
 		defer close(done)
 		for b := range work {
-			s.apply(b, ips)
+			s.apply(b)
 			b.reset()
 			free <- b
 		}
@@ -243,9 +237,6 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
 	}
-	if s.keepAddr {
-		b.addrs = append(b.addrs, r.Addr)
-	}
 	b.ops = append(b.ops, op)
 	return b
 }
@@ -283,7 +274,7 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // of being taken one after the other, sample by sample. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
-func (s *session) apply(b *feedBatch, ips *sampleIPs) {
+func (s *session) apply(b *feedBatch) {
 	var se sampleEvent
 	var us unwind.UserStack
 	keys := s.keyBuf[:0]
@@ -317,7 +308,6 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 	}
 	s.keyBuf = keys
 	s.touched += touched
-	nsample := 0
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
@@ -332,10 +322,6 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
-		if nsample < len(b.addrs) {
-			se.Addr = b.addrs[nsample]
-		}
-		nsample++
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
 			us = unwind.UserStack{Mask: u.mask,
@@ -347,8 +333,5 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			continue
 		}
 		s.sample(&se)
-		if ips != nil {
-			ips.add(s, &se)
-		}
 	}
 }
