@@ -22,10 +22,12 @@ import (
 // would: each is built in test code from the repository's real binaries
 // (internal/fixtures says how for each), and perfcheck runs in a child
 // process, this test binary again (TestHostileChild calls run, what main
-// calls), whose peak resident set the kernel reports at its exit (wait4's
-// maxrss). Each run must end with exit 0, 1 or 2, an error that names the
-// file when it fails, and a peak of at most 256 MB plus four times its
-// largest input. The time bound (30 s) is not asserted: a child still
+// calls), which reports its peak resident set and what its Go runtime
+// mapped at its end (fixtures.WriteChildMemory).
+// Each run must end with exit 0, 1 or 2, an error that names the file when
+// it fails, and memory of at most 256 MB plus four times its largest input
+// (fixtures.AssertMemoryBound, which says what is held to it under the
+// race detector). The time bound (30 s) is not asserted: a child still
 // running far past it (hostileHang) is killed, and the test fails.
 
 // hostileHang is when a child is given up on: ten times the time bound.
@@ -48,14 +50,19 @@ func TestHostileChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "setrlimit:", err)
 		os.Exit(3)
 	}
-	os.Exit(run(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
+	code := run(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr)
+	if err := fixtures.WriteChildMemory(); err != nil {
+		fmt.Fprintln(os.Stderr, "writing the Go runtime's memory:", err)
+		os.Exit(3)
+	}
+	os.Exit(code)
 }
 
 // hostileResult is what a child did.
 type hostileResult struct {
-	code   int    // exit status; -1 when killed by a signal
-	out    string // stdout and stderr
-	peakKB int64  // maxrss
+	code int                  // exit status; -1 when killed by a signal
+	out  string               // stdout and stderr
+	mem  fixtures.ChildMemory // as it reported at its end
 }
 
 // runHostileCmd runs perfcheck args in a child and checks the bounds;
@@ -65,8 +72,9 @@ func runHostileCmd(t *testing.T, inputs []string, args ...string) hostileResult 
 	ctx, cancel := context.WithTimeout(context.Background(), hostileHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostileChild$")
+	mem := filepath.Join(t.TempDir(), "memory")
 	cmd.Env = append(os.Environ(), "PERFCHECK_HOSTILE_ARGS="+strings.Join(args, "\x1f"), "HOME="+t.TempDir(),
-		"DEBUGINFOD_URLS=", "PERFCHECK_MAX_DECOMPRESSED=")
+		"DEBUGINFOD_URLS=", "PERFCHECK_MAX_DECOMPRESSED=", fixtures.ChildMemoryEnv+"="+mem)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -74,21 +82,17 @@ func runHostileCmd(t *testing.T, inputs []string, args ...string) hostileResult 
 		t.Fatalf("running the child: %v", err)
 	}
 	r := hostileResult{code: cmd.ProcessState.ExitCode(), out: string(out)}
-	r.peakKB = fixtures.ChildPeakRSS(cmd.ProcessState) >> 10
+	r.mem, _ = fixtures.ReadChildMemory(mem)
 	var largest int64
 	for _, p := range inputs {
 		if st, err := os.Stat(p); err == nil {
 			largest = max(largest, st.Size())
 		}
 	}
-	t.Logf("perfcheck %s: exit %d, peak %d MB, %v\n%s", strings.Join(args[:1], " "), r.code, r.peakKB>>10,
-		time.Since(start).Round(time.Millisecond), head(r.out, 6000))
+	t.Logf("perfcheck %s: exit %d, peak %d MB (Go runtime: %d MB), %v\n%s", strings.Join(args[:1], " "), r.code, r.mem.PeakRSS>>20,
+		r.mem.GoMapped>>20, time.Since(start).Round(time.Millisecond), head(r.out, 6000))
 	require.Contains(t, []int{exitOK, exitProblems, exitError}, r.code, "the child died or was killed:\n%s", head(r.out, 3000))
-	require.NotZero(t, r.peakKB)
-	bound := int64(256<<20) + 4*largest
-	if !raceEnabled { // the race detector's shadow memory takes hundreds of MB
-		assert.LessOrEqual(t, r.peakKB<<10, bound, "peak RSS (bound: 256 MB + 4 x %d bytes)", largest)
-	}
+	fixtures.AssertMemoryBound(t, r.mem, largest)
 	return r
 }
 
@@ -210,9 +214,6 @@ func TestHostileBuildID(t *testing.T) {
 // (several at once); goprog of goprog.data with its pclntab count.
 func TestHostileRecordings(t *testing.T) {
 	t.Parallel()
-	if raceEnabled {
-		t.Skip("32 race-instrumented children take minutes, and the bounds are checked without the detector")
-	}
 	cshared, err := os.ReadFile(filepath.Join(fixtures.Dir(), "bin", "cshared"))
 	require.NoError(t, err)
 	stream, size := fixtures.ZlibZeros(t, 1<<30)
