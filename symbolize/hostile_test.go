@@ -133,3 +133,34 @@ func TestHostileUnitCount(t *testing.T) {
 	requireBounded(t, r)
 	assert.Contains(t, r.out, "libhot.so")
 }
+
+// TestHostileSymbolNames symbolizes libhot.so (testdata/perf/bin) whose
+// .symtab, or .dynsym, holds 40,000 functions that all name one string of
+// 512 KiB (fixtures.SymbolNames): debug/elf, which copies every name,
+// would make 20 GB of them, and a copy of each name kept would too. Names
+// are views of the string table, and what is kept of them is copied up to
+// the table's size, then left as views. Then the .dynsym variant whose
+// .plt holds 65,536 stubs through the one GOT slot .rela.plt names
+// (fixtures.PLTStubs): each stub would be named with a copy of that
+// 512 KiB name plus "@plt"; the names stop at twice the string tables,
+// with a warning.
+func TestHostileSymbolNames(t *testing.T) {
+	t.Parallel()
+	hot := fixtureBin(t, "libhot.so")
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"symtab": {fixtures.SymbolNames(t, hot, ".symtab", 40000, 512<<10), ""},
+		"dynsym": {fixtures.SymbolNames(t, hot, ".dynsym", 40000, 512<<10), ""},
+		"plt": {fixtures.PLTStubs(t, fixtures.SymbolNames(t, hot, ".dynsym", 8, 512<<10), 65536),
+			"the names of its stubs take more than twice the string tables"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := runHostile(t, "libhot.so", c.data)
+			requireBounded(t, r)
+			assert.Contains(t, r.out, c.want)
+		})
+	}
+}

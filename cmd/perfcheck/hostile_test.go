@@ -136,6 +136,10 @@ func hostileLibs(t *testing.T) map[string][]byte {
 		// .debug_info as a zlib stream of 1 GiB of zeros (1 MB), the
 		// most deflate allows.
 		"zlib-1GiB": fixtures.ELFWithSection(t, hot, ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream)),
+		// A .dynsym of 40,000 functions all naming one 512 KiB string,
+		// and a .plt of 65,536 stubs through the GOT slot of one of
+		// them.
+		"plt-names": fixtures.PLTStubs(t, fixtures.SymbolNames(t, hot, ".dynsym", 40000, 512<<10), 65536),
 	}
 }
 
@@ -149,6 +153,7 @@ var hostileWhat = map[string]string{
 	"pclntab-nfunc":      ".gopclntab: malformed input: pclntab header: 4294967295 functions",
 	"two-zlib-1GiB":      "section .debug_info at offset",
 	"xz-bomb":            "xz-compressed, not the ELF file a process maps",
+	"plt-names":          "section .plt at offset 0x",
 }
 
 // symfsWith returns a --symfs root in which the fixtures' recorded paths
