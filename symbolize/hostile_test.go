@@ -66,21 +66,34 @@ func TestHostilePclntabCount(t *testing.T) {
 // TestHostileCompressedSections symbolizes libhot.so (testdata/perf/bin)
 // whose DWARF sections are replaced by zlib streams of zeros declaring
 // their true size, about a thousand times what they take (deflate's best
-// ratio): one 1 GB section in a 1 MB file, then four in a 4 MB one. Each
+// ratio): one 1 GB section in a 1 MB file, then four in a 4 MB one; and
+// by a zstd frame of 1 MiB declaring 1 GiB (fixtures.ZstdSection). Each
 // must be refused before it is decompressed, with an error naming the
 // file and the section.
 func TestHostileCompressedSections(t *testing.T) {
 	t.Parallel()
-	for _, secs := range [][]string{
-		{".debug_info"},
-		{".debug_info", ".debug_abbrev", ".debug_line", ".debug_str"},
+	for _, c := range []struct {
+		zstd bool
+		secs []string
+	}{
+		{false, []string{".debug_info"}},
+		{false, []string{".debug_info", ".debug_abbrev", ".debug_line", ".debug_str"}},
+		{true, []string{".debug_info"}},
 	} {
-		t.Run(filepath.Join(secs...), func(t *testing.T) {
+		name := filepath.Join(c.secs...)
+		if c.zstd {
+			name = "zstd/" + name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			data := fixtureBin(t, "libhot.so")
 			stream, size := fixtures.ZlibZeros(t, 1<<30)
-			for _, s := range secs {
-				data = fixtures.ELFWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream))
+			contents := fixtures.CompressedSection(size, stream)
+			if c.zstd {
+				contents = fixtures.ZstdSection(t, 1<<30)
+			}
+			for _, s := range c.secs {
+				data = fixtures.ELFWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, contents)
 			}
 			r := runHostile(t, "libhot.so", data)
 			requireBounded(t, r)
