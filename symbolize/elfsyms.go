@@ -136,9 +136,9 @@ func (c *nameCopier) keep(name string) string {
 	return strings.Clone(name)
 }
 
-// strTab is an ELF string table read by offset, each string a view of it
-// ("" when the offset is outside it or the string is unterminated, as
-// debug/elf reads it). A lookup scans to the string's NUL, until the scans
+// strTab is a table of NUL-terminated strings read by offset (an ELF
+// string table, .debug_str), each string a view of it ("" when the offset
+// is outside it or the string is unterminated, as debug/elf reads it). A lookup scans to the string's NUL, until the scans
 // have covered four times the table: a table whose entries name its
 // strings again and again (one long string, or its suffixes) would make
 // reading the names take the table's size times their count. Then the
@@ -154,15 +154,24 @@ func (t *strTab) at(off uint32) string {
 	if uint64(off) >= uint64(len(t.b)) {
 		return ""
 	}
-	start := int(off)
+	end, ok := t.end(int(off))
+	if !ok {
+		return ""
+	}
+	return view(t.b[off:end])
+}
+
+// end returns where the string at off (within the table) ends, at its
+// NUL; false when it has none.
+func (t *strTab) end(off int) (int, bool) {
 	if !t.indexed && t.scanned <= 4*len(t.b) {
-		n := bytes.IndexByte(t.b[start:], 0)
+		n := bytes.IndexByte(t.b[off:], 0)
 		if n < 0 {
-			t.scanned += len(t.b) - start
-			return ""
+			t.scanned += len(t.b) - off
+			return 0, false
 		}
 		t.scanned += n + 1
-		return view(t.b[start : start+n])
+		return off + n, true
 	}
 	if !t.indexed {
 		t.indexed = true
@@ -172,11 +181,11 @@ func (t *strTab) at(off uint32) string {
 			}
 		}
 	}
-	j, _ := slices.BinarySearch(t.nuls, start)
+	j, _ := slices.BinarySearch(t.nuls, off)
 	if j == len(t.nuls) {
-		return ""
+		return 0, false
 	}
-	return view(t.b[start:t.nuls[j]])
+	return t.nuls[j], true
 }
 
 // tableBytes returns the bytes of s, a symbol or string table.

@@ -118,7 +118,9 @@ func TestHostileMiniDebugInfo(t *testing.T) {
 // TestHostileStuckReader symbolizes libhot.so (testdata/perf/bin) whose
 // last .debug_info byte, the null entry that ends its unit's children, is
 // set to 0x80: a ULEB128 cut short, which debug/dwarf's Reader reads as
-// a null entry without moving on, forever.
+// a null entry without moving on, forever. The units are listed from
+// their headers, without that Reader walking their entries, and the DIE
+// reader refuses the unit at the byte.
 func TestHostileStuckReader(t *testing.T) {
 	t.Parallel()
 	data := fixtureBin(t, "libhot.so")
@@ -130,7 +132,7 @@ func TestHostileStuckReader(t *testing.T) {
 	data[s.Offset+s.Size-1] = 0x80
 	r := runHostile(t, "libhot.so", data)
 	requireBounded(t, r)
-	assert.Contains(t, r.out, "no progress")
+	assert.Contains(t, r.out, "DWARF unit at offset 0xc: malformed input: .debug_info offset 0x1c1: LEB128 value runs past the end")
 }
 
 // TestHostileUnitCount symbolizes libhot.so (testdata/perf/bin) whose
@@ -172,6 +174,35 @@ func TestHostileSymbolNames(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := runHostile(t, "libhot.so", c.data)
+			requireBounded(t, r)
+			assert.Contains(t, r.out, c.want)
+		})
+	}
+}
+
+// TestHostileDWARFNames symbolizes libhot.so (testdata/perf/bin) whose
+// DWARF is one unit of 100,000 subprograms (fixtures.DWARFNames) named by
+// a .debug_str of one 512 KiB string: all the same string, or each a
+// different suffix of it. Copying each name would take 50 GB, and finding
+// each name's end or hashing it, for each entry, minutes. The unit list
+// is read without decoding the entries (debug/dwarf's SkipChildren
+// decodes them all, names copied); a name is found by its offset, its end
+// found in time that does not grow with how often it is named; the
+// suffixes' copies stop at twice the sections, and the unit is refused
+// with a warning.
+func TestHostileDWARFNames(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		suffixes bool
+		want     string
+	}{
+		"one-name": {false, ""},
+		"suffixes": {true, "function names take more than twice the DWARF sections they come from"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data := fixtures.DWARFNames(t, fixtureBin(t, "libhot.so"), 100000, 512<<10, c.suffixes)
+			r := runHostile(t, "libhot.so", data)
 			requireBounded(t, r)
 			assert.Contains(t, r.out, c.want)
 		})

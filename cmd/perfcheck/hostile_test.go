@@ -140,6 +140,9 @@ func hostileLibs(t *testing.T) map[string][]byte {
 		// and a .plt of 65,536 stubs through the GOT slot of one of
 		// them.
 		"plt-names": fixtures.PLTStubs(t, fixtures.SymbolNames(t, hot, ".dynsym", 40000, 512<<10), 65536),
+		// DWARF of 100,000 subprograms named by the suffixes of one
+		// 512 KiB string.
+		"dwarf-names": fixtures.DWARFNames(t, hot, 100000, 512<<10, true),
 	}
 }
 
@@ -154,6 +157,7 @@ var hostileWhat = map[string]string{
 	"two-zlib-1GiB":      "section .debug_info at offset",
 	"xz-bomb":            "xz-compressed, not the ELF file a process maps",
 	"plt-names":          "section .plt at offset 0x",
+	"dwarf-names":        "DWARF unit at offset 0xb: malformed input: function names take more than twice the DWARF sections they come from",
 }
 
 // symfsWith returns a --symfs root in which the fixtures' recorded paths
