@@ -44,27 +44,60 @@ type recording interface {
 	Warnings() []string
 }
 
-// open returns the recording src names, what Analyze must close when done,
-// and when the recording ended (zero when unknown).
-func (src Source) open() (rec recording, closer io.Closer, info recInfo, err error) {
+// opened is a Source made ready for reading.
+type opened struct {
+	rec    recording
+	info   recInfo   // when the recording ended (zero when unknown)
+	closer io.Closer // what Analyze closes when done; nil: nothing
+	// again, with Options.Replay, returns the recording from its
+	// beginning for EachSample, and keep is what Result.Close closes.
+	again func() (recording, error)
+	keep  io.Closer
+}
+
+// open makes src ready for reading, and for reading again when replay is
+// set.
+func (src Source) open(replay bool) (o opened, err error) {
 	switch {
 	case src.stream != nil:
-		r, err := perfdata.NewReader(src.stream)
-		if err != nil {
-			return nil, nil, info, err
-		}
 		if f, ok := src.stream.(*os.File); ok {
-			info = regularFileInfo(f.Stat())
+			if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+				pf, err := regularStdin(f, st.Size())
+				if err != nil {
+					return o, err
+				}
+				o.rec, o.info = pf, regularFileInfo(st, nil)
+				break
+			}
 		}
-		return r, nil, info, nil
+		if !replay {
+			o.rec, err = perfdata.NewReader(src.stream)
+			return o, err
+		}
+		var spool *os.File
+		if o.rec, spool, err = spoolStream(src.stream); err != nil {
+			return o, err
+		}
+		o.keep = spool
 	case src.file != nil:
-		return src.file, nil, fileInfo(src.file), nil
+		o.rec, o.info = src.file, fileInfo(src.file)
+	default:
+		f, err := perfdata.Open(src.name)
+		if err != nil {
+			return o, err
+		}
+		o.rec, o.info = f, fileInfo(f)
+		if replay {
+			o.keep = f
+		} else {
+			o.closer = f
+		}
 	}
-	f, err := perfdata.Open(src.name)
-	if err != nil {
-		return nil, nil, info, err
+	if replay {
+		rec := o.rec
+		o.again = func() (recording, error) { return rec, nil }
 	}
-	return f, f, fileInfo(f), nil
+	return o, nil
 }
 
 // fileInfo is what a file's metadata tells of its recording: perf record
@@ -99,12 +132,24 @@ func regularFileInfo(st os.FileInfo, err error) recInfo {
 // nil Result comes only with errors that leave nothing to report (the file
 // cannot be opened, its header is malformed, ctx was cancelled).
 func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
-	rec, closer, info, err := src.open()
+	if opts.ReportOnly {
+		if opts.Replay {
+			return nil, errors.New("check: Options.ReportOnly and Options.Replay exclude each other")
+		}
+		opts.NoSymbols = true
+	}
+	if opts.OnSample != nil && (opts.Replay || opts.ReportOnly) {
+		return nil, errors.New("check: Options.OnSample excludes Replay and ReportOnly")
+	}
+	if opts.OnSample != nil && !src.liveStream() {
+		return analyzeThenReplay(ctx, src, opts)
+	}
+	o, err := src.open(opts.Replay)
 	if err != nil {
 		return nil, err
 	}
-	if closer != nil {
-		defer closer.Close()
+	if o.closer != nil {
+		defer o.closer.Close()
 	}
 	if opts.Resolver != nil {
 		// One root for the lookup and the verdicts: the paths the
@@ -122,7 +167,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 		opts.locator = &resolverLocator{r: r}
 		opts.debugFiles = r
 	}
-	res, err := analyze(ctx, rec, src.name, opts, info)
+	res, s, err := analyze(ctx, o.rec, src.name, opts, o.info)
+	if res != nil && o.again != nil {
+		res.replay = &replaySource{s: s, name: src.name, open: o.again, closer: o.keep}
+	} else if o.keep != nil {
+		o.keep.Close()
+	}
 	if own && res != nil {
 		// Closing r removes what it downloaded to a scratch directory;
 		// ExecSegment must not find those files gone.
@@ -131,10 +181,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 	return res, err
 }
 
-// analyze is Analyze on an open recording, with opts.locator set.
-func analyze(ctx context.Context, f recording, name string, opts Options, info recInfo) (*Result, error) {
+// analyze is Analyze on an open recording, with opts.locator set. It
+// returns the session too, which EachSample reads the recording again
+// with.
+func analyze(ctx context.Context, f recording, name string, opts Options, info recInfo) (*Result, *session, error) {
 	if err := info.fromFeatures(f, name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var pre *preopener
 	if !opts.NoSymbols {
@@ -150,7 +202,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	s.rec = info
 	var err error
 	if s.filter, err = newSampleFilter(opts.Filter, f, name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.fm = firstMaps{}
 	early := s.addEarlyBuildIDs(ctx, f, pre)
@@ -159,17 +211,23 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	// their report, marked partial, with the error. Only cancellation
 	// returns nothing.
 	var readErr error
-	var ips *sampleIPs
-	if opts.KeepSamples {
-		ips = newSampleIPs()
-		ips.withAddr = recordsAddr(f.Events())
-		s.keepAddr = ips.withAddr
+	feed := s.feed
+	if opts.OnSample != nil {
+		feed = s.feedLive
 	}
-	if err := s.feed(ctx, f, ips); err != nil {
+	if err := feed(ctx, f); err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if errors.Is(err, errStop) {
+			return nil, nil, err.(stopError).err
 		}
 		readErr = nameError(name, err)
+	}
+	if _, ok := f.(*perfdata.Reader); ok {
+		// A stream's build-id records were taken as they came
+		// (streamBuildID), and its features hold them again.
+		early = len(s.buildIDs)
 	}
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err
@@ -180,19 +238,21 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	}
 	res, err := s.finish(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.File = name
-	res.ips = ips
+	if s.live != nil {
+		res.Changed = s.live.changes()
+	}
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
 	res.ReadWarnings = f.Warnings()
 	if readErr != nil {
 		res.Partial = true
 		res.ReadErr = readErr
-		return res, readErr
+		return res, s, readErr
 	}
-	return res, nil
+	return res, s, nil
 }
 
 // fromFeatures fills what the recording's header says of it: its clock
@@ -272,15 +332,4 @@ func nameError(name string, err error) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return err
-}
-
-// recordsAddr reports whether an event of the recording has
-// PERF_SAMPLE_ADDR (perf record -d, or an event that always records it).
-func recordsAddr(events []perfdata.Event) bool {
-	for i := range events {
-		if events[i].Attr.SampleType&perfdata.SampleAddr != 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -163,10 +163,29 @@ type Options struct {
 	TrustPaths bool
 	// NoSymbols skips symbolization (the check alone needs none).
 	NoSymbols bool
-	// KeepSamples keeps one small record per sample so Result.EachSample
-	// can replay them (perfcheck script). Without it memory is bounded by
-	// the distinct stacks, not the samples.
-	KeepSamples bool
+	// Replay keeps what Result.EachSample needs to read the recording
+	// again (perfcheck script): the recording's file open, or a copy of a
+	// stream in a temporary file; Result.Close releases it. Samples are
+	// then counted by their DSOs, as with ReportOnly, so memory is bounded
+	// by the distinct locations, not the stacks or the samples, and
+	// Result.Stacks and Aggregates are empty.
+	Replay bool
+	// ReportOnly says the caller needs only Result.Report (perfcheck
+	// check): samples are then counted by where their frames are (the
+	// leaf's DSO and the set of all their DSOs), not by stack, which is
+	// all the DSOs' hits and the trust figures need. Result.Stacks,
+	// Locations and Aggregates are then empty. It implies NoSymbols.
+	ReportOnly bool
+	// OnSample, when set, is called for every sample as it is read (those
+	// Filter keeps), in delivery order, on the goroutine that called
+	// Analyze: for a stream that is printed while it is written
+	// (perfcheck script - from a pipe). Its frames are named with the
+	// verdicts known when it is read; Result.Changed lists any that the
+	// end of the recording changed. The Sample is valid only until it
+	// returns; an error from it stops the reading, and Analyze returns
+	// it. It excludes Replay and ReportOnly; as with them, samples are
+	// counted by their DSOs and Result.Stacks and Aggregates are empty.
+	OnSample func(*Sample) error
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
 	// Progress, when set, is told how the check advances: now and then

@@ -80,12 +80,8 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	// addrs, when the session keeps them (session.keepAddr), is each
-	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
-	// runs need it, and the op has no room left in its cache line.
-	addrs []uint64
-	words []uint64
-	bytes []byte
+	words  []uint64
+	bytes  []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -98,7 +94,6 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
-	b.addrs = b.addrs[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -117,9 +112,8 @@ func (b *feedBatch) other(r perfdata.Record) {
 }
 
 // feed reads every record of f in time order (perf's ordered delivery) and
-// feeds the session, keeping each sample's addresses in ips when it is not
-// nil.
-func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
+// feeds the session.
+func (s *session) feed(ctx context.Context, f recording) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	maxOps := s.opts.batchOps
 	if maxOps <= 0 {
@@ -127,7 +121,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	}
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(maxOps), func(full *feedBatch) *feedBatch {
-			s.apply(full, ips)
+			s.apply(full)
 			full.reset()
 			return full
 		})
@@ -141,7 +135,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	go func() {
 		defer close(done)
 		for b := range work {
-			s.apply(b, ips)
+			s.apply(b)
 			b.reset()
 			free <- b
 		}
@@ -161,6 +155,9 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 // but its options and its raw-stack seeds, both fixed when it was made.
 func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
 	events := f.Events()
+	// A File's build-id table was taken before reading (addEarlyBuildIDs);
+	// a stream's HEADER_BUILD_ID records are taken as they arrive.
+	_, stream := f.(*perfdata.Reader)
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	n := 0
 	for rs.Next() {
@@ -176,10 +173,17 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 			}
 		}
 		if r, ok := rs.Record().(*perfdata.Sample); ok {
+			if r.EventIndex >= len(events) {
+				// A stream (perfdata.Reader) learns its events from the
+				// attr records as they pass, after f.Events was first
+				// asked: without them a sample's user registers could
+				// not be read and its stack copy would go unwound.
+				events = f.Events()
+			}
 			b = s.addSample(b, r, events, handoff)
 			continue
 		}
-		if r := copyUpdate(rs.Record()); r != nil {
+		if r := copyUpdate(rs.Record(), stream); r != nil {
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
@@ -243,18 +247,23 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
 	}
-	if s.keepAddr {
-		b.addrs = append(b.addrs, r.Addr)
-	}
 	b.ops = append(b.ops, op)
 	return b
 }
 
 // copyUpdate returns a copy of r, which the reader will reuse, when it is
-// a record the session's tracker takes (session.update); nil otherwise.
-// EXIT records are not copied: they change no address space.
-func copyUpdate(r perfdata.Record) perfdata.Record {
+// a record the session's tracker takes (session.update), or, from a
+// stream, a build-id record (streamBuildID); nil otherwise. EXIT records
+// are not copied: they change no address space.
+func copyUpdate(r perfdata.Record, stream bool) perfdata.Record {
 	switch r := r.(type) {
+	case *perfdata.BuildIDRecord:
+		if !stream {
+			return nil
+		}
+		c := *r
+		c.Entry.BuildID = append(buildid.ID(nil), r.Entry.BuildID...)
+		return &c
 	case *perfdata.Mmap:
 		c := *r
 		return &c
@@ -283,7 +292,7 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // of being taken one after the other, sample by sample. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
-func (s *session) apply(b *feedBatch, ips *sampleIPs) {
+func (s *session) apply(b *feedBatch) {
 	var se sampleEvent
 	var us unwind.UserStack
 	keys := s.keyBuf[:0]
@@ -317,10 +326,13 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 	}
 	s.keyBuf = keys
 	s.touched += touched
-	nsample := 0
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
+			if r, ok := b.others[op.aux].(*perfdata.BuildIDRecord); ok {
+				s.streamBuildID(r.Entry)
+				continue
+			}
 			s.update(b.others[op.aux])
 			continue
 		}
@@ -332,10 +344,6 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
-		if nsample < len(b.addrs) {
-			se.Addr = b.addrs[nsample]
-		}
-		nsample++
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
 			us = unwind.UserStack{Mask: u.mask,
@@ -347,8 +355,5 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			continue
 		}
 		s.sample(&se)
-		if ips != nil {
-			ips.add(s, &se)
-		}
 	}
 }

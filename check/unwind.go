@@ -30,7 +30,9 @@ func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ [
 		d := s.dsoOf(m)
 		t := s.cfiFor(d)
 		if t == nil {
-			d.unwindStops++
+			if !s.replaying {
+				d.unwindStops++
+			}
 			unproven = true
 			return nil, 0
 		}
@@ -221,6 +223,16 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 		return "the file was replaced during the recording (another inode, written after it was mapped and before the recording ended): the header's build-id describes the replacement"
 	}
 	return ""
+}
+
+// streamBuildID takes a HEADER_BUILD_ID record met while reading a stream
+// (perf inject -b writes one before the first sample in each DSO; older
+// perf wrote them all at the end): from now on it proves its binary for
+// unwinding as the table of a file does. A DSO already decided keeps its
+// decision: every walk through it, in this reading and in a replay
+// (EachSample), then stops or goes on alike.
+func (s *session) streamBuildID(e perfdata.BuildIDEntry) {
+	s.addBuildIDs([]perfdata.BuildIDEntry{e})
 }
 
 // unwindContext makes ctx the one cfiFor's lookups run under until the
