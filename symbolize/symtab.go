@@ -185,17 +185,18 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 	err := safely(func() error {
 		// Each table is parsed once: the PLT reads them too (of
 		// .symtab, only its IFUNC symbols).
-		var syms []elf.Symbol
+		var syms, dyn []elf.Symbol
 		raw, syms = appendSymtab(raw, b.ef)
-		dyn, _ := b.ef.DynamicSymbols()
-		raw = appendELFSyms(raw, b.ef, dyn)
+		if t, err := readSymTable(b.ef, elf.SHT_DYNSYM); err == nil {
+			dyn = t.symbols()
+			raw = appendELFSyms(raw, b.ef, dyn, &nameCopier{left: len(t.strs.b)})
+		}
 		mini, cost, err := b.miniDebugInfo()
 		defer b.bud.Release(cost) // mini is dropped on return
 		if err != nil {
 			firstErr = err
 		} else if mini != nil {
-			ms, _ := mini.Symbols()
-			raw = appendELFSyms(raw, mini, ms)
+			raw, _ = appendSymtab(raw, mini)
 		}
 		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
@@ -232,8 +233,10 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 // whose section headers say which sections hold code (a MiniDebugInfo or
 // separate debug file keeps the headers of the binary as NOBITS, with the
 // same addresses and flags). A missing table (nil syms) is not an error.
-func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL}
+// names copies the names kept when they are views of a string table (nil:
+// they are kept as they are).
+func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol, names *nameCopier) []rawSym {
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names}
 	for i := range syms {
 		raw = a.add(raw, &syms[i])
 	}
@@ -245,9 +248,9 @@ type symAdder struct {
 	ef   *elf.File
 	rel  bool
 	file string // the last STT_FILE symbol's name
-	// views: the names given to add are views of a table read for
-	// the occasion, copied when kept.
-	views bool
+	// names copies the names given to add, views of a table read for
+	// the occasion, when kept; nil when they are copies already.
+	names *nameCopier
 }
 
 // add appends s to raw if it is a code symbol.
@@ -316,8 +319,8 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 }
 
 func (a *symAdder) keep(name string) string {
-	if a.views {
-		return strings.Clone(name)
+	if a.names != nil {
+		return a.names.keep(name)
 	}
 	return name
 }
