@@ -14,6 +14,12 @@ import (
 // of the string table, and only those kept are copied. A table that
 // Symbols would refuse adds nothing, as it did.
 func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
+	return appendSymtabOf(raw, ef, false)
+}
+
+// appendSymtabOf is appendSymtab keeping the data objects too when
+// objects is set (see symAdder).
+func appendSymtabOf(raw []rawSym, ef *elf.File, objects bool) ([]rawSym, []elf.Symbol) {
 	symtab := ef.SectionByType(elf.SHT_SYMTAB)
 	if symtab == nil {
 		return raw, nil
@@ -38,7 +44,7 @@ func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
 	if err != nil {
 		return raw, nil
 	}
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, views: true}
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, views: true, objects: objects}
 	bo := ef.ByteOrder
 	var ifuncs []elf.Symbol
 	var s elf.Symbol

@@ -179,23 +179,27 @@ func (t *symTable) setMaxEnd() {
 // readELFSymbols indexes .symtab, .dynsym, the MiniDebugInfo .symtab and the
 // PLT of the binary, plus the .symtab of a separate debug file when the
 // binary itself has none (stripped, with or without .dynsym).
-func (b *Binary) readELFSymbols() (*symTable, error) {
+func (b *Binary) readELFSymbols() (*symTable, error) { return b.readSymbols(false) }
+
+// readSymbols is readELFSymbols, with the data objects of every table
+// when objects is set (symAdder.objects).
+func (b *Binary) readSymbols(objects bool) (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
 	err := safely(func() error {
 		// Each table is parsed once: the PLT reads them too (of
 		// .symtab, only its IFUNC symbols).
 		var syms []elf.Symbol
-		raw, syms = appendSymtab(raw, b.ef)
+		raw, syms = appendSymtabOf(raw, b.ef, objects)
 		dyn, _ := b.ef.DynamicSymbols()
-		raw = appendELFSyms(raw, b.ef, dyn)
+		raw = appendELFSymsOf(raw, b.ef, dyn, objects)
 		mini, cost, err := b.miniDebugInfo()
 		defer b.bud.Release(cost) // mini is dropped on return
 		if err != nil {
 			firstErr = err
 		} else if mini != nil {
 			ms, _ := mini.Symbols()
-			raw = appendELFSyms(raw, mini, ms)
+			raw = appendELFSymsOf(raw, mini, ms, objects)
 		}
 		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
@@ -214,7 +218,7 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(func() error {
-				raw, _ = appendSymtab(raw, dw.ef)
+				raw, _ = appendSymtabOf(raw, dw.ef, objects)
 				return nil
 			})
 		}
@@ -233,7 +237,13 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 // separate debug file keeps the headers of the binary as NOBITS, with the
 // same addresses and flags). A missing table (nil syms) is not an error.
 func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL}
+	return appendELFSymsOf(raw, ef, syms, false)
+}
+
+// appendELFSymsOf is appendELFSyms keeping the data objects too when
+// objects is set.
+func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, objects bool) []rawSym {
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, objects: objects}
 	for i := range syms {
 		raw = a.add(raw, &syms[i])
 	}
@@ -244,6 +254,11 @@ func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
 type symAdder struct {
 	ef   *elf.File
 	rel  bool
+	// objects: data objects (STT_OBJECT in an allocated section) are
+	// kept too, as perf keeps them in the one table it names code and
+	// data addresses with (elf_sym__filter in
+	// tools/perf/util/symbol-elf.c).
+	objects bool
 	file string // the last STT_FILE symbol's name
 	// views: the names given to add are views of a table read for
 	// the occasion, copied when kept.
@@ -275,6 +290,10 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 	}
 	switch typ {
 	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+	case elf.STT_OBJECT:
+		if !a.objects || a.rel || sec.Flags&elf.SHF_ALLOC == 0 {
+			return raw
+		}
 	case elf.STT_NOTYPE:
 		// Labels: assembly entry points without .type, local or
 		// global, such as _start and _dl_start_user in ld.so.
@@ -290,7 +309,7 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 	default:
 		return raw
 	}
-	if !exec {
+	if !exec && typ != elf.STT_OBJECT {
 		return raw
 	}
 	if a.rel && sec.Name != ".text" {
