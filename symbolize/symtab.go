@@ -252,14 +252,14 @@ func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, objects bool
 
 // symAdder keeps the code symbols of one ELF symbol table, in order.
 type symAdder struct {
-	ef   *elf.File
-	rel  bool
+	ef  *elf.File
+	rel bool
 	// objects: data objects (STT_OBJECT in an allocated section) are
 	// kept too, as perf keeps them in the one table it names code and
 	// data addresses with (elf_sym__filter in
 	// tools/perf/util/symbol-elf.c).
 	objects bool
-	file string // the last STT_FILE symbol's name
+	file    string // the last STT_FILE symbol's name
 	// views: the names given to add are views of a table read for
 	// the occasion, copied when kept.
 	views bool
