@@ -162,8 +162,10 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	var ips *sampleIPs
 	if opts.KeepSamples {
 		ips = newSampleIPs()
-		ips.withAddr = recordsAddr(f.Events())
-		s.keepAddr = ips.withAddr
+		s.keepExtra = recordsExtra(f.Events())
+		for i := range f.Events() {
+			s.addrNamed = append(s.addrNamed, addrNamed(&f.Events()[i].Attr))
+		}
 	}
 	if err := s.feed(ctx, f, ips); err != nil {
 		if ctx.Err() != nil {
@@ -272,15 +274,4 @@ func nameError(name string, err error) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return err
-}
-
-// recordsAddr reports whether an event of the recording has
-// PERF_SAMPLE_ADDR (perf record -d, or an event that always records it).
-func recordsAddr(events []perfdata.Event) bool {
-	for i := range events {
-		if events[i].Attr.SampleType&perfdata.SampleAddr != 0 {
-			return true
-		}
-	}
-	return false
 }

@@ -80,12 +80,12 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	// addrs, when the session keeps them (session.keepAddr), is each
-	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
-	// runs need it, and the op has no room left in its cache line.
-	addrs []uint64
-	words []uint64
-	bytes []byte
+	// extras, when the session keeps them (session.keepExtra), are
+	// each sample's fields perf script -F prints beyond its stack, in
+	// the order of the sample ops.
+	extras []sampleExtra
+	words  []uint64
+	bytes  []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -98,7 +98,7 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
-	b.addrs = b.addrs[:0]
+	b.extras = b.extras[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -203,7 +203,11 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
 		regs = r.RegsUser
 	}
-	if b.full(len(r.Callchain)+len(regs), len(stack)) {
+	nw := len(r.Callchain) + len(regs)
+	if s.keepExtra {
+		nw += extraWords(r)
+	}
+	if b.full(nw, len(stack)) {
 		b = handoff(b)
 	}
 	op := feedOp{
@@ -243,8 +247,8 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
 	}
-	if s.keepAddr {
-		b.addrs = append(b.addrs, r.Addr)
+	if s.keepExtra {
+		b.addExtra(r)
 	}
 	b.ops = append(b.ops, op)
 	return b
@@ -332,8 +336,8 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
-		if nsample < len(b.addrs) {
-			se.Addr = b.addrs[nsample]
+		if nsample < len(b.extras) {
+			se.extra, se.extraWords = &b.extras[nsample], b.words
 		}
 		nsample++
 		if op.aux >= 0 {

@@ -147,6 +147,22 @@ type Sample struct {
 	// Addr is PERF_SAMPLE_ADDR (a data address with perf record -d),
 	// 0 when the sample's event did not record it.
 	Addr uint64
+	// AddrLocation is where Addr lay in the process's address space at
+	// the sample's time, symbolized under the same verdict rules as the
+	// stack's locations (from the DSO's code and data symbols), for the
+	// events whose addresses perf script names with sym and dso (page
+	// faults, branch tracing: sample_addr_correlates_sym in perf's
+	// tools/perf/util/event.c); nil for the others.
+	AddrLocation *Location
+	// The fields perf script -F prints beyond the stack, each zero when
+	// the sample's event did not record it: PERF_SAMPLE_WEIGHT (or the
+	// first word of WEIGHT_STRUCT), DATA_SRC, PHYS_ADDR, and the
+	// registers of REGS_INTR and REGS_USER (one per bit of the attr's
+	// mask) with their ABI (0: none in this sample). The registers are
+	// reused like the Sample.
+	Weight, DataSrc, PhysAddr uint64
+	RegsIntrABI, RegsUserABI  uint64
+	RegsIntr, RegsUser        []uint64
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -207,6 +223,9 @@ type Result struct {
 	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
 	kept    []compactSample
 	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
+	// addrLocs are the locations of kept samples' addresses
+	// (Sample.AddrLocation), by index in the session's addrRefs.
+	addrLocs []Location
 
 	firstMaps firstMaps // each DSO's first executable mapping
 	segMu     sync.Mutex
@@ -272,8 +291,8 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 		if r.ips != nil && i < len(r.ips.ids) {
 			s.IPs = r.ips.seqs[r.ips.ids[i]]
 		}
-		if r.ips != nil && i < len(r.ips.addrs) {
-			s.Addr = r.ips.addrs[i]
+		if r.ips != nil && i < len(r.ips.extras) {
+			r.fillExtra(&s, &r.ips.extras[i])
 		}
 		if err := fn(&s); err != nil {
 			return err
@@ -283,6 +302,17 @@ func (r *Result) EachSample(fn func(*Sample) error) error {
 }
 
 func (r *Result) comm(i int32) string { return r.comms[i] }
+
+// fillExtra sets s's fields from a kept sample's extra fields.
+func (r *Result) fillExtra(s *Sample, x *sampleExtra) {
+	s.Addr, s.Weight, s.DataSrc, s.PhysAddr = x.addr, x.weight, x.dataSrc, x.physAddr
+	s.RegsIntrABI, s.RegsUserABI = uint64(x.intrABI), uint64(x.userABI)
+	regs := r.ips.regs[x.regsLo : x.regsLo+int32(x.intrN)+int32(x.userN)]
+	s.RegsIntr, s.RegsUser = regs[:x.intrN], regs[x.intrN:]
+	if x.addrLoc >= 0 && int(x.addrLoc) < len(r.addrLocs) {
+		s.AddrLocation = &r.addrLocs[x.addrLoc]
+	}
+}
 
 // finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
@@ -299,13 +329,19 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
 		return nil, err
 	}
+	// DSOs that only kept samples' addresses lie in are judged alike,
+	// for script's sake, but are no DSO a sample touches.
+	addrOnly := s.addrOnlyDSOs()
+	if err := s.judgeAll(ctx, addrOnly, loc, workers); err != nil {
+		return nil, err
+	}
 
 	// The symbol files are opened, and proven, before trust is counted:
 	// one replaced since its verdict changes that verdict.
 	var lookups map[*DSO]symbolLookup
 	if !o.NoSymbols {
 		var closeLookups func()
-		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
+		lookups, closeLookups = s.openSymbols(ctx, slices.Concat(touched, addrOnly), workers)
 		defer closeLookups()
 	}
 
@@ -321,6 +357,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	for _, d := range touched {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
+	res.addrLocs = s.addrLocations(lookups)
 
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = &s.aggs

@@ -11,11 +11,11 @@ type sampleIPs struct {
 	idx   map[string]int32 // by the bytes of a sequence
 	ids   []int32          // per kept sample, in delivery order
 	frame []uint64
-	// addrs, when withAddr (an event recorded PERF_SAMPLE_ADDR), is
-	// each kept sample's data address, in delivery order (0 for a
-	// sample of an event without it): perf script -F addr prints it.
-	addrs    []uint64
-	withAddr bool
+	// extras, when the session keeps them (session.keepExtra), are
+	// each kept sample's fields perf script -F prints beyond its stack,
+	// in delivery order, their registers in regs.
+	extras []sampleExtra
+	regs   []uint64
 }
 
 func newSampleIPs() *sampleIPs { return &sampleIPs{idx: map[string]int32{}} }
@@ -55,7 +55,22 @@ func (k *sampleIPs) add(s *session, e *sampleEvent) {
 		k.idx[string(u64Bytes(f))] = id
 	}
 	k.ids = append(k.ids, id)
-	if k.withAddr {
-		k.addrs = append(k.addrs, e.Addr)
+	if e.extra != nil {
+		k.addExtra(s, e)
 	}
+}
+
+// addExtra keeps e's extra fields, with the location of its address
+// where perf names it (session.resolveAddr: the address space as it is
+// at the sample's time, which is now).
+func (k *sampleIPs) addExtra(s *session, e *sampleEvent) {
+	x := *e.extra
+	n := int32(x.intrN) + int32(x.userN)
+	lo := len(k.regs)
+	k.regs = append(k.regs, e.extraWords[x.regsLo:x.regsLo+n]...)
+	x.regsLo = int32(lo)
+	if e.Event >= 0 && e.Event < len(s.addrNamed) && s.addrNamed[e.Event] {
+		x.addrLoc = s.resolveAddr(e, x.addr)
+	}
+	k.extras = append(k.extras, x)
 }

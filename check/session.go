@@ -29,15 +29,19 @@ const (
 
 // sampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
 type sampleEvent struct {
-	Event     int // index of the event (attr) in the recording
-	PID, TID  uint32
-	CPU       uint32
-	Time      uint64
-	Period    uint64
-	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
-	IP        uint64
-	Addr      uint64   // PERF_SAMPLE_ADDR, carried only when the kept samples need it (session.keepAddr)
-	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
+	Event    int // index of the event (attr) in the recording
+	PID, TID uint32
+	CPU      uint32
+	Time     uint64
+	Period   uint64
+	Mode     perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
+	IP       uint64
+	// extra, when the kept samples need it (session.keepExtra), holds
+	// the fields perf script -F prints beyond the stack, its registers
+	// in extraWords. Both are the batch's: valid only during Sample.
+	extra      *sampleExtra
+	extraWords []uint64
+	Callchain  []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
 	// Callchain.
@@ -173,15 +177,20 @@ type session struct {
 	userBuf  []uint64
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
-	// keepAddr: the kept samples keep their PERF_SAMPLE_ADDR, which
-	// the batches then carry beside their ops (feedBatch.addrs). Set
-	// before feed, read by its reader.
-	keepAddr bool
-	locMemo  [1024]locMemo
-	touched  uint64 // what apply's slot reads read (kept so they stay)
-	aggs     aggTable
-	comms    []string
-	commIdx  map[string]int32
+	// keepExtra: the kept samples keep the fields perf script -F
+	// prints beyond the stack (sampleExtra), which the batches then
+	// carry beside their ops (feedBatch.extras). Set before feed, read
+	// by its reader. addrNamed is, per event, whether its addresses are
+	// located (addrNamed), each distinct location once in addrRefs.
+	keepExtra bool
+	addrNamed []bool
+	addrRefs  []frameRef
+	addrIdx   map[frameRef]int32
+	locMemo   [1024]locMemo
+	touched   uint64 // what apply's slot reads read (kept so they stay)
+	aggs      aggTable
+	comms     []string
+	commIdx   map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32
