@@ -194,6 +194,9 @@ type Result struct {
 	// KernelRelease is the recording's kernel release (the OSRELEASE
 	// feature); "" when unknown.
 	KernelRelease string
+	// Arch is the recording's machine architecture as uname names it
+	// (the ARCH feature: "x86_64"); "" when unknown.
+	Arch string
 	// Clock converts perf time to wall time (the CLOCK_DATA feature); nil
 	// when the recording has none.
 	Clock *perfdata.ClockData
@@ -345,7 +348,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms, kept: s.kept}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, opts: *o, comms: s.comms, kept: s.kept}
 	s.buildStacks(res, touched, stackSamples)
 	if lookups != nil {
 		if err := s.symbolize(ctx, res, lookups, workers); err != nil {

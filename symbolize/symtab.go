@@ -77,8 +77,9 @@ type rawSym struct {
 // non-weak one a weak one, a global one a local one; lessAlias then prefers
 // fewer leading underscores ("malloc" over "__libc_malloc"), then the
 // longer name, and finally the byte-wise smaller one so that the choice
-// never depends on table order. A function (or IFUNC) beats an untyped
-// label of the same rank.
+// never depends on table order. A function (or IFUNC), or a data object
+// where those are kept (DataSymbol), beats an untyped label of the same
+// rank.
 func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
 	r := 0
 	if size == 0 {
@@ -90,7 +91,7 @@ func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
 	if bind != elf.STB_GLOBAL {
 		r += 2
 	}
-	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
+	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && typ != elf.STT_OBJECT {
 		r++
 	}
 	return r
@@ -309,7 +310,7 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 	default:
 		return raw
 	}
-	if !exec && typ != elf.STT_OBJECT {
+	if !exec && !a.dataSection(typ, sec) {
 		return raw
 	}
 	if a.rel && sec.Name != ".text" {
@@ -332,6 +333,14 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 		limit: sec.Addr + sec.Size,
 		file:  fileIfLocal(a.file, bind),
 	})
+}
+
+// dataSection reports whether a symbol of type typ in sec, which is not
+// code, is kept for naming data: a data object wherever it lies, a label
+// in a section whose name says data (_edata), as perf's dso__load_sym
+// keeps them (elf_sym__filter, elf_sec__filter).
+func (a *symAdder) dataSection(typ elf.SymType, sec *elf.Section) bool {
+	return a.objects && (typ == elf.STT_OBJECT || typ == elf.STT_NOTYPE && strings.Contains(sec.Name, "data"))
 }
 
 func (a *symAdder) keep(name string) string {

@@ -34,6 +34,7 @@ type scriptSample struct {
 	Time        uint64        `json:"time"`          // perf clock, nanoseconds
 	Event       string        `json:"event"`
 	Period      uint64        `json:"period"`
+	Addr        string        `json:"addr,omitempty"` // PERF_SAMPLE_ADDR ("0x..."), when the event recorded it
 	Trusted     bool          `json:"trusted"`
 	LeafTrusted bool          `json:"leaf_trusted"`
 	Frames      []scriptFrame `json:"frames"`
@@ -147,6 +148,11 @@ func (a *analysis) hasCPU(i int) bool {
 	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleCPU != 0
 }
 
+// hasAddr reports whether event i recorded PERF_SAMPLE_ADDR.
+func (a *analysis) hasAddr(i int) bool {
+	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleAddr != 0
+}
+
 // hasCallchain reports whether event i recorded callchains
 // (PERF_SAMPLE_CALLCHAIN).
 func (a *analysis) hasCallchain(i int) bool {
@@ -182,6 +188,9 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	if a.hasCPU(s.Event) {
 		c := s.CPU
 		out.CPU = &c
+	}
+	if a.hasAddr(s.Event) {
+		out.Addr = "0x" + strconv.FormatUint(s.Addr, 16)
 	}
 	for i, l := range locs {
 		f := scriptFrame{

@@ -9,7 +9,7 @@ import (
 
 // scriptField is a field of `perf script -F`: which parts of a sample
 // perfcheck script prints.
-type scriptField uint16
+type scriptField uint32
 
 // The fields perfcheck script can print, as perf script's enum
 // perf_output_field (tools/perf/builtin-script.c) names them.
@@ -27,6 +27,13 @@ const (
 	fieldSrcline
 	fieldPeriod
 	fieldAddr
+	fieldWeight
+	fieldDataSrc
+	fieldPhysAddr
+	fieldIRegs
+	fieldURegs
+	fieldBrstack
+	fieldBrstackSym
 )
 
 // scriptFieldNames are the names -F takes, in perf's spelling.
@@ -37,6 +44,8 @@ var scriptFieldNames = []struct {
 	{"comm", fieldComm}, {"tid", fieldTID}, {"pid", fieldPID}, {"time", fieldTime},
 	{"cpu", fieldCPU}, {"event", fieldEvent}, {"ip", fieldIP}, {"sym", fieldSym},
 	{"symoff", fieldSymOff}, {"dso", fieldDSO}, {"addr", fieldAddr}, {"srcline", fieldSrcline}, {"period", fieldPeriod},
+	{"weight", fieldWeight}, {"data_src", fieldDataSrc}, {"phys_addr", fieldPhysAddr},
+	{"iregs", fieldIRegs}, {"uregs", fieldURegs}, {"brstack", fieldBrstack}, {"brstacksym", fieldBrstackSym},
 }
 
 // perfDefaultFields is what perf script prints without -F for hardware,
@@ -127,16 +136,17 @@ func scriptFieldList() string {
 
 // check refuses the combinations perf script refuses
 // (evsel__check_attr): a symbol, its offset, a DSO or a source line need
-// the address they describe.
+// the address they describe (a sample's ip, or its addr for the events
+// whose addresses perf names).
 func (fs scriptFields) check() error {
 	f := fs.fields
 	switch {
-	case f&fieldSym != 0 && f&fieldIP == 0:
-		return fmt.Errorf("-F: sym needs ip: no address to convert to a symbol")
+	case f&fieldSym != 0 && f&(fieldIP|fieldAddr) == 0:
+		return fmt.Errorf("-F: sym needs ip or addr: no address to convert to a symbol")
 	case f&fieldSymOff != 0 && f&fieldSym == 0:
 		return fmt.Errorf("-F: symoff needs sym")
-	case f&fieldDSO != 0 && f&fieldIP == 0:
-		return fmt.Errorf("-F: dso needs ip: no address to convert")
+	case f&fieldDSO != 0 && f&(fieldIP|fieldAddr|fieldBrstack|fieldBrstackSym) == 0:
+		return fmt.Errorf("-F: dso needs ip, addr, brstack or brstacksym: no address to convert")
 	case f&fieldSrcline != 0 && f&fieldIP == 0:
 		return fmt.Errorf("-F: srcline needs ip: no address to look the line up")
 	case f == 0:
@@ -174,6 +184,11 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		{fieldCPU, perfdata.SampleCPU, "CPU"},
 		{fieldIP, perfdata.SampleIP, "IP"},
 		{fieldAddr, perfdata.SampleAddr, "ADDR"},
+		{fieldWeight, perfdata.SampleWeight | perfdata.SampleWeightStruct, "WEIGHT"},
+		{fieldDataSrc, perfdata.SampleDataSrc, "DATA_SRC"},
+		{fieldPhysAddr, perfdata.SamplePhysAddr, "PHYS_ADDR"},
+		{fieldIRegs, perfdata.SampleRegsIntr, "IREGS"},
+		{fieldURegs, perfdata.SampleRegsUser, "UREGS"},
 	}
 	for _, n := range need {
 		if f&n.field == 0 || a.SampleType&n.bit != 0 {
@@ -184,33 +199,23 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		}
 		f &^= n.field
 	}
-	if f&fieldIP == 0 {
-		f &^= fieldSym | fieldSymOff | fieldDSO | fieldSrcline
+	if f&(fieldIP|fieldAddr) == 0 {
+		f &^= fieldSym | fieldSymOff
 	}
-	if f&fieldAddr != 0 && f&(fieldSym|fieldDSO) != 0 && addrIsCode(a) {
-		return 0, fmt.Errorf("samples for %q have addresses perf script names with sym and dso; perfcheck does not name them: drop sym and dso, or addr", name)
+	if f&(fieldIP|fieldAddr|fieldBrstack|fieldBrstackSym) == 0 {
+		f &^= fieldDSO
+	}
+	if f&fieldIP == 0 {
+		f &^= fieldSrcline
+	}
+	if f&(fieldBrstack|fieldBrstackSym) != 0 && a.SampleType&perfdata.SampleBranchStack != 0 {
+		// perf script prints nothing for a sample without a branch
+		// stack, as perfcheck does; the entries of one it does not
+		// print: no recording made here has them (no LBR) to prove
+		// the text against perf's.
+		return 0, fmt.Errorf("samples for %q have branch stacks, which perfcheck does not print: drop brstack and brstacksym", name)
 	}
 	return f, nil
-}
-
-// addrIsCode reports whether perf script names an event's
-// PERF_SAMPLE_ADDR with a symbol and DSO (sample_addr_correlates_sym in
-// tools/perf/util/event.c): software page faults and branch tracing
-// (branch instructions sampled at period 1). perfcheck prints only the
-// address.
-func addrIsCode(a *perfdata.Attr) bool {
-	const (
-		typeHardware, typeSoftware               = 0, 1
-		branchInstructions                       = 4
-		pageFaults, pageFaultsMin, pageFaultsMaj = 2, 5, 6
-	)
-	switch {
-	case a.Type == typeSoftware:
-		return a.Config == pageFaults || a.Config == pageFaultsMin || a.Config == pageFaultsMaj
-	case a.Type == typeHardware:
-		return a.Config == branchInstructions && a.SamplePeriod == 1
-	}
-	return false
 }
 
 func fieldName(f scriptField) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 
@@ -18,11 +19,15 @@ type scriptFormat struct {
 	fields  []scriptField // per event index
 	inlines bool          // each inlined frame on its own line (--inline)
 	trust   bool          // a "# perfcheck:" comment line per sample (--trust-lines)
+	// dataSrcWidth is the widest data_src text printed so far, which
+	// perf script pads the next ones to (data_src__fprintf's maxlen).
+	dataSrcWidth int
+	regNames     []string // names of the recording's registers by number
 }
 
 // newScriptFormat resolves fs for each event of a.
 func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
-	sf := &scriptFormat{a: a}
+	sf := &scriptFormat{a: a, regNames: registerNames(a.res.Arch)}
 	for i := range a.res.EventInfo {
 		var attr *perfdata.Attr
 		if i < len(a.res.EventInfo) {
@@ -31,6 +36,9 @@ func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 		f, err := fs.forEvent(a.res.EventName(i), attr)
 		if err != nil {
 			return nil, err
+		}
+		if f&(fieldIRegs|fieldURegs) != 0 && sf.regNames == nil {
+			return nil, fmt.Errorf("cannot print %s: perfcheck names the registers of x86 and arm64 recordings, not of %q", fieldName(f&(fieldIRegs|fieldURegs)), a.res.Arch)
 		}
 		sf.fields = append(sf.fields, f)
 	}
@@ -63,11 +71,16 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = append(b, ": "...)
 	}
 	if f&fieldAddr != 0 {
-		// perf_sample__fprintf_addr: "%16lx".
-		b = appendUintPadLeft(b, s.Addr, 16, 16)
+		b = sf.appendAddr(b, f, s)
+	}
+	if f&fieldDataSrc != 0 {
+		b = sf.appendDataSrc(b, s.DataSrc)
+	}
+	if f&fieldWeight != 0 {
+		b = appendUintPadLeft(b, s.Weight, 10, 16)
 	}
 	if f&fieldIP == 0 {
-		return append(b, '\n')
+		return append(sf.appendTail(b, f, s), '\n')
 	}
 	locs := s.Stack.Locations()
 	if !chain {
@@ -75,15 +88,14 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		// (the runtime address), not the map-relative one it prints
 		// for callchain entries.
 		b = append(b, ' ')
-		if len(locs) == 0 {
-			return append(b, '\n')
+		if len(locs) > 0 {
+			ip := locs[0].Offset
+			if len(s.IPs) > 0 {
+				ip = s.IPs[0]
+			}
+			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
 		}
-		ip := locs[0].Offset
-		if len(s.IPs) > 0 {
-			ip = s.IPs[0]
-		}
-		b = sf.appendFrame(b, f, ip, locs[0], 0, "")
-		return append(b, '\n')
+		return append(sf.appendTail(b, f, s), '\n')
 	}
 	b = append(b, '\n')
 	for _, l := range locs {
@@ -101,7 +113,50 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
 		b = append(b, '\n')
 	}
-	return append(b, '\n')
+	return append(sf.appendTail(b, f, s), '\n')
+}
+
+// appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
+// for the events whose addresses perf names (Sample.AddrLocation), its
+// symbol and DSO as a frame's are printed, under the same verdict rules.
+func (sf *scriptFormat) appendAddr(b []byte, f scriptField, s *check.Sample) []byte {
+	b = appendUintPadLeft(b, s.Addr, 16, 16)
+	l := s.AddrLocation
+	if l == nil {
+		return b
+	}
+	if f&fieldSym != 0 {
+		b = append(b, ' ')
+		var off uint64
+		var hasOff bool
+		b, off, hasOff = appendScriptSymbol(b, l, len(l.Frames)-1)
+		if f&fieldSymOff != 0 && hasOff {
+			b = append(b, "+0x"...)
+			b = strconv.AppendUint(b, off, 16)
+		}
+	}
+	if f&fieldDSO != 0 {
+		b = append(b, " ("...)
+		b = append(b, l.DSO.Path...)
+		b = append(b, ')')
+	}
+	return b
+}
+
+// appendTail prints what perf script prints after the sample's ip or
+// callchain (process_event): the interrupt and user registers, the
+// branch stack (none: see scriptFields.forEvent), the physical address.
+func (sf *scriptFormat) appendTail(b []byte, f scriptField, s *check.Sample) []byte {
+	if f&fieldIRegs != 0 {
+		b = sf.appendRegs(b, s.RegsIntrABI, s.RegsIntr, sf.a.regMask(s.Event, false))
+	}
+	if f&fieldURegs != 0 {
+		b = sf.appendRegs(b, s.RegsUserABI, s.RegsUser, sf.a.regMask(s.Event, true))
+	}
+	if f&fieldPhysAddr != 0 {
+		b = appendUintPadLeft(b, s.PhysAddr, 16, 16)
+	}
+	return b
 }
 
 // appendStart is perf_sample__fprintf_start: comm (unpadded when a
