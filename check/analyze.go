@@ -162,7 +162,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	var ips *sampleIPs
 	if opts.KeepSamples {
 		ips = newSampleIPs()
-		s.keepExtra = recordsExtra(f.Events())
+		s.keepExtra = recordsExtra(f.Events(), opts.KeepRegisters)
 		for i := range f.Events() {
 			s.addrNamed = append(s.addrNamed, addrNamed(&f.Events()[i].Attr))
 		}

@@ -167,6 +167,11 @@ type Options struct {
 	// can replay them (perfcheck script). Without it memory is bounded by
 	// the distinct stacks, not the samples.
 	KeepSamples bool
+	// KeepRegisters, with KeepSamples, keeps each sample's interrupt and
+	// user registers too (Sample.RegsIntr, RegsUser: perf script -F
+	// iregs,uregs), 8 bytes a register a sample; without it they are
+	// nil, their ABI 0.
+	KeepRegisters bool
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
 	// Progress, when set, is told how the check advances: now and then

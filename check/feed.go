@@ -205,7 +205,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	}
 	nw := len(r.Callchain) + len(regs)
 	if s.keepExtra {
-		nw += extraWords(r)
+		nw += s.extraWords(r)
 	}
 	if b.full(nw, len(stack)) {
 		b = handoff(b)
@@ -248,7 +248,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		b.users = append(b.users, u)
 	}
 	if s.keepExtra {
-		b.addExtra(r)
+		b.addExtra(r, s.opts.KeepRegisters)
 	}
 	b.ops = append(b.ops, op)
 	return b

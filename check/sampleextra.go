@@ -21,15 +21,23 @@ type sampleExtra struct {
 	intrABI, userABI uint8
 }
 
-// extraSampleTypes are the sample fields sampleExtra carries.
-const extraSampleTypes = perfdata.SampleAddr | perfdata.SampleWeight | perfdata.SampleWeightStruct |
-	perfdata.SampleDataSrc | perfdata.SamplePhysAddr | perfdata.SampleRegsIntr | perfdata.SampleRegsUser
+// extraSampleTypes are the sample fields sampleExtra carries, the
+// registers only when they are kept (Options.KeepRegisters).
+const (
+	extraSampleTypes = perfdata.SampleAddr | perfdata.SampleWeight | perfdata.SampleWeightStruct |
+		perfdata.SampleDataSrc | perfdata.SamplePhysAddr
+	registerSampleTypes = perfdata.SampleRegsIntr | perfdata.SampleRegsUser
+)
 
 // recordsExtra reports whether an event of the recording records a field
-// sampleExtra carries.
-func recordsExtra(events []perfdata.Event) bool {
+// sampleExtra carries, registers counting when regs is set.
+func recordsExtra(events []perfdata.Event, regs bool) bool {
+	want := extraSampleTypes
+	if regs {
+		want |= registerSampleTypes
+	}
 	for i := range events {
-		if events[i].Attr.SampleType&extraSampleTypes != 0 {
+		if events[i].Attr.SampleType&want != 0 {
 			return true
 		}
 	}
@@ -37,14 +45,22 @@ func recordsExtra(events []perfdata.Event) bool {
 }
 
 // extraWords is how many of the batch's words r's extra fields take.
-func extraWords(r *perfdata.Sample) int { return len(r.RegsIntr) + len(r.RegsUser) }
+func (s *session) extraWords(r *perfdata.Sample) int {
+	if !s.opts.KeepRegisters {
+		return 0
+	}
+	return len(r.RegsIntr) + len(r.RegsUser)
+}
 
-// addExtra appends r's extra fields to b, its registers to b.words.
-func (b *feedBatch) addExtra(r *perfdata.Sample) {
+// addExtra appends r's extra fields to b, its registers to b.words when
+// regs is set.
+func (b *feedBatch) addExtra(r *perfdata.Sample, regs bool) {
 	x := sampleExtra{addr: r.Addr, weight: r.Weight, dataSrc: r.DataSrc, physAddr: r.PhysAddr,
-		regsLo: int32(len(b.words)), addrLoc: -1,
-		intrN: uint8(min(len(r.RegsIntr), 64)), userN: uint8(min(len(r.RegsUser), 64)),
-		intrABI: uint8(r.RegsIntrABI), userABI: uint8(r.RegsUserABI)}
+		regsLo: int32(len(b.words)), addrLoc: -1}
+	if regs {
+		x.intrN, x.userN = uint8(min(len(r.RegsIntr), 64)), uint8(min(len(r.RegsUser), 64))
+		x.intrABI, x.userABI = uint8(r.RegsIntrABI), uint8(r.RegsUserABI)
+	}
 	if r.Fields&perfdata.SampleWeightStruct != 0 {
 		// perf script prints the struct's first word as the weight
 		// (perf_sample's weight, evsel__parse_sample).

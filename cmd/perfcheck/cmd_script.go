@@ -83,6 +83,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Folded stacks come from the check's aggregates; only the samples
 	// printed one by one need a record each.
 	opts.KeepSamples = !*folded
+	opts.KeepRegisters = fields.fields&(fieldIRegs|fieldURegs) != 0
 	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
