@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -162,10 +163,6 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	var ips *sampleIPs
 	if opts.KeepSamples {
 		ips = newSampleIPs()
-		s.keepExtra = recordsExtra(f.Events(), opts.KeepRegisters)
-		for i := range f.Events() {
-			s.addrNamed = append(s.addrNamed, addrNamed(&f.Events()[i].Attr))
-		}
 	}
 	if err := s.feed(ctx, f, ips); err != nil {
 		if ctx.Err() != nil {
@@ -188,6 +185,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
+	if slices.Contains(s.tracepoints, true) {
+		res.TraceEvents, res.TraceErr = f.Features().TraceEvents()
+	}
 	res.ReadWarnings = f.Warnings()
 	if readErr != nil {
 		res.Partial = true

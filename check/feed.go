@@ -176,6 +176,10 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 			}
 		}
 		if r, ok := rs.Record().(*perfdata.Sample); ok {
+			if r.EventIndex >= len(events) {
+				// A stream's events arrive in it (HEADER_ATTR).
+				events = f.Events()
+			}
 			b = s.addSample(b, r, events, handoff)
 			continue
 		}
@@ -195,6 +199,9 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 // addSample adds sample r to b, or to the batch handoff returns for b
 // when b is full; it returns the batch it added to.
 func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
+	if s.opts.KeepSamples && !s.extraDecided {
+		s.decideExtra(events)
+	}
 	var stack []byte
 	var regs []uint64
 	userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
@@ -203,11 +210,14 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
 		regs = r.RegsUser
 	}
-	nw := len(r.Callchain) + len(regs)
+	nw, nb := len(r.Callchain)+len(regs), len(stack)
+	raw := 0
 	if s.keepExtra {
 		nw += s.extraWords(r)
+		raw = s.rawBytes(r)
+		nb += raw
 	}
-	if b.full(nw, len(stack)) {
+	if b.full(nw, nb) {
 		b = handoff(b)
 	}
 	op := feedOp{
@@ -248,7 +258,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		b.users = append(b.users, u)
 	}
 	if s.keepExtra {
-		b.addExtra(r, s.opts.KeepRegisters)
+		b.addExtra(r, s.opts.KeepRegisters, raw)
 	}
 	b.ops = append(b.ops, op)
 	return b
@@ -337,7 +347,7 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
 		if nsample < len(b.extras) {
-			se.extra, se.extraWords = &b.extras[nsample], b.words
+			se.extra, se.extraWords, se.extraBytes = &b.extras[nsample], b.words, b.bytes
 		}
 		nsample++
 		if op.aux >= 0 {

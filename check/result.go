@@ -163,6 +163,10 @@ type Sample struct {
 	Weight, DataSrc, PhysAddr uint64
 	RegsIntrABI, RegsUserABI  uint64
 	RegsIntr, RegsUser        []uint64
+	// Raw is a tracepoint event's payload (PERF_SAMPLE_RAW), laid out as
+	// its format in Result.TraceEvents says; nil for other events. It
+	// is reused like the Sample.
+	Raw []byte
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -194,6 +198,11 @@ type Result struct {
 	// KernelRelease is the recording's kernel release (the OSRELEASE
 	// feature); "" when unknown.
 	KernelRelease string
+	// TraceEvents are the recording's tracepoint formats (the TRACING_DATA
+	// feature), read with Options.KeepSamples when an event is a
+	// tracepoint; TraceErr says why they could not be read.
+	TraceEvents []perfdata.TraceEvent
+	TraceErr    error
 	// Arch is the recording's machine architecture as uname names it
 	// (the ARCH feature: "x86_64"); "" when unknown.
 	Arch string
@@ -312,6 +321,9 @@ func (r *Result) fillExtra(s *Sample, x *sampleExtra) {
 	s.RegsIntrABI, s.RegsUserABI = uint64(x.intrABI), uint64(x.userABI)
 	regs := r.ips.regs[x.regsLo : x.regsLo+int32(x.intrN)+int32(x.userN)]
 	s.RegsIntr, s.RegsUser = regs[:x.intrN], regs[x.intrN:]
+	if x.rawN > 0 {
+		s.Raw = r.ips.raw[x.rawLo : x.rawLo+x.rawN]
+	}
 	if x.addrLoc >= 0 && int(x.addrLoc) < len(r.addrLocs) {
 		s.AddrLocation = &r.addrLocs[x.addrLoc]
 	}

@@ -15,8 +15,11 @@ type sampleExtra struct {
 	// regsLo is where the registers are in the holder's words (the
 	// batch's, then sampleIPs'): intrN interrupt registers, then userN
 	// user registers.
-	regsLo           int32
-	addrLoc          int32 // index in session.addrRefs of addr's location; -1: not named
+	regsLo  int32
+	addrLoc int32 // index in session.addrRefs of addr's location; -1: not named
+	// rawLo, rawN are the tracepoint payload (PERF_SAMPLE_RAW of a
+	// tracepoint event) in the holder's bytes.
+	rawLo, rawN      int32
 	intrN, userN     uint8
 	intrABI, userABI uint8
 }
@@ -29,6 +32,20 @@ const (
 	registerSampleTypes = perfdata.SampleRegsIntr | perfdata.SampleRegsUser
 )
 
+// tracepointRaw reports whether event a's PERF_SAMPLE_RAW is a tracepoint's
+// payload, which perf script prints (its trace field).
+func tracepointRaw(a *perfdata.Attr) bool {
+	return a.Type == perfdata.AttrTypeTracepoint && a.SampleType&perfdata.SampleRaw != 0
+}
+
+// rawBytes is how many of the batch's bytes r's extra fields take.
+func (s *session) rawBytes(r *perfdata.Sample) int {
+	if r.Fields&perfdata.SampleRaw == 0 || r.EventIndex < 0 || r.EventIndex >= len(s.tracepoints) || !s.tracepoints[r.EventIndex] {
+		return 0
+	}
+	return len(r.Raw)
+}
+
 // recordsExtra reports whether an event of the recording records a field
 // sampleExtra carries, registers counting when regs is set.
 func recordsExtra(events []perfdata.Event, regs bool) bool {
@@ -37,11 +54,22 @@ func recordsExtra(events []perfdata.Event, regs bool) bool {
 		want |= registerSampleTypes
 	}
 	for i := range events {
-		if events[i].Attr.SampleType&want != 0 {
+		if events[i].Attr.SampleType&want != 0 || tracepointRaw(&events[i].Attr) {
 			return true
 		}
 	}
 	return false
+}
+
+// decideExtra sets what the kept samples keep beyond their stacks, from
+// the recording's events (all known at its first sample, a stream's too).
+func (s *session) decideExtra(events []perfdata.Event) {
+	s.extraDecided = true
+	s.keepExtra = recordsExtra(events, s.opts.KeepRegisters)
+	for i := range events {
+		s.addrNamed = append(s.addrNamed, addrNamed(&events[i].Attr))
+		s.tracepoints = append(s.tracepoints, tracepointRaw(&events[i].Attr))
+	}
 }
 
 // extraWords is how many of the batch's words r's extra fields take.
@@ -53,10 +81,11 @@ func (s *session) extraWords(r *perfdata.Sample) int {
 }
 
 // addExtra appends r's extra fields to b, its registers to b.words when
-// regs is set.
-func (b *feedBatch) addExtra(r *perfdata.Sample, regs bool) {
+// regs is set, its first raw bytes of its payload to b.bytes.
+func (b *feedBatch) addExtra(r *perfdata.Sample, regs bool, raw int) {
 	x := sampleExtra{addr: r.Addr, weight: r.Weight, dataSrc: r.DataSrc, physAddr: r.PhysAddr,
-		regsLo: int32(len(b.words)), addrLoc: -1}
+		regsLo: int32(len(b.words)), addrLoc: -1, rawLo: int32(len(b.bytes)), rawN: int32(raw)}
+	b.bytes = append(b.bytes, r.Raw[:raw]...)
 	if regs {
 		x.intrN, x.userN = uint8(min(len(r.RegsIntr), 64)), uint8(min(len(r.RegsUser), 64))
 		x.intrABI, x.userABI = uint8(r.RegsIntrABI), uint8(r.RegsUserABI)

@@ -16,6 +16,7 @@ type sampleIPs struct {
 	// in delivery order, their registers in regs.
 	extras []sampleExtra
 	regs   []uint64
+	raw    []byte
 }
 
 func newSampleIPs() *sampleIPs { return &sampleIPs{idx: map[string]int32{}} }
@@ -69,6 +70,9 @@ func (k *sampleIPs) addExtra(s *session, e *sampleEvent) {
 	lo := len(k.regs)
 	k.regs = append(k.regs, e.extraWords[x.regsLo:x.regsLo+n]...)
 	x.regsLo = int32(lo)
+	rlo := len(k.raw)
+	k.raw = append(k.raw, e.extraBytes[x.rawLo:x.rawLo+x.rawN]...)
+	x.rawLo = int32(rlo)
 	if e.Event >= 0 && e.Event < len(s.addrNamed) && s.addrNamed[e.Event] {
 		x.addrLoc = s.resolveAddr(e, x.addr)
 	}

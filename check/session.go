@@ -41,6 +41,7 @@ type sampleEvent struct {
 	// in extraWords. Both are the batch's: valid only during Sample.
 	extra      *sampleExtra
 	extraWords []uint64
+	extraBytes []byte
 	Callchain  []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
@@ -179,18 +180,24 @@ type session struct {
 	keyBuf   []aheadKey // apply's keys of a batch's samples
 	// keepExtra: the kept samples keep the fields perf script -F
 	// prints beyond the stack (sampleExtra), which the batches then
-	// carry beside their ops (feedBatch.extras). Set before feed, read
-	// by its reader. addrNamed is, per event, whether its addresses are
-	// located (addrNamed), each distinct location once in addrRefs.
-	keepExtra bool
-	addrNamed []bool
-	addrRefs  []frameRef
-	addrIdx   map[frameRef]int32
-	locMemo   [1024]locMemo
-	touched   uint64 // what apply's slot reads read (kept so they stay)
-	aggs      aggTable
-	comms     []string
-	commIdx   map[string]int32
+	// carry beside their ops (feedBatch.extras). The reader decides it
+	// at the first sample (decideExtra), when a stream's events are
+	// known, before it hands that sample over. addrNamed is, per event,
+	// whether its addresses are located (addrNamed), each distinct
+	// location once in addrRefs.
+	keepExtra    bool
+	extraDecided bool
+	// tracepoints is, per event, whether its raw payload is a
+	// tracepoint's, kept for script (tracepointRaw).
+	tracepoints []bool
+	addrNamed   []bool
+	addrRefs    []frameRef
+	addrIdx     map[frameRef]int32
+	locMemo     [1024]locMemo
+	touched     uint64 // what apply's slot reads read (kept so they stay)
+	aggs        aggTable
+	comms       []string
+	commIdx     map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32

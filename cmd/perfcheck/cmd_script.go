@@ -102,6 +102,9 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return errorf(stderr, "script", "%v", err)
 		}
 		sf.inlines, sf.trust = *inlines, *trustLines
+		for _, n := range sf.notes {
+			fmt.Fprintln(stderr, "perfcheck script: note: "+n)
+		}
 		if err := a.printSamples(stdout, sf, *jsonOut); err != nil {
 			return errorf(stderr, "script", "%v", err)
 		}

@@ -34,6 +34,7 @@ const (
 	fieldURegs
 	fieldBrstack
 	fieldBrstackSym
+	fieldTrace
 )
 
 // scriptFieldNames are the names -F takes, in perf's spelling.
@@ -46,6 +47,7 @@ var scriptFieldNames = []struct {
 	{"symoff", fieldSymOff}, {"dso", fieldDSO}, {"addr", fieldAddr}, {"srcline", fieldSrcline}, {"period", fieldPeriod},
 	{"weight", fieldWeight}, {"data_src", fieldDataSrc}, {"phys_addr", fieldPhysAddr},
 	{"iregs", fieldIRegs}, {"uregs", fieldURegs}, {"brstack", fieldBrstack}, {"brstacksym", fieldBrstackSym},
+	{"trace", fieldTrace},
 }
 
 // perfDefaultFields is what perf script prints without -F for hardware,
@@ -58,10 +60,9 @@ const perfDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldPer
 	fieldIP | fieldSym | fieldSymOff | fieldDSO
 
 // tracepointDefaultFields is perf script's default for tracepoints: no
-// period, and the ip, sym+symoff and dso only when callchains were
-// recorded (perf_session__check_output_opt). perf also prints the
-// tracepoint's payload, which perfcheck does not decode.
-const tracepointDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldEvent
+// period, the payload (trace), and the ip, sym+symoff and dso only when
+// callchains were recorded (perf_session__check_output_opt).
+const tracepointDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldEvent | fieldTrace
 
 // typeTracepoint is PERF_TYPE_TRACEPOINT.
 const typeTracepoint = 2
@@ -198,6 +199,11 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 			return 0, fmt.Errorf("samples for %q do not have the %s attribute set: cannot print %s", name, n.what, fieldName(fs.explicit&n.field))
 		}
 		f &^= n.field
+	}
+	if a.Type != typeTracepoint || a.SampleType&perfdata.SampleRaw == 0 {
+		// perf ignores trace for other events ("'trace' not valid
+		// for software events. Ignoring.").
+		f &^= fieldTrace
 	}
 	if f&(fieldIP|fieldAddr) == 0 {
 		f &^= fieldSym | fieldSymOff

@@ -23,6 +23,12 @@ type scriptFormat struct {
 	// perf script pads the next ones to (data_src__fprintf's maxlen).
 	dataSrcWidth int
 	regNames     []string // names of the recording's registers by number
+	// traces are the payload formats of the tracepoint events whose
+	// trace field is printed, by event index (nil: not printed).
+	traces []*traceFormat
+	// notes say what the default fields leave out (a payload format
+	// perfcheck does not evaluate), for stderr.
+	notes []string
 }
 
 // newScriptFormat resolves fs for each event of a.
@@ -41,8 +47,41 @@ func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 			return nil, fmt.Errorf("cannot print %s: perfcheck names the registers of x86 and arm64 recordings, not of %q", fieldName(f&(fieldIRegs|fieldURegs)), a.res.Arch)
 		}
 		sf.fields = append(sf.fields, f)
+		tf, err := sf.traceFormat(i, f, fs)
+		if err != nil {
+			return nil, err
+		}
+		sf.traces = append(sf.traces, tf)
 	}
 	return sf, nil
+}
+
+// traceFormat returns event i's payload format when its trace field is
+// printed; one perfcheck cannot evaluate is an error when -F named trace,
+// else a note and no payload.
+func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*traceFormat, error) {
+	if f&fieldTrace == 0 {
+		return nil, nil
+	}
+	a, name := sf.a.res, sf.a.res.EventName(i)
+	var err error = a.TraceErr
+	if err == nil {
+		err = fmt.Errorf("the recording has no format for it")
+		for j := range a.TraceEvents {
+			if a.TraceEvents[j].ID == a.EventInfo[i].Attr.Config {
+				var tf *traceFormat
+				if tf, err = newTraceFormat(&a.TraceEvents[j]); err == nil {
+					return tf, nil
+				}
+				break
+			}
+		}
+	}
+	if fs.explicit&fieldTrace != 0 {
+		return nil, fmt.Errorf("cannot print the payload of %q: %v", name, err)
+	}
+	sf.notes = append(sf.notes, fmt.Sprintf("the payload of %q is not printed: %v", name, err))
+	return nil, nil
 }
 
 func (sf *scriptFormat) fieldsOf(event int) scriptField {
@@ -69,6 +108,11 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	if f&fieldEvent != 0 {
 		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
+	}
+	if f&fieldTrace != 0 && s.Event < len(sf.traces) && sf.traces[s.Event] != nil && s.Raw != nil {
+		// A payload that does not evaluate (a field past a cut record)
+		// prints as far as it goes.
+		b, _ = sf.traces[s.Event].appendTrace(b, s.Raw)
 	}
 	if f&fieldAddr != 0 {
 		b = sf.appendAddr(b, f, s)
