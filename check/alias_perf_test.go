@@ -49,7 +49,7 @@ func TestRealAliasesAsPerf(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, perfName, "perf script shows libc frames")
-	res := w.analyze(data, Options{KeepSamples: true})
+	res := w.analyze(data, Options{Replay: true})
 	compared, clock := 0, 0
 	for _, l := range res.Locations {
 		want, ok := perfName[l.Offset]

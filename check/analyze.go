@@ -45,27 +45,55 @@ type recording interface {
 	Warnings() []string
 }
 
-// open returns the recording src names, what Analyze must close when done,
-// and when the recording ended (zero when unknown).
-func (src Source) open() (rec recording, closer io.Closer, info recInfo, err error) {
+// opened is a Source made ready for reading.
+type opened struct {
+	rec    recording
+	info   recInfo   // when the recording ended (zero when unknown)
+	closer io.Closer // what Analyze closes when done; nil: nothing
+	// again, with Options.Replay, returns the recording from its
+	// beginning for EachSample, and keep is what Result.Close closes.
+	again func() (recording, error)
+	keep  io.Closer
+}
+
+// open makes src ready for reading, and for reading again when replay is
+// set.
+func (src Source) open(replay bool) (o opened, err error) {
 	switch {
 	case src.stream != nil:
-		r, err := perfdata.NewReader(src.stream)
-		if err != nil {
-			return nil, nil, info, err
+		r := src.stream
+		if f, ok := r.(*os.File); ok {
+			o.info = regularFileInfo(f.Stat())
 		}
-		if f, ok := src.stream.(*os.File); ok {
-			info = regularFileInfo(f.Stat())
+		if replay {
+			if r, o.again, o.keep, err = spoolStream(r); err != nil {
+				return o, err
+			}
 		}
-		return r, nil, info, nil
+		o.rec, err = perfdata.NewReader(r)
+		if err != nil && o.keep != nil {
+			o.keep.Close()
+		}
+		return o, err
 	case src.file != nil:
-		return src.file, nil, fileInfo(src.file), nil
+		o.rec, o.info = src.file, fileInfo(src.file)
+	default:
+		f, err := perfdata.Open(src.name)
+		if err != nil {
+			return o, err
+		}
+		o.rec, o.info = f, fileInfo(f)
+		if replay {
+			o.keep = f
+		} else {
+			o.closer = f
+		}
 	}
-	f, err := perfdata.Open(src.name)
-	if err != nil {
-		return nil, nil, info, err
+	if replay {
+		rec := o.rec
+		o.again = func() (recording, error) { return rec, nil }
 	}
-	return f, f, fileInfo(f), nil
+	return o, nil
 }
 
 // fileInfo is what a file's metadata tells of its recording: perf record
@@ -100,12 +128,18 @@ func regularFileInfo(st os.FileInfo, err error) recInfo {
 // nil Result comes only with errors that leave nothing to report (the file
 // cannot be opened, its header is malformed, ctx was cancelled).
 func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
-	rec, closer, info, err := src.open()
+	if opts.ReportOnly {
+		if opts.Replay {
+			return nil, errors.New("check: Options.ReportOnly and Options.Replay exclude each other")
+		}
+		opts.NoSymbols = true
+	}
+	o, err := src.open(opts.Replay)
 	if err != nil {
 		return nil, err
 	}
-	if closer != nil {
-		defer closer.Close()
+	if o.closer != nil {
+		defer o.closer.Close()
 	}
 	if opts.Resolver != nil {
 		// One root for the lookup and the verdicts: the paths the
@@ -123,7 +157,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 		opts.locator = &resolverLocator{r: r}
 		opts.debugFiles = r
 	}
-	res, err := analyze(ctx, rec, src.name, opts, info)
+	res, s, err := analyze(ctx, o.rec, src.name, opts, o.info)
+	if res != nil && o.again != nil {
+		res.replay = &replaySource{s: s, name: src.name, open: o.again, closer: o.keep}
+	} else if o.keep != nil {
+		o.keep.Close()
+	}
 	if own && res != nil {
 		// Closing r removes what it downloaded to a scratch directory;
 		// ExecSegment must not find those files gone.
@@ -132,10 +171,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 	return res, err
 }
 
-// analyze is Analyze on an open recording, with opts.locator set.
-func analyze(ctx context.Context, f recording, name string, opts Options, info recInfo) (*Result, error) {
+// analyze is Analyze on an open recording, with opts.locator set. It
+// returns the session too, which EachSample reads the recording again
+// with.
+func analyze(ctx context.Context, f recording, name string, opts Options, info recInfo) (*Result, *session, error) {
 	if err := info.fromFeatures(f, name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var pre *preopener
 	if !opts.NoSymbols {
@@ -151,7 +192,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	s.rec = info
 	var err error
 	if s.filter, err = newSampleFilter(opts.Filter, f, name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.fm = firstMaps{}
 	early := s.addEarlyBuildIDs(ctx, f, pre)
@@ -160,13 +201,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	// their report, marked partial, with the error. Only cancellation
 	// returns nothing.
 	var readErr error
-	var ips *sampleIPs
-	if opts.KeepSamples {
-		ips = newSampleIPs()
-	}
-	if err := s.feed(ctx, f, ips); err != nil {
+	if err := s.feed(ctx, f); err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		readErr = nameError(name, err)
 	}
@@ -179,22 +216,21 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	}
 	res, err := s.finish(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.File = name
-	res.ips = ips
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
-	if slices.Contains(s.tracepoints, true) {
+	if opts.Replay && slices.ContainsFunc(res.EventInfo, func(e perfdata.Event) bool { return tracepointRaw(&e.Attr) }) {
 		res.TraceEvents, res.TraceErr = f.Features().TraceEvents()
 	}
 	res.ReadWarnings = f.Warnings()
 	if readErr != nil {
 		res.Partial = true
 		res.ReadErr = readErr
-		return res, readErr
+		return res, s, readErr
 	}
-	return res, nil
+	return res, s, nil
 }
 
 // fromFeatures fills what the recording's header says of it: its clock

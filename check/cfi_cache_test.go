@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 func userFrames(t *testing.T, res *Result) map[sampleKey][]string {
 	t.Helper()
 	out := map[sampleKey][]string{}
-	err := res.EachSample(func(s *Sample) error {
+	err := res.EachSample(context.Background(), func(s *Sample) error {
 		var fr []string
 		for _, l := range s.Stack.Locations() {
 			if l.DSO.Kind == dso.File {
@@ -61,7 +62,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	}
 
 	// Before the deploy, through the files at their paths.
-	base := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, KeepSamples: true, NoSymbols: true})
+	base := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, Replay: true, NoSymbols: true})
 	want := userFrames(t, base)
 	inLib := samplesIn(base, lib, true)
 	through := 0 // samples with their leaf in the library and callers in the program
@@ -107,7 +108,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	}
 
 	// perf's build-id cache, which perf record filled.
-	res := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}, KeepSamples: true})
+	res := w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: w.cache()}, Replay: true})
 	for _, p := range []string{lib, bin} {
 		d := mustDSO(t, res, p, Verified)
 		if d.Source != "perf-cache" || !strings.HasPrefix(d.FoundPath, w.cache()) {
@@ -122,7 +123,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	r := buildidcache.New(buildidcache.Options{BuildIDDir: "-", DebugDirs: []string{},
 		DebuginfodURLs: []string{url}, DebuginfodCache: filepath.Join(w.dir, "dcache")})
 	defer r.Close()
-	res = w.analyze(data, Options{KeepSamples: true, locator: &resolverLocator{r: r}})
+	res = w.analyze(data, Options{Replay: true, locator: &resolverLocator{r: r}})
 	for _, p := range []string{lib, bin} {
 		if d := mustDSO(t, res, p, Verified); d.Source != "debuginfod" {
 			t.Errorf("%s: source %q, want debuginfod", p, d.Source)
@@ -131,7 +132,7 @@ func TestRealDwarfUnwindAfterDeploy(t *testing.T) {
 	same("debuginfod", res)
 
 	// Nothing holds them: the rebuilt library at the path is not used.
-	res = w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, KeepSamples: true})
+	res = w.analyze(data, Options{Lookup: buildidcache.Options{BuildIDDir: t.TempDir()}, Replay: true})
 	d := mustDSO(t, res, lib, Mismatch)
 	mustDSO(t, res, bin, Missing)
 	got := userFrames(t, res)

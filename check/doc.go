@@ -31,12 +31,18 @@
 //     use: the check alone needs none);
 //   - Result.Aggregates: samples and period per (stack, event, pid, tid,
 //     comm) — the unit of top and pprof;
-//   - Result.EachSample: every sample in time order, when
-//     Options.KeepSamples was set (script).
+//   - Result.EachSample: every sample in time order, read again from the
+//     recording when Options.Replay was set (script); Result.Close
+//     releases what that kept.
+//
+// Options.ReportOnly (check) and Options.Replay count samples by their
+// DSOs instead of their stacks, so their Results have no stacks and no
+// aggregates.
 //
 // Memory is bounded by the number of distinct stacks and threads, not of
-// samples (unless KeepSamples): stacks are deduplicated by their resolved
-// content, and each distinct location is symbolized once, in parallel.
+// samples: stacks are deduplicated by their resolved content, each
+// distinct location is symbolized once, in parallel, and EachSample hands
+// the samples over one at a time as it reads them again.
 //
 // Analyze reads a file by name (Path), a file already open (File) or a
 // pipe-mode stream (Stream). An addrspace.Tracker alone rebuilds address

@@ -163,15 +163,19 @@ type Options struct {
 	TrustPaths bool
 	// NoSymbols skips symbolization (the check alone needs none).
 	NoSymbols bool
-	// KeepSamples keeps one small record per sample so Result.EachSample
-	// can replay them (perfcheck script). Without it memory is bounded by
-	// the distinct stacks, not the samples.
-	KeepSamples bool
-	// KeepRegisters, with KeepSamples, keeps each sample's interrupt and
-	// user registers too (Sample.RegsIntr, RegsUser: perf script -F
-	// iregs,uregs), 8 bytes a register a sample; without it they are
-	// nil, their ABI 0.
-	KeepRegisters bool
+	// Replay keeps what Result.EachSample needs to read the recording
+	// again (perfcheck script): the recording's file open, or a copy of a
+	// stream in a temporary file; Result.Close releases it. Samples are
+	// then counted by their DSOs, as with ReportOnly, so memory is bounded
+	// by the distinct locations, not the stacks or the samples, and
+	// Result.Stacks and Aggregates are empty.
+	Replay bool
+	// ReportOnly says the caller needs only Result.Report (perfcheck
+	// check): samples are then counted by where their frames are (the
+	// leaf's DSO and the set of all their DSOs), not by stack, which is
+	// all the DSOs' hits and the trust figures need. Result.Stacks,
+	// Locations and Aggregates are then empty. It implies NoSymbols.
+	ReportOnly bool
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
 	// Progress, when set, is told how the check advances: now and then

@@ -80,12 +80,12 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	// extras, when the session keeps them (session.keepExtra), are
-	// each sample's fields perf script -F prints beyond its stack, in
-	// the order of the sample ops.
-	extras []sampleExtra
-	words  []uint64
-	bytes  []byte
+	// addrs, when the session keeps them (session.keepAddr), is each
+	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
+	// runs need it, and the op has no room left in its cache line.
+	addrs []uint64
+	words []uint64
+	bytes []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -98,7 +98,7 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
-	b.extras = b.extras[:0]
+	b.addrs = b.addrs[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -117,9 +117,8 @@ func (b *feedBatch) other(r perfdata.Record) {
 }
 
 // feed reads every record of f in time order (perf's ordered delivery) and
-// feeds the session, keeping each sample's addresses in ips when it is not
-// nil.
-func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
+// feeds the session.
+func (s *session) feed(ctx context.Context, f recording) error {
 	defer s.unwindContext(ctx)() // unwinding's lookups (unwind.go)
 	maxOps := s.opts.batchOps
 	if maxOps <= 0 {
@@ -127,7 +126,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	}
 	if runtime.GOMAXPROCS(0) < 2 || s.opts.Workers == 1 {
 		return s.read(ctx, f, newFeedBatch(maxOps), func(full *feedBatch) *feedBatch {
-			s.apply(full, ips)
+			s.apply(full)
 			full.reset()
 			return full
 		})
@@ -141,7 +140,7 @@ func (s *session) feed(ctx context.Context, f recording, ips *sampleIPs) error {
 	go func() {
 		defer close(done)
 		for b := range work {
-			s.apply(b, ips)
+			s.apply(b)
 			b.reset()
 			free <- b
 		}
@@ -199,8 +198,8 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 // addSample adds sample r to b, or to the batch handoff returns for b
 // when b is full; it returns the batch it added to.
 func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
-	if s.opts.KeepSamples && !s.extraDecided {
-		s.decideExtra(events)
+	if s.opts.Replay && !s.addrDecided {
+		s.decideAddr(events)
 	}
 	var stack []byte
 	var regs []uint64
@@ -210,14 +209,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
 		regs = r.RegsUser
 	}
-	nw, nb := len(r.Callchain)+len(regs), len(stack)
-	raw := 0
-	if s.keepExtra {
-		nw += s.extraWords(r)
-		raw = s.rawBytes(r)
-		nb += raw
-	}
-	if b.full(nw, nb) {
+	if b.full(len(r.Callchain)+len(regs), len(stack)) {
 		b = handoff(b)
 	}
 	op := feedOp{
@@ -257,8 +249,8 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
 	}
-	if s.keepExtra {
-		b.addExtra(r, s.opts.KeepRegisters, raw)
+	if s.keepAddr {
+		b.addrs = append(b.addrs, r.Addr)
 	}
 	b.ops = append(b.ops, op)
 	return b
@@ -297,7 +289,7 @@ func copyUpdate(r perfdata.Record) perfdata.Record {
 // of being taken one after the other, sample by sample. A sample
 // whose generations changed before it is applied (a map record earlier in
 // the batch) has its key taken again.
-func (s *session) apply(b *feedBatch, ips *sampleIPs) {
+func (s *session) apply(b *feedBatch) {
 	var se sampleEvent
 	var us unwind.UserStack
 	keys := s.keyBuf[:0]
@@ -346,8 +338,8 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
-		if nsample < len(b.extras) {
-			se.extra, se.extraWords, se.extraBytes = &b.extras[nsample], b.words, b.bytes
+		if nsample < len(b.addrs) {
+			se.Addr = b.addrs[nsample]
 		}
 		nsample++
 		if op.aux >= 0 {
@@ -361,8 +353,8 @@ func (s *session) apply(b *feedBatch, ips *sampleIPs) {
 			continue
 		}
 		s.sample(&se)
-		if ips != nil {
-			ips.add(s, &se)
+		if s.keepAddr && s.addrNamed[se.Event] {
+			s.resolveAddr(&se, se.Addr)
 		}
 	}
 }

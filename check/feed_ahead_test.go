@@ -15,7 +15,7 @@ import (
 // same address and callchain: the second belongs to libB.
 func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 	t.Parallel()
-	s := newTestSession(t, Options{NoSymbols: true, KeepSamples: true})
+	s := newTestSession(t, Options{NoSymbols: true})
 	b := newFeedBatch(feedBatchOps)
 	b.other(commRec(7, 7, "prog", true))
 	const ip = 0x10100
@@ -31,7 +31,7 @@ func TestApplyKeysAheadSeeMapChanges(t *testing.T) {
 		b.other(mmapRec(7, 0x10000, 0x1000, 0, lib))
 		sample()
 	}
-	s.apply(b, nil)
+	s.apply(b)
 	oneLeafInEachLib(t, s)
 }
 

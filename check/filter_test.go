@@ -14,20 +14,20 @@ import (
 // filters of one recording's two threads add up to the whole.
 func TestFilterBeforeAggregation(t *testing.T) {
 	t.Parallel()
-	analyze := func(f Filter) *Result {
+	analyze := func(f Filter, replay bool) *Result {
 		t.Helper()
-		opts := Options{NoSymbols: true, KeepSamples: true, Filter: f,
+		opts := Options{NoSymbols: true, Replay: replay, Filter: f,
 			Lookup: buildidcache.Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}}}
 		res, err := Analyze(context.Background(), Path("../testdata/perf/threads.data"), opts)
 		require.NoError(t, err)
 		return res
 	}
-	all := analyze(Filter{})
+	all := analyze(Filter{}, false)
 	total := all.Report().Samples
 	require.NotZero(t, total)
 	var sum uint64
 	for _, tid := range []uint32{7524, 7527} {
-		res := analyze(Filter{TIDs: []uint32{tid}})
+		res := analyze(Filter{TIDs: []uint32{tid}}, false)
 		n := res.Report().Samples
 		assert.NotZero(t, n, "tid %d", tid)
 		sum += n
@@ -36,7 +36,9 @@ func TestFilterBeforeAggregation(t *testing.T) {
 			assert.Equal(t, tid, ag.TID)
 			aggs += ag.Samples
 		}
-		require.NoError(t, res.EachSample(func(s *Sample) error {
+		replay := analyze(Filter{TIDs: []uint32{tid}}, true)
+		assert.Equal(t, n, replay.Report().Samples)
+		require.NoError(t, replay.EachSample(context.Background(), func(s *Sample) error {
 			assert.Equal(t, tid, s.TID)
 			kept++
 			return nil
@@ -45,7 +47,7 @@ func TestFilterBeforeAggregation(t *testing.T) {
 		assert.Equal(t, n, kept)
 	}
 	assert.Equal(t, total, sum)
-	assert.Zero(t, analyze(Filter{Comms: []string{"nosuchcomm"}}).Report().Samples)
+	assert.Zero(t, analyze(Filter{Comms: []string{"nosuchcomm"}}, true).Report().Samples)
 }
 
 // perf's --time forms, as perf_time__parse_for_ranges reads them.

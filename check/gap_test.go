@@ -171,12 +171,12 @@ func TestSampleIPs(t *testing.T) {
 	for _, name := range []string{"cshared-fp.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res, err := Analyze(context.Background(), Path("../testdata/perf/"+name), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}, KeepSamples: true, NoSymbols: true})
+			res, err := Analyze(context.Background(), Path("../testdata/perf/"+name), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}, Replay: true, NoSymbols: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			frames, user := 0, 0
-			err = res.EachSample(func(s *Sample) error {
+			err = res.EachSample(context.Background(), func(s *Sample) error {
 				if len(s.IPs) != len(s.Stack.Locations()) {
 					t.Fatalf("sample at %d: %d addresses for %d locations", s.Time, len(s.IPs), len(s.Stack.Locations()))
 				}
@@ -210,17 +210,9 @@ func TestSampleIPs(t *testing.T) {
 			}
 		})
 	}
-	// A session fed by hand keeps no addresses.
-	s := newTestSession(t, Options{KeepSamples: true, NoSymbols: true})
-	s.sample(&sampleEvent{PID: 1, TID: 1, IP: 0x1234, Mode: 2})
-	res, err := s.finish(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.EachSample(func(s *Sample) error {
-		if s.IPs != nil {
-			t.Errorf("hand-fed session: IPs %v", s.IPs)
-		}
-		return nil
-	})
+	// Without Options.Replay there is nothing to read again.
+	res, err := Analyze(context.Background(), Path("../testdata/perf/pipe.data"), Options{Lookup: buildidcache.Options{BuildIDDir: fixtureCache(t)}, NoSymbols: true})
+	require.NoError(t, err)
+	err = res.EachSample(context.Background(), func(*Sample) error { return nil })
+	require.ErrorContains(t, err, "Options.Replay")
 }

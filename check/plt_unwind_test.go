@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -64,10 +65,10 @@ func TestRealDwarfUnwindThroughPLT(t *testing.T) {
 	for _, s := range perfScriptStacks(t, w, data) {
 		want[sampleKey{s.tid, s.time}] = s.frames
 	}
-	res := w.analyze(data, Options{KeepSamples: true})
+	res := w.analyze(data, Options{Replay: true})
 	mustDSO(t, res, bin, Verified)
 	inStub, same := 0, 0
-	res.EachSample(func(s *Sample) error {
+	res.EachSample(context.Background(), func(s *Sample) error {
 		var got []string
 		var leaf *Location
 		for _, l := range s.Stack.Locations() {

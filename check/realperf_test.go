@@ -235,6 +235,26 @@ func mustDSO(t *testing.T, res *Result, path string, want Verdict) *DSO {
 // stacks (not from the DSO's own counter, to check that too).
 func samplesIn(res *Result, path string, leafOnly bool) uint64 {
 	var n uint64
+	if res.replay != nil {
+		// Options.Replay counts by DSO signature and keeps no
+		// aggregates: count the samples as EachSample reads them.
+		err := res.EachSample(context.Background(), func(s *Sample) error {
+			for i, l := range s.Stack.Locations() {
+				if leafOnly && i > 0 {
+					break
+				}
+				if l.DSO.Path == path {
+					n++
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			panic(err)
+		}
+		return n
+	}
 	for _, a := range res.Aggregates() {
 		for i, l := range a.Stack.Locations() {
 			if leafOnly && i > 0 {
@@ -809,7 +829,7 @@ func TestRealJITPerfMap(t *testing.T) {
 	if _, err := os.Stat(mapFile); err != nil {
 		t.Fatalf("the workload wrote no perf map: %v (output %q)", err, out)
 	}
-	res := w.analyze(data, Options{KeepSamples: true})
+	res := w.analyze(data, Options{Replay: true})
 	d := mustDSO(t, res, mapFile, Unverified)
 	if d.Kind != dso.JIT || d.HitsLeaf == 0 {
 		t.Errorf("JIT DSO: %+v", d)
@@ -819,7 +839,7 @@ func TestRealJITPerfMap(t *testing.T) {
 	// EachSample replays every sample, in time order, with its stack.
 	var n uint64
 	var last uint64
-	err := res.EachSample(func(s *Sample) error {
+	err := res.EachSample(context.Background(), func(s *Sample) error {
 		n++
 		if s.Time < last {
 			t.Errorf("sample at %d after one at %d", s.Time, last)
@@ -990,7 +1010,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	lib, bin, data := w.dwarfApp()
-	res := w.analyze(data, Options{KeepSamples: true})
+	res := w.analyze(data, Options{Replay: true})
 	d := mustDSO(t, res, bin, Verified)
 	// The program calls the library: its main is a caller in the
 	// library's samples, which only unwinding can show.
@@ -1014,7 +1034,7 @@ func TestRealDwarfUnwind(t *testing.T) {
 	seen := map[sampleKey]bool{}
 	var extra []string
 	same, compared := 0, 0
-	res.EachSample(func(s *Sample) error {
+	res.EachSample(context.Background(), func(s *Sample) error {
 		var got []string
 		var locs []string
 		for _, l := range s.Stack.Locations() {

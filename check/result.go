@@ -129,8 +129,7 @@ type Aggregate struct {
 	Period  uint64
 }
 
-// Sample is one sample, replayed from a Result kept with
-// Options.KeepSamples.
+// Sample is one sample as Result.EachSample reads it again.
 type Sample struct {
 	Event  int
 	PID    uint32 // as in Aggregate
@@ -139,7 +138,10 @@ type Sample struct {
 	Time   uint64
 	Period uint64
 	Comm   string
-	Stack  *Stack
+	// Stack is the sample's stack, its locations and its trust; it is
+	// not one of Result.Stacks (ID 0), and it and its Locations are
+	// reused like the Sample.
+	Stack *Stack
 	// IPs are the sample's addresses as recorded, one per location of
 	// Stack, leaf first: the runtime (virtual) address where the
 	// Location has the file offset. It is reused like the Sample.
@@ -147,6 +149,8 @@ type Sample struct {
 	// Addr is PERF_SAMPLE_ADDR (a data address with perf record -d),
 	// 0 when the sample's event did not record it.
 	Addr uint64
+	// Record is the sample as read, with every field it recorded.
+	Record *perfdata.Sample
 	// AddrLocation is where Addr lay in the process's address space at
 	// the sample's time, symbolized under the same verdict rules as the
 	// stack's locations (from the DSO's code and data symbols), for the
@@ -154,19 +158,6 @@ type Sample struct {
 	// faults, branch tracing: sample_addr_correlates_sym in perf's
 	// tools/perf/util/event.c); nil for the others.
 	AddrLocation *Location
-	// The fields perf script -F prints beyond the stack, each zero when
-	// the sample's event did not record it: PERF_SAMPLE_WEIGHT (or the
-	// first word of WEIGHT_STRUCT), DATA_SRC, PHYS_ADDR, and the
-	// registers of REGS_INTR and REGS_USER (one per bit of the attr's
-	// mask) with their ABI (0: none in this sample). The registers are
-	// reused like the Sample.
-	Weight, DataSrc, PhysAddr uint64
-	RegsIntrABI, RegsUserABI  uint64
-	RegsIntr, RegsUser        []uint64
-	// Raw is a tracepoint event's payload (PERF_SAMPLE_RAW), laid out as
-	// its format in Result.TraceEvents says; nil for other events. It
-	// is reused like the Sample.
-	Raw []byte
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -199,7 +190,7 @@ type Result struct {
 	// feature); "" when unknown.
 	KernelRelease string
 	// TraceEvents are the recording's tracepoint formats (the TRACING_DATA
-	// feature), read with Options.KeepSamples when an event is a
+	// feature), read with Options.Replay when an event is a
 	// tracepoint; TraceErr says why they could not be read.
 	TraceEvents []perfdata.TraceEvent
 	TraceErr    error
@@ -232,10 +223,9 @@ type Result struct {
 
 	aggOnce sync.Once
 	aggs    []Aggregate
-	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
-	kept    []compactSample
-	ips     *sampleIPs // per kept sample, its addresses (Options.KeepSamples)
-	// addrLocs are the locations of kept samples' addresses
+	aggSrc  *aggTable     // the session's aggregates, until Aggregates builds aggs
+	replay  *replaySource // with Options.Replay: what EachSample reads
+	// addrLocs are the locations of the samples' addresses
 	// (Sample.AddrLocation), by index in the session's addrRefs.
 	addrLocs []Location
 
@@ -288,47 +278,6 @@ func (r *Result) buildAggregates() {
 	})
 }
 
-// EachSample calls fn for every sample in delivery order (perf's time
-// order). The *Sample is reused: it is valid only until fn returns. It
-// needs Options.KeepSamples; without it, it returns an error. An error from
-// fn stops the iteration and is returned.
-func (r *Result) EachSample(fn func(*Sample) error) error {
-	if !r.opts.KeepSamples {
-		return fmt.Errorf("check: samples were not kept (Options.KeepSamples)")
-	}
-	var s Sample
-	for i, c := range r.kept {
-		s = Sample{Event: int(c.event), PID: c.pid, TID: c.tid, CPU: c.cpu, Time: c.time, Period: c.period,
-			Comm: r.comm(c.comm), Stack: r.Stacks[c.stack]}
-		if r.ips != nil && i < len(r.ips.ids) {
-			s.IPs = r.ips.seqs[r.ips.ids[i]]
-		}
-		if r.ips != nil && i < len(r.ips.extras) {
-			r.fillExtra(&s, &r.ips.extras[i])
-		}
-		if err := fn(&s); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (r *Result) comm(i int32) string { return r.comms[i] }
-
-// fillExtra sets s's fields from a kept sample's extra fields.
-func (r *Result) fillExtra(s *Sample, x *sampleExtra) {
-	s.Addr, s.Weight, s.DataSrc, s.PhysAddr = x.addr, x.weight, x.dataSrc, x.physAddr
-	s.RegsIntrABI, s.RegsUserABI = uint64(x.intrABI), uint64(x.userABI)
-	regs := r.ips.regs[x.regsLo : x.regsLo+int32(x.intrN)+int32(x.userN)]
-	s.RegsIntr, s.RegsUser = regs[:x.intrN], regs[x.intrN:]
-	if x.rawN > 0 {
-		s.Raw = r.ips.raw[x.rawLo : x.rawLo+x.rawN]
-	}
-	if x.addrLoc >= 0 && int(x.addrLoc) < len(r.addrLocs) {
-		s.AddrLocation = &r.addrLocs[x.addrLoc]
-	}
-}
-
 // finish ends the session: it gives each DSO a samples touch its identity
 // and verdict, symbolizes every distinct location of a DSO whose verdict
 // allows it (each once, in parallel), and counts trusted samples.
@@ -360,8 +309,15 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, opts: *o, comms: s.comms, kept: s.kept}
-	s.buildStacks(res, touched, stackSamples)
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, opts: *o, comms: s.comms}
+	if s.bySignature() {
+		// The stacks are signatures: the Result has none, and no
+		// aggregates (Options.ReportOnly, Options.Replay).
+		s.buildLocations(res)
+		s.countSignatureTrust(res, stackSamples)
+	} else {
+		s.buildStacks(res, touched, stackSamples)
+	}
 	if lookups != nil {
 		if err := s.symbolize(ctx, res, lookups, workers); err != nil {
 			return nil, err
@@ -374,6 +330,12 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	}
 	res.addrLocs = s.addrLocations(lookups)
 
+	if o.ReportOnly {
+		res.Locations = nil // one per DSO (session.locOf)
+	}
+	if s.bySignature() {
+		return res, nil
+	}
 	// The aggregates are turned into Result.Aggregates by its first call.
 	res.aggSrc = &s.aggs
 	return res, nil
@@ -387,6 +349,10 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
 	s.aggs.each(func(a *aggEntry) { stackSamples[a.key.stack] += a.samples })
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
+	dsoOf := func(r int32) int32 { return s.locs[r].dso }
+	if s.bySignature() {
+		dsoOf = func(r int32) int32 { return r } // dsoSignature
+	}
 	for _, d := range s.dsos {
 		// Counted afresh: a finish after one that failed (a cancelled
 		// context) must not add the hits a second time.
@@ -398,9 +364,9 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 		if n == 0 || len(refs) == 0 {
 			continue
 		}
-		s.dsos[s.locs[refs[0]].dso].HitsLeaf += n
+		s.dsos[dsoOf(refs[0])].HitsLeaf += n
 		for _, r := range refs {
-			d := s.locs[r].dso
+			d := dsoOf(r)
 			if seen[d] != id+1 {
 				seen[d] = id + 1
 				s.dsos[d].HitsAny += n
@@ -448,9 +414,9 @@ func (s *session) judgeAll(ctx context.Context, touched []*DSO, loc locator, wor
 	return nil
 }
 
-// buildStacks fills res.Locations and res.Stacks from the session's, and
-// counts trusted samples; stackSamples are the samples of each stack.
-func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64) {
+// buildLocations fills res.Locations from the session's locations, in one
+// block, which it returns.
+func (s *session) buildLocations(res *Result) []Location {
 	res.Locations = make([]*Location, len(s.locs))
 	locBlock := make([]Location, len(s.locs))
 	for i, r := range s.locs {
@@ -458,6 +424,46 @@ func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64
 		*l = Location{ID: i + 1, DSO: s.dsos[r.dso], Offset: r.off}
 		res.Locations[i] = l
 	}
+	return locBlock
+}
+
+// countSignatureTrust counts trusted samples when the stacks are DSO
+// signatures (dsoSignature: the leaf's DSO first); stackSamples are the
+// samples of each.
+func (s *session) countSignatureTrust(res *Result, stackSamples []uint64) {
+	for id, n := range stackSamples {
+		if n == 0 {
+			continue
+		}
+		var t, strict sigTrust
+		for i, d := range s.stack(id) {
+			v := s.dsos[d].Verdict
+			t.add(i == 0, v.Trusted())
+			strict.add(i == 0, v.Trusted() && v != Unverified)
+		}
+		res.Strict.add(n, !strict.untrusted, !strict.untrustedLeaf)
+		f := TrustFigures{}
+		f.add(n, !t.untrusted, !t.untrustedLeaf)
+		res.TrustedSamples += f.TrustedSamples
+		res.UntrustedAnySamples += f.UntrustedAnySamples
+		res.UntrustedLeafSamples += f.UntrustedLeafSamples
+	}
+}
+
+// sigTrust is what a signature's DSOs say of its samples' trust.
+type sigTrust struct{ untrusted, untrustedLeaf bool }
+
+func (t *sigTrust) add(leaf, trusted bool) {
+	if !trusted {
+		t.untrusted = true
+		t.untrustedLeaf = t.untrustedLeaf || leaf
+	}
+}
+
+// buildStacks fills res.Locations and res.Stacks from the session's, and
+// counts trusted samples; stackSamples are the samples of each stack.
+func (s *session) buildStacks(res *Result, touched []*DSO, stackSamples []uint64) {
+	locBlock := s.buildLocations(res)
 	// The stacks keep their location indexes; the pointers are built by
 	// the first Stack.Locations call (stackSet.expand). Trust is counted
 	// from the indexes, and only when some DSO a sample touches is

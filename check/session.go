@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,20 +30,15 @@ const (
 
 // sampleEvent is one PERF_RECORD_SAMPLE reduced to what the check needs.
 type sampleEvent struct {
-	Event    int // index of the event (attr) in the recording
-	PID, TID uint32
-	CPU      uint32
-	Time     uint64
-	Period   uint64
-	Mode     perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
-	IP       uint64
-	// extra, when the kept samples need it (session.keepExtra), holds
-	// the fields perf script -F prints beyond the stack, its registers
-	// in extraWords. Both are the batch's: valid only during Sample.
-	extra      *sampleExtra
-	extraWords []uint64
-	extraBytes []byte
-	Callchain  []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
+	Event     int // index of the event (attr) in the recording
+	PID, TID  uint32
+	CPU       uint32
+	Time      uint64
+	Period    uint64
+	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
+	IP        uint64
+	Addr      uint64   // PERF_SAMPLE_ADDR, carried only for the events whose addresses script names (session.keepAddr)
+	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
 	// Callchain.
@@ -124,18 +120,6 @@ type aggKey struct {
 	comm  int32
 }
 
-// compactSample is what Options.KeepSamples keeps per sample.
-type compactSample struct {
-	time   uint64
-	period uint64
-	stack  int32
-	event  int32
-	pid    uint32
-	tid    uint32
-	cpu    uint32
-	comm   int32
-}
-
 // session consumes a recording's events in perf's delivery order and
 // collects, bounded by the number of distinct stacks, what the check needs.
 // analyze feeds it (feed, addBuildIDs), then calls finish.
@@ -178,18 +162,15 @@ type session struct {
 	userBuf  []uint64
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
-	// keepExtra: the kept samples keep the fields perf script -F
-	// prints beyond the stack (sampleExtra), which the batches then
-	// carry beside their ops (feedBatch.extras). The reader decides it
-	// at the first sample (decideExtra), when a stream's events are
-	// known, before it hands that sample over. addrNamed is, per event,
-	// whether its addresses are located (addrNamed), each distinct
-	// location once in addrRefs.
-	keepExtra    bool
-	extraDecided bool
-	// tracepoints is, per event, whether its raw payload is a
-	// tracepoint's, kept for script (tracepointRaw).
-	tracepoints []bool
+	// keepAddr: the samples' PERF_SAMPLE_ADDR travel in the batches
+	// (feedBatch.addrs), so that the first reading locates the
+	// addresses of the events perf script names them for (addrNamed,
+	// per event) and their DSOs are judged before the second. The
+	// reader decides it at the first sample (decideAddr), when a
+	// stream's events are known, before it hands that sample over. Each
+	// distinct location is kept once in addrRefs.
+	keepAddr    bool
+	addrDecided bool
 	addrNamed   []bool
 	addrRefs    []frameRef
 	addrIdx     map[frameRef]int32
@@ -201,7 +182,6 @@ type session struct {
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32
-	kept       []compactSample
 	buildIDs   []perfdata.BuildIDEntry
 	samples    uint64
 	// stackUserSamples counts samples whose user callers are only in a
@@ -211,6 +191,9 @@ type session struct {
 	// unprovenUnwinds counts samples whose unwinding stopped at a binary
 	// not proven to be the one that ran.
 	unprovenUnwinds uint64
+	// replaying is set during EachSample's second reading, which
+	// counts nothing again (replay.go).
+	replaying bool
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
@@ -224,7 +207,6 @@ type session struct {
 func newSession(opts Options) *session {
 	s := &session{
 		opts:     opts,
-		tracker:  addrspace.New(),
 		dsoIdx:   make(map[dsoKey]int32),
 		special:  make(map[string]int32),
 		stackIdx: newStackTable(),
@@ -232,13 +214,20 @@ func newSession(opts Options) *session {
 		aggs:     newAggTable(),
 		commIdx:  make(map[string]int32),
 	}
-	// perf looks for /tmp/perf-PID.map when an anonymous executable map
-	// appears (map__new in tools/perf/util/map.c).
-	s.tracker.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(pid) }
+	s.tracker = s.newTracker()
 	s.lastCommID = -1
 	s.raws.aggs = &s.aggs
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	return s
+}
+
+// newTracker returns an empty address-space tracker for the session.
+func (s *session) newTracker() *addrspace.Tracker {
+	t := addrspace.New()
+	// perf looks for /tmp/perf-PID.map when an anonymous executable map
+	// appears (map__new in tools/perf/util/map.c).
+	t.HasPerfMap = func(pid uint32) bool { return s.opts.jitMapExists(pid) }
+	return t
 }
 
 // update feeds a record that changes the address spaces (MMAP, MMAP2,
@@ -395,10 +384,6 @@ func (s *session) sample(e *sampleEvent) {
 	}
 	raw.samples++
 	raw.period += e.Period
-	if s.opts.KeepSamples {
-		s.kept = append(s.kept, compactSample{time: e.Time, period: e.Period, stack: id,
-			event: int32(e.Event), pid: e.PID, tid: e.TID, cpu: e.CPU, comm: comm})
-	}
 }
 
 func (s *session) commID(c string) int32 {
@@ -471,18 +456,7 @@ func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey 
 // resolved only when new. The entry is valid until the next call.
 func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
-	user := s.userBuf[:0]
-	if e.User != nil {
-		var unproven bool
-		user, unproven = s.unwindUser(e.PID, e.User, user)
-		s.userBuf = user
-		if len(user) > 0 && e.Mode == perfdata.CPUModeUser && user[0] == e.IP {
-			user = user[1:] // the leaf is the sample IP
-		}
-		if unproven {
-			s.unprovenUnwinds++
-		}
-	}
+	user := s.userFrames(e)
 	var key rawKey
 	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
 		key = e.key
@@ -493,13 +467,9 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		return sl
 	}
 
-	refs := s.refBuf[:0]
-	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
-	for mode, ip := range e.chainFrames {
-		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
-	}
-	for _, ip := range user {
-		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
+	refs := s.locsOf(e, user, pg, kg, s.refBuf[:0])
+	if s.bySignature() {
+		refs = s.dsoSignature(refs)
 	}
 	s.refBuf = refs
 
@@ -514,6 +484,45 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	return s.raws.insert(key, id, rawCacheEntries)
 }
 
+// userFrames returns the user frames unwound from e's user stack copy
+// (--call-graph dwarf), without the leaf when it is the sample IP; nil
+// without a copy. They are in the session's buffer, valid until the next
+// call.
+func (s *session) userFrames(e *sampleEvent) []uint64 {
+	if e.User == nil {
+		return nil
+	}
+	user, unproven := s.unwindUser(e.PID, e.User, s.userBuf[:0])
+	s.userBuf = user
+	if len(user) > 0 && e.Mode == perfdata.CPUModeUser && user[0] == e.IP {
+		user = user[1:] // the leaf is the sample IP
+	}
+	if unproven && !s.replaying {
+		s.unprovenUnwinds++
+	}
+	return user
+}
+
+// locsOf appends to refs the location id of each frame of e, leaf first:
+// the sample IP, the callchain, then user, the frames unwound from its
+// user stack copy; pg and kg are its process's maps' generations.
+func (s *session) locsOf(e *sampleEvent, user []uint64, pg, kg uint64, refs []int32) []int32 {
+	refs = append(refs, s.locOf(e.PID, e.Mode, e.IP, pg, kg))
+	for mode, ip := range e.chainFrames {
+		refs = append(refs, s.locOf(e.PID, mode, ip, pg, kg))
+	}
+	for _, ip := range user {
+		refs = append(refs, s.locOf(e.PID, perfdata.CPUModeUser, ip, pg, kg))
+	}
+	return refs
+}
+
+// bySignature reports whether samples are counted by their DSO signature
+// instead of their stack (dsoSignature): with Options.ReportOnly, which
+// needs no stacks, and with Options.Replay, whose EachSample resolves each
+// sample's locations again.
+func (s *session) bySignature() bool { return s.opts.ReportOnly || s.opts.Replay }
+
 // locOf returns the location id of ip in pid's address space for mode,
 // with pg and kg the maps' generations now (Tracker.Generation). A new raw
 // stack is mostly addresses seen in other stacks of the process (the same
@@ -526,9 +535,30 @@ func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) in
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
 		return m.id
 	}
-	id := s.loc(s.resolve(pid, mode, ip))
+	r := s.resolve(pid, mode, ip)
+	if s.opts.ReportOnly {
+		r.off = 0 // one location per DSO (dsoSignature)
+	}
+	id := s.loc(r)
 	*m = locMemo{ip: ip, pg: pg, kg: kg, pid: pid, mode: mode, id: id, ok: true}
 	return id
+}
+
+// dsoSignature turns the location ids of a sample's frames into what the
+// DSOs' hits and the trust figures count (session.bySignature): the
+// leaf's DSO, then each of its DSOs once, in order of DSO index. Stacks
+// with the same signature have the same hits and the same trust, and
+// there are far fewer signatures than stacks.
+func (s *session) dsoSignature(refs []int32) []int32 {
+	for i, r := range refs {
+		refs[i] = s.locs[r].dso
+	}
+	if len(refs) < 2 {
+		return refs
+	}
+	rest := refs[1:]
+	slices.Sort(rest)
+	return append(refs[:1], slices.Compact(rest)...)
 }
 
 // locMemo is one entry of session.locMemo.

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestRealStacksMatchPerfScript(t *testing.T) {
 	for _, s := range perfScriptStacks(t, w, data) {
 		want[sampleKey{s.tid, s.time}] = s.frames
 	}
-	res := w.analyze(data, Options{KeepSamples: true})
+	res := w.analyze(data, Options{Replay: true})
 	mustDSO(t, res, bin, Verified)
 	// The frames under leaf's, by address: leaf keeps no frame of its
 	// own (a leaf function), so the frame-pointer walk goes from leaf to
@@ -53,7 +54,7 @@ func TestRealStacksMatchPerfScript(t *testing.T) {
 		}
 		return l.Frames[len(l.Frames)-1].Function
 	}
-	res.EachSample(func(s *Sample) error {
+	res.EachSample(context.Background(), func(s *Sample) error {
 		var got []string
 		var user []*Location
 		for _, l := range s.Stack.Locations() {

@@ -30,7 +30,9 @@ func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ [
 		d := s.dsoOf(m)
 		t := s.cfiFor(d)
 		if t == nil {
-			d.unwindStops++
+			if !s.replaying {
+				d.unwindStops++
+			}
 			unproven = true
 			return nil, 0
 		}

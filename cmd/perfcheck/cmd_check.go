@@ -53,7 +53,7 @@ func runCheck(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	opts.NoSymbols = true // the verdicts need no names
+	opts.ReportOnly = true // the verdicts need no names, the report no stacks
 	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "check", "%v", readErr)

@@ -80,14 +80,15 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts, done := af.options(stderr)
 	defer done()
-	// Folded stacks come from the check's aggregates; only the samples
-	// printed one by one need a record each.
-	opts.KeepSamples = !*folded
-	opts.KeepRegisters = fields.fields&(fieldIRegs|fieldURegs) != 0
-	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
+	// Folded stacks come from the check's aggregates; the samples
+	// printed one by one come from a second reading of the recording.
+	opts.Replay = !*folded
+	ctx := context.Background()
+	a, readErr := analyze(ctx, file, opts, stdin, stderr)
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
+	defer a.res.Close()
 	if *folded {
 		ev, skipped, err := writeFolded(stdout, a, foldedOptions{count: *count, inlines: *inlines})
 		if err != nil {
@@ -105,7 +106,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, n := range sf.notes {
 			fmt.Fprintln(stderr, "perfcheck script: note: "+n)
 		}
-		if err := a.printSamples(stdout, sf, *jsonOut); err != nil {
+		if err := a.printSamples(ctx, stdout, sf, *jsonOut); err != nil {
 			return errorf(stderr, "script", "%v", err)
 		}
 	}
@@ -124,7 +125,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // printSamples prints every sample, as text in sf's format or as JSON
 // Lines.
-func (a *analysis) printSamples(w io.Writer, sf *scriptFormat, jsonOut bool) error {
+func (a *analysis) printSamples(ctx context.Context, w io.Writer, sf *scriptFormat, jsonOut bool) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var enc *json.Encoder
 	if jsonOut {
@@ -132,7 +133,7 @@ func (a *analysis) printSamples(w io.Writer, sf *scriptFormat, jsonOut bool) err
 		enc.SetEscapeHTML(false)
 	}
 	var line []byte
-	err := a.res.EachSample(func(s *check.Sample) error {
+	err := a.res.EachSample(ctx, func(s *check.Sample) error {
 		if enc != nil {
 			return enc.Encode(a.scriptJSON(s))
 		}

@@ -109,22 +109,32 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
 	}
-	if f&fieldTrace != 0 && s.Event < len(sf.traces) && sf.traces[s.Event] != nil && s.Raw != nil {
+	rec := s.Record
+	if rec == nil {
+		rec = &noRecord
+	}
+	if f&fieldTrace != 0 && s.Event < len(sf.traces) && sf.traces[s.Event] != nil && rec.Raw != nil {
 		// A payload that does not evaluate (a field past a cut record)
 		// prints as far as it goes.
-		b, _ = sf.traces[s.Event].appendTrace(b, s.Raw)
+		b, _ = sf.traces[s.Event].appendTrace(b, rec.Raw)
 	}
 	if f&fieldAddr != 0 {
 		b = sf.appendAddr(b, f, s)
 	}
 	if f&fieldDataSrc != 0 {
-		b = sf.appendDataSrc(b, s.DataSrc)
+		b = sf.appendDataSrc(b, rec.DataSrc)
 	}
 	if f&fieldWeight != 0 {
-		b = appendUintPadLeft(b, s.Weight, 10, 16)
+		w := rec.Weight
+		if rec.Fields&perfdata.SampleWeightStruct != 0 {
+			// perf prints the struct's first word (perf_sample's
+			// weight, evsel__parse_sample).
+			w = uint64(rec.WeightVar1())
+		}
+		b = appendUintPadLeft(b, w, 10, 16)
 	}
 	if f&fieldIP == 0 {
-		return append(sf.appendTail(b, f, s), '\n')
+		return append(sf.appendTail(b, f, s.Event, rec), '\n')
 	}
 	locs := s.Stack.Locations()
 	if !chain {
@@ -139,7 +149,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			}
 			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
 		}
-		return append(sf.appendTail(b, f, s), '\n')
+		return append(sf.appendTail(b, f, s.Event, rec), '\n')
 	}
 	b = append(b, '\n')
 	for _, l := range locs {
@@ -157,7 +167,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
 		b = append(b, '\n')
 	}
-	return append(sf.appendTail(b, f, s), '\n')
+	return append(sf.appendTail(b, f, s.Event, rec), '\n')
 }
 
 // appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
@@ -190,18 +200,21 @@ func (sf *scriptFormat) appendAddr(b []byte, f scriptField, s *check.Sample) []b
 // appendTail prints what perf script prints after the sample's ip or
 // callchain (process_event): the interrupt and user registers, the
 // branch stack (none: see scriptFields.forEvent), the physical address.
-func (sf *scriptFormat) appendTail(b []byte, f scriptField, s *check.Sample) []byte {
+func (sf *scriptFormat) appendTail(b []byte, f scriptField, event int, rec *perfdata.Sample) []byte {
 	if f&fieldIRegs != 0 {
-		b = sf.appendRegs(b, s.RegsIntrABI, s.RegsIntr, sf.a.regMask(s.Event, false))
+		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(event, false))
 	}
 	if f&fieldURegs != 0 {
-		b = sf.appendRegs(b, s.RegsUserABI, s.RegsUser, sf.a.regMask(s.Event, true))
+		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(event, true))
 	}
 	if f&fieldPhysAddr != 0 {
-		b = appendUintPadLeft(b, s.PhysAddr, 16, 16)
+		b = appendUintPadLeft(b, rec.PhysAddr, 16, 16)
 	}
 	return b
 }
+
+// noRecord stands for a Sample without its record: no field recorded.
+var noRecord perfdata.Sample
 
 // appendStart is perf_sample__fprintf_start: comm (unpadded when a
 // callchain follows), tid (or pid, or pid/tid), [cpu], time.
