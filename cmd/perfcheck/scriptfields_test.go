@@ -16,8 +16,8 @@ func TestScriptFieldsForEvent(t *testing.T) {
 	all := perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod
 	sw := &perfdata.Attr{Type: 1, SampleType: all}
 	noCPU := &perfdata.Attr{Type: 1, SampleType: all &^ perfdata.SampleCPU}
-	tp := &perfdata.Attr{Type: typeTracepoint, SampleType: all}
-	tpChain := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleCallchain}
+	tp := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleRaw}
+	tpChain := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleRaw | perfdata.SampleCallchain}
 
 	def, err := parseScriptFields("")
 	require.NoError(t, err)
