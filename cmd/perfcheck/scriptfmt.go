@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -65,6 +66,9 @@ func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*tra
 	}
 	a, name := sf.a.res, sf.a.res.EventName(i)
 	var err error = a.TraceErr
+	if errors.Is(err, perfdata.ErrNoFeature) {
+		err = errors.New("the recording has no tracepoint formats (no TRACING_DATA)")
+	}
 	if err == nil {
 		err = fmt.Errorf("the recording has no format for it")
 		for j := range a.TraceEvents {
