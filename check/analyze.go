@@ -61,20 +61,25 @@ type opened struct {
 func (src Source) open(replay bool) (o opened, err error) {
 	switch {
 	case src.stream != nil:
-		r := src.stream
-		if f, ok := r.(*os.File); ok {
-			o.info = regularFileInfo(f.Stat())
-		}
-		if replay {
-			if r, o.again, o.keep, err = spoolStream(r); err != nil {
-				return o, err
+		if f, ok := src.stream.(*os.File); ok {
+			if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+				pf, err := regularStdin(f, st.Size())
+				if err != nil {
+					return o, err
+				}
+				o.rec, o.info = pf, regularFileInfo(st, nil)
+				break
 			}
 		}
-		o.rec, err = perfdata.NewReader(r)
-		if err != nil && o.keep != nil {
-			o.keep.Close()
+		if !replay {
+			o.rec, err = perfdata.NewReader(src.stream)
+			return o, err
 		}
-		return o, err
+		var spool *os.File
+		if o.rec, spool, err = spoolStream(src.stream); err != nil {
+			return o, err
+		}
+		o.keep = spool
 	case src.file != nil:
 		o.rec, o.info = src.file, fileInfo(src.file)
 	default:
@@ -133,6 +138,12 @@ func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 			return nil, errors.New("check: Options.ReportOnly and Options.Replay exclude each other")
 		}
 		opts.NoSymbols = true
+	}
+	if opts.OnSample != nil && (opts.Replay || opts.ReportOnly) {
+		return nil, errors.New("check: Options.OnSample excludes Replay and ReportOnly")
+	}
+	if opts.OnSample != nil && !src.liveStream() {
+		return analyzeThenReplay(ctx, src, opts)
 	}
 	o, err := src.open(opts.Replay)
 	if err != nil {
@@ -201,11 +212,23 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	// their report, marked partial, with the error. Only cancellation
 	// returns nothing.
 	var readErr error
-	if err := s.feed(ctx, f); err != nil {
+	feed := s.feed
+	if opts.OnSample != nil {
+		feed = s.feedLive
+	}
+	if err := feed(ctx, f); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, err
 		}
+		if errors.Is(err, errStop) {
+			return nil, nil, err.(stopError).err
+		}
 		readErr = nameError(name, err)
+	}
+	if _, ok := f.(*perfdata.Reader); ok {
+		// A stream's build-id records were taken as they came
+		// (streamBuildID), and its features hold them again.
+		early = len(s.buildIDs)
 	}
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err
@@ -219,9 +242,12 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		return nil, nil, err
 	}
 	res.File = name
+	if s.live != nil {
+		res.Changed = s.live.changes()
+	}
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
-	if opts.Replay && slices.ContainsFunc(res.EventInfo, func(e perfdata.Event) bool { return tracepointRaw(&e.Attr) }) {
+	if (opts.Replay || opts.OnSample != nil) && slices.ContainsFunc(res.EventInfo, func(e perfdata.Event) bool { return tracepointRaw(&e.Attr) }) {
 		res.TraceEvents, res.TraceErr = f.Features().TraceEvents()
 	}
 	res.ReadWarnings = f.Warnings()

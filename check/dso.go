@@ -176,6 +176,16 @@ type Options struct {
 	// all the DSOs' hits and the trust figures need. Result.Stacks,
 	// Locations and Aggregates are then empty. It implies NoSymbols.
 	ReportOnly bool
+	// OnSample, when set, is called for every sample as it is read (those
+	// Filter keeps), in delivery order, on the goroutine that called
+	// Analyze: for a stream that is printed while it is written
+	// (perfcheck script - from a pipe). Its frames are named with the
+	// verdicts known when it is read; Result.Changed lists any that the
+	// end of the recording changed. The Sample is valid only until it
+	// returns; an error from it stops the reading, and Analyze returns
+	// it. It excludes Replay and ReportOnly; as with them, samples are
+	// counted by their DSOs and Result.Stacks and Aggregates are empty.
+	OnSample func(*Sample) error
 	// Workers bounds parallel lookups and symbolization; 0 = GOMAXPROCS.
 	Workers int
 	// Progress, when set, is told how the check advances: now and then

@@ -160,6 +160,9 @@ func (s *session) feed(ctx context.Context, f recording) error {
 // but its options and its raw-stack seeds, both fixed when it was made.
 func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff func(*feedBatch) *feedBatch) error {
 	events := f.Events()
+	// A File's build-id table was taken before reading (addEarlyBuildIDs);
+	// a stream's HEADER_BUILD_ID records are taken as they arrive.
+	_, stream := f.(*perfdata.Reader)
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	n := 0
 	for rs.Next() {
@@ -176,13 +179,16 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 		}
 		if r, ok := rs.Record().(*perfdata.Sample); ok {
 			if r.EventIndex >= len(events) {
-				// A stream's events arrive in it (HEADER_ATTR).
+				// A stream (perfdata.Reader) learns its events from the
+				// attr records as they pass, after f.Events was first
+				// asked: without them a sample's user registers could
+				// not be read and its stack copy would go unwound.
 				events = f.Events()
 			}
 			b = s.addSample(b, r, events, handoff)
 			continue
 		}
-		if r := copyUpdate(rs.Record()); r != nil {
+		if r := copyUpdate(rs.Record(), stream); r != nil {
 			if b.full(0, 0) {
 				b = handoff(b)
 			}
@@ -257,10 +263,18 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 }
 
 // copyUpdate returns a copy of r, which the reader will reuse, when it is
-// a record the session's tracker takes (session.update); nil otherwise.
-// EXIT records are not copied: they change no address space.
-func copyUpdate(r perfdata.Record) perfdata.Record {
+// a record the session's tracker takes (session.update), or, from a
+// stream, a build-id record (streamBuildID); nil otherwise. EXIT records
+// are not copied: they change no address space.
+func copyUpdate(r perfdata.Record, stream bool) perfdata.Record {
 	switch r := r.(type) {
+	case *perfdata.BuildIDRecord:
+		if !stream {
+			return nil
+		}
+		c := *r
+		c.Entry.BuildID = append(buildid.ID(nil), r.Entry.BuildID...)
+		return &c
 	case *perfdata.Mmap:
 		c := *r
 		return &c
@@ -327,6 +341,10 @@ func (s *session) apply(b *feedBatch) {
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
+			if r, ok := b.others[op.aux].(*perfdata.BuildIDRecord); ok {
+				s.streamBuildID(r.Entry)
+				continue
+			}
 			s.update(b.others[op.aux])
 			continue
 		}

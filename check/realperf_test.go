@@ -975,7 +975,9 @@ func perfScriptStacks(t *testing.T, w *world, data string) []scriptSample {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	head := regexp.MustCompile(`^\s*(\d+)\s+(\d+)\.(\d{9}):\s*$`)
-	frame := regexp.MustCompile(`^\s*([0-9a-f]+)\s+\((.*)\)\s*$`)
+	// A pipe-format recording's callchain lines carry the symbol too:
+	// perf script prints sym with a callchain whatever -F says there.
+	frame := regexp.MustCompile(`^\s*([0-9a-f]+)\s+(?:.*\s)?\(([^()]*)\)\s*$`)
 	for sc.Scan() {
 		l := sc.Text()
 		if m := head.FindStringSubmatch(l); m != nil {

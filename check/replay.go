@@ -13,15 +13,15 @@ import (
 
 // A sample's frames can be named, and trusted, only once every DSO has its
 // verdict, and a verdict can depend on the recording's last records (a
-// replacement mapped late, a pipe's build-id table at its end). So a
+// replacement mapped late, a build-id table after the samples). So a
 // command printing every sample (perfcheck script) reads the recording
 // twice: Analyze checks it, keeping nothing per sample, then EachSample
 // reads it again and hands each sample over with its resolved stack as it
-// is read. Memory stays bounded by what is distinct (stacks, locations,
-// DSOs), whatever the number of samples. A stream cannot be read twice, so
-// with Options.Replay Analyze copies what it reads of one into a temporary
-// file, removed from the directory at once (disk, not memory, grows with
-// the input), unless it is a regular file it can read again in place.
+// is read. Memory stays bounded by what is distinct (locations, DSOs),
+// whatever the number of samples. A stream cannot be read twice, so with
+// Options.Replay Analyze first copies one whole into a temporary file
+// (disk, not memory, grows with the input), unless it is a regular file
+// it can read again in place.
 
 // replaySource is what EachSample reads again: the recording and the
 // session that checked it, whose maps, stacks and locations the second
@@ -36,53 +36,39 @@ type replaySource struct {
 	closer io.Closer
 }
 
-// spoolStream makes r readable twice: a regular file is read again from
-// where it stands; anything else is copied, as it is read, to a temporary
-// file. It returns the reader for the first reading and the replay's
-// opener and closer.
-func spoolStream(r io.Reader) (first io.Reader, open func() (recording, error), closer io.Closer, err error) {
-	if f, ok := r.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			if start, err := f.Seek(0, io.SeekCurrent); err == nil {
-				open := func() (recording, error) {
-					return perfdata.NewReader(io.NewSectionReader(f, start, st.Size()-start))
-				}
-				return r, open, nil, nil
-			}
-		}
+// regularStdin reads a regular file given as a stream (perfcheck check - <
+// FILE) as a file, from where it stands: seekable, its header's features
+// (the build-id table, after the samples of a perf.data) are known before
+// its samples, as when it is named.
+func regularStdin(f *os.File, size int64) (*perfdata.File, error) {
+	start, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
 	}
+	return perfdata.NewFile(io.NewSectionReader(f, start, size-start), size-start)
+}
+
+// spoolStream copies the stream r whole to a temporary file, removed from
+// its directory at once (nothing is left behind however the process
+// ends), and opens the copy as a file: seekable, so that it can be read
+// twice, and its features are known before its samples.
+func spoolStream(r io.Reader) (*perfdata.File, *os.File, error) {
 	spool, err := os.CreateTemp("", "perfcheck-stream-*")
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("copy of the stream for a second reading: %w", err)
+		return nil, nil, fmt.Errorf("copy of the stream for a second reading: %w", err)
 	}
-	// Unlinked at once: nothing is left behind however the process ends.
 	os.Remove(spool.Name())
-	w := &spoolWriter{f: spool}
-	open = func() (recording, error) {
-		if w.err != nil {
-			return nil, w.err
-		}
-		return perfdata.NewReader(io.NewSectionReader(spool, 0, w.n))
-	}
-	return io.TeeReader(r, w), open, spool, nil
-}
-
-// spoolWriter appends to the spool and counts what it holds; a write
-// error (a full disk) fails the first reading with a message naming it.
-type spoolWriter struct {
-	f   *os.File
-	n   int64
-	err error
-}
-
-func (w *spoolWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
-	w.n += int64(n)
+	n, err := io.Copy(spool, r)
 	if err != nil {
-		w.err = fmt.Errorf("copy of the stream for a second reading (in %s): %w", os.TempDir(), err)
-		return n, w.err
+		spool.Close()
+		return nil, nil, fmt.Errorf("copy of the stream for a second reading (in %s): %w", os.TempDir(), err)
 	}
-	return n, nil
+	f, err := perfdata.NewFile(spool, n)
+	if err != nil {
+		spool.Close()
+		return nil, nil, err
+	}
+	return f, spool, nil
 }
 
 // EachSample reads the recording again and calls fn for every sample the
@@ -144,7 +130,6 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 	s.replaying = true
 	defer func() { s.replaying = false }()
 	s.resetMaps()
-	events := f.Events()
 	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var (
 		smp  Sample
@@ -155,6 +140,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		ips  []uint64
 		n    uint64
 	)
+	feats := f.Features() // one value, which a stream fills as it goes
 	for i := 0; rs.Next(); i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return n, ctx.Err()
@@ -164,6 +150,9 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 			s.update(rs.Record())
 			continue
 		}
+		// Asked per sample: a stream describes its events (attrs,
+		// names) as it goes.
+		events := f.Events()
 		replayEvent(&se, &us, r, events)
 		if s.filter != nil && !s.filter.keep(s, &se) {
 			continue
@@ -179,7 +168,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 			return n, fmt.Errorf("sample at byte offset %d: a data address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r, Events: events, Features: feats}
 		n++
 		if err := fn(&smp); err != nil {
 			return n, stopError{err}

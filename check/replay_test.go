@@ -93,7 +93,7 @@ func pipeOf(t *testing.T, rec string) io.Reader {
 func TestEachSampleFromPipe(t *testing.T) {
 	t.Parallel()
 	cache := fixtureCache(t)
-	for _, name := range []string{"pipe.data", "zstd-pipe.data", "twoevents.data"} {
+	for _, name := range []string{"pipe.data", "zstd-pipe.data", "twoevents.data", "cshared-dwarf.data"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rec := "../testdata/perf/" + name

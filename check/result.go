@@ -158,6 +158,13 @@ type Sample struct {
 	// faults, branch tracing: sample_addr_correlates_sym in perf's
 	// tools/perf/util/event.c); nil for the others.
 	AddrLocation *Location
+	// Events are the recording's events as known when the sample was
+	// read (a stream describes them as it goes); Event indexes them.
+	Events []perfdata.Event
+	// Features are the recording's header features as known when the
+	// sample was read (a stream sends them before its samples): its
+	// architecture, its tracepoint formats.
+	Features *perfdata.Features
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -190,7 +197,7 @@ type Result struct {
 	// feature); "" when unknown.
 	KernelRelease string
 	// TraceEvents are the recording's tracepoint formats (the TRACING_DATA
-	// feature), read with Options.Replay when an event is a
+	// feature), read with Options.Replay or OnSample when an event is a
 	// tracepoint; TraceErr says why they could not be read.
 	TraceEvents []perfdata.TraceEvent
 	TraceErr    error
@@ -216,6 +223,10 @@ type Result struct {
 	// (--call-graph dwarf) that could not be unwound at all (not x86-64,
 	// or no user registers): DSOs reached only there are not seen.
 	StackUserSamples uint64
+	// Changed, with Options.OnSample, lists the DSOs whose verdict at the
+	// end differs from the one their samples were handed over with.
+	Changed []VerdictChange
+
 	// UnprovenUnwinds counts --call-graph dwarf samples whose unwinding
 	// stopped at a binary that could not be proven to be the one that ran
 	// (its CFI could invent callers): their outer callers are not seen.
@@ -692,6 +703,19 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 	}
 }
 
+// symbolizeLocation names l with lk, its DSO's lookup.
+func symbolizeLocation(l *Location, lk symbolLookup) {
+	fr, err := lk.Lookup(l.Offset + l.DSO.symDelta)
+	if err != nil {
+		l.SymbolError = err.Error()
+		return
+	}
+	l.Frames = fr
+	if so, ok := lk.(symOffsetter); ok && len(fr) > 0 {
+		l.SymOffset, l.HasSymOffset = so.symOffset(l.Offset + l.DSO.symDelta)
+	}
+}
+
 // symbolize names every location whose DSO has a lookup (openSymbols):
 // each distinct location looked up once, the lookups spread over the
 // workers.
@@ -721,16 +745,7 @@ func (s *session) symbolize(ctx context.Context, res *Result, lookups map[*DSO]s
 				if j%256 == 0 && gctx.Err() != nil {
 					return gctx.Err()
 				}
-				lk := lookups[l.DSO]
-				fr, err := lk.Lookup(l.Offset + l.DSO.symDelta)
-				if err != nil {
-					l.SymbolError = err.Error()
-					continue
-				}
-				l.Frames = fr
-				if so, ok := lk.(symOffsetter); ok && len(fr) > 0 {
-					l.SymOffset, l.HasSymOffset = so.symOffset(l.Offset + l.DSO.symDelta)
-				}
+				symbolizeLocation(l, lookups[l.DSO])
 			}
 			return nil
 		})

@@ -117,24 +117,27 @@ func (s *session) addrLocations(lookups map[*DSO]symbolLookup) []Location {
 	for i, r := range s.addrRefs {
 		l := &locs[i]
 		*l = Location{DSO: s.dsos[r.dso], Offset: r.off}
-		lk := lookups[l.DSO]
-		if lk == nil {
-			continue
-		}
-		off := r.off + l.DSO.symDelta
-		if ds, ok := lk.(dataSymboler); ok {
-			if name, symOff, ok := ds.dataSymbol(off); ok {
-				l.Frames = []symbolize.Frame{{Function: symbolize.Demangle(name), RawName: name}}
-				l.SymOffset, l.HasSymOffset = symOff, true
-			}
-			continue
-		}
-		if fr, err := lk.Lookup(off); err == nil && len(fr) > 0 {
-			l.Frames = fr
-			if so, ok := lk.(symOffsetter); ok {
-				l.SymOffset, l.HasSymOffset = so.symOffset(off)
-			}
+		if lk := lookups[l.DSO]; lk != nil {
+			nameAddr(l, lk)
 		}
 	}
 	return locs
+}
+
+// nameAddr names l, the location of an address, with lk, its DSO's lookup.
+func nameAddr(l *Location, lk symbolLookup) {
+	off := l.Offset + l.DSO.symDelta
+	if ds, ok := lk.(dataSymboler); ok {
+		if name, symOff, ok := ds.dataSymbol(off); ok {
+			l.Frames = []symbolize.Frame{{Function: symbolize.Demangle(name), RawName: name}}
+			l.SymOffset, l.HasSymOffset = symOff, true
+		}
+		return
+	}
+	if fr, err := lk.Lookup(off); err == nil && len(fr) > 0 {
+		l.Frames = fr
+		if so, ok := lk.(symOffsetter); ok {
+			l.SymOffset, l.HasSymOffset = so.symOffset(off)
+		}
+	}
 }

@@ -194,6 +194,11 @@ type session struct {
 	// replaying is set during EachSample's second reading, which
 	// counts nothing again (replay.go).
 	replaying bool
+	// live, with Options.OnSample, is what hands each sample over as it
+	// is read (live.go).
+	live *live
+	// user are the user frames userFrames gave for the last sample.
+	user []uint64
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
@@ -489,6 +494,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 // without a copy. They are in the session's buffer, valid until the next
 // call.
 func (s *session) userFrames(e *sampleEvent) []uint64 {
+	s.user = nil
 	if e.User == nil {
 		return nil
 	}
@@ -500,6 +506,7 @@ func (s *session) userFrames(e *sampleEvent) []uint64 {
 	if unproven && !s.replaying {
 		s.unprovenUnwinds++
 	}
+	s.user = user
 	return user
 }
 
@@ -519,9 +526,11 @@ func (s *session) locsOf(e *sampleEvent, user []uint64, pg, kg uint64, refs []in
 
 // bySignature reports whether samples are counted by their DSO signature
 // instead of their stack (dsoSignature): with Options.ReportOnly, which
-// needs no stacks, and with Options.Replay, whose EachSample resolves each
-// sample's locations again.
-func (s *session) bySignature() bool { return s.opts.ReportOnly || s.opts.Replay }
+// needs no stacks, and with Options.Replay and OnSample, which resolve
+// each sample's locations as they hand it over.
+func (s *session) bySignature() bool {
+	return s.opts.ReportOnly || s.opts.Replay || s.opts.OnSample != nil
+}
 
 // locOf returns the location id of ip in pid's address space for mode,
 // with pg and kg the maps' generations now (Tracker.Generation). A new raw

@@ -225,6 +225,16 @@ func (s *session) replacedSoFar(d *DSO, id buildid.ID) string {
 	return ""
 }
 
+// streamBuildID takes a HEADER_BUILD_ID record met while reading a stream
+// (perf inject -b writes one before the first sample in each DSO; older
+// perf wrote them all at the end): from now on it proves its binary for
+// unwinding as the table of a file does. A DSO already decided keeps its
+// decision: every walk through it, in this reading and in a replay
+// (EachSample), then stops or goes on alike.
+func (s *session) streamBuildID(e perfdata.BuildIDEntry) {
+	s.addBuildIDs([]perfdata.BuildIDEntry{e})
+}
+
 // unwindContext makes ctx the one cfiFor's lookups run under until the
 // returned function is called (feed: defer s.unwindContext(ctx)()).
 func (s *session) unwindContext(ctx context.Context) func() {

@@ -65,6 +65,9 @@ type parser struct {
 	unknown    Unknown
 
 	ext parserExt // record types decoded with other parts of the package
+	// join gives samples the callchains simpleperf's CALLCHAIN records
+	// carry for them (Records.Next).
+	join callchainJoin
 }
 
 const maxInterned = 1 << 14

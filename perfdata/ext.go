@@ -12,6 +12,7 @@ type BuildIDRecord struct {
 // from other files of the package.
 type parserExt struct {
 	buildID BuildIDRecord
+	spChain SimpleperfCallchain
 }
 
 // decodeExt decodes user record types whose decoding lives elsewhere in the
@@ -27,6 +28,8 @@ func (p *parser) decodeExt(d *decoder, h RecordHeader, rec *rawRecord) (Record, 
 			d.err = bd.err
 		}
 		return x, true
+	case RecordSimpleperfCallchain:
+		return p.decodeSimpleperfCallchain(d, h), true
 	}
 	return nil, false
 }

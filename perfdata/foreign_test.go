@@ -3,9 +3,13 @@ package perfdata
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,7 +69,7 @@ func TestSimpleperfTracingData(t *testing.T) {
 }
 
 // TestSimpleperfPrivateRecords: simpleperf's own CALLCHAIN records come
-// back named, as *Unknown, between the records perf knows.
+// back named, decoded, between the records perf knows.
 func TestSimpleperfPrivateRecords(t *testing.T) {
 	t.Parallel()
 	n, _ := countTypes(t, fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
@@ -75,6 +79,95 @@ func TestSimpleperfPrivateRecords(t *testing.T) {
 	assert.False(t, RecordSchedstatDomain.IsSimpleperf())
 	assert.Equal(t, "simpleperf:CALLCHAIN", RecordSimpleperfCallchain.String())
 	assert.Equal(t, "type(40000)", RecordType(40000).String())
+}
+
+// simpleperfChains reads simpleperf--perf_with_callchain_record.data (an
+// aarch64 recording by simpleperf record -g) with opts, and returns each
+// sample's callchain after its PERF_CONTEXT_USER marker, whether the sample
+// IP is in user mode, and the joined chain written for it (nil if none),
+// by time, with the join's counts.
+func simpleperfChains(t *testing.T, opts RecordsOptions) (user, joined map[uint64][]uint64, userMode map[uint64]bool, c Callchains) {
+	t.Helper()
+	f, err := Open(fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	require.NoError(t, err)
+	defer f.Close()
+	user, joined, userMode = map[uint64][]uint64{}, map[uint64][]uint64{}, map[uint64]bool{}
+	rs := f.Records(opts)
+	for rs.Next() {
+		switch r := rs.Record().(type) {
+		case *SimpleperfCallchain:
+			assert.Equal(t, uint32(11237), r.PID)
+			assert.Equal(t, r.PID, r.TID)
+			require.Len(t, r.SPs, len(r.IPs))
+			if r.ChainType == ChainJoinedOffline {
+				joined[r.Time] = slices.Clone(r.IPs)
+			} else {
+				assert.Equal(t, ChainOriginalOffline, r.ChainType)
+			}
+		case *Sample:
+			userMode[r.Time()] = r.CPUMode() == CPUModeUser
+			if i := slices.Index(r.Callchain, ContextUser); i >= 0 {
+				user[r.Time()] = slices.Clone(r.Callchain[i+1:])
+			}
+		}
+	}
+	require.NoError(t, rs.Err())
+	return user, joined, userMode, rs.Callchains()
+}
+
+// TestSimpleperfCallchainJoin: each of simpleperf's joined CALLCHAIN
+// records is met by its sample (same thread and time, the next record of
+// the thread), and the sample's user callchain is that chain as
+// simpleperf's record command wrote it (every return address moved back
+// into its call instruction, 2 bytes on aarch64, but the sample's own IP:
+// SampleRecord::AdjustCallChainGeneratedByKernel); the chains as unwound
+// before joining are skipped. Cut to its first user frame (as a stack the
+// kernel or the unwinder cut short), a sample gets the joined chain, as
+// simpleperf's UpdateUserCallChain gives it.
+func TestSimpleperfCallchainJoin(t *testing.T) {
+	t.Parallel()
+	user, joined, userMode, c := simpleperfChains(t, RecordsOptions{Ordered: true})
+	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c)
+	require.Len(t, joined, 20)
+	for tm, j := range joined {
+		u, ok := user[tm]
+		require.True(t, ok, "the sample at %d has a user callchain", tm)
+		require.Len(t, u, len(j), "at %d", tm)
+		for i := range j {
+			want := j[i] - 2
+			if i == 0 && userMode[tm] {
+				want = j[i]
+			}
+			assert.Equal(t, want, u[i], "at %d, frame %d", tm, i)
+		}
+	}
+	_, _, _, c = simpleperfChains(t, RecordsOptions{SkipSampleArrays: true})
+	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c, "the counts without the samples' arrays")
+
+	// The join itself on a sample of the recording cut short.
+	f, err := Open(fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))
+	require.NoError(t, err)
+	defer f.Close()
+	rs := f.Records(RecordsOptions{})
+	var chain *SimpleperfCallchain
+	for rs.Next() {
+		if r, ok := rs.Record().(*SimpleperfCallchain); ok && r.ChainType == ChainJoinedOffline && len(r.IPs) > 2 {
+			chain = r
+			break
+		}
+	}
+	require.NotNil(t, chain)
+	var j callchainJoin
+	j.take(chain)
+	var s Sample
+	s.SampleID.PID, s.SampleID.TID, s.SampleID.Time = chain.PID, chain.TID, chain.Time
+	kernel := []uint64{ContextKernel, 0xffffff8088ead6a8}
+	s.Callchain = append(slices.Clone(kernel), ContextUser, chain.IPs[0])
+	j.apply(&s, true)
+	assert.Equal(t, append(append(kernel, ContextUser), chain.IPs...), s.Callchain)
+	assert.Equal(t, Callchains{Joined: 1, Lengthened: 1}, j.counts)
+	j.apply(&s, true)
+	assert.Equal(t, Callchains{Joined: 1, Lengthened: 1}, j.counts, "a chain serves one sample")
 }
 
 // TestVersion1File: a version-1 file (PERFFILE, written by RHEL 6's perf
@@ -163,6 +256,69 @@ func TestZeroedDataSize(t *testing.T) {
 			assert.Equal(t, wantHost, host)
 			require.Len(t, f.Warnings(), 1)
 			assert.Contains(t, f.Warnings()[0], "the header's data size is 0, but the feature section table follows the records")
+		})
+	}
+}
+
+// recordList is every record of rs as "TYPE@OFFSET", in file order.
+func recordList(t *testing.T, rs *Records) []string {
+	t.Helper()
+	var out []string
+	for rs.Next() {
+		r := rs.Record()
+		out = append(out, fmt.Sprintf("%v@%d", r.Type(), r.Header().Offset))
+	}
+	require.NoError(t, rs.Err())
+	return out
+}
+
+// TestZeroedDataSizeStream: the same zeroed recordings (built from real
+// recordings by clearing the header's data size, the u64 at offset 48)
+// read as a stream (cat perf.data | perfcheck ...) give the original's
+// records, offset for offset, stop where the feature section table begins
+// instead of decoding it as records, and keep their features, whatever
+// the sizes of the reads that deliver the bytes. Cut at the table, as a
+// perf record killed before it rewrote the header leaves it, the stream
+// gives the same records and says that perf did not exit cleanly.
+func TestZeroedDataSizeStream(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
+			require.NoError(t, err)
+			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
+			require.NoError(t, err)
+			want := recordList(t, orig.Records(RecordsOptions{}))
+			wantHost, err := orig.Features().Hostname()
+			require.NoError(t, err)
+			off, size := orig.DataRange()
+
+			z := bytes.Clone(b)
+			clear(z[48:56])
+			for _, in := range []struct {
+				name string
+				r    io.Reader
+			}{
+				{"whole", bytes.NewReader(z)},
+				{"one byte at a time", iotest.OneByteReader(bytes.NewReader(z))},
+				{"a pipe", struct{ io.Reader }{iotest.HalfReader(bytes.NewReader(z))}},
+			} {
+				r, err := NewReader(in.r)
+				require.NoError(t, err, in.name)
+				assert.Equal(t, want, recordList(t, r.Records(RecordsOptions{})), in.name)
+				host, err := r.Features().Hostname()
+				require.NoError(t, err, in.name)
+				assert.Equal(t, wantHost, host, in.name)
+				require.Len(t, r.Warnings(), 1, in.name)
+				assert.Contains(t, r.Warnings()[0], fmt.Sprintf("the header's data size is 0, but the feature section table follows the records at offset %d", off+size), in.name)
+			}
+
+			killed, err := NewReader(bytes.NewReader(z[:off+size]))
+			require.NoError(t, err)
+			assert.Equal(t, want, recordList(t, killed.Records(RecordsOptions{})))
+			require.Len(t, killed.Warnings(), 1)
+			assert.Contains(t, killed.Warnings()[0], "perf record did not exit cleanly")
 		})
 	}
 }

@@ -90,6 +90,14 @@ func (rs *Records) Next() bool {
 		rs.err = err
 		return false
 	}
+	switch r := rec.(type) {
+	case *SimpleperfCallchain:
+		rs.p.join.take(r)
+	case *Sample:
+		if rs.p.join.pending != nil {
+			rs.p.join.apply(r, !rs.p.skipSampleArrays)
+		}
+	}
 	rs.rec = rec
 	return true
 }

@@ -171,9 +171,25 @@ func newFileStream(r io.Reader, name string, order binary.ByteOrder, start []byt
 	pr.events = f.events
 	var st *stream
 	if dataSize == 0 {
-		pr.warn("the header's data size is 0: perf record did not exit cleanly; reading records to the end of the stream; header features are missing")
+		// perf record rewrites the header when it exits: it was killed
+		// first, and the records go to the end of the stream; or the
+		// size alone was zeroed since, and they end where the feature
+		// section table begins (File's findFeatureTable, met here on
+		// the way instead of looked for from the end).
 		st = newStream(r, int64(dataOff), -1, order, name, 0, false, pr.warn)
 		st.tolerateTail = true
+		st.onEnd = func() error {
+			pr.warn("the header's data size is 0: perf record did not exit cleanly (it was killed before it rewrote the header); reading records to the end of the stream; header features are missing")
+			return nil
+		}
+		if hsize == fileHeaderSize {
+			bitmap := hdr[72:104]
+			st.tableEntries = len(f.featureBits(bitmap))
+			st.onTable = func(off int64, rest io.Reader) error {
+				pr.warn(fmt.Sprintf("the header's data size is 0, but the feature section table follows the records at offset %d: reading the %d bytes of records before it", off, off-int64(dataOff)))
+				return pr.readStreamFeatures(rest, f, bitmap, int64(dataOff), off-int64(dataOff))
+			}
+		}
 	} else {
 		st = newStream(io.LimitReader(r, int64(dataSize)), int64(dataOff), int64(dataOff+dataSize), order, name, 0, false, pr.warn)
 		st.expectEnd = int64(dataOff + dataSize)

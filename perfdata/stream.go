@@ -1,6 +1,7 @@
 package perfdata
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -77,8 +78,15 @@ type stream struct {
 	// expectEnd, when > 0, is the offset at which the input must end (the
 	// end of the data section of a file-format stream).
 	expectEnd int64
-	// onEnd, when set, runs once when the input ends cleanly.
+	// onEnd, when set, runs once when the input ends cleanly (or, with
+	// tolerateTail, in a record cut short).
 	onEnd func() error
+	// tableEntries, when > 0, is the length of the feature section table
+	// that the header of a file-format stream announces while its data
+	// size is 0: the records end where such a table begins (atTable),
+	// and onTable then reads it and what follows from rest.
+	tableEntries int
+	onTable      func(off int64, rest io.Reader) error
 
 	recCopy, extraBuf []byte // readExtra's buffers
 
@@ -335,6 +343,9 @@ func (s *stream) nextOuter() (rawRecord, error) {
 	if !s.fill(8) {
 		return rawRecord{}, s.endErr(off)
 	}
+	if s.tableEntries > 0 && s.atTable(off) {
+		return rawRecord{}, s.endAtTable(off)
+	}
 	typ, misc, size := s.header(s.buf[s.start : s.start+8])
 	if s.pipe && (typ == 0 || typ > 0xffff) && size != 0 {
 		// No perf record has such a type: if only a little input is left
@@ -494,9 +505,55 @@ func (s *stream) truncated(off int64, n int) error {
 		}
 		s.pos += int64(s.end - s.start)
 		s.start = s.end
+		if end := s.onEnd; end != nil {
+			s.onEnd = nil
+			if err := end(); err != nil {
+				return err
+			}
+		}
 		return io.EOF
 	}
 	return s.formatErr(off, io.ErrUnexpectedEOF, "record of %d bytes cut short: %d bytes left", n, s.end-s.start)
+}
+
+// atTable reports whether the feature section table of a file-format
+// stream whose data size is 0 begins at off, the start of the unread
+// bytes: s.tableEntries {offset, size} entries whose sections follow one
+// another, the first after the table's room (tableRoom). No record can
+// look like that: a record's first eight bytes hold its size, at least 8,
+// in their top (little-endian) or bottom 16 bits with its type above, so
+// read as an offset they are beyond 2^51, or, big-endian, beyond 4 GiB
+// and then followed by no such chain.
+func (s *stream) atTable(off int64) bool {
+	n := s.tableEntries
+	first := s.order.Uint64(s.buf[s.start:])
+	if !tableRoom(first, off, n) || !s.fill(16*n) {
+		return false
+	}
+	t := s.buf[s.start : s.start+16*n]
+	next := first
+	for i := range n {
+		o, sz := s.order.Uint64(t[16*i:]), s.order.Uint64(t[16*i+8:])
+		if o != next || sz > maxStreamTail {
+			return false
+		}
+		next += sz
+	}
+	return true
+}
+
+// endAtTable ends the records at off, where atTable found the feature
+// section table, and hands the table and what follows to onTable.
+func (s *stream) endAtTable(off int64) error {
+	rest := io.MultiReader(bytes.NewReader(s.buf[s.start:s.end]), s.r)
+	s.pos += int64(s.end - s.start)
+	s.start = s.end
+	s.eof = true
+	s.onEnd = nil
+	if err := s.onTable(off, rest); err != nil {
+		return err
+	}
+	return io.EOF
 }
 
 // trailingGarbage consumes what is left of a pipe stream after an

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -288,6 +289,20 @@ var knownDifferences = []knownDifference{
 		},
 	},
 	{
+		name: "llvm-demangle-style",
+		reason: "LLVM's demangler prints the return type of the function template that encloses a local " +
+			"entity (int f<int>(...)::'lambda'(int)::operator()(int) const), libiberty's does not: both are our " +
+			"raw name, which c++filt demangles to our text and llvm-cxxfilt to the tool's",
+		fn: func(c *diffCase, ours *Frame, ref *refFrame, outermost bool) bool {
+			if !strings.HasPrefix(ours.RawName, "_Z") {
+				return false
+			}
+			gnu, ok1 := demangledBy("c++filt", ours.RawName)
+			llvm, ok2 := demangledBy("llvm-cxxfilt", ours.RawName)
+			return ok1 && ok2 && normFn(gnu) == normFn(ours.Function) && normFn(llvm) == normFn(ref.fn)
+		},
+	},
+	{
 		name: "clone-name",
 		reason: "a GCC clone (foo.isra.0, foo.constprop.0, foo.part.0) whose DWARF has only DW_AT_name foo: " +
 			"we name it after the symbol at the function's entry, as addr2line does when the symbol is in the " +
@@ -310,6 +325,25 @@ var knownDifferences = []knownDifference{
 			return strings.HasPrefix(o, prefix+"/")
 		},
 	},
+}
+
+// demangled caches demangledBy's answers: a name differs at many addresses.
+var demangled sync.Map // [2]string{tool, name} -> string; "" when the tool failed
+
+// demangledBy returns what the demangler tool (c++filt, llvm-cxxfilt)
+// prints for name.
+func demangledBy(tool, name string) (string, bool) {
+	key := [2]string{tool, name}
+	if v, ok := demangled.Load(key); ok {
+		return v.(string), v.(string) != ""
+	}
+	out, err := exec.Command(tool, name).Output()
+	s := ""
+	if err == nil {
+		s = strings.TrimSpace(string(out))
+	}
+	demangled.Store(key, s)
+	return s, s != ""
 }
 
 // sameAsTwin compares a stripped Go binary's answer with llvm-symbolizer's

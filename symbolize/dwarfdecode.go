@@ -135,7 +135,14 @@ type unitWalk struct {
 
 // walk reads the DIEs of unit cu. stack holds, per open DIE with
 // children, the scope that encloses its descendants (-1 outside any
-// function).
+// function) and whether they lie inside a function's DIE.
+//
+// GCC writes the member functions of a class local to a function, a
+// lambda's operator() among them, as definitions with code inside that
+// class's DIE, itself inside the function's (abstract) DIE; elsewhere a
+// class holds only declarations, whose definitions sit at namespace level
+// (DW_AT_specification). So a type's children are read inside functions
+// only.
 func (w *unitWalk) walk(cu *dwarf.Entry) error {
 	dw, err := w.x.walker(cu)
 	if err != nil {
@@ -149,7 +156,11 @@ func (w *unitWalk) walk(cu *dwarf.Entry) error {
 	if !cu.Children {
 		return nil
 	}
-	stack := []int32{-1}
+	type open struct {
+		encl   int32
+		inFunc bool
+	}
+	stack := []open{{-1, false}}
 	for len(stack) > 0 {
 		ok, err := dw.next(&e)
 		if err != nil {
@@ -162,16 +173,25 @@ func (w *unitWalk) walk(cu *dwarf.Entry) error {
 			stack = stack[:len(stack)-1]
 			continue
 		}
-		encl := stack[len(stack)-1]
+		top := stack[len(stack)-1]
 		switch {
 		case e.tag == dwarf.TagSubprogram || e.tag == dwarf.TagInlinedSubroutine:
-			id, err := w.addScope(&e, encl)
+			id, err := w.addScope(&e, top.encl)
 			if err != nil {
 				return err
 			}
-			if id >= 0 {
-				encl = id
+			if id < 0 && e.has&hasDecl != 0 {
+				// A declaration's children are its parameters.
+				if err := dw.skipChildren(&e); err != nil {
+					return err
+				}
+				continue
 			}
+			if id >= 0 {
+				top.encl = id
+			}
+			top.inFunc = true
+		case top.inFunc && holdsLocalFuncs(e.tag):
 		case skipsChildren(e.tag):
 			if err := dw.skipChildren(&e); err != nil {
 				return err
@@ -179,7 +199,7 @@ func (w *unitWalk) walk(cu *dwarf.Entry) error {
 			continue
 		}
 		if e.children {
-			stack = append(stack, encl)
+			stack = append(stack, top)
 		}
 	}
 	return nil

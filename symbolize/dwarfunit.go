@@ -377,6 +377,12 @@ func (b *unitBuild) finish(ui *unitInfo) {
 	ui.files, ui.names = slices.Clone(ui.files), slices.Clone(ui.names)
 }
 
+// holdsLocalFuncs reports whether a DIE of this tag, inside a function,
+// may hold the definitions of a local class's member functions (see walk).
+func holdsLocalFuncs(tag dwarf.Tag) bool {
+	return tag == dwarf.TagStructType || tag == dwarf.TagClassType || tag == dwarf.TagUnionType
+}
+
 // skipsChildren reports whether the DIEs below a DIE of this tag are of no
 // interest to a decode: nothing below them holds code ranges or inlined
 // calls.

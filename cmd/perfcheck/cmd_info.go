@@ -84,9 +84,11 @@ type infoJSON struct {
 	Records     uint64 `json:"records"`
 	// Uncounted is the number of records of types perf does not count
 	// (not in Records): simpleperf's own records, newer types.
-	Uncounted     uint64        `json:"uncounted_records,omitempty"`
-	UncountedNote string        `json:"-"`
-	TimeRange     *infoTimeJSON `json:"time_range,omitempty"`
+	Uncounted     uint64 `json:"uncounted_records,omitempty"`
+	UncountedNote string `json:"-"`
+	// Callchains says what simpleperf's CALLCHAIN records were used for.
+	Callchains *callchainsJSON `json:"simpleperf_callchains,omitempty"`
+	TimeRange  *infoTimeJSON   `json:"time_range,omitempty"`
 	infoHeader
 	Features      []string         `json:"features"`
 	BuildIDs      int              `json:"build_ids"`
@@ -416,6 +418,9 @@ func writeInfoText(w io.Writer, in *infoJSON) {
 	} else {
 		line("records", "%d", in.Records)
 	}
+	if in.Callchains != nil {
+		line("callchains", "%s", in.Callchains)
+	}
 	line("build-ids", "%d in the header", in.BuildIDs)
 	line("features", "%s", strings.Join(in.Features, " "))
 	line("events", "%d", len(in.Events))
@@ -509,4 +514,5 @@ func (in *infoJSON) setUncounted(st *recordStats) {
 		parts = append(parts, fmt.Sprintf("%v %d", t, st.uncounted[t]))
 	}
 	in.UncountedNote = strings.Join(parts, ", ")
+	in.Callchains = newCallchainsJSON(st.chains)
 }

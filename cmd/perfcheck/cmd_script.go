@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -81,14 +82,23 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts, done := af.options(stderr)
 	defer done()
 	// Folded stacks come from the check's aggregates; the samples
-	// printed one by one come from a second reading of the recording.
-	opts.Replay = !*folded
-	ctx := context.Background()
-	a, readErr := analyze(ctx, file, opts, stdin, stderr)
+	// printed one by one are handed over as the check reads them: from a
+	// pipe as they arrive, otherwise from a second reading once the
+	// verdicts are known (check.Options.OnSample).
+	var p *samplePrinter
+	if !*folded {
+		p = &samplePrinter{w: bufio.NewWriterSize(stdout, 64<<10), fields: fields, inlines: *inlines, trust: *trustLines, json: *jsonOut}
+		opts.OnSample = p.print
+	}
+	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
+	if p != nil {
+		if err := p.finish(a); err != nil {
+			return errorf(stderr, "script", "%v", err)
+		}
+	}
 	if a == nil {
 		return errorf(stderr, "script", "%v", readErr)
 	}
-	defer a.res.Close()
 	if *folded {
 		ev, skipped, err := writeFolded(stdout, a, foldedOptions{count: *count, inlines: *inlines})
 		if err != nil {
@@ -97,23 +107,18 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(skipped) > 0 {
 			fmt.Fprintf(stderr, "perfcheck script: note: folded the samples of %s only; --event names one of %s\n", ev, strings.Join(skipped, ", "))
 		}
-	} else {
-		sf, err := newScriptFormat(a, fields)
-		if err != nil {
-			return errorf(stderr, "script", "%v", err)
-		}
-		sf.inlines, sf.trust = *inlines, *trustLines
-		for _, n := range sf.notes {
-			fmt.Fprintln(stderr, "perfcheck script: note: "+n)
-		}
-		if err := a.printSamples(ctx, stdout, sf, *jsonOut); err != nil {
-			return errorf(stderr, "script", "%v", err)
-		}
 	}
 	// Notes go to stderr: stdout keeps perf script's one-sample-per-line
 	// shape (or one JSON object per line).
 	for _, n := range a.notes(a.res.Report()) {
 		fmt.Fprintln(stderr, "perfcheck script: note: "+n)
+	}
+	if len(a.res.Changed) > 0 {
+		for _, c := range a.res.Changed {
+			fmt.Fprintf(stderr, "perfcheck script: %s: printed as %s while the stream was read, %s at its end: its frames above are not to be trusted as printed\n",
+				c.DSO.Path, c.Printed, c.DSO.Verdict)
+		}
+		return exitProblems
 	}
 	if readErr != nil {
 		// The samples before the error were printed, as perf script
@@ -123,28 +128,78 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// printSamples prints every sample, as text in sf's format or as JSON
-// Lines.
-func (a *analysis) printSamples(ctx context.Context, w io.Writer, sf *scriptFormat, jsonOut bool) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var enc *json.Encoder
-	if jsonOut {
-		enc = json.NewEncoder(bw)
-		enc.SetEscapeHTML(false)
-	}
-	var line []byte
-	err := a.res.EachSample(ctx, func(s *check.Sample) error {
-		if enc != nil {
-			return enc.Encode(a.scriptJSON(s))
+// samplePrinter prints each sample the check hands over
+// (check.Options.OnSample), as text in the script format or as JSON Lines.
+// The format is made at the first sample, from the events the recording
+// has described by then (a stream describes them before its samples).
+type samplePrinter struct {
+	w       *bufio.Writer
+	fields  scriptFields
+	inlines bool
+	trust   bool
+	json    bool
+
+	a         *analysis // over the events known at the first sample
+	sf        *scriptFormat
+	enc       *json.Encoder
+	line      []byte
+	lastFlush time.Time
+}
+
+// flushEvery bounds how long a printed sample may wait in the buffer: a
+// stream read as it is written is followed as it goes.
+const flushEvery = 200 * time.Millisecond
+
+func (p *samplePrinter) print(s *check.Sample) error {
+	if p.a == nil {
+		if err := p.start(&analysis{res: sampleResult(s)}); err != nil {
+			return err
 		}
-		line = sf.appendSample(line[:0], s)
-		_, err := bw.Write(line)
-		return err
-	})
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
 	}
-	return err
+	if p.enc != nil {
+		if err := p.enc.Encode(p.a.scriptJSON(s)); err != nil {
+			return err
+		}
+	} else {
+		p.line = p.sf.appendSample(p.line[:0], s)
+		if _, err := p.w.Write(p.line); err != nil {
+			return err
+		}
+	}
+	if now := time.Now(); now.Sub(p.lastFlush) > flushEvery {
+		p.lastFlush = now
+		return p.w.Flush()
+	}
+	return nil
+}
+
+// start makes the format over a's events.
+func (p *samplePrinter) start(a *analysis) error {
+	p.a = a
+	if p.json {
+		p.enc = json.NewEncoder(p.w)
+		p.enc.SetEscapeHTML(false)
+		return nil
+	}
+	sf, err := newScriptFormat(a, p.fields)
+	if err != nil {
+		return err
+	}
+	sf.inlines, sf.trust = p.inlines, p.trust
+	p.sf = sf
+	return nil
+}
+
+// finish flushes what was printed and, when no sample came, checks the
+// fields against the checked recording a (nil when the check failed), so
+// that a field it cannot print is refused whatever the sample count.
+func (p *samplePrinter) finish(a *analysis) error {
+	if p.a == nil && a != nil {
+		if err := p.start(a); err != nil {
+			return err
+		}
+	}
+	return p.w.Flush()
 }
 
 // hasCPU reports whether event i recorded PERF_SAMPLE_CPU; perf script

@@ -30,6 +30,8 @@ type statsJSON struct {
 	// Uncounted are the records of types perf does not count (not in
 	// Total): simpleperf's own records, types newer than perfcheck.
 	Uncounted []statsTypeJSON `json:"uncounted,omitempty"`
+	// Callchains says what simpleperf's CALLCHAIN records were used for.
+	Callchains *callchainsJSON `json:"simpleperf_callchains,omitempty"`
 	// Warnings are what the reader tolerated (an unfinished file, a
 	// clipped last compressed record, trailing bytes after a pipe stream).
 	Warnings []string `json:"warnings,omitempty"`
@@ -71,6 +73,8 @@ type recordStats struct {
 	// which perf report stops at; perfcheck reads past them and says how
 	// many there were.
 	uncounted map[perfdata.RecordType]uint64
+	// chains is what the reader did with simpleperf's CALLCHAIN records.
+	chains perfdata.Callchains
 }
 
 // perfMaxRecordType is PERF_RECORD_HEADER_MAX of the newest perf this
@@ -143,6 +147,7 @@ func countRecords(f *recording) (*recordStats, error) {
 			}
 		}
 	}
+	st.chains = rs.Callchains()
 	return st, rs.Err()
 }
 
@@ -220,6 +225,7 @@ func runStats(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, t := range st.uncountedTypes() {
 			out.Uncounted = append(out.Uncounted, statsTypeJSON{Type: t.String(), ID: uint32(t), Count: st.uncounted[t]})
 		}
+		out.Callchains = newCallchainsJSON(st.chains)
 		out.Warnings = f.Warnings()
 		if rerr != nil {
 			out.Error = rerr.Error()
@@ -324,4 +330,33 @@ func writeUncounted(w io.Writer, st *recordStats) {
 	for _, t := range st.uncountedTypes() {
 		fmt.Fprintf(w, "%16s events: %10d\n", t.String(), st.uncounted[t])
 	}
+	if c := newCallchainsJSON(st.chains); c != nil {
+		fmt.Fprintf(w, "simpleperf:CALLCHAIN: %s\n", c)
+	}
+}
+
+// callchainsJSON is what simpleperf's CALLCHAIN records were used for
+// (perfdata.Callchains): a joined chain gives its sample's user
+// callchain, as simpleperf's record command joins it; the chains as
+// unwound before joining, and joined ones no sample met, are skipped.
+// Whether a chain lengthened its sample's callchain is known only where
+// the samples' callchains are read (check, script), not here.
+type callchainsJSON struct {
+	Joined    int `json:"joined"`
+	Originals int `json:"originals_skipped"`
+	Unmatched int `json:"unmatched_skipped"`
+}
+
+// newCallchainsJSON returns c's counts, nil when there were none (every
+// recording perf wrote).
+func newCallchainsJSON(c perfdata.Callchains) *callchainsJSON {
+	if c == (perfdata.Callchains{}) {
+		return nil
+	}
+	return &callchainsJSON{Joined: c.Joined, Originals: c.Originals, Unmatched: c.Unmatched}
+}
+
+func (c *callchainsJSON) String() string {
+	return fmt.Sprintf("%d joined chains used for their samples' user callchains; skipped: %d chains as unwound before joining, %d joined chains no sample met",
+		c.Joined, c.Originals, c.Unmatched)
 }

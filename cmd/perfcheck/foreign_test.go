@@ -27,14 +27,17 @@ func foreignFile(t *testing.T, name string) string {
 
 // TestStatsUncountedSimpleperf: simpleperf's own CALLCHAIN records, at
 // which perf report stops, are read past and counted apart from perf's
-// figures, in stats (text and JSON) and info.
+// figures, in stats (text and JSON) and info, which also say what they
+// were used for: each joined chain gives its sample's user callchain, the
+// chains as unwound before joining are skipped.
 func TestStatsUncountedSimpleperf(t *testing.T) {
 	t.Parallel()
 	data := foreignFile(t, "simpleperf--perf_with_callchain_record.data")
 	out, errs, code := runCmd(t, "stats", data)
 	require.Equal(t, exitOK, code, errs)
 	assert.Contains(t, out, "           TOTAL events:         70\n")
-	assert.Contains(t, out, "\nNot counted (types perf does not read):\nsimpleperf:CALLCHAIN events:         40\n")
+	const used = "20 joined chains used for their samples' user callchains; skipped: 20 chains as unwound before joining, 0 joined chains no sample met\n"
+	assert.Contains(t, out, "\nNot counted (types perf does not read):\nsimpleperf:CALLCHAIN events:         40\nsimpleperf:CALLCHAIN: "+used)
 
 	out, errs, code = runCmd(t, "stats", "--json", data)
 	require.Equal(t, exitOK, code, errs)
@@ -42,10 +45,16 @@ func TestStatsUncountedSimpleperf(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &s))
 	assert.Equal(t, uint64(70), s.Total)
 	assert.Equal(t, []statsTypeJSON{{Type: "simpleperf:CALLCHAIN", ID: 32775, Count: 40}}, s.Uncounted)
+	assert.Equal(t, &callchainsJSON{Joined: 20, Originals: 20}, s.Callchains)
 
 	out, errs, code = runCmd(t, "info", data)
 	require.Equal(t, exitOK, code, errs)
-	assert.Contains(t, out, "records:     70, and 40 that perf does not read (simpleperf:CALLCHAIN 40)\n")
+	assert.Contains(t, out, "records:     70, and 40 that perf does not read (simpleperf:CALLCHAIN 40)\ncallchains:  "+used)
+
+	// A recording perf wrote has none.
+	out, errs, code = runCmd(t, "info", ckFixture(t, "cshared-fp.data"))
+	require.Equal(t, exitOK, code, errs)
+	assert.NotContains(t, out, "callchains:")
 }
 
 // TestStatsSimpleperfTracingData: the two simpleperf files whose
@@ -74,15 +83,21 @@ const foreignDir = "foreign"
 // were found by walking the data section by header.size with a separate
 // script, independently of perfcheck (the zstd-compressed
 // perfparser--cpp-inlining.perf.data excepted: its 31 outer records were
-// walked so, the 585 inner ones are perfcheck's).
-var foreignCounts = map[string]struct{ total, samples, uncounted uint64 }{
-	"hotspot--perf.data.PerfFormatLost":           {421, 34, 0},
-	"perfparser--cpp-inlining.perf.data":          {585, 539, 0},
-	"simpleperf--lbr_perf_lbr.data":               {101, 19, 0},
-	"simpleperf--perf_sched_stat_runtime.data":    {17438, 2430, 0},
-	"simpleperf--perf_with_callchain_record.data": {70, 21, 40},
-	"simpleperf--perf_with_trace_offcpu_v2.data":  {2081, 304, 0},
-	"simpleperf--perf_with_tracepoint_event.data": {107, 45, 0},
+// walked so, the 585 inner ones are perfcheck's). chains is what
+// simpleperf's CALLCHAIN records were used for, nil when there are none:
+// the 40 are 20 pairs, an original and a joined chain written just
+// before the sample of their thread and time.
+var foreignCounts = map[string]struct {
+	total, samples, uncounted uint64
+	chains                    *callchainsJSON
+}{
+	"hotspot--perf.data.PerfFormatLost":           {421, 34, 0, nil},
+	"perfparser--cpp-inlining.perf.data":          {585, 539, 0, nil},
+	"simpleperf--lbr_perf_lbr.data":               {101, 19, 0, nil},
+	"simpleperf--perf_sched_stat_runtime.data":    {17438, 2430, 0, nil},
+	"simpleperf--perf_with_callchain_record.data": {70, 21, 40, &callchainsJSON{Joined: 20, Originals: 20}},
+	"simpleperf--perf_with_trace_offcpu_v2.data":  {2081, 304, 0, nil},
+	"simpleperf--perf_with_tracepoint_event.data": {107, 45, 0, nil},
 }
 
 // foreignBuildIDs replaces perf 6.1's buildid-list output where it is
@@ -157,6 +172,7 @@ func TestConformanceForeign(t *testing.T) {
 			assert.Equal(t, wc.total, s.Total, "TOTAL")
 			assert.Equal(t, wc.samples, samples, "SAMPLE")
 			assert.Equal(t, wc.uncounted, uncounted, "records perf does not count")
+			assert.Equal(t, wc.chains, s.Callchains, "simpleperf's CALLCHAIN records used and skipped")
 			assert.Empty(t, s.Error)
 		})
 		if fi, err := os.Stat(c.stats); err == nil && fi.Size() == 0 {

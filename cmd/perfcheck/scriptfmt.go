@@ -32,6 +32,24 @@ type scriptFormat struct {
 	notes []string
 }
 
+// sampleResult is what the script format needs of the recording, from its
+// first sample: its events, its architecture (the registers' names) and
+// its tracepoint formats, as the recording has described them by then.
+func sampleResult(s *check.Sample) *check.Result {
+	res := &check.Result{EventInfo: s.Events}
+	if s.Features == nil {
+		return res
+	}
+	res.Arch, _ = s.Features.Arch()
+	for i := range s.Events {
+		if s.Events[i].Attr.Type == perfdata.AttrTypeTracepoint {
+			res.TraceEvents, res.TraceErr = s.Features.TraceEvents()
+			break
+		}
+	}
+	return res
+}
+
 // newScriptFormat resolves fs for each event of a.
 func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 	sf := &scriptFormat{a: a, regNames: registerNames(a.res.Arch)}
