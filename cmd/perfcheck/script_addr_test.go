@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -164,10 +165,21 @@ func TestScriptAddrNamedAsPerf(t *testing.T) {
 		assert.Contains(t, perf, name)
 	}
 
+	// From a pipe, read live: the same names, marked unverified (a pipe's
+	// build-ids come at its end; docs/commands-check.md).
+	stream := w.run("perf", "record", "-q", "-N", "-d", "-e", "page-faults", "-c", "1", "-o", "-", "--", bin)
+	pipe := filepath.Join(w.dir, "static.pipe")
+	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
+	perf = w.run("perf", "script", "-F", "addr,sym,symoff,dso", "-i", pipe)
+	out, errs, code := w.pcOutIn(strings.NewReader(stream), proofCase{}, "script", "-F", "addr,sym,symoff,dso", "-")
+	require.Equal(t, exitOK, code, errs)
+	require.Contains(t, out, "[unverified] table+0x")
+	require.Equal(t, perf, strings.ReplaceAll(out, "[unverified] ", ""), "live pipe")
+
 	// The program rebuilt: its recorded build-id is nowhere, so its
 	// addresses are the mismatch's and are not named.
 	w.buildSrc(bin, addrStaticC, "-static-pie", "-nostdlib", "-fno-stack-protector", "-O2")
-	out, errs, code := w.pcOut(proofCase{}, "script", "-F", "addr,sym,symoff,dso", data)
+	out, errs, code = w.pcOut(proofCase{}, "script", "-F", "addr,sym,symoff,dso", data)
 	require.Equal(t, exitOK, code, errs)
 	inProgram := 0
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
