@@ -101,6 +101,18 @@ func (src Source) open(replay bool) (o opened, err error) {
 	return o, nil
 }
 
+// regularStdin reads a regular file given as a stream (perfcheck check - <
+// FILE) as a file, from where it stands: seekable, its header's features
+// (the build-id table, after the samples of a perf.data) are known before
+// its samples, as when it is named.
+func regularStdin(f *os.File, size int64) (*perfdata.File, error) {
+	start, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, err
+	}
+	return perfdata.NewFile(io.NewSectionReader(f, start, size-start), size-start)
+}
+
 // fileInfo is what a file's metadata tells of its recording: perf record
 // rewrites the header when it stops, and writes the last bytes of a
 // pipe-format file (perf record -o - > FILE) when it stops, so the file's
@@ -229,6 +241,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 		// A stream's build-id records were taken as they came
 		// (streamBuildID), and its features hold them again.
 		early = len(s.buildIDs)
+	}
+	if s.filter != nil && s.filter.err != nil {
+		return nil, nil, s.filter.err
 	}
 	if err := s.addLateFeatures(f, name, early); err != nil && readErr == nil {
 		readErr = err

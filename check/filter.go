@@ -46,6 +46,18 @@ type sampleFilter struct {
 	Filter
 	events []bool // by event index; nil keeps every event
 	times  []timeRange
+	// pending, for a stream, is the recording whose events (and header)
+	// the filter is made ready for at its first sample: a stream
+	// describes them as it goes, before its samples. err is what that
+	// found wrong; the check then fails with it.
+	pending *pendingFilter
+	err     error
+}
+
+// pendingFilter is what a filter of a stream needs at its first sample.
+type pendingFilter struct {
+	rec  recording
+	name string
 }
 
 // timeRange is [start, end] in nanoseconds, inclusive as perf's; a zero
@@ -59,6 +71,20 @@ func newSampleFilter(f Filter, rec recording, name string) (*sampleFilter, error
 		return nil, nil
 	}
 	sf := &sampleFilter{Filter: f}
+	if _, ok := rec.(*perfdata.File); !ok && (len(f.Events) > 0 || len(f.CPUs) > 0 || f.Time != "") {
+		sf.pending = &pendingFilter{rec: rec, name: name}
+		return sf, nil
+	}
+	if err := sf.prepare(rec, name); err != nil {
+		return nil, err
+	}
+	return sf, nil
+}
+
+// prepare turns f's event names into indexes and its time ranges into
+// nanoseconds, for recording rec.
+func (sf *sampleFilter) prepare(rec recording, name string) error {
+	f := &sf.Filter
 	if len(f.Events) > 0 {
 		evs := rec.Events()
 		sf.events = make([]bool, len(evs))
@@ -78,26 +104,33 @@ func newSampleFilter(f Filter, rec recording, name string) (*sampleFilter, error
 				}
 			}
 			if !found {
-				return nil, fmt.Errorf("%s: no event %q; the recording's events are %s", name, want, strings.Join(names, ", "))
+				return fmt.Errorf("%s: no event %q; the recording's events are %s", name, want, strings.Join(names, ", "))
 			}
 		}
 	}
 	if len(f.CPUs) > 0 && !slices.ContainsFunc(rec.Events(), func(e perfdata.Event) bool { return e.Attr.SampleType&perfdata.SampleCPU != 0 }) {
 		// As perf report -C refuses it: every sample would be left out.
-		return nil, fmt.Errorf("%s: the samples hold no CPU (perf record -a or --sample-cpu records it)", name)
+		return fmt.Errorf("%s: the samples hold no CPU (perf record -a or --sample-cpu records it)", name)
 	}
 	if f.Time != "" {
 		var err error
 		if sf.times, err = parseTimeRanges(f.Time, rec); err != nil {
-			return nil, fmt.Errorf("%s: --time %s: %w", name, f.Time, err)
+			return fmt.Errorf("%s: --time %s: %w", name, f.Time, err)
 		}
 	}
-	return sf, nil
+	return nil
 }
 
 // keep reports whether the session takes sample e. The cheap fields are
 // tested first; comm and DSO need a lookup.
 func (f *sampleFilter) keep(s *session, e *sampleEvent) bool {
+	if p := f.pending; p != nil {
+		f.pending = nil
+		f.err = f.prepare(p.rec, p.name)
+	}
+	if f.err != nil {
+		return false
+	}
 	if f.events != nil && (e.Event >= len(f.events) || !f.events[e.Event]) {
 		return false
 	}

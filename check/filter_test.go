@@ -69,3 +69,19 @@ func TestParseSecNsec(t *testing.T) {
 		assert.InDelta(t, want[1], hi, 1e-12, in)
 	}
 }
+
+// A stream describes its events as it goes, after the filter is made: its
+// event filter is made ready at the first sample, and a name none of its
+// events has fails the check as it does for a file.
+func TestFilterEventsOfStream(t *testing.T) {
+	t.Parallel()
+	opts := func(f Filter) Options {
+		return Options{NoSymbols: true, Filter: f, Lookup: buildidcache.Options{BuildIDDir: t.TempDir(), DebugDirs: []string{}, DebuginfodURLs: []string{}}}
+	}
+	const rec = "../testdata/perf/pipe.data"
+	res, err := Analyze(context.Background(), Stream(pipeOf(t, rec), "-"), opts(Filter{Events: []string{"cpu-clock"}}))
+	require.NoError(t, err)
+	assert.EqualValues(t, 202, res.Samples)
+	_, err = Analyze(context.Background(), Stream(pipeOf(t, rec), "-"), opts(Filter{Events: []string{"nosuch"}}))
+	require.ErrorContains(t, err, `no event "nosuch"; the recording's events are cpu-clock:ppp`)
+}

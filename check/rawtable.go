@@ -117,13 +117,6 @@ func (t *rawTable) flush() {
 	}
 }
 
-// reset empties the table without adding counts anywhere: for a second
-// reading, whose samples are not counted again (replay.go).
-func (t *rawTable) reset() {
-	clear(t.slots)
-	t.n = 0
-}
-
 // nonZero maps the one digest that would read as an empty slot to another.
 func nonZero(k rawKey) rawKey {
 	if k == (rawKey{}) {

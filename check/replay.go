@@ -24,8 +24,8 @@ import (
 // it can read again in place.
 
 // replaySource is what EachSample reads again: the recording and the
-// session that checked it, whose maps, stacks and locations the second
-// reading finds again.
+// session that checked it, whose DSOs and locations the second reading
+// finds again.
 type replaySource struct {
 	s    *session
 	name string
@@ -34,18 +34,6 @@ type replaySource struct {
 	// closer releases what open reads (the file kept open, the spool);
 	// nil when the caller owns it.
 	closer io.Closer
-}
-
-// regularStdin reads a regular file given as a stream (perfcheck check - <
-// FILE) as a file, from where it stands: seekable, its header's features
-// (the build-id table, after the samples of a perf.data) are known before
-// its samples, as when it is named.
-func regularStdin(f *os.File, size int64) (*perfdata.File, error) {
-	start, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, err
-	}
-	return perfdata.NewFile(io.NewSectionReader(f, start, size-start), size-start)
 }
 
 // spoolStream copies the stream r whole to a temporary file, removed from
@@ -73,8 +61,9 @@ func spoolStream(r io.Reader) (*perfdata.File, *os.File, error) {
 
 // EachSample reads the recording again and calls fn for every sample the
 // check counted (those Options.Filter keeps), in delivery order (perf's
-// time order), with its stack as the check resolved it. The *Sample, its
-// IPs and its Record are reused: valid only until fn returns. It needs
+// time order), its frames resolved into the check's locations. The
+// *Sample, its Stack, IPs and Record are reused: valid only until fn
+// returns. It needs
 // Options.Replay; an error from fn stops the reading and is returned. A
 // partial result replays the records before its read error, and then
 // returns nil: the error is the Result's ReadErr.
@@ -123,7 +112,7 @@ func (e stopError) Is(t error) bool { return t == errStop }
 
 // replay is the second reading: the address spaces are rebuilt from
 // nothing, so that each sample resolves under the maps of its time, into
-// the stacks and locations the first reading interned. It returns the
+// the locations the first reading interned. It returns the
 // number of samples handed to fn.
 func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(*Sample) error) (uint64, error) {
 	defer s.unwindContext(ctx)()
@@ -210,14 +199,13 @@ func (ss *sampleStack) of(refs []int32, locs []*Location) *Stack {
 }
 
 // resetMaps forgets the address spaces, and what was keyed by their
-// generations, before the recording is read again; the DSOs, locations
-// and stacks stay, so the second reading finds them again.
+// generations, before the recording is read again; the DSOs and locations
+// stay, so the second reading finds them again.
 func (s *session) resetMaps() {
 	s.tracker = s.newTracker()
 	s.mapDSO = s.mapDSO[:0]
 	s.fm = nil
 	s.locMemo = [len(s.locMemo)]locMemo{}
-	s.raws.reset()
 }
 
 // replayEvent fills e from the sample record r as the first reading's
