@@ -121,8 +121,9 @@ var (
 	// ErrUnsafePath means a file name would lead outside the directory it
 	// must stay in (a ".." component, a NUL byte, an empty name).
 	ErrUnsafePath = errors.New("unsafe path")
-	// ErrDeadline means the Resolver's overall debuginfod deadline has
-	// passed, so no further request was made.
+	// ErrDeadline means the Resolver's time for debuginfod
+	// (Options.DebuginfodDeadline) has passed: no further download
+	// starts, and one still in progress is cut.
 	ErrDeadline = errors.New("debuginfod deadline exceeded")
 	// ErrServer means a debuginfod server did not answer usefully (HTTP
 	// error, timeout, refused connection).

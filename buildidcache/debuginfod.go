@@ -22,15 +22,17 @@ import (
 )
 
 // Defaults where this package departs from elfutils on purpose (see
-// docs/buildidcache.md): elfutils waits 90 s per server and request, which
-// an unreachable server in $DEBUGINFOD_URLS turns into minutes per profile,
-// and sets no limit on a download's size or time, which lets a server fill
-// the disk or hold the run for ever.
+// docs/buildidcache.md): elfutils waits 90 s per server and request for
+// 100 KiB, which an unreachable server in $DEBUGINFOD_URLS turns into
+// minutes per profile, and sets no limit on a download's size or time
+// unless $DEBUGINFOD_MAXSIZE and $DEBUGINFOD_MAXTIME are set, which lets a
+// server fill the disk or hold the run for ever. A run on hostile input
+// must end within 30 s (docs/limits.md): a download may take that long,
+// and so may all of a Resolver's downloads together.
 const (
-	defaultDebuginfodTimeout  = 10 * time.Second
-	defaultDebuginfodDeadline = 30 * time.Second
-	defaultDebuginfodMaxTime  = 120 * time.Second
-	defaultCacheMiss          = 600 * time.Second // elfutils' cache_miss_s default
+	defaultDebuginfodTimeout = 10 * time.Second
+	defaultDebuginfodMaxTime = 30 * time.Second
+	defaultCacheMiss         = 600 * time.Second // elfutils' cache_miss_s default
 	// Size caps by type, replaced by $DEBUGINFOD_MAXSIZE: the largest
 	// real executables and shared libraries are a few hundred megabytes,
 	// their debuginfo a few times that.
@@ -50,7 +52,7 @@ type debuginfod struct {
 	urls     []string
 	cache    string
 	timeout  time.Duration
-	deadline time.Duration
+	deadline time.Duration // for all downloads, from the first; negative: none
 	maxTime  time.Duration // per download; negative: none
 	maxSize  int64         // 0: the defaults by type; negative: none
 	client   *http.Client
@@ -138,9 +140,6 @@ func newDebuginfod(opts Options) *debuginfod {
 			d.timeout = time.Duration(s) * time.Second
 		}
 	}
-	if d.deadline == 0 {
-		d.deadline = defaultDebuginfodDeadline
-	}
 	if d.maxTime == 0 {
 		// elfutils: whole seconds, 0 for no limit.
 		d.maxTime = defaultDebuginfodMaxTime
@@ -149,6 +148,16 @@ func newDebuginfod(opts Options) *debuginfod {
 			if s == 0 {
 				d.maxTime = -1
 			}
+		}
+	}
+	if d.deadline == 0 {
+		// As long as one download may take, and no shorter than the
+		// default: a user who allows a download more time allows the
+		// run more, and one who allows it less still wants the other
+		// binaries looked up.
+		d.deadline = max(d.maxTime, defaultDebuginfodMaxTime)
+		if d.maxTime < 0 {
+			d.deadline = -1
 		}
 	}
 	if d.maxSize == 0 {

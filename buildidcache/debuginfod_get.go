@@ -36,9 +36,10 @@ func (d *debuginfod) download(ctx context.Context, c clientCache, bid buildid.ID
 	if d.started.IsZero() {
 		d.started = time.Now()
 	}
-	if d.deadline > 0 && time.Since(d.started) > d.deadline {
+	started := d.started
+	if d.deadline > 0 && time.Since(started) > d.deadline {
 		d.mu.Unlock()
-		return res, ErrDeadline
+		return res, fmt.Errorf("%w: no download starts %v after the first (DEBUGINFOD_MAXTIME)", ErrDeadline, d.deadline)
 	}
 	var live []string
 	for _, u := range d.urls {
@@ -56,7 +57,15 @@ func (d *debuginfod) download(ctx context.Context, c clientCache, bid buildid.ID
 	if err := c.root.MkdirAll(dir, 0o700); err != nil {
 		return res, c.unsafe(err, dir)
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// A download in progress when the Resolver's time is up ends there
+	// too, so that all of them together take no longer than one may.
+	var cancel context.CancelFunc
+	if d.deadline > 0 {
+		ctx, cancel = context.WithDeadlineCause(ctx, started.Add(d.deadline),
+			fmt.Errorf("%w: not complete %v after the first download began (DEBUGINFOD_MAXTIME)", ErrDeadline, d.deadline))
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	out := make(chan serverOutcome, len(live))
 	for _, u := range live {

@@ -198,45 +198,95 @@ func trickle(file []byte, period time.Duration) http.HandlerFunc {
 }
 
 // TestDebuginfodTrickle: a body that trickles in — a byte every 20 ms of
-// the right file — is cut by DEBUGINFOD_MAXTIME however steadily it
-// comes, and by the progress rule (100 KiB per DEBUGINFOD_TIMEOUT) even
-// though no read ever waits long.
+// the right file, from a server on 127.0.0.1 — is cut by
+// DEBUGINFOD_MAXTIME however steadily it comes, by the progress rule
+// (100 KiB per DEBUGINFOD_TIMEOUT) even though no read ever waits long,
+// and by the Resolver's deadline when that comes first. Each cut happens
+// no earlier than its bound (timers do not fire early) and says which
+// rule cut it; a download the bound did not cut would trickle for minutes
+// (the file is 16 KB and more), which trickleCut's wait catches. The
+// bounds a run uses by default are proven by cmd/perfcheck's
+// TestHostileDebuginfodTrickle.
 func TestDebuginfodTrickle(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prog := buildC(t, dir, "prog", "-Wl,--build-id")
 	file, err := os.ReadFile(prog)
 	require.NoError(t, err)
 	id := mustID(t, prog)
 	for _, c := range []struct {
-		name             string
-		timeout, maxTime time.Duration
-		want             string
+		name                       string
+		timeout, maxTime, deadline time.Duration
+		bound                      time.Duration
+		want                       string
 	}{
-		{"maxtime", time.Minute, 500 * time.Millisecond, "DEBUGINFOD_MAXTIME"},
-		{"progress", 500 * time.Millisecond, 0, "DEBUGINFOD_TIMEOUT"},
+		{"maxtime", time.Minute, 500 * time.Millisecond, time.Minute, 500 * time.Millisecond, "not complete within 500ms (DEBUGINFOD_MAXTIME)"},
+		{"progress", 500 * time.Millisecond, time.Minute, time.Minute, 500 * time.Millisecond, "no progress of 100 KiB within 500ms"},
+		{"deadline", time.Minute, time.Minute, 500 * time.Millisecond, 500 * time.Millisecond, "not complete 500ms after the first download began (DEBUGINFOD_MAXTIME)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			url := hostileServer(t, trickle(file, 20*time.Millisecond))
+			t.Parallel()
+			s, _ := faultServer(t, trickle(file, 20*time.Millisecond))
+			require.True(t, strings.HasPrefix(s.URL, "http://127.0.0.1:"), s.URL)
 			opts := noNet(t)
-			opts.DebuginfodURLs = []string{url}
+			opts.DebuginfodURLs = []string{s.URL}
 			opts.DebuginfodTimeout = c.timeout
 			opts.DebuginfodMaxTime = c.maxTime
-			start := time.Now()
-			_, err := New(opts).Resolve(context.Background(), Query{BuildID: id.BuildID})
+			opts.DebuginfodDeadline = c.deadline
+			err, took := trickleCut(t, New(opts), id)
 			require.ErrorIs(t, err, ErrNotFound)
 			assert.Contains(t, err.Error(), c.want)
-			t.Logf("cut after %v", time.Since(start).Round(time.Millisecond))
-			assert.Less(t, time.Since(start), 5*time.Second)
+			assert.GreaterOrEqual(t, took, c.bound, "cut before its bound")
 			requireNothingCached(t, opts.DebuginfodCache)
 		})
 	}
+}
 
-	for env, want := range map[string]time.Duration{
-		"": defaultDebuginfodMaxTime, "3": 3 * time.Second, "0": -1, "-2": defaultDebuginfodMaxTime, "1.5": defaultDebuginfodMaxTime,
+// trickleCut resolves id's executable with r, whose server trickles it,
+// and returns the error and how long it took. It waits a minute, a
+// hundred times the bounds TestDebuginfodTrickle sets, for the cut.
+func trickleCut(t *testing.T, r *Resolver, id *Identity) (error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Resolve(context.Background(), Query{BuildID: id.BuildID})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		took := time.Since(start)
+		t.Logf("cut after %v: %v", took.Round(time.Millisecond), err)
+		return err, took
+	case <-time.After(time.Minute):
+		t.Fatal("still downloading after a minute")
+		return nil, 0
+	}
+}
+
+// TestDebuginfodTimeBoundsEnv: $DEBUGINFOD_MAXTIME is whole seconds per
+// download, 0 for none, as elfutils reads it, else 30 s; the Resolver's
+// deadline follows it but is never shorter than 30 s, and is none when a
+// download has none.
+func TestDebuginfodTimeBoundsEnv(t *testing.T) {
+	for env, want := range map[string][2]time.Duration{
+		"":    {30 * time.Second, 30 * time.Second},
+		"3":   {3 * time.Second, 30 * time.Second},
+		"300": {300 * time.Second, 300 * time.Second},
+		"0":   {-1, -1},
+		"-2":  {30 * time.Second, 30 * time.Second},
+		"1.5": {30 * time.Second, 30 * time.Second},
 	} {
 		t.Setenv("DEBUGINFOD_MAXTIME", env)
-		assert.Equal(t, want, New(noNet(t)).dl.maxTime, "DEBUGINFOD_MAXTIME=%q", env)
+		d := New(noNet(t)).dl
+		assert.Equal(t, want, [2]time.Duration{d.maxTime, d.deadline}, "DEBUGINFOD_MAXTIME=%q: max time, deadline", env)
 	}
+	t.Setenv("DEBUGINFOD_MAXTIME", "300")
+	opts := noNet(t)
+	opts.DebuginfodMaxTime = time.Second
+	opts.DebuginfodDeadline = 2 * time.Second
+	d := New(opts).dl
+	assert.Equal(t, [2]time.Duration{time.Second, 2 * time.Second}, [2]time.Duration{d.maxTime, d.deadline}, "the options win")
 }
 
 // TestDebuginfodCacheSymlink: <cache>/<build-id> is a symlink to another

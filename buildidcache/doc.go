@@ -78,7 +78,8 @@
 // cache. A download is bounded as elfutils bounds it — a size cap
 // ($DEBUGINFOD_MAXSIZE, else 1 GiB for an executable and 4 GiB for
 // debuginfo), 100 KiB of progress per $DEBUGINFOD_TIMEOUT and a total time
-// ($DEBUGINFOD_MAXTIME, else 120 s) — and more: it must be an ELF file with
+// ($DEBUGINFOD_MAXTIME, else 30 s, which all of a Resolver's downloads
+// share) — and more: it must be an ELF file with
 // no byte past what its headers describe, it is never decompressed on the
 // way (no gzip content encoding), and the client cache is read and
 // written only through an [os.Root], so a symlink there cannot lead a

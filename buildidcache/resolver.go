@@ -168,12 +168,14 @@ type Options struct {
 	// means $DEBUGINFOD_TIMEOUT seconds, else 10 s.
 	DebuginfodTimeout time.Duration
 	// DebuginfodDeadline is one budget for the whole Resolver: once it
-	// has passed since the first request, no new request starts. 0 means
-	// 30 s; negative means none.
+	// has passed since the first download began, no new download starts
+	// and those in progress are cut. 0 means DebuginfodMaxTime's value
+	// but at least 30 s, and none when that is none; negative means
+	// none.
 	DebuginfodDeadline time.Duration
 	// DebuginfodMaxTime bounds each download from its request to its
 	// last byte; 0 means $DEBUGINFOD_MAXTIME seconds (0 there: none),
-	// else 120 s; negative means none.
+	// else 30 s; negative means none.
 	DebuginfodMaxTime time.Duration
 	// DebuginfodMaxSize rejects larger downloads, of both types; 0 means
 	// $DEBUGINFOD_MAXSIZE bytes (0 there: none), else 1 GiB for an

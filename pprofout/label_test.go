@@ -224,7 +224,8 @@ func mismatchedProfile(t *testing.T) (*check.Result, *check.DSO, string) {
 	file := filepath.Join(t.TempDir(), "out.pb.gz")
 	f, err := os.Create(file)
 	require.NoError(t, err)
-	require.NoError(t, Write(f, res, Options{}))
+	_, err = Write(f, res, Options{})
+	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	return res, lib, file
 }

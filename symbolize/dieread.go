@@ -597,9 +597,12 @@ func parseUnitHdrs(info []byte, order binary.ByteOrder) []unitHdr {
 // dieSections is what dieReader reads besides the unit.
 type dieSections struct {
 	info, abbrev, str, lineStr, strOffsets, addr, rnglists []byte
-	order                                                  binary.ByteOrder
-	units                                                  []unitHdr // sorted by offset
-	abbrevs                                                map[uint64]*abbrevTable
+	// strTab and lineStrTab find the ends of str's and lineStr's strings
+	// in time that does not grow with how often each is named.
+	strTab, lineStrTab *strTab
+	order              binary.ByteOrder
+	units              []unitHdr // sorted by offset
+	abbrevs            map[uint64]*abbrevTable
 }
 
 // dieReader reads the DIEs of one unit.
@@ -914,7 +917,16 @@ func (r *dieReader) stringAt(sec []byte, name string, off uint64) string {
 	if !ok {
 		return ""
 	}
-	s := c.cstring()
+	t := r.s.strTab
+	if name == ".debug_line_str" {
+		t = r.s.lineStrTab
+	}
+	if t != nil {
+		if end, ok := t.end(int(off)); ok {
+			return view(sec[off:end])
+		}
+	}
+	s := c.cstring() // fails as it should
 	r.sub(&c)
 	return s
 }
@@ -1006,6 +1018,7 @@ func newDIESections(sec map[string][]byte, order binary.ByteOrder) *dieSections 
 		strOffsets: sec["str_offsets"], addr: sec["addr"], rnglists: sec["rnglists"],
 		order: order, abbrevs: map[uint64]*abbrevTable{},
 	}
+	s.strTab, s.lineStrTab = &strTab{b: s.str}, &strTab{b: s.lineStr}
 	s.units = parseUnitHdrs(s.info, order)
 	return s
 }

@@ -183,9 +183,28 @@ func newDWARFIndex(ef *elf.File, ra io.ReaderAt, name string, exec [][2]uint64, 
 	return x, nil
 }
 
-// readUnits reads the unit entries and their code ranges.
+// readUnits reads the unit entries and their code ranges. With the DIE
+// reader's table of unit headers it reads each unit's own entry alone:
+// debug/dwarf's SkipChildren decodes every entry it skips, each name
+// copied, so that a unit whose entries all name one long string would
+// cost their count times its length in time before anything is checked.
 func (x *dwarfIndex) readUnits() error {
 	r := x.d.Reader()
+	if x.dies != nil {
+		for _, h := range x.dies.units {
+			r.Seek(dwarf.Offset(h.die))
+			e, err := r.Next()
+			if err != nil {
+				return err
+			}
+			if e == nil {
+				break
+			}
+			x.addUnit(e)
+		}
+		x.units = slices.Clip(x.units)
+		return nil
+	}
 	for n := 0; ; n++ {
 		e, err := r.Next()
 		if err != nil {
@@ -197,23 +216,28 @@ func (x *dwarfIndex) readUnits() error {
 		if n > x.infoLen {
 			return errStuck
 		}
-		if e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit {
-			r.SkipChildren()
-			continue
-		}
-		u := int32(len(x.units))
-		x.units = append(x.units, unitSlot{entry: ownEntry(e)})
-		if rs, err := x.d.Ranges(e); err == nil {
-			for _, rg := range rs {
-				if rg[1] > rg[0] && x.inExec(rg[0]) {
-					x.ranges = append(x.ranges, cuRange{rg[0], rg[1], u})
-				}
-			}
-		}
+		x.addUnit(e)
 		r.SkipChildren()
 	}
 	x.units = slices.Clip(x.units)
 	return nil
+}
+
+// addUnit adds the unit whose entry is e, when it is a compilation or
+// partial unit, and its code ranges.
+func (x *dwarfIndex) addUnit(e *dwarf.Entry) {
+	if e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit {
+		return
+	}
+	u := int32(len(x.units))
+	x.units = append(x.units, unitSlot{entry: ownEntry(e)})
+	if rs, err := x.d.Ranges(e); err == nil {
+		for _, rg := range rs {
+			if rg[1] > rg[0] && x.inExec(rg[0]) {
+				x.ranges = append(x.ranges, cuRange{rg[0], rg[1], u})
+			}
+		}
+	}
 }
 
 // indexUnits sorts the unit ranges for lookups and sets each unit's base

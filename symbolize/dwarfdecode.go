@@ -3,8 +3,10 @@ package symbolize
 import (
 	"debug/dwarf"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
+	"unsafe"
 )
 
 // decodeUnit reads one unit's line table and its subprogram/inlined
@@ -19,7 +21,11 @@ func (x *dwarfIndex) decodeUnit(cu *dwarf.Entry, base uint64) (*unitInfo, error)
 	if err != nil {
 		return nil, err
 	}
-	w := unitWalk{x: x, ui: ui, bld: &bld, base: base, callFiles: callFiles, nameIdx: map[string]uint32{}}
+	w := unitWalk{x: x, ui: ui, bld: &bld, base: base, callFiles: callFiles,
+		nameIdx: map[string]uint32{}, viewIdx: map[viewKey]uint32{}, nameRoom: -1}
+	if d := x.dies; d != nil {
+		w.nameRoom = 2 * (len(d.info) + len(d.str) + len(d.lineStr))
+	}
 	if err := w.walk(cu); err != nil {
 		return nil, err
 	}
@@ -129,8 +135,15 @@ type unitWalk struct {
 	base      uint64
 	rl        rangeLists
 	callFiles []uint32
-	nameIdx   map[string]uint32 // ui.names by name
-	rs        [][2]uint64       // scratch for a DIE's ranges
+	nameIdx   map[string]uint32  // ui.names by name
+	viewIdx   map[viewKey]uint32 // ui.names by the view of a section they were copied from
+	// nameRoom is how many bytes of names may yet be copied from the
+	// sections (negative: no bound). Twice the sections names come from
+	// is more than a real unit's names take, each kept once; a unit whose
+	// functions name ever other suffixes of one long string would take
+	// their count times its length.
+	nameRoom int
+	rs       [][2]uint64 // scratch for a DIE's ranges
 }
 
 // walk reads the DIEs of unit cu. stack holds, per open DIE with
@@ -251,26 +264,65 @@ func (w *unitWalk) addScope(e *die, cur int32) (int32, error) {
 // (added once per unit), with nameLinkage for a linkage name.
 func (w *unitWalk) nameIndex(e *die) (uint32, error) {
 	name, linkage, view := w.x.nameOf(e, 0)
-	ni, seen := w.nameIdx[name]
-	if !seen {
-		if uint64(len(w.ui.names)) >= nameLinkage {
-			return 0, errors.New("more than 2^31 function names in one unit")
-		}
-		ni = uint32(len(w.ui.names))
-		if view && w.x.symName != nil && e.tag == dwarf.TagSubprogram {
-			if s, ok := w.x.symName(w.rs[0][0], name); ok {
-				name, view = s, false
+	var ni uint32
+	var err error
+	if view {
+		// A view is found by where it is, without hashing it: entries
+		// that all name one long string would otherwise cost their
+		// count times its length.
+		k := viewKey{unsafe.StringData(name), len(name)}
+		ni, seen := w.viewIdx[k]
+		if !seen {
+			if ni, err = w.addName(e, name, true); err != nil {
+				return 0, err
 			}
+			w.viewIdx[k] = ni
 		}
-		if view {
-			name = strings.Clone(name) // not a view of the section, which goes
+		if linkage {
+			ni |= nameLinkage
 		}
-		w.ui.names = append(w.ui.names, name)
-		w.nameIdx[name] = ni
+		return ni, nil
+	}
+	if ni, err = w.addName(e, name, false); err != nil {
+		return 0, err
 	}
 	if linkage {
 		ni |= nameLinkage
 	}
+	return ni, nil
+}
+
+// viewKey is where a view of a section is, and its length.
+type viewKey struct {
+	p *byte
+	n int
+}
+
+// addName returns the index of name in ui.names, adding it (a copy,
+// when it is a view of a section) when it is not there.
+func (w *unitWalk) addName(e *die, name string, view bool) (uint32, error) {
+	if ni, seen := w.nameIdx[name]; seen {
+		return ni, nil
+	}
+	if uint64(len(w.ui.names)) >= nameLinkage {
+		return 0, errors.New("more than 2^31 function names in one unit")
+	}
+	ni := uint32(len(w.ui.names))
+	if view && w.x.symName != nil && e.tag == dwarf.TagSubprogram {
+		if s, ok := w.x.symName(w.rs[0][0], name); ok {
+			name, view = s, false
+		}
+	}
+	if view {
+		if w.nameRoom >= 0 {
+			if w.nameRoom -= len(name); w.nameRoom < 0 {
+				return 0, fmt.Errorf("%w: function names take more than twice the DWARF sections they come from", ErrMalformed)
+			}
+		}
+		name = strings.Clone(name) // not a view of the section, which goes
+	}
+	w.ui.names = append(w.ui.names, name)
+	w.nameIdx[name] = ni
 	return ni, nil
 }
 

@@ -38,7 +38,7 @@ func TestAppendSymtab(t *testing.T) {
 	for name, p := range bins {
 		t.Run(name, func(t *testing.T) {
 			ef, syms := elfSymbols(t, p)
-			want := appendELFSyms(nil, ef, syms)
+			want := appendELFSyms(nil, ef, syms, nil)
 			var wantIF []elf.Symbol
 			for _, s := range syms {
 				if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {

@@ -10,29 +10,13 @@ import (
 // decoding every symbol with its name as a string: only the names are
 // compared, as views of the string table.
 func symbolValue(ef *elf.File, names ...string) (uint64, bool) {
-	symtab := ef.SectionByType(elf.SHT_SYMTAB)
-	if symtab == nil || symtab.Link == 0 || int(symtab.Link) >= len(ef.Sections) {
-		return 0, false
-	}
-	size := elf.Sym64Size
-	if ef.Class == elf.ELFCLASS32 {
-		size = elf.Sym32Size
-	}
-	data, err := tableBytes(symtab)
-	if err != nil || len(data)%size != 0 {
-		return 0, false
-	}
-	strs, err := tableBytes(ef.Sections[symtab.Link])
+	t, err := readSymTable(ef, elf.SHT_SYMTAB)
 	if err != nil {
 		return 0, false
 	}
-	bo := ef.ByteOrder
-	for p := data[min(size, len(data)):]; len(p) >= size; p = p[size:] { // entry 0 is the null symbol
-		if slices.Contains(names, stringAt(strs, bo.Uint32(p))) {
-			if size == elf.Sym64Size {
-				return bo.Uint64(p[8:]), true
-			}
-			return uint64(bo.Uint32(p[4:])), true
+	for i := range t.n {
+		if s := t.at(i); slices.Contains(names, s.Name) {
+			return s.Value, true
 		}
 	}
 	return 0, false

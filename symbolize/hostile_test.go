@@ -66,21 +66,34 @@ func TestHostilePclntabCount(t *testing.T) {
 // TestHostileCompressedSections symbolizes libhot.so (testdata/perf/bin)
 // whose DWARF sections are replaced by zlib streams of zeros declaring
 // their true size, about a thousand times what they take (deflate's best
-// ratio): one 1 GB section in a 1 MB file, then four in a 4 MB one. Each
+// ratio): one 1 GB section in a 1 MB file, then four in a 4 MB one; and
+// by a zstd frame of 1 MiB declaring 1 GiB (fixtures.ZstdSection). Each
 // must be refused before it is decompressed, with an error naming the
 // file and the section.
 func TestHostileCompressedSections(t *testing.T) {
 	t.Parallel()
-	for _, secs := range [][]string{
-		{".debug_info"},
-		{".debug_info", ".debug_abbrev", ".debug_line", ".debug_str"},
+	for _, c := range []struct {
+		zstd bool
+		secs []string
+	}{
+		{false, []string{".debug_info"}},
+		{false, []string{".debug_info", ".debug_abbrev", ".debug_line", ".debug_str"}},
+		{true, []string{".debug_info"}},
 	} {
-		t.Run(filepath.Join(secs...), func(t *testing.T) {
+		name := filepath.Join(c.secs...)
+		if c.zstd {
+			name = "zstd/" + name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			data := fixtureBin(t, "libhot.so")
 			stream, size := fixtures.ZlibZeros(t, 1<<30)
-			for _, s := range secs {
-				data = fixtures.ELFWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream))
+			contents := fixtures.CompressedSection(size, stream)
+			if c.zstd {
+				contents = fixtures.ZstdSection(t, 1<<30)
+			}
+			for _, s := range c.secs {
+				data = fixtures.ELFWithSection(t, data, s, elf.SHT_PROGBITS, elf.SHF_COMPRESSED, contents)
 			}
 			r := runHostile(t, "libhot.so", data)
 			requireBounded(t, r)
@@ -105,7 +118,9 @@ func TestHostileMiniDebugInfo(t *testing.T) {
 // TestHostileStuckReader symbolizes libhot.so (testdata/perf/bin) whose
 // last .debug_info byte, the null entry that ends its unit's children, is
 // set to 0x80: a ULEB128 cut short, which debug/dwarf's Reader reads as
-// a null entry without moving on, forever.
+// a null entry without moving on, forever. The units are listed from
+// their headers, without that Reader walking their entries, and the DIE
+// reader refuses the unit at the byte.
 func TestHostileStuckReader(t *testing.T) {
 	t.Parallel()
 	data := fixtureBin(t, "libhot.so")
@@ -117,7 +132,7 @@ func TestHostileStuckReader(t *testing.T) {
 	data[s.Offset+s.Size-1] = 0x80
 	r := runHostile(t, "libhot.so", data)
 	requireBounded(t, r)
-	assert.Contains(t, r.out, "no progress")
+	assert.Contains(t, r.out, "DWARF unit at offset 0xc: malformed input: .debug_info offset 0x1c1: LEB128 value runs past the end")
 }
 
 // TestHostileUnitCount symbolizes libhot.so (testdata/perf/bin) whose
@@ -132,4 +147,64 @@ func TestHostileUnitCount(t *testing.T) {
 	r := runHostile(t, "libhot.so", data)
 	requireBounded(t, r)
 	assert.Contains(t, r.out, "libhot.so")
+}
+
+// TestHostileSymbolNames symbolizes libhot.so (testdata/perf/bin) whose
+// .symtab, or .dynsym, holds 40,000 functions that all name one string of
+// 512 KiB (fixtures.SymbolNames): debug/elf, which copies every name,
+// would make 20 GB of them, and a copy of each name kept would too. Names
+// are views of the string table, and what is kept of them is copied up to
+// the table's size, then left as views. Then the .dynsym variant whose
+// .plt holds 65,536 stubs through the one GOT slot .rela.plt names
+// (fixtures.PLTStubs): each stub would be named with a copy of that
+// 512 KiB name plus "@plt"; the names stop at twice the string tables,
+// with a warning.
+func TestHostileSymbolNames(t *testing.T) {
+	t.Parallel()
+	hot := fixtureBin(t, "libhot.so")
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"symtab": {fixtures.SymbolNames(t, hot, ".symtab", 40000, 512<<10), ""},
+		"dynsym": {fixtures.SymbolNames(t, hot, ".dynsym", 40000, 512<<10), ""},
+		"plt": {fixtures.PLTStubs(t, fixtures.SymbolNames(t, hot, ".dynsym", 8, 512<<10), 65536),
+			"the names of its stubs take more than twice the string tables"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := runHostile(t, "libhot.so", c.data)
+			requireBounded(t, r)
+			assert.Contains(t, r.out, c.want)
+		})
+	}
+}
+
+// TestHostileDWARFNames symbolizes libhot.so (testdata/perf/bin) whose
+// DWARF is one unit of 100,000 subprograms (fixtures.DWARFNames) named by
+// a .debug_str of one 512 KiB string: all the same string, or each a
+// different suffix of it. Copying each name would take 50 GB, and finding
+// each name's end or hashing it, for each entry, minutes. The unit list
+// is read without decoding the entries (debug/dwarf's SkipChildren
+// decodes them all, names copied); a name is found by its offset, its end
+// found in time that does not grow with how often it is named; the
+// suffixes' copies stop at twice the sections, and the unit is refused
+// with a warning.
+func TestHostileDWARFNames(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		suffixes bool
+		want     string
+	}{
+		"one-name": {false, ""},
+		"suffixes": {true, "function names take more than twice the DWARF sections they come from"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			data := fixtures.DWARFNames(t, fixtureBin(t, "libhot.so"), 100000, 512<<10, c.suffixes)
+			r := runHostile(t, "libhot.so", data)
+			requireBounded(t, r)
+			assert.Contains(t, r.out, c.want)
+		})
+	}
 }

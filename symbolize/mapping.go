@@ -124,12 +124,12 @@ func (b *Binary) symbolValue(name string) (uint64, bool) {
 		if v, found = symbolValue(b.ef, name); found {
 			return nil
 		}
-		syms, err := b.ef.DynamicSymbols()
+		t, err := readSymTable(b.ef, elf.SHT_DYNSYM)
 		if err != nil {
 			return nil
 		}
-		for _, s := range syms {
-			if s.Name == name {
+		for i := range t.n {
+			if s := t.at(i); s.Name == name {
 				v, found = s.Value, true
 				return nil
 			}

@@ -269,16 +269,18 @@ func moduleText(path string, r io.ReaderAt, limit uint64) (*Module, error) {
 		return nil, err
 	}
 	textSize := ef.Sections[text].Size
-	syms, err := ef.Symbols()
+	t, err := readSymTable(ef, elf.SHT_SYMTAB)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	names := &nameCopier{left: len(t.strs.b)}
 	var out []modSym
-	for _, s := range syms {
+	for i := range t.n {
+		s := t.at(i)
 		if int(s.Section) != text || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Name == "" || s.Value >= textSize {
 			continue
 		}
-		out = append(out, modSym{start: s.Value, end: s.Value + s.Size, name: s.Name})
+		out = append(out, modSym{start: s.Value, end: s.Value + s.Size, name: names.keep(s.Name)})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no function symbol in .text", path)

@@ -27,6 +27,12 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 	if err != nil || len(slots) == 0 {
 		return nil, err
 	}
+	// Each stub's name is a copy of its slot's name: twice the string
+	// tables the names come from, and room for "*ABS*+0x…@plt" per slot,
+	// is more than real stubs need (one per imported function), and less
+	// than the gigabytes of stubs that all name one long string.
+	limit := 2*(strtabSize(ef, elf.SHT_DYNSYM)+strtabSize(ef, elf.SHT_SYMTAB)) + 32*uint64(len(slots))
+	var used uint64
 	var out []rawSym
 	for _, name := range []string{".plt", ".plt.sec", ".plt.got"} {
 		sec := ef.Section(name)
@@ -45,6 +51,10 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 		}
 		for _, st := range stubs {
 			if n, ok := slots[st.slot]; ok {
+				if used += uint64(len(n) + len("@plt")); used > limit {
+					return out, fmt.Errorf("section %s at offset %#x: %w: the names of its stubs take more than twice the string tables",
+						name, sec.Offset, ErrMalformed)
+				}
 				out = append(out, rawSym{
 					value: st.addr,
 					size:  st.size,
@@ -56,6 +66,16 @@ func pltSymbols(ef *elf.File, syms, dyn []elf.Symbol) ([]rawSym, error) {
 		}
 	}
 	return out, nil
+}
+
+// strtabSize is the size of the string table of ef's symbol table of
+// type typ, 0 when there is none.
+func strtabSize(ef *elf.File, typ elf.SectionType) uint64 {
+	t := ef.SectionByType(typ)
+	if t == nil || t.Link == 0 || int(t.Link) >= len(ef.Sections) {
+		return 0
+	}
+	return ef.Sections[t.Link].Size
 }
 
 // pltStub is one decoded stub: where it is and the GOT slot it jumps

@@ -70,9 +70,13 @@ func relocate(ef *elf.File, sec map[string][]byte) error {
 				return fmt.Errorf("section %s at offset %#x: %w", r.Name, r.Offset, err)
 			}
 			if syms == nil {
-				if syms, err = ef.Symbols(); err != nil {
+				// Names are not needed: views, not debug/elf's copies
+				// (readSymTable).
+				t, err := readSymTable(ef, elf.SHT_SYMTAB)
+				if err != nil {
 					return fmt.Errorf("symbol table: %w", err)
 				}
+				syms = t.symbols()
 			}
 			if err := arch.apply(ef, b, rels, r.Type == elf.SHT_RELA, syms); err != nil {
 				return fmt.Errorf("section %s at offset %#x: %w", r.Name, r.Offset, err)

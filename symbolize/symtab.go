@@ -190,17 +190,18 @@ func (b *Binary) readSymbols(objects bool) (*symTable, error) {
 	err := safely(func() error {
 		// Each table is parsed once: the PLT reads them too (of
 		// .symtab, only its IFUNC symbols).
-		var syms []elf.Symbol
+		var syms, dyn []elf.Symbol
 		raw, syms = appendSymtabOf(raw, b.ef, objects)
-		dyn, _ := b.ef.DynamicSymbols()
-		raw = appendELFSymsOf(raw, b.ef, dyn, objects)
+		if t, err := readSymTable(b.ef, elf.SHT_DYNSYM); err == nil {
+			dyn = t.symbols()
+			raw = appendELFSymsOf(raw, b.ef, dyn, &nameCopier{left: len(t.strs.b)}, objects)
+		}
 		mini, cost, err := b.miniDebugInfo()
 		defer b.bud.Release(cost) // mini is dropped on return
 		if err != nil {
 			firstErr = err
 		} else if mini != nil {
-			ms, _ := mini.Symbols()
-			raw = appendELFSymsOf(raw, mini, ms, objects)
+			raw, _ = appendSymtabOf(raw, mini, objects)
 		}
 		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
@@ -237,14 +238,16 @@ func (b *Binary) readSymbols(objects bool) (*symTable, error) {
 // whose section headers say which sections hold code (a MiniDebugInfo or
 // separate debug file keeps the headers of the binary as NOBITS, with the
 // same addresses and flags). A missing table (nil syms) is not an error.
-func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol) []rawSym {
-	return appendELFSymsOf(raw, ef, syms, false)
+// names copies the names kept when they are views of a string table (nil:
+// they are kept as they are).
+func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol, names *nameCopier) []rawSym {
+	return appendELFSymsOf(raw, ef, syms, names, false)
 }
 
 // appendELFSymsOf is appendELFSyms keeping the data objects too when
 // objects is set.
-func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, objects bool) []rawSym {
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, objects: objects}
+func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, names *nameCopier, objects bool) []rawSym {
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names, objects: objects}
 	for i := range syms {
 		raw = a.add(raw, &syms[i])
 	}
@@ -253,17 +256,17 @@ func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, objects bool
 
 // symAdder keeps the code symbols of one ELF symbol table, in order.
 type symAdder struct {
-	ef  *elf.File
-	rel bool
+	ef   *elf.File
+	rel  bool
+	file string // the last STT_FILE symbol's name
 	// objects: data objects (STT_OBJECT in an allocated section) are
 	// kept too, as perf keeps them in the one table it names code and
 	// data addresses with (elf_sym__filter in
 	// tools/perf/util/symbol-elf.c).
 	objects bool
-	file    string // the last STT_FILE symbol's name
-	// views: the names given to add are views of a table read for
-	// the occasion, copied when kept.
-	views bool
+	// names copies the names given to add, views of a table read for
+	// the occasion, when kept; nil when they are copies already.
+	names *nameCopier
 }
 
 // add appends s to raw if it is a code symbol.
@@ -344,8 +347,8 @@ func (a *symAdder) dataSection(typ elf.SymType, sec *elf.Section) bool {
 }
 
 func (a *symAdder) keep(name string) string {
-	if a.views {
-		return strings.Clone(name)
+	if a.names != nil {
+		return a.names.keep(name)
 	}
 	return name
 }

@@ -16,12 +16,30 @@ import (
 	"github.com/perfcheck/perfcheck/dso"
 )
 
+// cacheSubcommands are cache's subcommands, in the order its usage gives
+// them: runCache dispatches on these names, and the completion scripts and
+// man pages offer them (command.subcommands).
+var cacheSubcommands = []struct {
+	name string
+	run  func(args []string, stdout, stderr io.Writer) int
+}{
+	{"add", runCacheAdd},
+	{"fill", runCacheFill},
+	{"list", runCacheList},
+	{"prune", runCachePrune},
+}
+
 func init() {
+	var names []string
+	for _, s := range cacheSubcommands {
+		names = append(names, s.name)
+	}
 	register(&command{
-		name:    "cache",
-		usage:   "perfcheck cache add FILE... | fill perf.data | list | prune --max-size SIZE [--older-than AGE]",
-		summary: "fill, list and prune perf's build-id cache (~/.debug) in the layout perf reads",
-		run:     runCache,
+		name:        "cache",
+		usage:       "perfcheck cache add FILE... | fill perf.data | list | prune --max-size SIZE [--older-than AGE]",
+		summary:     "fill, list and prune perf's build-id cache (~/.debug) in the layout perf reads",
+		run:         runCache,
+		subcommands: names,
 	})
 }
 
@@ -36,19 +54,18 @@ func cacheUsage(w io.Writer) {
 
 func runCache(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "perfcheck cache: a subcommand is required: add, fill, list or prune")
+		names := commands["cache"].subcommands
+		fmt.Fprintf(stderr, "perfcheck cache: a subcommand is required: %s or %s\n",
+			strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 		cacheUsage(stderr)
 		return exitError
 	}
+	for _, s := range cacheSubcommands {
+		if args[0] == s.name {
+			return s.run(args[1:], stdout, stderr)
+		}
+	}
 	switch args[0] {
-	case "add":
-		return runCacheAdd(args[1:], stdout, stderr)
-	case "fill":
-		return runCacheFill(args[1:], stdout, stderr)
-	case "list":
-		return runCacheList(args[1:], stdout, stderr)
-	case "prune":
-		return runCachePrune(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		cacheUsage(stdout)
 		return exitOK

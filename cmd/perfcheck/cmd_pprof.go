@@ -75,23 +75,20 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// partial, in its comments); the exit status is 2.
 		opts.Comments = append(opts.Comments, "partial: "+readErr.Error())
 	}
-	p, err := pprofout.Convert(a.res, opts)
-	if err != nil {
-		return errorf(stderr, "pprof", "%s: %v", file, err)
-	}
-	if err := writeFile(*out, stdout, func(w io.Writer) error { return pprofout.WriteProfile(w, p) }); err != nil {
+	// The profile is encoded as it is written: the command never holds it
+	// (pprofout.Write).
+	var sum pprofout.Summary
+	if err := writeFile(*out, stdout, func(w io.Writer) (err error) {
+		sum, err = pprofout.Write(w, a.res, opts)
+		return err
+	}); err != nil {
 		return errorf(stderr, "pprof", "%v", err)
 	}
 	if *jsonOut {
-		j := pprofJSON{File: a.res.File, Output: *out, Samples: a.res.Samples, Stacks: len(p.Sample), Locations: len(p.Location),
-			Functions: len(p.Function), Mappings: len(p.Mapping), Unsymbolized: []string{}, Notes: notes}
-		for _, st := range p.SampleType {
-			j.SampleTypes = append(j.SampleTypes, st.Type+"/"+st.Unit)
-		}
-		for _, m := range p.Mapping {
-			if !m.HasFunctions {
-				j.Unsymbolized = append(j.Unsymbolized, m.File)
-			}
+		j := pprofJSON{File: a.res.File, Output: *out, Samples: a.res.Samples, SampleTypes: sum.SampleTypes, Stacks: sum.Samples,
+			Locations: sum.Locations, Functions: sum.Functions, Mappings: sum.Mappings, Unsymbolized: sum.Unsymbolized, Notes: notes}
+		if j.Unsymbolized == nil {
+			j.Unsymbolized = []string{}
 		}
 		if readErr != nil {
 			j.Partial, j.Error = true, readErr.Error()

@@ -62,7 +62,7 @@ func TestCommandSpecsWalkRealFlagSets(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "collecting man's flags wrote a page")
 	// The subcommands named are the ones runCache dispatches: each has a
 	// flag set of its own.
-	for _, sub := range subcommands["cache"] {
+	for _, sub := range subcommandsOf("cache") {
 		assert.NotNil(t, collectFlags(commands["cache"], []string{sub}), sub)
 	}
 }

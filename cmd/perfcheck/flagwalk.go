@@ -35,10 +35,13 @@ func collected(fs *flag.FlagSet) bool {
 	return ok
 }
 
-// subcommands are the subcommands of the commands that have them, the
-// words runCache dispatches on.
-var subcommands = map[string][]string{
-	"cache": {"add", "fill", "list", "prune"},
+// subcommandsOf returns the subcommands of the command name, nil when it
+// has none.
+func subcommandsOf(name string) []string {
+	if c := commands[name]; c != nil {
+		return c.subcommands
+	}
+	return nil
 }
 
 // cmdSpec is one command line of the generated documentation: a command,
@@ -82,7 +85,7 @@ func commandSpecs() []cmdSpec {
 	for _, n := range names {
 		c := commands[n]
 		spec := cmdSpec{path: []string{n}, usage: c.usage, summary: c.summary}
-		subs := subcommands[n]
+		subs := c.subcommands
 		if len(subs) == 0 {
 			spec.options = flagOptions(collectFlags(c, nil))
 		}

@@ -5,10 +5,15 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +27,12 @@ import (
 // would: each is built in test code from the repository's real binaries
 // (internal/fixtures says how for each), and perfcheck runs in a child
 // process, this test binary again (TestHostileChild calls run, what main
-// calls), whose peak resident set the kernel reports at its exit (wait4's
-// maxrss). Each run must end with exit 0, 1 or 2, an error that names the
-// file when it fails, and a peak of at most 256 MB plus four times its
-// largest input. The time bound (30 s) is not asserted: a child still
+// calls), which reports its peak resident set and what its Go runtime
+// mapped at its end (fixtures.WriteChildMemory).
+// Each run must end with exit 0, 1 or 2, an error that names the file when
+// it fails, and memory of at most 256 MB plus four times its largest input
+// (fixtures.AssertMemoryBound, which says what is held to it under the
+// race detector). The time bound (30 s) is not asserted: a child still
 // running far past it (hostileHang) is killed, and the test fails.
 
 // hostileHang is when a child is given up on: ten times the time bound.
@@ -48,47 +55,61 @@ func TestHostileChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "setrlimit:", err)
 		os.Exit(3)
 	}
-	os.Exit(run(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr))
+	code := run(strings.Split(args, "\x1f"), os.Stdin, os.Stdout, os.Stderr)
+	if err := fixtures.WriteChildMemory(); err != nil {
+		fmt.Fprintln(os.Stderr, "writing the Go runtime's memory:", err)
+		os.Exit(3)
+	}
+	os.Exit(code)
 }
 
 // hostileResult is what a child did.
 type hostileResult struct {
-	code   int    // exit status; -1 when killed by a signal
-	out    string // stdout and stderr
-	peakKB int64  // maxrss
+	code    int                  // exit status; -1 when killed by a signal
+	out     string               // stdout and stderr
+	mem     fixtures.ChildMemory // as it reported at its end
+	elapsed time.Duration        // from start to exit
 }
 
 // runHostileCmd runs perfcheck args in a child and checks the bounds;
 // inputs are the files it reads, whose largest sets the memory bound.
+// The child has the defaults a user has: no debuginfod server, time
+// bound or decompression budget from this process's environment.
 func runHostileCmd(t *testing.T, inputs []string, args ...string) hostileResult {
+	t.Helper()
+	return runHostileCmdEnv(t, nil, inputs, args...)
+}
+
+// runHostileCmdEnv is runHostileCmd with env added to the child's
+// environment.
+func runHostileCmdEnv(t *testing.T, env []string, inputs []string, args ...string) hostileResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hostileHang)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostileChild$")
+	mem := filepath.Join(t.TempDir(), "memory")
 	cmd.Env = append(os.Environ(), "PERFCHECK_HOSTILE_ARGS="+strings.Join(args, "\x1f"), "HOME="+t.TempDir(),
-		"DEBUGINFOD_URLS=", "PERFCHECK_MAX_DECOMPRESSED=")
+		"DEBUGINFOD_URLS=", "DEBUGINFOD_TIMEOUT=", "DEBUGINFOD_MAXTIME=", "DEBUGINFOD_MAXSIZE=",
+		"PERFCHECK_MAX_DECOMPRESSED=", fixtures.ChildMemoryEnv+"="+mem)
+	cmd.Env = append(cmd.Env, env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("running the child: %v", err)
 	}
-	r := hostileResult{code: cmd.ProcessState.ExitCode(), out: string(out)}
-	r.peakKB = fixtures.ChildPeakRSS(cmd.ProcessState) >> 10
+	r := hostileResult{code: cmd.ProcessState.ExitCode(), out: string(out), elapsed: time.Since(start)}
+	r.mem, _ = fixtures.ReadChildMemory(mem)
 	var largest int64
 	for _, p := range inputs {
 		if st, err := os.Stat(p); err == nil {
 			largest = max(largest, st.Size())
 		}
 	}
-	t.Logf("perfcheck %s: exit %d, peak %d MB, %v\n%s", strings.Join(args[:1], " "), r.code, r.peakKB>>10,
-		time.Since(start).Round(time.Millisecond), head(r.out, 6000))
+	t.Logf("perfcheck %s: exit %d, peak %d MB (Go runtime: %d MB), %v\n%s", strings.Join(args[:1], " "), r.code, r.mem.PeakRSS>>20,
+		r.mem.GoMapped>>20, r.elapsed.Round(time.Millisecond), head(r.out, 6000))
 	require.Contains(t, []int{exitOK, exitProblems, exitError}, r.code, "the child died or was killed:\n%s", head(r.out, 3000))
-	require.NotZero(t, r.peakKB)
-	bound := int64(256<<20) + 4*largest
-	if !raceEnabled { // the race detector's shadow memory takes hundreds of MB
-		assert.LessOrEqual(t, r.peakKB<<10, bound, "peak RSS (bound: 256 MB + 4 x %d bytes)", largest)
-	}
+	fixtures.AssertMemoryBound(t, r.mem, largest)
 	return r
 }
 
@@ -115,6 +136,13 @@ func hostileLibs(t *testing.T) map[string][]byte {
 		// .debug_info as a zlib stream of 1 GiB of zeros (1 MB), the
 		// most deflate allows.
 		"zlib-1GiB": fixtures.ELFWithSection(t, hot, ".debug_info", elf.SHT_PROGBITS, elf.SHF_COMPRESSED, fixtures.CompressedSection(size, stream)),
+		// A .dynsym of 40,000 functions all naming one 512 KiB string,
+		// and a .plt of 65,536 stubs through the GOT slot of one of
+		// them.
+		"plt-names": fixtures.PLTStubs(t, fixtures.SymbolNames(t, hot, ".dynsym", 40000, 512<<10), 65536),
+		// DWARF of 100,000 subprograms named by the suffixes of one
+		// 512 KiB string.
+		"dwarf-names": fixtures.DWARFNames(t, hot, 100000, 512<<10, true),
 	}
 }
 
@@ -128,6 +156,8 @@ var hostileWhat = map[string]string{
 	"pclntab-nfunc":      ".gopclntab: malformed input: pclntab header: 4294967295 functions",
 	"two-zlib-1GiB":      "section .debug_info at offset",
 	"xz-bomb":            "xz-compressed, not the ELF file a process maps",
+	"plt-names":          "section .plt at offset 0x",
+	"dwarf-names":        "DWARF unit at offset 0xb: malformed input: function names take more than twice the DWARF sections they come from",
 }
 
 // symfsWith returns a --symfs root in which the fixtures' recorded paths
@@ -210,9 +240,6 @@ func TestHostileBuildID(t *testing.T) {
 // (several at once); goprog of goprog.data with its pclntab count.
 func TestHostileRecordings(t *testing.T) {
 	t.Parallel()
-	if raceEnabled {
-		t.Skip("32 race-instrumented children take minutes, and the bounds are checked without the detector")
-	}
 	cshared, err := os.ReadFile(filepath.Join(fixtures.Dir(), "bin", "cshared"))
 	require.NoError(t, err)
 	stream, size := fixtures.ZlibZeros(t, 1<<30)
@@ -265,4 +292,63 @@ func TestHostileRecordings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileDebuginfodTrickle: perfcheck check on goprog.data with no
+// binary anywhere but on a debuginfod server, on 127.0.0.1, that answers
+// every request with goprog (2.4 MB) trickled at 32 KiB a second: fast
+// enough for the progress rule (100 KiB per 10 s), slow enough that the
+// file would take over a minute. The child has the defaults a user has
+// (no DEBUGINFOD_TIMEOUT, DEBUGINFOD_MAXTIME or DEBUGINFOD_MAXSIZE):
+// the download in progress is cut 30 s after the first began and no
+// other starts, so that the run ends within the 30 s a hostile input may
+// take beside its own work; the message names the setting that raises
+// the bound; nothing enters the debuginfod cache.
+// The run lasts at least the bound (a timer cuts the downloads, and
+// timers do not fire early) and, asserted with room for a loaded
+// machine, less than twice it: without the bound, goprog's download
+// would end after 75 s, and be used.
+func TestHostileDebuginfodTrickle(t *testing.T) {
+	t.Parallel()
+	const bound = 30 * time.Second
+	goprog, err := os.ReadFile(filepath.Join(fixtures.Dir(), "bin", "goprog"))
+	require.NoError(t, err)
+	var requests, cut, completed atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Length", strconv.Itoa(len(goprog)))
+		for off := 0; off < len(goprog); off += 32 << 10 {
+			if _, err := w.Write(goprog[off:min(off+32<<10, len(goprog))]); err != nil {
+				cut.Add(1)
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(time.Second):
+			case <-r.Context().Done():
+				cut.Add(1)
+				return
+			}
+		}
+		completed.Add(1)
+	}))
+	defer srv.Close()
+	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
+	cache := t.TempDir()
+	rec := filepath.Join(fixtures.Dir(), "goprog.data")
+	r := runHostileCmdEnv(t, []string{"DEBUGINFOD_CACHE_PATH=" + cache}, []string{rec},
+		"check", "--symfs", t.TempDir(), "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(),
+		"--debuginfod", srv.URL, rec)
+	assert.Equal(t, exitProblems, r.code)
+	assert.Contains(t, r.out, "not complete 30s after the first download began (DEBUGINFOD_MAXTIME)")
+	assert.GreaterOrEqual(t, r.elapsed, bound, "the downloads were cut before the bound")
+	assert.Less(t, r.elapsed, 2*bound, "the run outlasted the bound")
+	assert.NotZero(t, requests.Load())
+	assert.Zero(t, completed.Load(), "a download outlasted the bound")
+	filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("left in the debuginfod cache: %s", p)
+		}
+		return nil
+	})
 }

@@ -30,6 +30,9 @@ type command struct {
 	usage   string // one line: "perfcheck NAME [flags] ARGS"
 	summary string // one line for the help listing
 	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// subcommands are the words run dispatches on first ("cache add"),
+	// for the completion scripts and man pages; nil for most commands.
+	subcommands []string
 	// jsonLines: --json prints JSON Lines (one object per line), so a
 	// failure after some output still ends with an error object.
 	jsonLines bool

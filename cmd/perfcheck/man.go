@@ -85,8 +85,8 @@ func commandPage(page string, s cmdSpec) []byte {
 	manHeader(&b, page, s.summary)
 	b.WriteString(".SH SYNOPSIS\n" + roff(strings.TrimPrefix(s.usage, "usage: ")) + "\n")
 	b.WriteString(".SH DESCRIPTION\n" + roff(s.summary) + "\n")
-	if len(s.path) == 1 && len(subcommands[s.path[0]]) > 0 {
-		b.WriteString(".PP\n" + roff("Subcommands: "+strings.Join(subcommands[s.path[0]], ", ")+"; each has its own page.") + "\n")
+	if len(s.path) == 1 && len(subcommandsOf(s.path[0])) > 0 {
+		b.WriteString(".PP\n" + roff("Subcommands: "+strings.Join(subcommandsOf(s.path[0]), ", ")+"; each has its own page.") + "\n")
 	}
 	if len(s.options) > 0 {
 		b.WriteString(".SH OPTIONS\n")

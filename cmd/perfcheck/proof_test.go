@@ -469,6 +469,45 @@ func funcAddrs(t *testing.T, file string) map[string]uint64 {
 	return m
 }
 
+// checkLive runs `perf record -o - bin | perfcheck check --json -`,
+// keeping the bytes perfcheck read in saved, and returns perfcheck's
+// output and exit code. When perf is killed by a signal
+// (fixtures.PerfDied) it records again, as run does, and skips the test
+// when perf dies every time.
+func (w *realWorld) checkLive(bin, saved string) (string, int) {
+	w.t.Helper()
+	for attempt := 1; ; attempt++ {
+		f, err := os.Create(saved)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		rec := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", "-", "--", bin)
+		rec.Dir = w.dir
+		rec.Env = append(fixtures.PerfEnv(w.dir), "LC_ALL=C")
+		var recErr strings.Builder
+		rec.Stderr = &recErr
+		pipe, err := rec.StdoutPipe()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if err := rec.Start(); err != nil {
+			w.t.Fatal(err)
+		}
+		live, _, code := w.pcOutIn(io.TeeReader(pipe, f), proofCase{}, "check", "--json", "-")
+		err = rec.Wait()
+		f.Close()
+		switch {
+		case err == nil:
+			return live, code
+		case !fixtures.PerfDied(err):
+			w.t.Fatalf("perf record: %v\n%s", err, recErr.String())
+		case attempt == fixtures.PerfAttempts:
+			w.t.Skipf("perf record: died %d times: %v\n%s", attempt, err, recErr.String())
+		}
+		w.t.Logf("perf record: died (%v), recording again\n%s", err, recErr.String())
+	}
+}
+
 // record runs perf record (HOME is the world's: perf fills its own cache
 // there) with -g on argv and returns the recording's path.
 func (w *realWorld) record(name string, extra []string, argv ...string) string {
@@ -814,27 +853,7 @@ func TestProofLivePipe(t *testing.T) {
 	bin := filepath.Join(w.dir, "hot")
 	w.build(bin, origNames)
 	saved := filepath.Join(w.dir, "saved.data")
-	f, err := os.Create(saved)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rec := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-o", "-", "--", bin)
-	rec.Dir = w.dir
-	rec.Env = append(fixtures.PerfEnv(w.dir), "LC_ALL=C")
-	var recErr strings.Builder
-	rec.Stderr = &recErr
-	pipe, err := rec.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Start(); err != nil {
-		t.Fatal(err)
-	}
-	live, _, code := w.pcOutIn(io.TeeReader(pipe, f), proofCase{}, "check", "--json", "-")
-	if err := rec.Wait(); err != nil {
-		t.Fatalf("perf record: %v\n%s", err, recErr.String())
-	}
+	live, code := w.checkLive(bin, saved)
 	if code != exitOK {
 		t.Errorf("live check: exit %d\n%s", code, live)
 	}
