@@ -97,7 +97,9 @@ func (s *Stack) Locations() []*Location {
 // stackSet is what a Result's stacks need to build their location
 // pointers on first use.
 type stackSet struct {
-	once   sync.Once
+	once sync.Once
+	// mu guards refs, which expand drops, against AppendLocations.
+	mu     sync.RWMutex
 	refs   [][]int32   // each stack's location indexes (the session's), until expanded
 	locs   []Location  // the Result's locations, in one block: Locations[i] is &locs[i]
 	frames int         // total frames of the stacks
@@ -115,7 +117,29 @@ func (a *stackSet) expand() {
 			next++
 		}
 	}
+	a.mu.Lock()
 	a.ptrs, a.refs = ptrs, nil
+	a.mu.Unlock()
+}
+
+// AppendLocations appends the stack's locations, leaf first, to dst and
+// returns it. Unlike Locations it builds nothing for the Result's other
+// stacks: a caller that walks every stack once (a pprof profile) needs no
+// pointer per frame of them all. It is safe for concurrent use.
+func (s *Stack) AppendLocations(dst []*Location) []*Location {
+	a := s.set
+	if a == nil {
+		return dst
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.refs == nil {
+		return append(dst, a.ptrs[s.first:s.first+int(s.n)]...)
+	}
+	for _, r := range a.refs[s.ID-1] {
+		dst = append(dst, &a.locs[r])
+	}
+	return dst
 }
 
 // Aggregate is the samples one thread took with one stack for one event.

@@ -84,8 +84,9 @@ type encoder struct {
 	strs    map[string]int64 // index of each string in the table
 	strList []string         // the table, by index
 
-	msg, sub []byte   // a message being built, and one nested in it
-	ids      []uint64 // a sample's location IDs
+	msg, sub []byte            // a message being built, and one nested in it
+	ids      []uint64          // a sample's location IDs
+	locs     []*check.Location // a sample's locations
 }
 
 func newEncoder(w io.Writer) *encoder {
@@ -134,7 +135,8 @@ func (e *encoder) valueType(num int, v valueType) {
 // (pid, tid).
 func (e *encoder) sample(s *sample) error {
 	ids := e.ids[:0]
-	for _, l := range s.stack.Locations() {
+	e.locs = s.stack.AppendLocations(e.locs[:0])
+	for _, l := range e.locs {
 		// The check's location IDs are the profile's (tables).
 		ids = append(ids, uint64(l.ID))
 	}

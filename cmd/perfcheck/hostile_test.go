@@ -340,7 +340,9 @@ func TestHostileDebuginfodTrickle(t *testing.T) {
 		"check", "--symfs", t.TempDir(), "--buildid-dir", t.TempDir(), "--debug-dir", t.TempDir(),
 		"--debuginfod", srv.URL, rec)
 	assert.Equal(t, exitProblems, r.code)
-	assert.Contains(t, r.out, "not complete 30s after the first download began (DEBUGINFOD_MAXTIME)")
+	// The download's own bound and the run's deadline are both 30 s
+	// here; whichever fires first names the setting.
+	assert.Regexp(t, `not complete (within 30s|30s after the first download began) \(DEBUGINFOD_MAXTIME\)`, r.out)
 	assert.GreaterOrEqual(t, r.elapsed, bound, "the downloads were cut before the bound")
 	assert.Less(t, r.elapsed, 2*bound, "the run outlasted the bound")
 	assert.NotZero(t, requests.Load())
