@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
@@ -262,6 +263,9 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	}
 	res.firstMaps = s.fm
 	res.EventInfo = f.Events()
+	if (opts.Replay || opts.OnSample != nil) && slices.ContainsFunc(res.EventInfo, func(e perfdata.Event) bool { return tracepointRaw(&e.Attr) }) {
+		res.TraceEvents, res.TraceErr = f.Features().TraceEvents()
+	}
 	res.ReadWarnings = f.Warnings()
 	if readErr != nil {
 		res.Partial = true

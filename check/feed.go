@@ -80,8 +80,12 @@ type feedBatch struct {
 	// others are the records other than samples, copied out of the
 	// reader's storage (copyUpdate).
 	others []perfdata.Record
-	words  []uint64
-	bytes  []byte
+	// addrs, when the session keeps them (session.keepAddr), is each
+	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
+	// runs need it, and the op has no room left in its cache line.
+	addrs []uint64
+	words []uint64
+	bytes []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -94,6 +98,7 @@ func (b *feedBatch) reset() {
 	b.users = b.users[:0]
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
+	b.addrs = b.addrs[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -199,6 +204,9 @@ func (s *session) read(ctx context.Context, f recording, b *feedBatch, handoff f
 // addSample adds sample r to b, or to the batch handoff returns for b
 // when b is full; it returns the batch it added to.
 func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.Event, handoff func(*feedBatch) *feedBatch) *feedBatch {
+	if s.opts.Replay && !s.addrDecided {
+		s.decideAddr(events)
+	}
 	var stack []byte
 	var regs []uint64
 	userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
@@ -246,6 +254,9 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		b.bytes = append(b.bytes, stack...)
 		op.aux = int32(len(b.users))
 		b.users = append(b.users, u)
+	}
+	if s.keepAddr {
+		b.addrs = append(b.addrs, r.Addr)
 	}
 	b.ops = append(b.ops, op)
 	return b
@@ -326,6 +337,7 @@ func (s *session) apply(b *feedBatch) {
 	}
 	s.keyBuf = keys
 	s.touched += touched
+	nsample := 0
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
@@ -344,6 +356,10 @@ func (s *session) apply(b *feedBatch) {
 			se.Callchain = b.words[op.chainLo:op.chainHi:op.chainHi]
 			se.chainHash, se.chainHashed = k.chainHash, true
 		}
+		if nsample < len(b.addrs) {
+			se.Addr = b.addrs[nsample]
+		}
+		nsample++
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
 			us = unwind.UserStack{Mask: u.mask,
@@ -355,5 +371,8 @@ func (s *session) apply(b *feedBatch) {
 			continue
 		}
 		s.sample(&se)
+		if s.keepAddr && s.addrNamed[se.Event] {
+			s.resolveAddr(&se, se.Addr)
+		}
 	}
 }

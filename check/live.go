@@ -95,11 +95,14 @@ type live struct {
 	lookups map[*DSO]symbolLookup
 	closes  []func()
 	locs    []*Location // by location id, made when first met
-	refs    []int32
-	ips     []uint64
-	ss      *sampleStack
-	smp     Sample
-	err     error // from fn: the reading stops
+	// addrLocs are the locations of the samples' addresses
+	// (Sample.AddrLocation), made when first met.
+	addrLocs map[frameRef]*Location
+	refs     []int32
+	ips      []uint64
+	ss       *sampleStack
+	smp      Sample
+	err      error // from fn: the reading stops
 }
 
 // feedLive reads every record of f in time order, one at a time, feeding
@@ -157,8 +160,39 @@ func (lv *live) hand(ctx context.Context, s *session, e *sampleEvent, r *perfdat
 	lv.locs = locs
 	lv.ips = s.sampleAddrs(e, len(lv.refs), lv.ips[:0])
 	lv.smp = Sample{Event: e.Event, PID: e.PID, TID: e.TID, CPU: e.CPU, Time: e.Time, Period: e.Period,
-		Comm: s.tracker.ThreadComm(e.TID), Stack: lv.ss.of(lv.refs, locs), IPs: lv.ips, Addr: r.Addr, Record: r, Events: lv.rec.Events()}
+		Comm: s.tracker.ThreadComm(e.TID), Stack: lv.ss.of(lv.refs, locs), IPs: lv.ips, Addr: r.Addr, Record: r, Events: lv.rec.Events(), Features: lv.rec.Features()}
+	lv.smp.AddrLocation = lv.addrLocation(ctx, s, e, r.Addr)
 	return lv.fn(&lv.smp)
+}
+
+// addrLocation returns the location of e's address, for an event whose
+// addresses are named (addrNamed), judging its DSO first as location does
+// a frame's; the address is also kept for the end's judging (resolveAddr).
+func (lv *live) addrLocation(ctx context.Context, s *session, e *sampleEvent, addr uint64) *Location {
+	if !s.addrDecided {
+		s.decideAddr(lv.rec.Events())
+	}
+	if e.Event >= len(s.addrNamed) || !s.addrNamed[e.Event] {
+		return nil
+	}
+	ref := s.addrRefs[s.resolveAddr(e, addr)]
+	if l, ok := lv.addrLocs[ref]; ok {
+		return l
+	}
+	orig := s.dsos[ref.dso]
+	d, ok := lv.printed[orig]
+	if !ok {
+		d = lv.judge(ctx, s, orig)
+	}
+	l := &Location{DSO: d, Offset: ref.off}
+	if lk := lv.lookups[d]; lk != nil {
+		nameAddr(l, lk)
+	}
+	if lv.addrLocs == nil {
+		lv.addrLocs = map[frameRef]*Location{}
+	}
+	lv.addrLocs[ref] = l
+	return l
 }
 
 // location makes location id, judging its DSO first if no sample touched

@@ -129,6 +129,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		ips  []uint64
 		n    uint64
 	)
+	feats := f.Features() // one value, which a stream fills as it goes
 	for i := 0; rs.Next(); i++ {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return n, ctx.Err()
@@ -151,8 +152,12 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 			return n, fmt.Errorf("sample at byte offset %d: an address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
 		ips = s.sampleAddrs(&se, len(refs), ips[:0])
+		addrLoc, ok := s.replayAddr(&se, r.Addr, res)
+		if !ok {
+			return n, fmt.Errorf("sample at byte offset %d: a data address the first reading did not see: the recording changed while it was read", r.Header().Offset)
+		}
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, Record: r, Events: events}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r, Events: events, Features: feats}
 		n++
 		if err := fn(&smp); err != nil {
 			return n, stopError{err}

@@ -175,9 +175,20 @@ type Sample struct {
 	Addr uint64
 	// Record is the sample as read, with every field it recorded.
 	Record *perfdata.Sample
+	// AddrLocation is where Addr lay in the process's address space at
+	// the sample's time, symbolized under the same verdict rules as the
+	// stack's locations (from the DSO's code and data symbols), for the
+	// events whose addresses perf script names with sym and dso (page
+	// faults, branch tracing: sample_addr_correlates_sym in perf's
+	// tools/perf/util/event.c); nil for the others.
+	AddrLocation *Location
 	// Events are the recording's events as known when the sample was
 	// read (a stream describes them as it goes); Event indexes them.
 	Events []perfdata.Event
+	// Features are the recording's header features as known when the
+	// sample was read (a stream sends them before its samples): its
+	// architecture, its tracepoint formats.
+	Features *perfdata.Features
 }
 
 // Result is the outcome of a check: DSOs with verdicts, distinct stacks and
@@ -209,6 +220,14 @@ type Result struct {
 	// KernelRelease is the recording's kernel release (the OSRELEASE
 	// feature); "" when unknown.
 	KernelRelease string
+	// TraceEvents are the recording's tracepoint formats (the TRACING_DATA
+	// feature), read with Options.Replay or OnSample when an event is a
+	// tracepoint; TraceErr says why they could not be read.
+	TraceEvents []perfdata.TraceEvent
+	TraceErr    error
+	// Arch is the recording's machine architecture as uname names it
+	// (the ARCH feature: "x86_64"); "" when unknown.
+	Arch string
 	// Clock converts perf time to wall time (the CLOCK_DATA feature); nil
 	// when the recording has none.
 	Clock *perfdata.ClockData
@@ -241,6 +260,9 @@ type Result struct {
 	aggs    []Aggregate
 	aggSrc  *aggTable     // the session's aggregates, until Aggregates builds aggs
 	replay  *replaySource // with Options.Replay: what EachSample reads
+	// addrLocs are the locations of the samples' addresses
+	// (Sample.AddrLocation), by index in the session's addrRefs.
+	addrLocs []Location
 
 	firstMaps firstMaps // each DSO's first executable mapping
 	segMu     sync.Mutex
@@ -306,17 +328,23 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	if err := s.judgeAll(ctx, touched, loc, workers); err != nil {
 		return nil, err
 	}
+	// DSOs that only kept samples' addresses lie in are judged alike,
+	// for script's sake, but are no DSO a sample touches.
+	addrOnly := s.addrOnlyDSOs()
+	if err := s.judgeAll(ctx, addrOnly, loc, workers); err != nil {
+		return nil, err
+	}
 
 	// The symbol files are opened, and proven, before trust is counted:
 	// one replaced since its verdict changes that verdict.
 	var lookups map[*DSO]symbolLookup
 	if !o.NoSymbols {
 		var closeLookups func()
-		lookups, closeLookups = s.openSymbols(ctx, touched, workers)
+		lookups, closeLookups = s.openSymbols(ctx, slices.Concat(touched, addrOnly), workers)
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, opts: *o, comms: s.comms}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, opts: *o, comms: s.comms}
 	if s.bySignature() {
 		// The stacks are signatures: the Result has none, and no
 		// aggregates (Options.ReportOnly, Options.Replay).
@@ -335,6 +363,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 	for _, d := range touched {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
+	res.addrLocs = s.addrLocations(lookups)
 
 	if o.ReportOnly {
 		res.Locations = nil // one per DSO (session.locOf)

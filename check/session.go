@@ -37,6 +37,7 @@ type sampleEvent struct {
 	Period    uint64
 	Mode      perfdata.CPUMode // header.misc & PERF_RECORD_MISC_CPUMODE_MASK
 	IP        uint64
+	Addr      uint64   // PERF_SAMPLE_ADDR, carried only for the events whose addresses script names (session.keepAddr)
 	Callchain []uint64 // PERF_SAMPLE_CALLCHAIN as recorded, markers included; nil without
 	// StackUser reports a copy of the user stack (PERF_SAMPLE_STACK_USER,
 	// perf record --call-graph dwarf): the user callers are in it, not in
@@ -161,11 +162,23 @@ type session struct {
 	userBuf  []uint64
 	refBuf   []int32
 	keyBuf   []aheadKey // apply's keys of a batch's samples
-	locMemo  [1024]locMemo
-	touched  uint64 // what apply's slot reads read (kept so they stay)
-	aggs     aggTable
-	comms    []string
-	commIdx  map[string]int32
+	// keepAddr: the samples' PERF_SAMPLE_ADDR travel in the batches
+	// (feedBatch.addrs), so that the first reading locates the
+	// addresses of the events perf script names them for (addrNamed,
+	// per event) and their DSOs are judged before the second. The
+	// reader decides it at the first sample (decideAddr), when a
+	// stream's events are known, before it hands that sample over. Each
+	// distinct location is kept once in addrRefs.
+	keepAddr    bool
+	addrDecided bool
+	addrNamed   []bool
+	addrRefs    []frameRef
+	addrIdx     map[frameRef]int32
+	locMemo     [1024]locMemo
+	touched     uint64 // what apply's slot reads read (kept so they stay)
+	aggs        aggTable
+	comms       []string
+	commIdx     map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32

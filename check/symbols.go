@@ -42,6 +42,13 @@ type symOffsetter interface {
 	symOffset(off uint64) (uint64, bool)
 }
 
+// dataSymboler is a symbolLookup that also names data addresses, as perf
+// names a page fault's address from the code and data symbols together:
+// the name as stored, and how far off lies past its start.
+type dataSymboler interface {
+	dataSymbol(off uint64) (name string, symOff uint64, ok bool)
+}
+
 // defaultOpener symbolizes with the symbolize package.
 // defaultOpener symbolizes with the symbolize package.
 type defaultOpener struct {
@@ -294,3 +301,46 @@ func changed(err error) error {
 	}
 	return err
 }
+
+// dataSymbol implements dataSymboler for ELF files, from the code and data
+// symbols together (symbolize.Binary.DataSymbol).
+func (l *symLookup) dataSymbol(off uint64) (name string, symOff uint64, ok bool) {
+	addr := off
+	if l.fileOffsets {
+		if addr, ok = dataAddr(l.loads, off); !ok {
+			return "", 0, false
+		}
+	}
+	name, start, ok := l.bin.DataSymbol(addr)
+	if !ok || start > addr {
+		return "", 0, false
+	}
+	return name, addr - start, true
+}
+
+// dataAddr is elfload.Addr for an address of data: an offset past every
+// segment's file bytes still lies in the last page a segment's mapping
+// reads from the file, where its zeroed data (.bss) begins, at the ELF
+// address that follows the segment's bytes. perf names it so: it moves
+// every symbol to the file offset of the segment holding it
+// (dso__load_sym in tools/perf/util/symbol-elf.c).
+func dataAddr(segs []symbolize.Segment, off uint64) (uint64, bool) {
+	if a, ok := elfload.Addr(segs, off); ok {
+		return a, true
+	}
+	var best *symbolize.Segment
+	for i := range segs {
+		s := &segs[i]
+		if s.Off <= off && (best == nil || s.Off > best.Off) {
+			best = s
+		}
+	}
+	if best == nil || off >= (best.Off+best.Filesz+pageSize-1)&^(pageSize-1) {
+		return 0, false
+	}
+	return off - best.Off + best.Vaddr, true
+}
+
+// pageSize is the page the last file page of a segment's mapping is
+// rounded to (4 KiB: on larger pages, what lies past it goes unnamed).
+const pageSize = 4096

@@ -17,12 +17,18 @@ import (
 // of the string table, and only those kept are copied (nameCopier). A
 // table that Symbols would refuse adds nothing, as it did.
 func appendSymtab(raw []rawSym, ef *elf.File) ([]rawSym, []elf.Symbol) {
+	return appendSymtabOf(raw, ef, false)
+}
+
+// appendSymtabOf is appendSymtab keeping the data objects too when
+// objects is set (see symAdder).
+func appendSymtabOf(raw []rawSym, ef *elf.File, objects bool) ([]rawSym, []elf.Symbol) {
 	t, err := readSymTable(ef, elf.SHT_SYMTAB)
 	if err != nil {
 		return raw, nil
 	}
 	names := &nameCopier{left: len(t.strs.b)}
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names}
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names, objects: objects}
 	var ifuncs []elf.Symbol
 	for i := range t.n {
 		s := t.at(i)

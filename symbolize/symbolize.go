@@ -174,6 +174,9 @@ type Binary struct {
 	symOnce sync.Once
 	syms    *symTable
 	symErr  error
+	// dataSyms is the table DataSymbol reads, loaded on its first call.
+	dataOnce sync.Once
+	dataSyms *symTable
 	// symsLoaded is syms once loadSyms has run (nil before): the DWARF
 	// decoder shares the symbol table's names when it is there
 	// (sharedSymName) but does not load it.
@@ -512,6 +515,41 @@ func (b *Binary) Symbol(addr uint64) (name string, start, size uint64, ok bool) 
 		return "", 0, 0, false
 	}
 	return s.name, s.start, s.end - s.start, true
+}
+
+// DataSymbol returns the name (as stored) and start address of the
+// symbol covering addr in the one table perf names any address of an ELF
+// file with (dso__load_sym in tools/perf/util/symbol-elf.c): the code
+// symbols Symbol reads and the data objects (STT_OBJECT) together, so that
+// a data address (a page fault's, perf record -d) is named as perf script
+// names it. A binary of another format answers as Symbol. ok is false when
+// none covers addr, or the binary is closed.
+func (b *Binary) DataSymbol(addr uint64) (name string, start uint64, ok bool) {
+	b.closeMu.RLock()
+	defer b.closeMu.RUnlock()
+	if b.closed {
+		return "", 0, false
+	}
+	if b.format != FormatELF {
+		s, ok := b.lookupSym(addr)
+		if !ok {
+			return "", 0, false
+		}
+		return s.name, s.start, true
+	}
+	b.dataOnce.Do(func() {
+		// readSymbols warns of a table it skipped; with none
+		// readable, addresses stay unnamed.
+		b.dataSyms, _ = b.readSymbols(true)
+	})
+	if b.dataSyms == nil {
+		return "", 0, false
+	}
+	s, ok := b.dataSyms.lookup(addr)
+	if !ok {
+		return "", 0, false
+	}
+	return s.name, s.start, true
 }
 
 func (b *Binary) lookupSym(addr uint64) (*symbol, bool) {

@@ -77,8 +77,9 @@ type rawSym struct {
 // non-weak one a weak one, a global one a local one; lessAlias then prefers
 // fewer leading underscores ("malloc" over "__libc_malloc"), then the
 // longer name, and finally the byte-wise smaller one so that the choice
-// never depends on table order. A function (or IFUNC) beats an untyped
-// label of the same rank.
+// never depends on table order. A function (or IFUNC), or a data object
+// where those are kept (DataSymbol), beats an untyped label of the same
+// rank.
 func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
 	r := 0
 	if size == 0 {
@@ -90,7 +91,7 @@ func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
 	if bind != elf.STB_GLOBAL {
 		r += 2
 	}
-	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
+	if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC && typ != elf.STT_OBJECT {
 		r++
 	}
 	return r
@@ -179,24 +180,28 @@ func (t *symTable) setMaxEnd() {
 // readELFSymbols indexes .symtab, .dynsym, the MiniDebugInfo .symtab and the
 // PLT of the binary, plus the .symtab of a separate debug file when the
 // binary itself has none (stripped, with or without .dynsym).
-func (b *Binary) readELFSymbols() (*symTable, error) {
+func (b *Binary) readELFSymbols() (*symTable, error) { return b.readSymbols(false) }
+
+// readSymbols is readELFSymbols, with the data objects of every table
+// when objects is set (symAdder.objects).
+func (b *Binary) readSymbols(objects bool) (*symTable, error) {
 	var raw []rawSym
 	var firstErr error
 	err := safely(func() error {
 		// Each table is parsed once: the PLT reads them too (of
 		// .symtab, only its IFUNC symbols).
 		var syms, dyn []elf.Symbol
-		raw, syms = appendSymtab(raw, b.ef)
+		raw, syms = appendSymtabOf(raw, b.ef, objects)
 		if t, err := readSymTable(b.ef, elf.SHT_DYNSYM); err == nil {
 			dyn = t.symbols()
-			raw = appendELFSyms(raw, b.ef, dyn, &nameCopier{left: len(t.strs.b)})
+			raw = appendELFSymsOf(raw, b.ef, dyn, &nameCopier{left: len(t.strs.b)}, objects)
 		}
 		mini, cost, err := b.miniDebugInfo()
 		defer b.bud.Release(cost) // mini is dropped on return
 		if err != nil {
 			firstErr = err
 		} else if mini != nil {
-			raw, _ = appendSymtab(raw, mini)
+			raw, _ = appendSymtabOf(raw, mini, objects)
 		}
 		plt, err := pltSymbols(b.ef, syms, dyn)
 		if err != nil && firstErr == nil {
@@ -215,7 +220,7 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(func() error {
-				raw, _ = appendSymtab(raw, dw.ef)
+				raw, _ = appendSymtabOf(raw, dw.ef, objects)
 				return nil
 			})
 		}
@@ -236,7 +241,13 @@ func (b *Binary) readELFSymbols() (*symTable, error) {
 // names copies the names kept when they are views of a string table (nil:
 // they are kept as they are).
 func appendELFSyms(raw []rawSym, ef *elf.File, syms []elf.Symbol, names *nameCopier) []rawSym {
-	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names}
+	return appendELFSymsOf(raw, ef, syms, names, false)
+}
+
+// appendELFSymsOf is appendELFSyms keeping the data objects too when
+// objects is set.
+func appendELFSymsOf(raw []rawSym, ef *elf.File, syms []elf.Symbol, names *nameCopier, objects bool) []rawSym {
+	a := symAdder{ef: ef, rel: ef.Type == elf.ET_REL, names: names, objects: objects}
 	for i := range syms {
 		raw = a.add(raw, &syms[i])
 	}
@@ -248,6 +259,11 @@ type symAdder struct {
 	ef   *elf.File
 	rel  bool
 	file string // the last STT_FILE symbol's name
+	// objects: data objects (STT_OBJECT in an allocated section) are
+	// kept too, as perf keeps them in the one table it names code and
+	// data addresses with (elf_sym__filter in
+	// tools/perf/util/symbol-elf.c).
+	objects bool
 	// names copies the names given to add, views of a table read for
 	// the occasion, when kept; nil when they are copies already.
 	names *nameCopier
@@ -278,6 +294,10 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 	}
 	switch typ {
 	case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+	case elf.STT_OBJECT:
+		if !a.objects || a.rel || sec.Flags&elf.SHF_ALLOC == 0 {
+			return raw
+		}
 	case elf.STT_NOTYPE:
 		// Labels: assembly entry points without .type, local or
 		// global, such as _start and _dl_start_user in ld.so.
@@ -293,7 +313,7 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 	default:
 		return raw
 	}
-	if !exec {
+	if !exec && !a.dataSection(typ, sec) {
 		return raw
 	}
 	if a.rel && sec.Name != ".text" {
@@ -316,6 +336,14 @@ func (a *symAdder) add(raw []rawSym, s *elf.Symbol) []rawSym {
 		limit: sec.Addr + sec.Size,
 		file:  fileIfLocal(a.file, bind),
 	})
+}
+
+// dataSection reports whether a symbol of type typ in sec, which is not
+// code, is kept for naming data: a data object wherever it lies, a label
+// in a section whose name says data (_edata), as perf's dso__load_sym
+// keeps them (elf_sym__filter, elf_sec__filter).
+func (a *symAdder) dataSection(typ elf.SymType, sec *elf.Section) bool {
+	return a.objects && (typ == elf.STT_OBJECT || typ == elf.STT_NOTYPE && strings.Contains(sec.Name, "data"))
 }
 
 func (a *symAdder) keep(name string) string {

@@ -35,6 +35,7 @@ type scriptSample struct {
 	Time        uint64        `json:"time"`          // perf clock, nanoseconds
 	Event       string        `json:"event"`
 	Period      uint64        `json:"period"`
+	Addr        string        `json:"addr,omitempty"` // PERF_SAMPLE_ADDR ("0x..."), when the event recorded it
 	Trusted     bool          `json:"trusted"`
 	LeafTrusted bool          `json:"leaf_trusted"`
 	Frames      []scriptFrame `json:"frames"`
@@ -56,7 +57,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
-	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline, or +FIELD/-FIELD to change the default")
+	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline,weight,data_src,phys_addr,iregs,uregs,brstack,brstacksym,trace, or +FIELD/-FIELD to change the default")
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
 	count := fs.Bool("count", false, "with --folded, weigh stacks by their samples instead of their period")
@@ -151,7 +152,7 @@ const flushEvery = 200 * time.Millisecond
 
 func (p *samplePrinter) print(s *check.Sample) error {
 	if p.a == nil {
-		if err := p.start(&analysis{res: &check.Result{EventInfo: s.Events}}); err != nil {
+		if err := p.start(&analysis{res: sampleResult(s)}); err != nil {
 			return err
 		}
 	}
@@ -207,6 +208,11 @@ func (a *analysis) hasCPU(i int) bool {
 	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleCPU != 0
 }
 
+// hasAddr reports whether event i recorded PERF_SAMPLE_ADDR.
+func (a *analysis) hasAddr(i int) bool {
+	return i >= 0 && i < len(a.res.EventInfo) && a.res.EventInfo[i].Attr.SampleType&perfdata.SampleAddr != 0
+}
+
 // hasCallchain reports whether event i recorded callchains
 // (PERF_SAMPLE_CALLCHAIN).
 func (a *analysis) hasCallchain(i int) bool {
@@ -242,6 +248,9 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	if a.hasCPU(s.Event) {
 		c := s.CPU
 		out.CPU = &c
+	}
+	if a.hasAddr(s.Event) {
+		out.Addr = "0x" + strconv.FormatUint(s.Addr, 16)
 	}
 	for i, l := range locs {
 		f := scriptFrame{

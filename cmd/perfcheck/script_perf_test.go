@@ -245,7 +245,7 @@ func TestScriptFieldsErrors(t *testing.T) {
 		"comm,sym":  "sym needs ip",
 		"ip,symoff": "symoff needs sym",
 		"ip,addr":   `samples for "cpu-clock" do not have the ADDR attribute set: cannot print addr`,
-		"ip,trace":  "unsupported field",
+		"ip,insn":   "unsupported field",
 		"sw:comm":   "event-type lists",
 		"+ip,comm":  "every field has + or -",
 	} {
@@ -254,4 +254,11 @@ func TestScriptFieldsErrors(t *testing.T) {
 		assert.Empty(t, out, fields)
 		assert.Contains(t, errs, want, fields)
 	}
+	// trace is ignored for other events than tracepoints, as perf
+	// ignores it ("'trace' not valid for software events. Ignoring.").
+	withTrace, errs, code := ckRun(t, append([]string{"script", "-F", "ip,trace"}, append(ckHermetic(t), data)...)...)
+	require.Equal(t, exitOK, code, errs)
+	plain, errs, code := ckRun(t, append([]string{"script", "-F", "ip"}, append(ckHermetic(t), data)...)...)
+	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, plain, withTrace)
 }

@@ -9,7 +9,7 @@ import (
 
 // scriptField is a field of `perf script -F`: which parts of a sample
 // perfcheck script prints.
-type scriptField uint16
+type scriptField uint32
 
 // The fields perfcheck script can print, as perf script's enum
 // perf_output_field (tools/perf/builtin-script.c) names them.
@@ -27,6 +27,14 @@ const (
 	fieldSrcline
 	fieldPeriod
 	fieldAddr
+	fieldWeight
+	fieldDataSrc
+	fieldPhysAddr
+	fieldIRegs
+	fieldURegs
+	fieldBrstack
+	fieldBrstackSym
+	fieldTrace
 )
 
 // scriptFieldNames are the names -F takes, in perf's spelling.
@@ -37,6 +45,9 @@ var scriptFieldNames = []struct {
 	{"comm", fieldComm}, {"tid", fieldTID}, {"pid", fieldPID}, {"time", fieldTime},
 	{"cpu", fieldCPU}, {"event", fieldEvent}, {"ip", fieldIP}, {"sym", fieldSym},
 	{"symoff", fieldSymOff}, {"dso", fieldDSO}, {"addr", fieldAddr}, {"srcline", fieldSrcline}, {"period", fieldPeriod},
+	{"weight", fieldWeight}, {"data_src", fieldDataSrc}, {"phys_addr", fieldPhysAddr},
+	{"iregs", fieldIRegs}, {"uregs", fieldURegs}, {"brstack", fieldBrstack}, {"brstacksym", fieldBrstackSym},
+	{"trace", fieldTrace},
 }
 
 // perfDefaultFields is what perf script prints without -F for hardware,
@@ -49,10 +60,9 @@ const perfDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldPer
 	fieldIP | fieldSym | fieldSymOff | fieldDSO
 
 // tracepointDefaultFields is perf script's default for tracepoints: no
-// period, and the ip, sym+symoff and dso only when callchains were
-// recorded (perf_session__check_output_opt). perf also prints the
-// tracepoint's payload, which perfcheck does not decode.
-const tracepointDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldEvent
+// period, the payload (trace), and the ip, sym+symoff and dso only when
+// callchains were recorded (perf_session__check_output_opt).
+const tracepointDefaultFields = fieldComm | fieldTID | fieldCPU | fieldTime | fieldEvent | fieldTrace
 
 // typeTracepoint is PERF_TYPE_TRACEPOINT.
 const typeTracepoint = 2
@@ -127,16 +137,17 @@ func scriptFieldList() string {
 
 // check refuses the combinations perf script refuses
 // (evsel__check_attr): a symbol, its offset, a DSO or a source line need
-// the address they describe.
+// the address they describe (a sample's ip, or its addr for the events
+// whose addresses perf names).
 func (fs scriptFields) check() error {
 	f := fs.fields
 	switch {
-	case f&fieldSym != 0 && f&fieldIP == 0:
-		return fmt.Errorf("-F: sym needs ip: no address to convert to a symbol")
+	case f&fieldSym != 0 && f&(fieldIP|fieldAddr) == 0:
+		return fmt.Errorf("-F: sym needs ip or addr: no address to convert to a symbol")
 	case f&fieldSymOff != 0 && f&fieldSym == 0:
 		return fmt.Errorf("-F: symoff needs sym")
-	case f&fieldDSO != 0 && f&fieldIP == 0:
-		return fmt.Errorf("-F: dso needs ip: no address to convert")
+	case f&fieldDSO != 0 && f&(fieldIP|fieldAddr|fieldBrstack|fieldBrstackSym) == 0:
+		return fmt.Errorf("-F: dso needs ip, addr, brstack or brstacksym: no address to convert")
 	case f&fieldSrcline != 0 && f&fieldIP == 0:
 		return fmt.Errorf("-F: srcline needs ip: no address to look the line up")
 	case f == 0:
@@ -174,6 +185,11 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		{fieldCPU, perfdata.SampleCPU, "CPU"},
 		{fieldIP, perfdata.SampleIP, "IP"},
 		{fieldAddr, perfdata.SampleAddr, "ADDR"},
+		{fieldWeight, perfdata.SampleWeight | perfdata.SampleWeightStruct, "WEIGHT"},
+		{fieldDataSrc, perfdata.SampleDataSrc, "DATA_SRC"},
+		{fieldPhysAddr, perfdata.SamplePhysAddr, "PHYS_ADDR"},
+		{fieldIRegs, perfdata.SampleRegsIntr, "IREGS"},
+		{fieldURegs, perfdata.SampleRegsUser, "UREGS"},
 	}
 	for _, n := range need {
 		if f&n.field == 0 || a.SampleType&n.bit != 0 {
@@ -184,33 +200,28 @@ func (fs scriptFields) forEvent(name string, a *perfdata.Attr) (scriptField, err
 		}
 		f &^= n.field
 	}
-	if f&fieldIP == 0 {
-		f &^= fieldSym | fieldSymOff | fieldDSO | fieldSrcline
+	if a.Type != typeTracepoint || a.SampleType&perfdata.SampleRaw == 0 {
+		// perf ignores trace for other events ("'trace' not valid
+		// for software events. Ignoring.").
+		f &^= fieldTrace
 	}
-	if f&fieldAddr != 0 && f&(fieldSym|fieldDSO) != 0 && addrIsCode(a) {
-		return 0, fmt.Errorf("samples for %q have addresses perf script names with sym and dso; perfcheck does not name them: drop sym and dso, or addr", name)
+	if f&(fieldIP|fieldAddr) == 0 {
+		f &^= fieldSym | fieldSymOff
+	}
+	if f&(fieldIP|fieldAddr|fieldBrstack|fieldBrstackSym) == 0 {
+		f &^= fieldDSO
+	}
+	if f&fieldIP == 0 {
+		f &^= fieldSrcline
+	}
+	if f&(fieldBrstack|fieldBrstackSym) != 0 && a.SampleType&perfdata.SampleBranchStack != 0 {
+		// perf script prints nothing for a sample without a branch
+		// stack, as perfcheck does; the entries of one it does not
+		// print: no recording made here has them (no LBR) to prove
+		// the text against perf's.
+		return 0, fmt.Errorf("samples for %q have branch stacks, which perfcheck does not print: drop brstack and brstacksym", name)
 	}
 	return f, nil
-}
-
-// addrIsCode reports whether perf script names an event's
-// PERF_SAMPLE_ADDR with a symbol and DSO (sample_addr_correlates_sym in
-// tools/perf/util/event.c): software page faults and branch tracing
-// (branch instructions sampled at period 1). perfcheck prints only the
-// address.
-func addrIsCode(a *perfdata.Attr) bool {
-	const (
-		typeHardware, typeSoftware               = 0, 1
-		branchInstructions                       = 4
-		pageFaults, pageFaultsMin, pageFaultsMaj = 2, 5, 6
-	)
-	switch {
-	case a.Type == typeSoftware:
-		return a.Config == pageFaults || a.Config == pageFaultsMin || a.Config == pageFaultsMaj
-	case a.Type == typeHardware:
-		return a.Config == branchInstructions && a.SamplePeriod == 1
-	}
-	return false
 }
 
 func fieldName(f scriptField) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,8 +16,8 @@ func TestScriptFieldsForEvent(t *testing.T) {
 	all := perfdata.SampleIP | perfdata.SampleTID | perfdata.SampleTime | perfdata.SampleCPU | perfdata.SamplePeriod
 	sw := &perfdata.Attr{Type: 1, SampleType: all}
 	noCPU := &perfdata.Attr{Type: 1, SampleType: all &^ perfdata.SampleCPU}
-	tp := &perfdata.Attr{Type: typeTracepoint, SampleType: all}
-	tpChain := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleCallchain}
+	tp := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleRaw}
+	tpChain := &perfdata.Attr{Type: typeTracepoint, SampleType: all | perfdata.SampleRaw | perfdata.SampleCallchain}
 
 	def, err := parseScriptFields("")
 	require.NoError(t, err)
@@ -62,18 +63,62 @@ func TestScriptFieldsForEvent(t *testing.T) {
 	got, err = addr.forEvent("cpu-clock", withAddr)
 	require.NoError(t, err)
 	assert.Equal(t, fieldComm|fieldAddr|fieldIP|fieldSym, got)
-	// perf names a page fault's or a branch trace's address with sym and
-	// dso; perfcheck prints the address alone, and refuses the rest.
-	for _, a := range []*perfdata.Attr{
-		{Type: 1, Config: 2, SampleType: withAddr.SampleType},
-		{Type: 0, Config: 4, SamplePeriod: 1, SampleType: withAddr.SampleType},
-	} {
-		_, err = addr.forEvent("e", a)
-		assert.ErrorContains(t, err, "perfcheck does not name them", "%+v", a)
+	// A symbol or DSO needs an address: the ip, or the addr that perf
+	// names for page faults (the sample decides, not the fields).
+	addrSym, err := parseScriptFields("addr,sym,dso")
+	require.NoError(t, err)
+	got, err = addrSym.forEvent("page-faults", &perfdata.Attr{Type: 1, Config: 2, SampleType: withAddr.SampleType})
+	require.NoError(t, err)
+	assert.Equal(t, fieldAddr|fieldSym|fieldDSO, got)
+	for _, spec := range []string{"comm,sym", "comm,dso", "comm,srcline", "addr,srcline", "addr,symoff"} {
+		_, err := parseScriptFields(spec)
+		assert.Error(t, err, spec)
 	}
-	addrIP, err := parseScriptFields("addr,ip")
+
+	// The fields beyond the stack: refused when asked for and not
+	// recorded, dropped from a default that has them.
+	for _, f := range []struct {
+		name string
+		bit  perfdata.SampleType
+	}{{"weight", perfdata.SampleWeight}, {"weight", perfdata.SampleWeightStruct}, {"data_src", perfdata.SampleDataSrc},
+		{"phys_addr", perfdata.SamplePhysAddr}, {"iregs", perfdata.SampleRegsIntr}, {"uregs", perfdata.SampleRegsUser}} {
+		fs, err := parseScriptFields("comm," + f.name)
+		require.NoError(t, err)
+		_, err = fs.forEvent("cpu-clock", sw)
+		assert.ErrorContains(t, err, "cannot print "+f.name)
+		got, err := fs.forEvent("cpu-clock", &perfdata.Attr{Type: 1, SampleType: all | f.bit})
+		require.NoError(t, err)
+		want, _ := lookupScriptField(f.name)
+		assert.Equal(t, fieldComm|want, got, f.name)
+	}
+
+	// brstack prints nothing without branch stacks, as perf; with them
+	// it is refused.
+	br, err := parseScriptFields("ip,brstack,dso")
 	require.NoError(t, err)
-	got, err = addrIP.forEvent("page-faults", &perfdata.Attr{Type: 1, Config: 2, SampleType: withAddr.SampleType})
+	got, err = br.forEvent("cpu-clock", sw)
 	require.NoError(t, err)
-	assert.Equal(t, fieldAddr|fieldIP, got)
+	assert.Equal(t, fieldIP|fieldBrstack|fieldDSO, got)
+	_, err = br.forEvent("cycles", &perfdata.Attr{Type: 0, SampleType: all | perfdata.SampleBranchStack})
+	assert.ErrorContains(t, err, "branch stacks")
+}
+
+// data_src is decoded as perf's perf_script__meminfo_scnprintf decodes
+// it, and padded to the widest text printed before, as perf pads it.
+func TestScriptDataSrc(t *testing.T) {
+	t.Parallel()
+	// The value perf record -d records without PEBS: every part N/A.
+	const na = 0x1e05080021
+	assert.Equal(t, "|OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A", decodeDataSrc(na))
+	// A load that hit L1 (PERF_MEM_OP_LOAD, LVL_HIT|LVL_L1, SNOOP_NONE,
+	// LOCK_NA, TLB_HIT|TLB_L1, LVLNUM_L1), built from the uapi's bits.
+	load := uint64(2) | (2|8)<<5 | 2<<19 | 1<<24 | (2|8)<<26 | 1<<33
+	assert.Equal(t, "|OP LOAD|LVL L1 or L1 hit|SNP None|TLB L1 hit|LCK N/A|BLK  N/A", decodeDataSrc(load))
+
+	sf := &scriptFormat{}
+	wide := string(sf.appendDataSrc(nil, na))
+	assert.Equal(t, "      1e05080021 |OP N/A|LVL N/A or N/A|SNP N/A|TLB N/A|LCK N/A|BLK  N/A", wide)
+	narrow := string(sf.appendDataSrc(nil, 0))
+	assert.Len(t, narrow, len(wide), "padded to the widest so far")
+	assert.True(t, strings.HasPrefix(narrow, "               0 |OP No|LVL N/A|SNP N/A|TLB N/A|LCK No|BLK  N/A"), narrow)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 
@@ -18,11 +20,39 @@ type scriptFormat struct {
 	fields  []scriptField // per event index
 	inlines bool          // each inlined frame on its own line (--inline)
 	trust   bool          // a "# perfcheck:" comment line per sample (--trust-lines)
+	// dataSrcWidth is the widest data_src text printed so far, which
+	// perf script pads the next ones to (data_src__fprintf's maxlen).
+	dataSrcWidth int
+	regNames     []string // names of the recording's registers by number
+	// traces are the payload formats of the tracepoint events whose
+	// trace field is printed, by event index (nil: not printed).
+	traces []*traceFormat
+	// notes say what the default fields leave out (a payload format
+	// perfcheck does not evaluate), for stderr.
+	notes []string
+}
+
+// sampleResult is what the script format needs of the recording, from its
+// first sample: its events, its architecture (the registers' names) and
+// its tracepoint formats, as the recording has described them by then.
+func sampleResult(s *check.Sample) *check.Result {
+	res := &check.Result{EventInfo: s.Events}
+	if s.Features == nil {
+		return res
+	}
+	res.Arch, _ = s.Features.Arch()
+	for i := range s.Events {
+		if s.Events[i].Attr.Type == perfdata.AttrTypeTracepoint {
+			res.TraceEvents, res.TraceErr = s.Features.TraceEvents()
+			break
+		}
+	}
+	return res
 }
 
 // newScriptFormat resolves fs for each event of a.
 func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
-	sf := &scriptFormat{a: a}
+	sf := &scriptFormat{a: a, regNames: registerNames(a.res.Arch)}
 	for i := range a.res.EventInfo {
 		var attr *perfdata.Attr
 		if i < len(a.res.EventInfo) {
@@ -32,9 +62,48 @@ func newScriptFormat(a *analysis, fs scriptFields) (*scriptFormat, error) {
 		if err != nil {
 			return nil, err
 		}
+		if f&(fieldIRegs|fieldURegs) != 0 && sf.regNames == nil {
+			return nil, fmt.Errorf("cannot print %s: perfcheck names the registers of x86 and arm64 recordings, not of %q", fieldName(f&(fieldIRegs|fieldURegs)), a.res.Arch)
+		}
 		sf.fields = append(sf.fields, f)
+		tf, err := sf.traceFormat(i, f, fs)
+		if err != nil {
+			return nil, err
+		}
+		sf.traces = append(sf.traces, tf)
 	}
 	return sf, nil
+}
+
+// traceFormat returns event i's payload format when its trace field is
+// printed; one perfcheck cannot evaluate is an error when -F named trace,
+// else a note and no payload.
+func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*traceFormat, error) {
+	if f&fieldTrace == 0 {
+		return nil, nil
+	}
+	a, name := sf.a.res, sf.a.res.EventName(i)
+	var err error = a.TraceErr
+	if errors.Is(err, perfdata.ErrNoFeature) {
+		err = errors.New("the recording has no tracepoint formats (no TRACING_DATA)")
+	}
+	if err == nil {
+		err = fmt.Errorf("the recording has no format for it")
+		for j := range a.TraceEvents {
+			if a.TraceEvents[j].ID == a.EventInfo[i].Attr.Config {
+				var tf *traceFormat
+				if tf, err = newTraceFormat(&a.TraceEvents[j]); err == nil {
+					return tf, nil
+				}
+				break
+			}
+		}
+	}
+	if fs.explicit&fieldTrace != 0 {
+		return nil, fmt.Errorf("cannot print the payload of %q: %v", name, err)
+	}
+	sf.notes = append(sf.notes, fmt.Sprintf("the payload of %q is not printed: %v", name, err))
+	return nil, nil
 }
 
 func (sf *scriptFormat) fieldsOf(event int) scriptField {
@@ -62,12 +131,32 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendPadLeft(b, sf.a.res.EventName(s.Event), sf.a.nameWidth())
 		b = append(b, ": "...)
 	}
+	rec := s.Record
+	if rec == nil {
+		rec = &noRecord
+	}
+	if f&fieldTrace != 0 && s.Event < len(sf.traces) && sf.traces[s.Event] != nil && rec.Raw != nil {
+		// A payload that does not evaluate (a field past a cut record)
+		// prints as far as it goes.
+		b, _ = sf.traces[s.Event].appendTrace(b, rec.Raw)
+	}
 	if f&fieldAddr != 0 {
-		// perf_sample__fprintf_addr: "%16lx".
-		b = appendUintPadLeft(b, s.Addr, 16, 16)
+		b = sf.appendAddr(b, f, s)
+	}
+	if f&fieldDataSrc != 0 {
+		b = sf.appendDataSrc(b, rec.DataSrc)
+	}
+	if f&fieldWeight != 0 {
+		w := rec.Weight
+		if rec.Fields&perfdata.SampleWeightStruct != 0 {
+			// perf prints the struct's first word (perf_sample's
+			// weight, evsel__parse_sample).
+			w = uint64(rec.WeightVar1())
+		}
+		b = appendUintPadLeft(b, w, 10, 16)
 	}
 	if f&fieldIP == 0 {
-		return append(b, '\n')
+		return append(sf.appendTail(b, f, s.Event, rec), '\n')
 	}
 	locs := s.Stack.Locations()
 	if !chain {
@@ -75,15 +164,14 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		// (the runtime address), not the map-relative one it prints
 		// for callchain entries.
 		b = append(b, ' ')
-		if len(locs) == 0 {
-			return append(b, '\n')
+		if len(locs) > 0 {
+			ip := locs[0].Offset
+			if len(s.IPs) > 0 {
+				ip = s.IPs[0]
+			}
+			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
 		}
-		ip := locs[0].Offset
-		if len(s.IPs) > 0 {
-			ip = s.IPs[0]
-		}
-		b = sf.appendFrame(b, f, ip, locs[0], 0, "")
-		return append(b, '\n')
+		return append(sf.appendTail(b, f, s.Event, rec), '\n')
 	}
 	b = append(b, '\n')
 	for _, l := range locs {
@@ -101,8 +189,54 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
 		b = append(b, '\n')
 	}
-	return append(b, '\n')
+	return append(sf.appendTail(b, f, s.Event, rec), '\n')
 }
+
+// appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
+// for the events whose addresses perf names (Sample.AddrLocation), its
+// symbol and DSO as a frame's are printed, under the same verdict rules.
+func (sf *scriptFormat) appendAddr(b []byte, f scriptField, s *check.Sample) []byte {
+	b = appendUintPadLeft(b, s.Addr, 16, 16)
+	l := s.AddrLocation
+	if l == nil {
+		return b
+	}
+	if f&fieldSym != 0 {
+		b = append(b, ' ')
+		var off uint64
+		var hasOff bool
+		b, off, hasOff = appendScriptSymbol(b, l, len(l.Frames)-1)
+		if f&fieldSymOff != 0 && hasOff {
+			b = append(b, "+0x"...)
+			b = strconv.AppendUint(b, off, 16)
+		}
+	}
+	if f&fieldDSO != 0 {
+		b = append(b, " ("...)
+		b = append(b, l.DSO.Path...)
+		b = append(b, ')')
+	}
+	return b
+}
+
+// appendTail prints what perf script prints after the sample's ip or
+// callchain (process_event): the interrupt and user registers, the
+// branch stack (none: see scriptFields.forEvent), the physical address.
+func (sf *scriptFormat) appendTail(b []byte, f scriptField, event int, rec *perfdata.Sample) []byte {
+	if f&fieldIRegs != 0 {
+		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(event, false))
+	}
+	if f&fieldURegs != 0 {
+		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(event, true))
+	}
+	if f&fieldPhysAddr != 0 {
+		b = appendUintPadLeft(b, rec.PhysAddr, 16, 16)
+	}
+	return b
+}
+
+// noRecord stands for a Sample without its record: no field recorded.
+var noRecord perfdata.Sample
 
 // appendStart is perf_sample__fprintf_start: comm (unpadded when a
 // callchain follows), tid (or pid, or pid/tid), [cpu], time.

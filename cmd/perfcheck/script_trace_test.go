@@ -1,0 +1,115 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// traceEvents are tracepoints whose payload formats perfcheck evaluates:
+// a ternary over __print_flags (sched_switch), __get_str, casts with %lx,
+// an array field (raw_syscalls), __print_symbolic and signed fields.
+var traceEvents = []string{"sched:sched_switch", "sched:sched_process_exec", "sched:sched_wakeup",
+	"syscalls:sys_enter_write", "syscalls:sys_exit_write", "raw_syscalls:sys_enter", "raw_syscalls:sys_exit",
+	"signal:signal_generate", "signal:signal_deliver"}
+
+// perf script prints a tracepoint's payload by default; perfcheck's lines
+// are perf's, byte for byte, from a file and from a pipe.
+func TestScriptTracepointsMatchPerf(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/sys/kernel/tracing/events/sched/sched_switch"); err != nil {
+		t.Skipf("no tracepoints to record: %v", err)
+	}
+	w := newRealWorld(t)
+	args := []string{"record", "-q", "-N"}
+	for _, e := range traceEvents {
+		args = append(args, "-e", e)
+	}
+	work := []string{"--", "sh", "-c", "trap : USR1; echo hi >/dev/null; ls / >/dev/null; kill -USR1 $$; sleep 0.01"}
+	data := filepath.Join(w.dir, "trace.data")
+	w.run("perf", append(append(args, "-o", data), work...)...)
+
+	perf := w.run("perf", "script", "-i", data)
+	out, errs, code := w.pcOut(proofCase{}, "script", data)
+	require.Equal(t, exitOK, code, errs)
+	assert.Empty(t, errs)
+	require.Equal(t, perf, out)
+	for _, want := range []string{"prev_state=", "filename=", "fd: 0x", "NR ", "sig=10"} {
+		assert.Contains(t, perf, want, "the recording lacks what the test proves")
+	}
+	for _, fields := range []string{"comm,tid,event,trace", "trace", "-trace,-cpu"} {
+		perf := w.run("perf", "script", "-F", fields, "-i", data)
+		out, errs, code := w.pcOut(proofCase{}, "script", "-F", fields, data)
+		require.Equal(t, exitOK, code, errs)
+		require.Equal(t, perf, out, fields)
+	}
+
+	pipe := filepath.Join(w.dir, "trace.pipe")
+	stream := w.run("perf", append(append(args, "-o", "-"), work...)...)
+	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
+	perf = w.run("perf", "script", "-i", pipe)
+	out, errs, code = w.pcOut(proofCase{}, "script", pipe)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "pipe")
+}
+
+// A payload format beyond what perfcheck evaluates is left out with a
+// note by default, refused when -F asks for trace.
+func TestScriptTraceUnsupportedFormat(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "timer", Name: "timer_start",
+		PrintFmt: `"timer=%p function=%ps", REC->timer, REC->function`}
+	_, err := newTraceFormat(ev)
+	assert.ErrorIs(t, err, errTraceUnsupported)
+	assert.ErrorContains(t, err, `"%ps"`)
+	_, err = newTraceFormat(&perfdata.TraceEvent{PrintFmt: `"mode=%s", __print_symbolic(REC->mode, { HRTIMER_MODE_ABS, "ABS" })`})
+	assert.ErrorIs(t, err, errTraceUnsupported)
+}
+
+// The evaluator on a record built in the test: sched_switch's format as
+// the kernel writes it, with its prev_state ternary over __print_flags.
+func TestTraceFormatSchedSwitch(t *testing.T) {
+	t.Parallel()
+	const mask = `(((0x00000001 | 0x00000002 | 0x00000004 | 0x00000008 | 0x00000010 | 0x00000020 | 0x00000040) + 1) << 1)`
+	ev := &perfdata.TraceEvent{System: "sched", Name: "sched_switch",
+		Fields: []perfdata.TraceField{
+			{Name: "prev_comm", Type: "char[16]", Offset: 8, Size: 16},
+			{Name: "prev_pid", Type: "pid_t", Offset: 24, Size: 4, Signed: true},
+			{Name: "prev_state", Type: "long", Offset: 32, Size: 8, Signed: true},
+			{Name: "args", Type: "unsigned long[2]", Offset: 40, Size: 16},
+		},
+		PrintFmt: `"prev_comm=%s prev_pid=%d prev_state=%s%s a1=%lx neg=%d", REC->prev_comm, REC->prev_pid, ` +
+			`(REC->prev_state & (` + mask + ` - 1)) ? __print_flags(REC->prev_state & (` + mask + ` - 1), "|", { 0x00000001, "S" }, { 0x00000002, "D" }) : "R", ` +
+			`REC->prev_state & ` + mask + ` ? "+" : "", REC->args[1], -(int)REC->prev_pid`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 56)
+	copy(raw[8:], "sh\x00junk")
+	raw[24] = 0x2a // pid 42
+	for _, c := range []struct {
+		state uint64
+		want  string
+	}{
+		{0, "prev_comm=sh prev_pid=42 prev_state=R a1=beef neg=-42"},
+		{1, "prev_comm=sh prev_pid=42 prev_state=S a1=beef neg=-42"},
+		{3, "prev_comm=sh prev_pid=42 prev_state=S|D a1=beef neg=-42"},
+		{0x104, "prev_comm=sh prev_pid=42 prev_state=0x4+ a1=beef neg=-42"},
+		{0x100, "prev_comm=sh prev_pid=42 prev_state=R+ a1=beef neg=-42"},
+	} {
+		for i := range 8 {
+			raw[32+i] = byte(c.state >> (8 * i))
+		}
+		raw[48], raw[49] = 0xef, 0xbe
+		got, err := tf.appendTrace(nil, raw)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(got), "state %#x", c.state)
+	}
+	_, err = tf.appendTrace(nil, raw[:20])
+	assert.Error(t, err, "a record cut short")
+}

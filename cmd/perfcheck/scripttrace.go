@@ -1,0 +1,298 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// traceFormat prints a tracepoint's payload as perf script's trace field
+// does (event_format__fprintf, through libtraceevent's
+// tep_print_event_data): the format's "print fmt:" evaluated on the
+// sample's raw record. It knows the part of the format language the
+// kernel's tracepoints use most: REC->field, __get_str, __print_flags,
+// __print_symbolic, casts, C's integer operators and ?:, and printf's
+// integer, character and string conversions.
+type traceFormat struct {
+	ev     *perfdata.TraceEvent
+	pieces []tracePiece
+}
+
+// tracePiece is literal text, or a conversion of the next argument.
+type tracePiece struct {
+	text string
+	conv *traceConv
+	arg  traceExpr
+}
+
+// traceConv is a printf conversion: flags, width and precision as C has
+// them, the length modifier (l, ll, h, hh, z) and the conversion letter.
+type traceConv struct {
+	flags, width, prec, length string
+	verb                       byte
+}
+
+// errTraceUnsupported marks a format beyond what traceFormat evaluates.
+var errTraceUnsupported = errors.New("not supported")
+
+// newTraceFormat parses ev's print fmt.
+func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
+	p := &traceParser{src: strings.TrimSpace(ev.PrintFmt)}
+	format, ok := p.stringLit()
+	if !ok {
+		return nil, fmt.Errorf("print fmt %q: no format string", ev.PrintFmt)
+	}
+	var args []traceExpr
+	for p.skipSpace(); p.peek() == ','; p.skipSpace() {
+		p.pos++
+		e, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+	}
+	if p.pos != len(p.src) {
+		return nil, fmt.Errorf("print fmt: %w: %q", errTraceUnsupported, p.src[p.pos:])
+	}
+	tf := &traceFormat{ev: ev}
+	for len(format) > 0 {
+		i := strings.IndexByte(format, '%')
+		if i < 0 {
+			tf.pieces = append(tf.pieces, tracePiece{text: format})
+			break
+		}
+		if i > 0 {
+			tf.pieces = append(tf.pieces, tracePiece{text: format[:i]})
+		}
+		c, n, err := parseConv(format[i:])
+		if err != nil {
+			return nil, err
+		}
+		format = format[i+n:]
+		if c == nil {
+			tf.pieces = append(tf.pieces, tracePiece{text: "%"})
+			continue
+		}
+		if len(args) == 0 {
+			return nil, fmt.Errorf("print fmt: more conversions than arguments")
+		}
+		tf.pieces = append(tf.pieces, tracePiece{conv: c, arg: args[0]})
+		args = args[1:]
+	}
+	return tf, nil
+}
+
+// parseConv reads the conversion at the start of s ("%08lx"); nil for
+// "%%". n is its length.
+func parseConv(s string) (c *traceConv, n int, err error) {
+	i := 1
+	take := func(set string) string {
+		j := i
+		for i < len(s) && strings.IndexByte(set, s[i]) >= 0 {
+			i++
+		}
+		return s[j:i]
+	}
+	if strings.HasPrefix(s, "%%") {
+		return nil, 2, nil
+	}
+	c = &traceConv{flags: take("-+ #0"), width: take("0123456789")}
+	if i < len(s) && s[i] == '.' {
+		i++
+		c.prec = "." + take("0123456789")
+	}
+	c.length = take("hlLzjt")
+	if i >= len(s) || strings.IndexByte("diuxXocsp", s[i]) < 0 ||
+		s[i] == 'p' && i+1 < len(s) && isAlnum(s[i+1]) { // %pS, %pI4, ...: kernel printk extensions
+		return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
+	}
+	c.verb = s[i]
+	return c, i + 1, nil
+}
+
+// appendTrace appends the payload raw as tf prints it.
+func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
+	rec := traceRecord{ev: tf.ev, raw: raw}
+	for _, p := range tf.pieces {
+		if p.conv == nil {
+			b = append(b, p.text...)
+			continue
+		}
+		v, err := p.arg.eval(&rec)
+		if err != nil {
+			return b, err
+		}
+		b, err = p.conv.appendValue(b, v)
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// appendValue formats v as C's printf formats it with c.
+func (c *traceConv) appendValue(b []byte, v traceValue) ([]byte, error) {
+	spec := "%" + c.flags + c.width + c.prec
+	if c.verb == 's' {
+		if !v.isStr {
+			return b, fmt.Errorf("%%s of a number")
+		}
+		return fmt.Appendf(b, spec+"s", v.s), nil
+	}
+	if v.isStr {
+		return b, fmt.Errorf("%%%c of a string", c.verb)
+	}
+	n := v.n
+	switch c.verb {
+	case 'c':
+		return fmt.Appendf(b, spec+"c", rune(byte(n))), nil
+	case 'd', 'i':
+		return fmt.Appendf(b, spec+"d", signedAs(n, c.length)), nil
+	case 'u':
+		return fmt.Appendf(b, spec+"d", unsignedAs(n, c.length)), nil
+	case 'p':
+		// glibc's %p, which libtraceevent prints a plain %p with.
+		p := "(nil)"
+		if n != 0 {
+			p = "0x" + strconv.FormatUint(n, 16)
+		}
+		return fmt.Appendf(b, spec+"s", p), nil
+	}
+	verb := string(c.verb)
+	return fmt.Appendf(b, spec+verb, unsignedAs(n, c.length)), nil
+}
+
+// signedAs and unsignedAs convert a value to the C type a length
+// modifier names (int without one; long is 64 bits, as on the 64-bit
+// machines perfcheck reads).
+func signedAs(n uint64, length string) int64 {
+	switch length {
+	case "hh":
+		return int64(int8(n))
+	case "h":
+		return int64(int16(n))
+	case "":
+		return int64(int32(n))
+	}
+	return int64(n)
+}
+
+func unsignedAs(n uint64, length string) uint64 {
+	switch length {
+	case "hh":
+		return uint64(uint8(n))
+	case "h":
+		return uint64(uint16(n))
+	case "":
+		return uint64(uint32(n))
+	}
+	return n
+}
+
+// traceRecord is one sample's raw payload with its format.
+type traceRecord struct {
+	ev  *perfdata.TraceEvent
+	raw []byte
+}
+
+// field returns the value of the named field: a number (sign-extended
+// when signed), or, for a char array or a __data_loc string, the text up
+// to its NUL.
+func (r *traceRecord) field(name string) (traceValue, error) { return r.element(name, -1) }
+
+// element returns element i of the named array field ("unsigned long
+// args[6]"), or with i < 0 the field itself.
+func (r *traceRecord) element(name string, i int) (traceValue, error) {
+	if r.ev == nil {
+		return traceValue{}, fmt.Errorf("field %s where a constant belongs", name)
+	}
+	for _, f := range r.ev.Fields {
+		if f.Name != name {
+			continue
+		}
+		if f.Offset < 0 || f.Size < 0 || f.Offset+f.Size > len(r.raw) {
+			return traceValue{}, fmt.Errorf("field %s lies past the %d bytes of the record", name, len(r.raw))
+		}
+		b := r.raw[f.Offset : f.Offset+f.Size]
+		if i >= 0 {
+			var err error
+			if b, err = arrayElement(f, b, i); err != nil {
+				return traceValue{}, err
+			}
+		} else if strings.HasPrefix(f.Type, "__data_loc") {
+			if len(b) != 4 {
+				return traceValue{}, fmt.Errorf("field %s: __data_loc of %d bytes", name, len(b))
+			}
+			loc := binary.LittleEndian.Uint32(b)
+			off, n := int(loc&0xffff), int(loc>>16)
+			if off+n > len(r.raw) {
+				return traceValue{}, fmt.Errorf("field %s: data past the record", name)
+			}
+			return traceValue{isStr: true, s: cString(r.raw[off : off+n])}, nil
+		}
+		if i < 0 && (strings.HasPrefix(f.Type, "char[") || strings.HasPrefix(f.Type, "const char[")) {
+			return traceValue{isStr: true, s: cString(b)}, nil
+		}
+		var n uint64
+		switch len(b) {
+		case 1:
+			n = uint64(b[0])
+			if f.Signed {
+				n = uint64(int64(int8(b[0])))
+			}
+		case 2:
+			n = uint64(binary.LittleEndian.Uint16(b))
+			if f.Signed {
+				n = uint64(int64(int16(n)))
+			}
+		case 4:
+			n = uint64(binary.LittleEndian.Uint32(b))
+			if f.Signed {
+				n = uint64(int64(int32(n)))
+			}
+		case 8:
+			n = binary.LittleEndian.Uint64(b)
+		default:
+			return traceValue{}, fmt.Errorf("field %s of %d bytes: %w", name, len(b), errTraceUnsupported)
+		}
+		return traceValue{n: n}, nil
+	}
+	return traceValue{}, fmt.Errorf("no field %s in %s:%s", name, r.ev.System, r.ev.Name)
+}
+
+// arrayElement returns the bytes of element i of array field f, whose
+// bytes are b.
+func arrayElement(f perfdata.TraceField, b []byte, i int) ([]byte, error) {
+	open := strings.LastIndexByte(f.Type, '[')
+	n, err := strconv.Atoi(strings.TrimSuffix(f.Type[open+1:], "]"))
+	if open < 0 || err != nil || n <= 0 || f.Size%n != 0 {
+		return nil, fmt.Errorf("field %s (%s) is no array: %w", f.Name, f.Type, errTraceUnsupported)
+	}
+	size := f.Size / n
+	if i >= n {
+		return nil, fmt.Errorf("field %s has no element %d", f.Name, i)
+	}
+	return b[i*size : (i+1)*size], nil
+}
+
+// cString is b up to its first NUL.
+func cString(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// traceValue is a number (as C's unsigned long long) or a string.
+type traceValue struct {
+	n     uint64
+	s     string
+	isStr bool
+}
+
+// truth is C's: a non-zero number, a string (a non-null pointer).
+func (v traceValue) truth() bool { return v.isStr || v.n != 0 }
