@@ -439,8 +439,7 @@ func (s *session) judge(ctx context.Context, d *DSO, loc locator) {
 	case dso.Kernel:
 		s.judgeKernelWithoutBuildID(d)
 	case dso.VDSO:
-		d.Verdict = NoFile
-		d.Reason = "no build-id recorded for the vdso: left unsymbolized"
+		s.judgeVDSOWithoutBuildID(d)
 	default:
 		s.judgePath(d)
 	}

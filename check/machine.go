@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/perfcheck/perfcheck/buildid"
+	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
@@ -93,6 +95,50 @@ func (s *session) judgeKernelWithoutBuildID(d *DSO) {
 	d.symPath = "/proc/kallsyms"
 	d.Reason = "no kernel build-id recorded; recorded on this machine's kernel release (" + now.release + "), architecture and host, nothing shows it changed"
 	d.needReloc = true
+}
+
+// judgeVDSOWithoutBuildID judges a vdso recorded without a build-id (a
+// pipe, perf record -B): the vdso is part of the kernel, so by the rule of
+// judgeKernelWithoutBuildID the running one stands for it when the
+// recording was made on this machine's kernel release, architecture and
+// host; otherwise its frames stay offsets.
+func (s *session) judgeVDSOWithoutBuildID(d *DSO) {
+	id, why := s.runningVDSO()
+	if id == nil {
+		d.Verdict = NoFile
+		d.Reason = "no build-id recorded for the vdso, and " + why + ": left unsymbolized"
+		return
+	}
+	d.Verdict = Unverified
+	d.Source = "running-vdso"
+	d.FoundPath = "[vdso]"
+	d.FoundBuildID = id
+	d.Reason = "no build-id recorded for the vdso; recorded on this machine's kernel release, architecture and host, so the running vdso is assumed"
+}
+
+// runningVDSO returns the running vdso's build-id when the recording was
+// made on this machine's kernel (sameKernel), or why not.
+func (s *session) runningVDSO() (buildid.ID, string) {
+	o := &s.opts
+	if o.Lookup.SymFS != "" {
+		return nil, "under --symfs the running kernel is not the recording's"
+	}
+	if s.live != nil {
+		// A stream read live says where it was recorded as it goes.
+		s.rec.machine.fromFeatures(s.live.rec.Features())
+	}
+	differs, unknown := sameKernel(s.rec.machine, o.host.runningMachine())
+	switch {
+	case differs != "":
+		return nil, "it was recorded on another kernel: " + differs
+	case unknown != "":
+		return nil, unknown
+	}
+	_, ident, err := buildidcache.VDSO()
+	if err != nil || len(ident.BuildID) == 0 {
+		return nil, "the running vdso cannot be read"
+	}
+	return ident.BuildID, ""
 }
 
 // fromFeatures fills what m does not know yet from the recording's

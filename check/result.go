@@ -667,10 +667,11 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 		}
 	}
 	for _, d := range dsos {
-		if d.Kind == dso.VDSO && d.Verdict == Verified && d.symPath == "" {
-			// Verified against the running vdso, which exists only in
-			// memory: symbolize from a private temporary copy.
-			if p, cleanup, err := runningVDSOFile(d.BuildID); err == nil {
+		if d.Kind == dso.VDSO && (d.Verdict == Verified || d.Source == "running-vdso") && d.symPath == "" {
+			// Verified against the running vdso, or taken for it
+			// (judgeVDSOWithoutBuildID), which exists only in memory:
+			// symbolize from a private temporary copy.
+			if p, cleanup, err := runningVDSOFile(d.FoundBuildID); err == nil {
 				cleanups = append(cleanups, cleanup)
 				d.symPath = p
 			}

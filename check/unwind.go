@@ -24,7 +24,7 @@ import (
 func (s *session) unwindUser(pid uint32, u *unwind.UserStack, out []uint64) (_ []uint64, unproven bool) {
 	out = unwind.Walk(u, func(pc uint64) (*unwind.Table, uint64) {
 		m := s.tracker.Lookup(pid, perfdata.CPUModeUser, pc)
-		if m == nil || m.Kind != dso.File {
+		if m == nil || m.Kind != dso.File && m.Kind != dso.VDSO {
 			return nil, 0
 		}
 		d := s.dsoOf(m)
@@ -78,7 +78,7 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	}
 	var errs []string
 	for _, p := range paths {
-		t, err := unwind.ReadTable(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
+		t, err := readCFI(p, d.cfiQuery) // the build-id cfiFiles looked for, nil without one
 		if err == nil {
 			d.cfi = t
 			return t
@@ -89,11 +89,34 @@ func (s *session) cfiFor(d *DSO) *unwind.Table {
 	return nil
 }
 
+// readCFI reads the unwind tables of the file at p, which must carry the
+// build-id want when it is not nil; "[vdso]" is the running vdso, which is
+// only in memory.
+func readCFI(p string, want buildid.ID) (*unwind.Table, error) {
+	if p == "[vdso]" {
+		tmp, cleanup, err := runningVDSOFile(want)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		p = tmp
+	}
+	return unwind.ReadTable(p, want)
+}
+
 // cfiFiles returns the files proven to hold the code of d as it ran, best
 // first, or why there are none.
 func (s *session) cfiFiles(d *DSO) ([]string, string) {
 	o := &s.opts
 	id := d.BuildID // MMAP2's
+	if len(id) == 0 && d.Kind == dso.VDSO && len(s.tableBuildIDs(d.Path)) == 0 {
+		// No build-id for the vdso: the running one stands for it when
+		// the recording was made on this kernel (judgeVDSOWithoutBuildID).
+		var why string
+		if id, why = s.runningVDSO(); id == nil {
+			return nil, "no build-id recorded for the vdso, and " + why
+		}
+	}
 	if len(id) == 0 {
 		ids := s.tableBuildIDs(d.Path)
 		switch {
@@ -131,6 +154,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		var out []string
 		for _, p := range []string{found.Identity.Path, symbolFile(found)} {
 			if p != "" && p != "/proc/kallsyms" && !slices.Contains(out, p) {
+				// "[vdso]" is the running vdso (readCFI).
 				out = append(out, p)
 			}
 		}
