@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/perfcheck/perfcheck/buildid"
 	"github.com/perfcheck/perfcheck/buildidcache"
 	"github.com/perfcheck/perfcheck/perfdata"
+	"github.com/stretchr/testify/require"
 )
 
 // perf's jitdump path, end to end with real tools: testdata/jit/jitprog.c
@@ -41,6 +43,31 @@ type jitWorld struct {
 	bids []buildid.ID // recorded build-id of sos[i], from the injected file's table
 }
 
+// newestJITDump returns the jit-PID.dump jitprog wrote in dir last, in a
+// one-element slice, and removes the others: when perf died, the
+// recording was made again, and each run of jitprog wrote its own.
+func newestJITDump(t *testing.T, dir string) []string {
+	t.Helper()
+	dumps, _ := filepath.Glob(filepath.Join(dir, "jit-*.dump"))
+	if len(dumps) == 0 {
+		t.Fatalf("jitprog wrote no jit-PID.dump in %s", dir)
+	}
+	newest, when := "", time.Time{}
+	for _, d := range dumps {
+		st, err := os.Stat(d)
+		require.NoError(t, err)
+		if newest == "" || st.ModTime().After(when) {
+			newest, when = d, st.ModTime()
+		}
+	}
+	for _, d := range dumps {
+		if d != newest {
+			require.NoError(t, os.Remove(d))
+		}
+	}
+	return []string{newest}
+}
+
 func newJITWorld(t *testing.T) *jitWorld {
 	if runtime.GOARCH != "amd64" {
 		t.Skip("jitprog generates x86-64 code")
@@ -59,10 +86,7 @@ func newJITWorld(t *testing.T) *jitWorld {
 	// -k mono: perf inject refuses a jitdump whose timestamps are not the
 	// samples' clock ("jitted code must be sampled with perf record -k 1").
 	j.raw = w.record("jit.data", []string{"-k", "mono"}, prog, j.dir, "0.3")
-	dumps, _ := filepath.Glob(filepath.Join(j.dir, "jit-*.dump"))
-	if len(dumps) != 1 {
-		t.Fatalf("jitprog wrote %v, want one jit-PID.dump", dumps)
-	}
+	dumps := newestJITDump(t, j.dir)
 	j.pid, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(dumps[0]), "jit-"), ".dump"))
 	if err != nil {
 		t.Fatal(err)
