@@ -143,7 +143,8 @@ func regularFileInfo(st os.FileInfo, err error) recInfo {
 // Analyze returns both: the Result of every record delivered before the
 // error, with Partial set and ReadErr the error, and the error itself. A
 // nil Result comes only with errors that leave nothing to report (the file
-// cannot be opened, its header is malformed, ctx was cancelled).
+// cannot be opened, its header is malformed, ctx was cancelled), or with
+// the error Options.OnSample returned.
 func Analyze(ctx context.Context, src Source, opts Options) (*Result, error) {
 	if opts.ReportOnly {
 		if opts.Replay {
