@@ -78,8 +78,8 @@ func PeriodUnit(a *perfdata.Attr) string {
 // location pointer per frame in each Sample, the location IDs again and the
 // whole encoded profile while it is written): to write a large recording's
 // profile, Write, which holds none of them, is the way. It uses
-// res.Aggregates, so it needs no per-sample data
-// (check.Options.KeepSamples is not needed).
+// res.Aggregates, so res must be analyzed without check.Options.Replay,
+// OnSample or ReportOnly, which keep none.
 func Convert(res *check.Result, opts Options) (*profile.Profile, error) {
 	t := buildTables(res)
 	p := &profile.Profile{
