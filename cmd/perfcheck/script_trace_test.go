@@ -113,3 +113,29 @@ func TestTraceFormatSchedSwitch(t *testing.T) {
 	_, err = tf.appendTrace(nil, raw[:20])
 	assert.Error(t, err, "a record cut short")
 }
+
+// A "*" width or precision is taken from the argument list, as printf
+// takes it; a negative width left-justifies.
+func TestTraceFormatStarWidth(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "test", Name: "star",
+		Fields: []perfdata.TraceField{
+			{Name: "w", Type: "int", Offset: 8, Size: 4, Signed: true},
+			{Name: "comm", Type: "char[8]", Offset: 12, Size: 8},
+		},
+		PrintFmt: `"[%*d] [%-*s] [%.*s] [%*x]", REC->w, 42, REC->w, REC->comm, 2, REC->comm, -(int)REC->w, 255`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 20)
+	raw[8] = 7
+	copy(raw[12:], "shell\x00")
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "[     42] [shell  ] [sh] [ff     ]", string(got))
+
+	_, err = newTraceFormat(&perfdata.TraceEvent{PrintFmt: `"%*pbl", 10, REC->mask`})
+	assert.ErrorIs(t, err, errTraceUnsupported, "a bitmap list is no width")
+	_, err = newTraceFormat(&perfdata.TraceEvent{PrintFmt: `"%*d", 10`})
+	assert.Error(t, err, "the width's argument without the value's")
+}

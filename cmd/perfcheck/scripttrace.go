@@ -22,11 +22,13 @@ type traceFormat struct {
 	pieces []tracePiece
 }
 
-// tracePiece is literal text, or a conversion of the next argument.
+// tracePiece is literal text, or a conversion of the next argument,
+// after the arguments that give its "*" width or precision.
 type tracePiece struct {
-	text string
-	conv *traceConv
-	arg  traceExpr
+	text  string
+	conv  *traceConv
+	stars []traceExpr
+	arg   traceExpr
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
@@ -77,11 +79,12 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 			tf.pieces = append(tf.pieces, tracePiece{text: "%"})
 			continue
 		}
-		if len(args) == 0 {
+		stars := strings.Count(c.width+c.prec, "*")
+		if len(args) <= stars {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
-		tf.pieces = append(tf.pieces, tracePiece{conv: c, arg: args[0]})
-		args = args[1:]
+		tf.pieces = append(tf.pieces, tracePiece{conv: c, stars: args[:stars], arg: args[stars]})
+		args = args[stars+1:]
 	}
 	return tf, nil
 }
@@ -100,10 +103,19 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 	if strings.HasPrefix(s, "%%") {
 		return nil, 2, nil
 	}
-	c = &traceConv{flags: take("-+ #0"), width: take("0123456789")}
+	c = &traceConv{flags: take("-+ #0"), width: take("*")}
+	if c.width == "" {
+		c.width = take("0123456789")
+	}
 	if i < len(s) && s[i] == '.' {
 		i++
-		c.prec = "." + take("0123456789")
+		c.prec = "." + take("*")
+		if c.prec == "." {
+			c.prec += take("0123456789")
+		}
+	}
+	if len(c.width) > 1 && c.width[0] == '*' || len(c.prec) > 2 && c.prec[1] == '*' {
+		return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:i], errTraceUnsupported)
 	}
 	c.length = take("hlLzjt")
 	if i >= len(s) || strings.IndexByte("diuxXocsp", s[i]) < 0 ||
@@ -122,11 +134,19 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 			b = append(b, p.text...)
 			continue
 		}
+		stars := make([]any, len(p.stars))
+		for i, x := range p.stars {
+			n, err := num(x, &rec)
+			if err != nil {
+				return b, err
+			}
+			stars[i] = int(int32(n)) // printf's int
+		}
 		v, err := p.arg.eval(&rec)
 		if err != nil {
 			return b, err
 		}
-		b, err = p.conv.appendValue(b, v)
+		b, err = p.conv.appendValue(b, stars, v)
 		if err != nil {
 			return b, err
 		}
@@ -134,14 +154,16 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 	return b, nil
 }
 
-// appendValue formats v as C's printf formats it with c.
-func (c *traceConv) appendValue(b []byte, v traceValue) ([]byte, error) {
+// appendValue formats v as C's printf formats it with c, whose "*"
+// width or precision is stars. Go's fmt takes "*" as C does, a negative
+// width left-justifying.
+func (c *traceConv) appendValue(b []byte, stars []any, v traceValue) ([]byte, error) {
 	spec := "%" + c.flags + c.width + c.prec
 	if c.verb == 's' {
 		if !v.isStr {
 			return b, fmt.Errorf("%%s of a number")
 		}
-		return fmt.Appendf(b, spec+"s", v.s), nil
+		return fmt.Appendf(b, spec+"s", append(stars, v.s)...), nil
 	}
 	if v.isStr {
 		return b, fmt.Errorf("%%%c of a string", c.verb)
@@ -149,21 +171,21 @@ func (c *traceConv) appendValue(b []byte, v traceValue) ([]byte, error) {
 	n := v.n
 	switch c.verb {
 	case 'c':
-		return fmt.Appendf(b, spec+"c", rune(byte(n))), nil
+		return fmt.Appendf(b, spec+"c", append(stars, rune(byte(n)))...), nil
 	case 'd', 'i':
-		return fmt.Appendf(b, spec+"d", signedAs(n, c.length)), nil
+		return fmt.Appendf(b, spec+"d", append(stars, signedAs(n, c.length))...), nil
 	case 'u':
-		return fmt.Appendf(b, spec+"d", unsignedAs(n, c.length)), nil
+		return fmt.Appendf(b, spec+"d", append(stars, unsignedAs(n, c.length))...), nil
 	case 'p':
 		// glibc's %p, which libtraceevent prints a plain %p with.
 		p := "(nil)"
 		if n != 0 {
 			p = "0x" + strconv.FormatUint(n, 16)
 		}
-		return fmt.Appendf(b, spec+"s", p), nil
+		return fmt.Appendf(b, spec+"s", append(stars, p)...), nil
 	}
 	verb := string(c.verb)
-	return fmt.Appendf(b, spec+verb, unsignedAs(n, c.length)), nil
+	return fmt.Appendf(b, spec+verb, append(stars, unsignedAs(n, c.length))...), nil
 }
 
 // signedAs and unsignedAs convert a value to the C type a length
