@@ -67,8 +67,38 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 	_, err := newTraceFormat(ev)
 	assert.ErrorIs(t, err, errTraceUnsupported)
 	assert.ErrorContains(t, err, `"%ps"`)
-	_, err = newTraceFormat(&perfdata.TraceEvent{PrintFmt: `"mode=%s", __print_symbolic(REC->mode, { HRTIMER_MODE_ABS, "ABS" })`})
-	assert.ErrorIs(t, err, errTraceUnsupported)
+}
+
+// An enum constant the format leaves undefined is -1 to libtraceevent
+// (eval_flag): it names no value of an unsigned field, and no flag but
+// the value 0; a name libtraceevent knows has its value.
+func TestTraceFormatUndefinedEnum(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "timer", Name: "hrtimer_start",
+		Fields: []perfdata.TraceField{
+			{Name: "mode", Type: "enum hrtimer_mode", Offset: 8, Size: 4},
+		},
+		PrintFmt: `"mode=%s flags=%s vec=%s", ` +
+			`__print_symbolic(REC->mode, { HRTIMER_MODE_ABS, "ABS" }, { HRTIMER_MODE_REL, "REL" }), ` +
+			`__print_flags(REC->mode, "|", { SOME_FLAG, "SOME" }, { 2, "TWO" }), ` +
+			`__print_symbolic(REC->mode, { HI_SOFTIRQ, "HI" }, { TIMER_SOFTIRQ, "TIMER" })`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 12)
+	for _, c := range []struct {
+		mode byte
+		want string
+	}{
+		{0, "mode=0x0 flags=SOME vec=HI"},
+		{1, "mode=0x1 flags=0x1 vec=TIMER"},
+		{3, "mode=0x3 flags=TWO|0x1 vec=0x3"},
+	} {
+		raw[8] = c.mode
+		got, err := tf.appendTrace(nil, raw)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, string(got))
+	}
 }
 
 // The evaluator on a record built in the test: sched_switch's format as

@@ -505,13 +505,9 @@ func (p *traceParser) flags(symbolic bool) (traceExpr, error) {
 		if err := p.expect('{'); err != nil {
 			return nil, err
 		}
-		v, err := p.expr()
+		n, err := p.flagValue()
 		if err != nil {
 			return nil, err
-		}
-		n, err := v.eval(&traceRecord{})
-		if err != nil || n.isStr {
-			return nil, p.errorf("a constant flag value")
 		}
 		if err := p.expect(','); err != nil {
 			return nil, err
@@ -523,7 +519,41 @@ func (p *traceParser) flags(symbolic bool) (traceExpr, error) {
 		if err := p.expect('}'); err != nil {
 			return nil, err
 		}
-		f.values, f.names = append(f.values, n.n), append(f.names, name)
+		f.values, f.names = append(f.values, n), append(f.names, name)
 	}
 	return f, p.expect(')')
+}
+
+// flagValue reads the value of a __print_flags or __print_symbolic pair:
+// a constant expression, or a name the format leaves undefined (an enum
+// constant such as HRTIMER_MODE_ABS), which libtraceevent's eval_flag
+// knows only from its own table and otherwise takes as -1: it then names
+// no flag, and a symbol only of the value -1.
+func (p *traceParser) flagValue() (uint64, error) {
+	save := p.pos
+	if name := p.ident(); name != "" {
+		if p.skipSpace(); p.peek() == ',' {
+			if v, ok := traceKnownFlags[name]; ok {
+				return v, nil
+			}
+			return ^uint64(0), nil
+		}
+	}
+	p.pos = save
+	v, err := p.expr()
+	if err != nil {
+		return 0, err
+	}
+	n, err := v.eval(&traceRecord{})
+	if err != nil || n.isStr {
+		return 0, p.errorf("a constant flag value")
+	}
+	return n.n, nil
+}
+
+// traceKnownFlags are the names libtraceevent's eval_flag knows.
+var traceKnownFlags = map[string]uint64{
+	"HI_SOFTIRQ": 0, "TIMER_SOFTIRQ": 1, "NET_TX_SOFTIRQ": 2, "NET_RX_SOFTIRQ": 3,
+	"BLOCK_SOFTIRQ": 4, "IRQ_POLL_SOFTIRQ": 5, "TASKLET_SOFTIRQ": 6, "SCHED_SOFTIRQ": 7,
+	"HRTIMER_SOFTIRQ": 8, "RCU_SOFTIRQ": 9, "HRTIMER_NORESTART": 0, "HRTIMER_RESTART": 1,
 }
