@@ -113,6 +113,11 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, n := range a.notes(a.res.Report()) {
 		fmt.Fprintln(stderr, "perfcheck script: note: "+n)
 	}
+	if p != nil && p.sf != nil {
+		for _, n := range p.sf.notes {
+			fmt.Fprintln(stderr, "perfcheck script: note: "+n)
+		}
+	}
 	if len(a.res.Changed) > 0 {
 		for _, c := range a.res.Changed {
 			fmt.Fprintf(stderr, "perfcheck script: %s: printed as %s while the stream was read, %s at its end: its frames above are not to be trusted as printed\n",

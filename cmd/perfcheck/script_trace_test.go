@@ -62,11 +62,58 @@ func TestScriptTracepointsMatchPerf(t *testing.T) {
 // note by default, refused when -F asks for trace.
 func TestScriptTraceUnsupportedFormat(t *testing.T) {
 	t.Parallel()
-	ev := &perfdata.TraceEvent{System: "timer", Name: "timer_start",
-		PrintFmt: `"timer=%p function=%ps", REC->timer, REC->function`}
-	_, err := newTraceFormat(ev)
-	assert.ErrorIs(t, err, errTraceUnsupported)
-	assert.ErrorContains(t, err, `"%ps"`)
+	for fmt, conv := range map[string]string{
+		`"saddr=%pI4", REC->saddr`:   `"%pI4"`,
+		`"caller=%pB", REC->caller`:  `"%pB"`,
+		`"ip=%pSR", REC->ip`:         `"%pSR"`,
+		`"uuid=%pUb x", REC->uuid`:   `"%pUb"`,
+		`"bad=%q", REC->ip`:          `"%q"`,
+		`"fw=%pfw", REC->fwnode`:     `"%pfw"`,
+		`"len=%*pbl", 4, REC->mask`:  `"%*pbl"`,
+		`"mac=%pM", REC->mac`:        `"%pM"`,
+		`"a=%ps %pS %pf", 1, 2, 3 `:  "",
+		`"b=%pF %p %px", 1, 2, 3, 4`: `"%px"`,
+	} {
+		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt})
+		if conv == "" {
+			assert.NoError(t, err, fmt)
+			continue
+		}
+		assert.ErrorIs(t, err, errTraceUnsupported, fmt)
+		assert.ErrorContains(t, err, conv, fmt)
+	}
+}
+
+// %pS and %ps print the kernel symbol of an address, with the offset
+// (%pS, %pF) or without (%ps, %pf), as libtraceevent's print_function;
+// an address without a symbol, or without the kernel's symbols, in hex.
+func TestTraceFormatFunction(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "kmem", Name: "kfree",
+		Fields:   []perfdata.TraceField{{Name: "call_site", Type: "unsigned long", Offset: 8, Size: 8}},
+		PrintFmt: `"call_site=%pS fn=%ps F=%pF f=%pf ptr=%p", (void *)REC->call_site, REC->call_site, REC->call_site, REC->call_site, REC->call_site`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 16)
+	raw[8], raw[9] = 0x34, 0x12
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "call_site=0x1234 fn=0x1234 F=0x1234 f=0x1234 ptr=0x1234", string(got), "no kernel symbols")
+
+	tf.kernelSym = func(addr uint64) (string, uint64, bool) {
+		if addr >= 0x1200 && addr < 0x1300 {
+			return "kfree_sensitive", 0x1200, true
+		}
+		return "", 0, false
+	}
+	got, err = tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "call_site=kfree_sensitive+0x34 fn=kfree_sensitive F=kfree_sensitive+0x34 f=kfree_sensitive ptr=0x1234", string(got))
+	raw[9] = 0x13
+	got, err = tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "call_site=0x1334 fn=0x1334 F=0x1334 f=0x1334 ptr=0x1334", string(got), "an address outside every symbol")
 }
 
 // An enum constant the format leaves undefined is -1 to libtraceevent
@@ -168,4 +215,33 @@ func TestTraceFormatStarWidth(t *testing.T) {
 	assert.ErrorIs(t, err, errTraceUnsupported, "a bitmap list is no width")
 	_, err = newTraceFormat(&perfdata.TraceEvent{PrintFmt: `"%*d", 10`})
 	assert.Error(t, err, "the width's argument without the value's")
+}
+
+// kmem's and timer's payloads print kernel functions (%pS, %ps) and
+// hrtimer modes named by enum constants the format leaves undefined:
+// perfcheck prints what perf script prints when it has no kernel symbols
+// (--kallsyms of an empty listing), byte for byte, and says on stderr
+// that the addresses are not named.
+func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/sys/kernel/tracing/events/kmem/kfree"); err != nil {
+		t.Skipf("no tracepoints to record: %v", err)
+	}
+	w := newRealWorld(t)
+	data := filepath.Join(w.dir, "kmem.data")
+	w.run("perf", "record", "-q", "-N", "-a", "-e", "kmem:kmalloc", "-e", "kmem:kfree",
+		"-e", "timer:hrtimer_start", "-e", "timer:timer_start", "-e", "timer:hrtimer_expire_entry",
+		"-o", data, "--", "sh", "-c", "ls / >/dev/null; sleep 0.2")
+	empty := filepath.Join(w.dir, "empty.kallsyms")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+
+	const fields = "comm,tid,time,event,trace"
+	perf := w.run("perf", "script", "--kallsyms", empty, "-F", fields, "-i", data)
+	out, errs, code := w.pcOut(proofCase{}, "script", "-F", fields, data)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out)
+	for _, want := range []string{"kmem:kfree: call_site=0x", "kmem:kmalloc: call_site=0x", "timer:hrtimer_start: hrtimer=0x", " mode=0x"} {
+		assert.Contains(t, perf, want, "the recording lacks what the test proves")
+	}
+	assert.Contains(t, errs, `the kernel addresses (%pS, %ps) in the payload of "kmem:kfree" print in hex`)
 }

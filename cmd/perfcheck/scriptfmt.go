@@ -93,6 +93,9 @@ func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*tra
 			if a.TraceEvents[j].ID == a.EventInfo[i].Attr.Config {
 				var tf *traceFormat
 				if tf, err = newTraceFormat(&a.TraceEvents[j]); err == nil {
+					if tf.printsFunctions() {
+						sf.notes = append(sf.notes, fmt.Sprintf("the kernel addresses (%%pS, %%ps) in the payload of %q print in hex: perfcheck does not name them", name))
+					}
 					return tf, nil
 				}
 				break

@@ -15,11 +15,15 @@ import (
 // tep_print_event_data): the format's "print fmt:" evaluated on the
 // sample's raw record. It knows the part of the format language the
 // kernel's tracepoints use most: REC->field, __get_str, __print_flags,
-// __print_symbolic, casts, C's integer operators and ?:, and printf's
-// integer, character and string conversions.
+// __print_symbolic, casts, C's integer operators and ?:, printf's
+// integer, character and string conversions, and the kernel's %pS and
+// %ps.
 type traceFormat struct {
 	ev     *perfdata.TraceEvent
 	pieces []tracePiece
+	// kernelSym names the addresses %pS and %ps print; without it they
+	// print as perf prints an address it has no symbol for.
+	kernelSym kernelSymbol
 }
 
 // tracePiece is literal text, or a conversion of the next argument,
@@ -32,11 +36,16 @@ type tracePiece struct {
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
-// them, the length modifier (l, ll, h, hh, z) and the conversion letter.
+// them, the length modifier (l, ll, h, hh, z) and the conversion letter;
+// for the kernel's %pS, %ps, %pF and %pf, the letter after the p.
 type traceConv struct {
 	flags, width, prec, length string
-	verb                       byte
+	verb, ext                  byte
 }
+
+// kernelSymbol names the kernel function an address lies in: its name
+// and start address.
+type kernelSymbol func(addr uint64) (name string, start uint64, ok bool)
 
 // errTraceUnsupported marks a format beyond what traceFormat evaluates.
 var errTraceUnsupported = errors.New("not supported")
@@ -118,11 +127,20 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 		return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:i], errTraceUnsupported)
 	}
 	c.length = take("hlLzjt")
-	if i >= len(s) || strings.IndexByte("diuxXocsp", s[i]) < 0 ||
-		s[i] == 'p' && i+1 < len(s) && isAlnum(s[i+1]) { // %pS, %pI4, ...: kernel printk extensions
-		return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
+	if i >= len(s) || strings.IndexByte("diuxXocsp", s[i]) < 0 {
+		return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+1, len(s))], errTraceUnsupported)
 	}
 	c.verb = s[i]
+	if c.verb == 'p' && i+1 < len(s) && isAlnum(s[i+1]) {
+		// The kernel's printk extensions: the symbol of an address
+		// (%pS, %ps; %pF, %pf before Linux 5.5), which libtraceevent
+		// prints; not the others (%pI4, %pU, %pB, %*pbl, ...).
+		i++
+		if strings.IndexByte("SsFf", s[i]) < 0 || i+1 < len(s) && isAlnum(s[i+1]) {
+			return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
+		}
+		c.ext = s[i]
+	}
 	return c, i + 1, nil
 }
 
@@ -146,12 +164,47 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
-		b, err = p.conv.appendValue(b, stars, v)
+		if p.conv.ext != 0 {
+			b, err = tf.appendFunction(b, p.conv.ext, v)
+		} else {
+			b, err = p.conv.appendValue(b, stars, v)
+		}
 		if err != nil {
 			return b, err
 		}
 	}
 	return b, nil
+}
+
+// printsFunctions reports whether tf prints the symbol of an address.
+func (tf *traceFormat) printsFunctions() bool {
+	for _, p := range tf.pieces {
+		if p.conv != nil && p.conv.ext != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// appendFunction prints the address v as libtraceevent's print_function
+// does for %pS (ext 'S' or 'F': symbol+0xoffset) and %ps (the symbol):
+// an address without a symbol in hex.
+func (tf *traceFormat) appendFunction(b []byte, ext byte, v traceValue) ([]byte, error) {
+	if v.isStr {
+		return b, fmt.Errorf("%%p%c of a string", ext)
+	}
+	if tf.kernelSym != nil {
+		if name, start, ok := tf.kernelSym(v.n); ok {
+			b = append(b, name...)
+			if ext == 'S' || ext == 'F' {
+				b = append(b, "+0x"...)
+				b = strconv.AppendUint(b, v.n-start, 16)
+			}
+			return b, nil
+		}
+	}
+	b = append(b, "0x"...)
+	return strconv.AppendUint(b, v.n, 16), nil
 }
 
 // appendValue formats v as C's printf formats it with c, whose "*"

@@ -392,6 +392,7 @@ func (p *traceParser) castType() (bits int, signed bool, ok bool) {
 		return 0, false, false
 	}
 	bits, signed = 32, true
+	unknown := false
 	for _, w := range words {
 		switch w {
 		case "unsigned":
@@ -414,8 +415,16 @@ func (p *traceParser) castType() (bits int, signed bool, ok bool) {
 		case "u64", "size_t", "unsigned long", "uintptr_t", "void":
 			bits, signed = 64, false
 		default:
-			return 0, false, false
+			if !isIdent(w) {
+				return 0, false, false
+			}
+			// A type libtraceevent does not know (gfp_t, struct
+			// page) leaves the value as it is (eval_type_str).
+			unknown = true
 		}
+	}
+	if unknown {
+		bits, signed = 64, false
 	}
 	p.pos += end + 1
 	return bits, signed, true
@@ -475,6 +484,16 @@ func (p *traceParser) primary() (traceExpr, error) {
 	return nil, p.errorf("%s", name)
 }
 
+// isIdent reports whether w is a C identifier.
+func isIdent(w string) bool {
+	for i := range len(w) {
+		if !isAlnum(w[i]) && w[i] != '_' || i == 0 && w[i] >= '0' && w[i] <= '9' {
+			return false
+		}
+	}
+	return w != ""
+}
+
 func isAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
@@ -512,9 +531,9 @@ func (p *traceParser) flags(symbolic bool) (traceExpr, error) {
 		if err := p.expect(','); err != nil {
 			return nil, err
 		}
-		name, ok := p.stringLit()
-		if !ok {
-			return nil, p.errorf("a flag name")
+		name, err := p.flagName()
+		if err != nil {
+			return nil, err
 		}
 		if err := p.expect('}'); err != nil {
 			return nil, err
@@ -556,4 +575,22 @@ var traceKnownFlags = map[string]uint64{
 	"HI_SOFTIRQ": 0, "TIMER_SOFTIRQ": 1, "NET_TX_SOFTIRQ": 2, "NET_RX_SOFTIRQ": 3,
 	"BLOCK_SOFTIRQ": 4, "IRQ_POLL_SOFTIRQ": 5, "TASKLET_SOFTIRQ": 6, "SCHED_SOFTIRQ": 7,
 	"HRTIMER_SOFTIRQ": 8, "RCU_SOFTIRQ": 9, "HRTIMER_NORESTART": 0, "HRTIMER_RESTART": 1,
+}
+
+// flagName reads the name of a __print_flags or __print_symbolic pair: a
+// string, or a constant such as the ((void *)0) that ends the kernel's
+// GFP flags, which libtraceevent names by its value (arg_eval).
+func (p *traceParser) flagName() (string, error) {
+	if name, ok := p.stringLit(); ok {
+		return name, nil
+	}
+	v, err := p.expr()
+	if err != nil {
+		return "", err
+	}
+	n, err := v.eval(&traceRecord{})
+	if err != nil || n.isStr {
+		return "", p.errorf("a flag name")
+	}
+	return strconv.FormatInt(int64(n.n), 10), nil
 }
