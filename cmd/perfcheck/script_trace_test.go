@@ -245,3 +245,23 @@ func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
 	}
 	assert.Contains(t, errs, `the kernel addresses (%pS, %ps) in the payload of "kmem:kfree" print in hex`)
 }
+
+// libtraceevent builds "x & (a | b)" as "(x & a) | b" and nests a chain
+// of one precedence to the right; perf prints what it computes (perf
+// 6.1 prints timer:timer_start's flags=D|P|I for every timer, which
+// TestScriptTraceKernelFunctionsMatchPerf compares when the recording has
+// one). process_op rotates "2 * (3 + 4)" the same way.
+func TestTraceFormatLibtraceeventTree(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "timer", Name: "timer_start",
+		Fields:   []perfdata.TraceField{{Name: "flags", Type: "unsigned int", Offset: 8, Size: 4}},
+		PrintFmt: `"and=%x sub=%d c=%d paren=%d", REC->flags & (0x1 | 0x2 | 0x4), 10 - 3 - 2, 2 * (3 + 4), (10 - 3) - 2`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 12)
+	raw[8] = 0x10
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "and=6 sub=9 c=10 paren=5", string(got))
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,7 +29,10 @@ type (
 		x, y traceExpr
 	}
 	traceCond struct{ c, a, b traceExpr }
-	traceCast struct {
+	// traceGroup is a parenthesized expression, which libtraceevent's
+	// process_op may take apart (tepBinary).
+	traceGroup struct{ x traceExpr }
+	traceCast  struct {
 		bits   int // 8, 16, 32 or 64
 		signed bool
 		x      traceExpr
@@ -57,6 +61,7 @@ func (x traceIndex) eval(r *traceRecord) (traceValue, error) {
 }
 func (g traceGetStr) eval(r *traceRecord) (traceValue, error)  { return r.field(string(g)) }
 func (u traceUnary) eval(r *traceRecord) (traceValue, error)   { return u.apply(r) }
+func (g traceGroup) eval(r *traceRecord) (traceValue, error)   { return g.x.eval(r) }
 func (c traceCast) eval(r *traceRecord) (traceValue, error)    { return c.apply(r) }
 func (f *traceFlags) eval(r *traceRecord) (traceValue, error)  { return f.apply(r) }
 func (b *traceBinary) eval(r *traceRecord) (traceValue, error) { return b.apply(r) }
@@ -322,6 +327,7 @@ func (p *traceParser) binary(level int) (traceExpr, error) {
 	if err != nil {
 		return nil, err
 	}
+	xs, ops := []traceExpr{x}, []string(nil)
 	for {
 		p.skipSpace()
 		op := ""
@@ -332,15 +338,46 @@ func (p *traceParser) binary(level int) (traceExpr, error) {
 			}
 		}
 		if op == "" {
-			return x, nil
+			break
 		}
 		p.pos += len(op)
 		y, err := p.binary(level + 1)
 		if err != nil {
 			return nil, err
 		}
-		x = &traceBinary{op, x, y}
+		xs, ops = append(xs, y), append(ops, op)
 	}
+	// libtraceevent's process_op nests a chain of operators of one
+	// precedence to the right (a - b - c is a - (b - c) to it), and
+	// perf prints what it computes.
+	x = xs[len(xs)-1]
+	for i := len(ops) - 1; i >= 0; i-- {
+		x = tepBinary(ops[i], xs[i], x, level)
+	}
+	return x, nil
+}
+
+// tepBinary is "x op y" as libtraceevent's process_op builds it, op being
+// of precedence level: when y is a parenthesized operation of lower
+// precedence, it rotates the tree as if there were no parentheses
+// ("x & (a | b)" is "(x & a) | b" to it: timer:timer_start's flags).
+func tepBinary(op string, x, y traceExpr, level int) traceExpr {
+	if g, ok := y.(traceGroup); ok {
+		if b, ok := g.x.(*traceBinary); ok && opLevel(b.op) < level {
+			return &traceBinary{b.op, &traceBinary{op, x, b.x}, b.y}
+		}
+	}
+	return &traceBinary{op, x, y}
+}
+
+// opLevel is the precedence level of a binary operator in traceOps.
+func opLevel(op string) int {
+	for i, ops := range traceOps {
+		if slices.Contains(ops, op) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // longerOp reports whether the operator at p.pos is a longer one that
@@ -376,7 +413,7 @@ func (p *traceParser) unary() (traceExpr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return x, p.expect(')')
+		return traceGroup{x}, p.expect(')')
 	}
 	return p.primary()
 }
