@@ -382,6 +382,7 @@ func (s *session) countHits() (stackSamples []uint64, touched []*DSO) {
 	nstacks := s.numStacks()
 	stackSamples = make([]uint64, nstacks)
 	s.raws.flush() // the counts still in the raw-stack cache (rawtable.go)
+	s.raws.flushCounts(&s.sigSlot)
 	s.aggs.each(func(a *aggEntry) { stackSamples[a.key.stack] += a.samples })
 	seen := make([]int, len(s.dsos)) // stack id + 1 that last counted the DSO
 	dsoOf := func(r int32) int32 { return s.locs[r].dso }

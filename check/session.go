@@ -199,6 +199,9 @@ type session struct {
 	live *live
 	// user are the user frames userFrames gave for the last sample.
 	user []uint64
+	// sigSlot is the one slot samples feed with Options.ReportOnly
+	// (signatureSlot).
+	sigSlot rawSlot
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
@@ -462,6 +465,9 @@ func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey 
 func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
 	user := s.userFrames(e)
+	if s.opts.ReportOnly {
+		return s.signatureSlot(e, user, pg, kg)
+	}
 	var key rawKey
 	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
 		key = e.key
@@ -487,6 +493,30 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		s.stackIdx.insert(slot, h, id)
 	}
 	return s.raws.insert(key, id, rawCacheEntries)
+}
+
+// signatureSlot is stackOf for Options.ReportOnly. A raw stack's
+// signature is cheap to take again (a lookup per frame in the location
+// memo, and the table of signatures fits in the CPU's caches), so the
+// raw-stack cache, which costs two hashes of every callchain and a miss
+// per new stack, is not used: samples feed one slot, flushed into its
+// aggregate when the signature changes.
+func (s *session) signatureSlot(e *sampleEvent, user []uint64, pg, kg uint64) *rawSlot {
+	refs := s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
+	s.refBuf = refs
+	h := s.stackIdx.hash(refs)
+	id, slot := s.stackIdx.find(h, refs, s.stacks)
+	if id < 0 {
+		id = int32(len(s.stacks))
+		s.addStack(refs)
+		s.stackIdx.insert(slot, h, id)
+	}
+	sl := &s.sigSlot
+	if sl.stack != id || sl.agg == 0 {
+		s.raws.flushCounts(sl)
+		*sl = rawSlot{stack: id}
+	}
+	return sl
 }
 
 // userFrames returns the user frames unwound from e's user stack copy
