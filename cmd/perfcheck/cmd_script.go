@@ -87,7 +87,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// verdicts are known (check.Options.OnSample).
 	var p *samplePrinter
 	if !*folded {
-		p = &samplePrinter{w: bufio.NewWriterSize(stdout, 64<<10), fields: fields, inlines: *inlines, trust: *trustLines, json: *jsonOut}
+		p = &samplePrinter{w: bufio.NewWriterSize(stdout, 64<<10), fields: fields, inlines: *inlines, trust: *trustLines, json: *jsonOut, pipe: pipeFormat(file)}
 		opts.OnSample = p.print
 	}
 	a, readErr := analyze(context.Background(), file, opts, stdin, stderr)
@@ -114,7 +114,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "perfcheck script: note: "+n)
 	}
 	if p != nil && p.sf != nil {
-		for _, n := range p.sf.notes {
+		for _, n := range p.sf.allNotes() {
 			fmt.Fprintln(stderr, "perfcheck script: note: "+n)
 		}
 	}
@@ -143,6 +143,7 @@ type samplePrinter struct {
 	inlines bool
 	trust   bool
 	json    bool
+	pipe    bool // the recording is in pipe format (pipeFormat)
 
 	a         *analysis // over the events known at the first sample
 	sf        *scriptFormat
@@ -190,7 +191,7 @@ func (p *samplePrinter) start(a *analysis) error {
 	if err != nil {
 		return err
 	}
-	sf.inlines, sf.trust = p.inlines, p.trust
+	sf.inlines, sf.trust, sf.pipe = p.inlines, p.trust, p.pipe
 	p.sf = sf
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -218,10 +219,15 @@ func TestTraceFormatStarWidth(t *testing.T) {
 }
 
 // kmem's and timer's payloads print kernel functions (%pS, %ps) and
-// hrtimer modes named by enum constants the format leaves undefined:
-// perfcheck prints what perf script prints when it has no kernel symbols
-// (--kallsyms of an empty listing), byte for byte, and says on stderr
-// that the addresses are not named.
+// hrtimer modes named by enum constants the format leaves undefined.
+// perfcheck prints perf script's payloads byte for byte: the functions
+// named from this boot's kernel symbols when the check names the
+// recording's kernel with them, and otherwise in hex, as perf prints an
+// address it has no symbol for (perf script --kallsyms of an empty
+// listing), with a note on stderr; from a pipe-format recording in hex
+// too, as perf prints them. The recording's kernel build-id is
+// rewritten in the test (as in TestKernelAcrossMachines) to make it
+// another kernel's.
 func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("/sys/kernel/tracing/events/kmem/kfree"); err != nil {
@@ -232,18 +238,48 @@ func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
 	w.run("perf", "record", "-q", "-N", "-a", "-e", "kmem:kmalloc", "-e", "kmem:kfree",
 		"-e", "timer:hrtimer_start", "-e", "timer:timer_start", "-e", "timer:hrtimer_expire_entry",
 		"-o", data, "--", "sh", "-c", "ls / >/dev/null; sleep 0.2")
-	empty := filepath.Join(w.dir, "empty.kallsyms")
-	require.NoError(t, os.WriteFile(empty, nil, 0o644))
-
 	const fields = "comm,tid,time,event,trace"
-	perf := w.run("perf", "script", "--kallsyms", empty, "-F", fields, "-i", data)
+	const hexNote = `the kernel addresses (%pS, %ps) in the payload of "kmem:kfree" print in hex`
+
+	perf := w.run("perf", "script", "-F", fields, "-i", data)
 	out, errs, code := w.pcOut(proofCase{}, "script", "-F", fields, data)
 	require.Equal(t, exitOK, code, errs)
 	require.Equal(t, perf, out)
-	for _, want := range []string{"kmem:kfree: call_site=0x", "kmem:kmalloc: call_site=0x", "timer:hrtimer_start: hrtimer=0x", " mode=0x"} {
-		assert.Contains(t, perf, want, "the recording lacks what the test proves")
+	assert.Regexp(t, `kmem:kfree: call_site=[a-z_][a-z0-9_.]*\+0x[0-9a-f]+ `, perf, "perf names the call sites")
+	assert.Regexp(t, `timer:hrtimer_start: hrtimer=0x[0-9a-f]+ function=[a-z_][a-z0-9_.]* `, perf)
+	assert.Contains(t, perf, " mode=0x", "the recording lacks what the test proves")
+	assert.NotContains(t, errs, hexNote)
+
+	pipe := filepath.Join(w.dir, "kmem.pipe")
+	stream := w.run("perf", "record", "-q", "-N", "-a", "-e", "kmem:kfree", "-e", "timer:hrtimer_start",
+		"-o", "-", "--", "sleep", "0.1")
+	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
+	perf = w.run("perf", "script", "-F", fields, "-i", pipe)
+	out, errs, code = w.pcOut(proofCase{}, "script", "-F", fields, pipe)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "pipe")
+	assert.Contains(t, perf, "kmem:kfree: call_site=0x", "perf 6.1 names no kernel function from a pipe")
+	assert.Contains(t, errs, "print in hex: perf prints them so from a pipe-format recording")
+
+	// Another kernel's recording: its kernel build-id flipped.
+	b, err := os.ReadFile(data)
+	require.NoError(t, err)
+	off, size := featureAt(t, b, 2)
+	i := bytes.Index(b[off:off+size], []byte("[kernel.kallsyms]\x00"))
+	require.GreaterOrEqual(t, i, 0, "no kernel entry in the build-id table")
+	for j := off + i - 24; j < off+i-4; j++ {
+		b[j] ^= 0x5a
 	}
-	assert.Contains(t, errs, `the kernel addresses (%pS, %ps) in the payload of "kmem:kfree" print in hex`)
+	other := filepath.Join(w.dir, "other-kernel.data")
+	require.NoError(t, os.WriteFile(other, b, 0o644))
+	empty := filepath.Join(w.dir, "empty.kallsyms")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	perf = w.run("perf", "script", "--kallsyms", empty, "-F", fields, "-i", data)
+	out, errs, code = w.pcOut(proofCase{}, "script", "-F", fields, other)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out)
+	assert.Contains(t, perf, "kmem:kfree: call_site=0x")
+	assert.Contains(t, errs, hexNote)
 }
 
 // libtraceevent builds "x & (a | b)" as "(x & a) | b" and nests a chain

@@ -30,6 +30,11 @@ type scriptFormat struct {
 	// notes say what the default fields leave out (a payload format
 	// perfcheck does not evaluate), for stderr.
 	notes []string
+	// kernelSym names the kernel addresses payloads print, once
+	// kernelDecided (kernelSymbols).
+	kernelSym     kernelSymbol
+	kernelDecided bool
+	pipe          bool // the recording is in pipe format
 }
 
 // sampleResult is what the script format needs of the recording, from its
@@ -93,9 +98,6 @@ func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*tra
 			if a.TraceEvents[j].ID == a.EventInfo[i].Attr.Config {
 				var tf *traceFormat
 				if tf, err = newTraceFormat(&a.TraceEvents[j]); err == nil {
-					if tf.printsFunctions() {
-						sf.notes = append(sf.notes, fmt.Sprintf("the kernel addresses (%%pS, %%ps) in the payload of %q print in hex: perfcheck does not name them", name))
-					}
 					return tf, nil
 				}
 				break
@@ -107,6 +109,25 @@ func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*tra
 	}
 	sf.notes = append(sf.notes, fmt.Sprintf("the payload of %q is not printed: %v", name, err))
 	return nil, nil
+}
+
+// allNotes are sf's notes, and for each payload that printed kernel
+// addresses in hex, why.
+func (sf *scriptFormat) allNotes() []string {
+	notes := sf.notes
+	if sf.kernelSym != nil {
+		return notes
+	}
+	for i, tf := range sf.traces {
+		if tf != nil && tf.printsFunctions() {
+			why := "the recording's kernel is not named with this boot's kernel symbols"
+			if sf.pipe {
+				why = "perf prints them so from a pipe-format recording"
+			}
+			notes = append(notes, fmt.Sprintf("the kernel addresses (%%pS, %%ps) in the payload of %q print in hex: %s", sf.a.res.EventName(i), why))
+		}
+	}
+	return notes
 }
 
 func (sf *scriptFormat) fieldsOf(event int) scriptField {
@@ -141,7 +162,11 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	if f&fieldTrace != 0 && s.Event < len(sf.traces) && sf.traces[s.Event] != nil && rec.Raw != nil {
 		// A payload that does not evaluate (a field past a cut record)
 		// prints as far as it goes.
-		b, _ = sf.traces[s.Event].appendTrace(b, rec.Raw)
+		tf := sf.traces[s.Event]
+		if tf.printsFunctions() {
+			tf.kernelSym = sf.kernelSymbols(s)
+		}
+		b, _ = tf.appendTrace(b, rec.Raw)
 	}
 	if f&fieldAddr != 0 {
 		b = sf.appendAddr(b, f, s)

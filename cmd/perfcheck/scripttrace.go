@@ -24,6 +24,7 @@ type traceFormat struct {
 	// kernelSym names the addresses %pS and %ps print; without it they
 	// print as perf prints an address it has no symbol for.
 	kernelSym kernelSymbol
+	functions bool // a piece is %pS or %ps
 }
 
 // tracePiece is literal text, or a conversion of the next argument,
@@ -93,6 +94,7 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
 		tf.pieces = append(tf.pieces, tracePiece{conv: c, stars: args[:stars], arg: args[stars]})
+		tf.functions = tf.functions || c.ext != 0
 		args = args[stars+1:]
 	}
 	return tf, nil
@@ -177,14 +179,7 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 }
 
 // printsFunctions reports whether tf prints the symbol of an address.
-func (tf *traceFormat) printsFunctions() bool {
-	for _, p := range tf.pieces {
-		if p.conv != nil && p.conv.ext != 0 {
-			return true
-		}
-	}
-	return false
-}
+func (tf *traceFormat) printsFunctions() bool { return tf.functions }
 
 // appendFunction prints the address v as libtraceevent's print_function
 // does for %pS (ext 'S' or 'F': symbol+0xoffset) and %ps (the symbol):
