@@ -64,16 +64,17 @@ func TestScriptTracepointsMatchPerf(t *testing.T) {
 func TestScriptTraceUnsupportedFormat(t *testing.T) {
 	t.Parallel()
 	for fmt, conv := range map[string]string{
-		`"saddr=%pI4", REC->saddr`:   `"%pI4"`,
-		`"caller=%pB", REC->caller`:  `"%pB"`,
-		`"ip=%pSR", REC->ip`:         `"%pSR"`,
-		`"uuid=%pUb x", REC->uuid`:   `"%pUb"`,
-		`"bad=%q", REC->ip`:          `"%q"`,
-		`"fw=%pfw", REC->fwnode`:     `"%pfw"`,
-		`"len=%*pbl", 4, REC->mask`:  `"%*pbl"`,
-		`"mac=%pM", REC->mac`:        `"%pM"`,
-		`"a=%ps %pS %pf", 1, 2, 3 `:  "",
-		`"b=%pF %p %px", 1, 2, 3, 4`: `"%px"`,
+		`"saddr=%pI4", REC->saddr`:         `"%pI4"`,
+		`"caller=%pB", REC->caller`:        `"%pB"`,
+		`"ip=%pSR", REC->ip`:               `"%pSR"`,
+		`"uuid=%pUb x", REC->uuid`:         `"%pUb"`,
+		`"bad=%q", REC->ip`:                `"%q"`,
+		`"fw=%pfw", REC->fwnode`:           `"%pfw"`,
+		`"len=%*pbl", 4, REC->mask`:        `"%*pbl"`,
+		`"mac=%pM", REC->mac`:              `"%pM"`,
+		`"a=%ps %pS %pf", 1, 2, 3 `:        "",
+		`"b=%pF %p %px", 1, 2, 3, 4`:       `"%px"`,
+		`"h=%s", __print_hex(REC->buf, 4)`: `__print_hex`,
 	} {
 		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt})
 		if conv == "" {
@@ -218,8 +219,10 @@ func TestTraceFormatStarWidth(t *testing.T) {
 	assert.Error(t, err, "the width's argument without the value's")
 }
 
-// kmem's and timer's payloads print kernel functions (%pS, %ps) and
-// hrtimer modes named by enum constants the format leaves undefined.
+// kmem's and timer's payloads print kernel functions (%pS, %ps), hrtimer
+// modes named by enum constants the format leaves undefined, and pages
+// computed from a kernel variable the format does not define
+// (vmemmap_base in mm_page_alloc, 0 to libtraceevent).
 // perfcheck prints perf script's payloads byte for byte: the functions
 // named from this boot's kernel symbols when the check names the
 // recording's kernel with them, and otherwise in hex, as perf prints an
@@ -237,7 +240,7 @@ func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
 	data := filepath.Join(w.dir, "kmem.data")
 	w.run("perf", "record", "-q", "-N", "-a", "-e", "kmem:kmalloc", "-e", "kmem:kfree",
 		"-e", "timer:hrtimer_start", "-e", "timer:timer_start", "-e", "timer:hrtimer_expire_entry",
-		"-o", data, "--", "sh", "-c", "ls / >/dev/null; sleep 0.2")
+		"-e", "kmem:mm_page_alloc", "-o", data, "--", "sh", "-c", "ls / >/dev/null; sleep 0.2")
 	const fields = "comm,tid,time,event,trace"
 	const hexNote = `the kernel addresses (%pS, %ps) in the payload of "kmem:kfree" print in hex`
 
@@ -249,6 +252,11 @@ func TestScriptTraceKernelFunctionsMatchPerf(t *testing.T) {
 	assert.Regexp(t, `timer:hrtimer_start: hrtimer=0x[0-9a-f]+ function=[a-z_][a-z0-9_.]* `, perf)
 	assert.Contains(t, perf, " mode=0x", "the recording lacks what the test proves")
 	assert.NotContains(t, errs, hexNote)
+	perf = w.run("perf", "script", "-i", data)
+	out, errs, code = w.pcOut(proofCase{}, "script", data)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "default fields")
+	assert.Empty(t, errs)
 
 	pipe := filepath.Join(w.dir, "kmem.pipe")
 	stream := w.run("perf", "record", "-q", "-N", "-a", "-e", "kmem:kfree", "-e", "timer:hrtimer_start",
@@ -300,4 +308,28 @@ func TestTraceFormatLibtraceeventTree(t *testing.T) {
 	got, err := tf.appendTrace(nil, raw)
 	require.NoError(t, err)
 	assert.Equal(t, "and=6 sub=9 c=10 paren=5", string(got))
+}
+
+// A name the format leaves undefined is 0 to libtraceevent (an atom,
+// strtoll's value): kmem:mm_page_alloc's page is its pfn, as perf prints.
+func TestTraceFormatUndefinedName(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "kmem", Name: "mm_page_alloc",
+		Fields: []perfdata.TraceField{{Name: "pfn", Type: "unsigned long", Offset: 8, Size: 8}},
+		PrintFmt: `"page=%p pfn=0x%lx", REC->pfn != -1UL ? (((struct page *)vmemmap_base) + (REC->pfn)) : ((void *)0), ` +
+			`REC->pfn != -1UL ? REC->pfn : 0`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 16)
+	raw[8], raw[9], raw[10] = 0xb5, 0x4b, 0x14
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "page=0x144bb5 pfn=0x144bb5", string(got))
+	for i := 8; i < 16; i++ {
+		raw[i] = 0xff
+	}
+	got, err = tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "page=(nil) pfn=0x0", string(got))
 }

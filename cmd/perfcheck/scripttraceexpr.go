@@ -518,6 +518,12 @@ func (p *traceParser) primary() (traceExpr, error) {
 	case "":
 		return nil, p.errorf("an expression")
 	}
+	if p.skipSpace(); p.peek() != '(' {
+		// A name the format leaves undefined (vmemmap_base in
+		// kmem:mm_page_alloc) is an atom to libtraceevent, whose value
+		// is strtoll's: 0.
+		return traceConst{}, nil
+	}
 	return nil, p.errorf("%s", name)
 }
 
