@@ -75,8 +75,10 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 		`"a=%ps %pS %pf", 1, 2, 3 `:        "",
 		`"b=%pF %p %px", 1, 2, 3, 4`:       `"%px"`,
 		`"h=%s", __print_hex(REC->buf, 4)`: `__print_hex`,
+		`"%s", REC->s`:                     `kernel string pointer REC->s`,
 	} {
-		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt})
+		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt,
+			Fields: []perfdata.TraceField{{Name: "s", Type: "const char *", Offset: 8, Size: 8}}})
 		if conv == "" {
 			assert.NoError(t, err, fmt)
 			continue

@@ -93,11 +93,28 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 		if len(args) <= stars {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
+		if f, ok := args[stars].(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
+			// libtraceevent prints the string the address has in
+			// the recording's printk formats, which perfcheck does
+			// not read (rcu:rcu_utilization).
+			return nil, fmt.Errorf("print fmt: %%s of the kernel string pointer REC->%s: %w", f, errTraceUnsupported)
+		}
 		tf.pieces = append(tf.pieces, tracePiece{conv: c, stars: args[:stars], arg: args[stars]})
 		tf.functions = tf.functions || c.ext != 0
 		args = args[stars+1:]
 	}
 	return tf, nil
+}
+
+// pointerField reports whether ev's field name is a pointer ("const
+// char * s").
+func pointerField(ev *perfdata.TraceEvent, name string) bool {
+	for _, f := range ev.Fields {
+		if f.Name == name {
+			return strings.Contains(f.Type, "*")
+		}
+	}
+	return false
 }
 
 // parseConv reads the conversion at the start of s ("%08lx"); nil for
