@@ -483,8 +483,12 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		refs = s.dsoSignature(refs)
 	}
 	s.refBuf = refs
+	return s.raws.insert(key, s.internStack(refs), rawCacheEntries)
+}
 
-	// Deduplicate the stack by its resolved content.
+// internStack returns the id of the stack refs, adding it when new: stacks
+// are deduplicated by their resolved content.
+func (s *session) internStack(refs []int32) int32 {
 	h := s.stackIdx.hash(refs)
 	id, slot := s.stackIdx.find(h, refs, s.stacks)
 	if id < 0 {
@@ -492,7 +496,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		s.addStack(refs)
 		s.stackIdx.insert(slot, h, id)
 	}
-	return s.raws.insert(key, id, rawCacheEntries)
+	return id
 }
 
 // signatureSlot is stackOf for Options.ReportOnly. A raw stack's
@@ -504,13 +508,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 func (s *session) signatureSlot(e *sampleEvent, user []uint64, pg, kg uint64) *rawSlot {
 	refs := s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
 	s.refBuf = refs
-	h := s.stackIdx.hash(refs)
-	id, slot := s.stackIdx.find(h, refs, s.stacks)
-	if id < 0 {
-		id = int32(len(s.stacks))
-		s.addStack(refs)
-		s.stackIdx.insert(slot, h, id)
-	}
+	id := s.internStack(refs)
 	sl := &s.sigSlot
 	if sl.stack != id || sl.agg == 0 {
 		s.raws.flushCounts(sl)
