@@ -66,6 +66,12 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 	t.Parallel()
 	for fmt, conv := range map[string]string{
 		`"saddr=%pI4", REC->saddr`:         `"%pI4"`,
+		`"a=%pI4", 1`:                      `"%pI4"`,
+		`"a=%pI6c", REC->s`:                `"%pI6c"`,
+		`"a=%pi6c", REC->s`:                `"%pi6c"`,
+		`"a=%pI4h", REC->s`:                `"%pI4h"`,
+		`"a=%08pI4", REC->s`:               `"%pI4"`,
+		`"a=%pI5", REC->s`:                 `"%pI5"`,
 		`"caller=%pB", REC->caller`:        `"%pB"`,
 		`"ip=%pSR", REC->ip`:               `"%pSR"`,
 		`"uuid=%pUb x", REC->uuid`:         `"%pUb"`,

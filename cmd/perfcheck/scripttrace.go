@@ -17,8 +17,8 @@ import (
 // kernel's tracepoints use most: REC->field, __get_str, __print_flags,
 // __print_symbolic, casts, C's integer operators and ?:, printf's
 // integer, character and string conversions (a %s of a kernel string
-// pointer from the recording's printk strings), and the kernel's %pS and
-// %ps.
+// pointer from the recording's printk strings), and the kernel's %pS,
+// %ps and IP address conversions (%pI4, %pI6c, ...).
 type traceFormat struct {
 	ev     *perfdata.TraceEvent
 	pieces []tracePiece
@@ -43,14 +43,19 @@ type tracePiece struct {
 	// printk: the conversion is a %s of a kernel string pointer
 	// (pointerField), printed from the printk strings.
 	printk bool
+	// ipField is the field an IP address conversion prints.
+	ipField *perfdata.TraceField
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
 // them, the length modifier (l, ll, h, hh, z) and the conversion letter;
-// for the kernel's %pS, %ps, %pF and %pf, the letter after the p.
+// for the kernel's printk extensions (%pS, %pI4, ...), the letter after
+// the p.
 type traceConv struct {
 	flags, width, prec, length string
 	verb, ext                  byte
+	// ip is "4", "6" or "6c" for an IP address (ext 'I' or 'i').
+	ip string
 }
 
 // kernelSymbol names the kernel function an address lies in: its name
@@ -103,12 +108,17 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
 		piece := tracePiece{conv: c, stars: args[:stars], arg: args[stars]}
+		if c.ip != "" {
+			if piece.ipField, err = ipField(ev, c, piece.arg); err != nil {
+				return nil, err
+			}
+		}
 		if f, ok := piece.arg.(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
 			piece.printk = true
 			tf.printkPieces = true
 		}
 		tf.pieces = append(tf.pieces, piece)
-		tf.functions = tf.functions || c.ext != 0
+		tf.functions = tf.functions || c.ext != 0 && c.ip == ""
 		args = args[stars+1:]
 	}
 	return tf, nil
@@ -165,14 +175,27 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 	}
 	c.verb = s[i]
 	if c.verb == 'p' && i+1 < len(s) && isAlnum(s[i+1]) {
-		// The kernel's printk extensions: the symbol of an address
-		// (%pS, %ps; %pF, %pf before Linux 5.5), which libtraceevent
-		// prints; not the others (%pI4, %pU, %pB, %*pbl, ...).
+		// The kernel's printk extensions libtraceevent prints: the
+		// symbol of an address (%pS, %ps; %pF, %pf before Linux 5.5)
+		// and an IP address (%pI4, %pI6, %pI6c; %pi4, %pi6 without
+		// separators); not the others (%pU, %pB, %*pbl, ...).
 		i++
-		if strings.IndexByte("SsFf", s[i]) < 0 || i+1 < len(s) && isAlnum(s[i+1]) {
+		c.ext = s[i]
+		switch {
+		case strings.IndexByte("SsFf", c.ext) >= 0:
+		case (c.ext == 'I' || c.ext == 'i') && i+1 < len(s) && (s[i+1] == '4' || s[i+1] == '6'):
+			i++
+			c.ip = s[i : i+1]
+			if c.ext == 'I' && c.ip == "6" && i+1 < len(s) && s[i+1] == 'c' {
+				i++
+				c.ip = "6c"
+			}
+		default:
 			return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
 		}
-		c.ext = s[i]
+		if i+1 < len(s) && isAlnum(s[i+1]) {
+			return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
+		}
 	}
 	return c, i + 1, nil
 }
@@ -183,6 +206,13 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 	for _, p := range tf.pieces {
 		if p.conv == nil {
 			b = append(b, p.text...)
+			continue
+		}
+		if p.ipField != nil {
+			var err error
+			if b, err = appendIP(b, p.conv, p.ipField, raw); err != nil {
+				return b, err
+			}
 			continue
 		}
 		stars := make([]any, len(p.stars))

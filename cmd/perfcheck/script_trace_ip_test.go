@@ -1,0 +1,123 @@
+package main
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// tcpChildEnv makes this test binary, run by perf, the workload of
+// TestScriptTraceIPMatchPerf (TestScriptTraceIPChild).
+const tcpChildEnv = "PERFCHECK_TCP_CHILD"
+
+// sock:inet_sock_set_state prints its addresses with %pI4 and %pI6c: an
+// IPv4 connection's IPv6 fields hold the IPv4-mapped address
+// (::ffff:127.0.0.1), an IPv6 connection's IPv4 fields zeros or the
+// kernel's placeholder. perfcheck prints them as perf does, from a file
+// and from a pipe.
+func TestScriptTraceIPMatchPerf(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/sys/kernel/tracing/events/sock/inet_sock_set_state"); err != nil {
+		t.Skipf("no tracepoint to record: %v", err)
+	}
+	w := newRealWorld(t)
+	// The child's stdout ("PASS") must stay out of perf's stream to stdout.
+	child := []string{"sh", "-c", `exec env ` + tcpChildEnv + `=1 "$0" -test.run='^TestScriptTraceIPChild$' >/dev/null`, os.Args[0]}
+	data := filepath.Join(w.dir, "sock.data")
+	w.run("perf", append([]string{"record", "-q", "-N", "-a", "-e", "sock:inet_sock_set_state", "-o", data, "--"}, child...)...)
+	perf := w.run("perf", "script", "-i", data)
+	out, errs, code := w.pcOut(proofCase{}, "script", data)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out)
+	assert.Empty(t, errs)
+	assert.Contains(t, perf, " saddr=127.0.0.1 daddr=127.0.0.1 saddrv6=::ffff:127.0.0.1 daddrv6=::ffff:127.0.0.1 ",
+		"the recording lacks what the test proves")
+	if l, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		l.Close()
+		assert.Contains(t, perf, " saddrv6=::1 daddrv6=::1 ", "the recording lacks the IPv6 connection")
+	}
+
+	pipe := filepath.Join(w.dir, "sock.pipe")
+	stream := w.run("perf", append([]string{"record", "-q", "-N", "-a", "-e", "sock:inet_sock_set_state", "-o", "-", "--"}, child...)...)
+	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
+	perf = w.run("perf", "script", "-i", pipe)
+	out, errs, code = w.pcOut(proofCase{}, "script", pipe)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "pipe")
+	assert.Empty(t, errs)
+	assert.Contains(t, perf, " saddr=127.0.0.1 daddr=127.0.0.1 saddrv6=::ffff:127.0.0.1 daddrv6=::ffff:127.0.0.1 ",
+		"the recording lacks what the test proves")
+}
+
+// TestScriptTraceIPChild is TestScriptTraceIPMatchPerf's workload: a TCP
+// connection over 127.0.0.1 and, where the host has IPv6, one over ::1.
+func TestScriptTraceIPChild(t *testing.T) {
+	if os.Getenv(tcpChildEnv) == "" {
+		t.Skip("run by TestScriptTraceIPMatchPerf")
+	}
+	connect := func(network, addr string) {
+		l, err := net.Listen(network, addr)
+		if err != nil {
+			require.Equal(t, "tcp6", network, "%v", err)
+			return
+		}
+		defer l.Close()
+		c, err := net.Dial(network, l.Addr().String())
+		require.NoError(t, err)
+		s, err := l.Accept()
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.NoError(t, s.Close())
+	}
+	connect("tcp4", "127.0.0.1:0")
+	connect("tcp6", "[::1]:0")
+}
+
+// %pI6c compresses as the kernel's and Go's own rules do (the first
+// longest run of two or more zero groups is "::", an IPv4-mapped address
+// ends in dotted decimal), except that an ISATAP address also ends in
+// dotted decimal; %pI6 and %pi6 print every digit, %pi4 three per byte.
+func TestTraceFormatIP(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "test", Name: "ip",
+		Fields: []perfdata.TraceField{{Name: "a4", Type: "__u8 a4[4]", Offset: 8, Size: 4},
+			{Name: "a6", Type: "__u8 a6[16]", Offset: 12, Size: 16}},
+		PrintFmt: `"%pI4 %pi4 %pI6c %pI6 %pi6", REC->a4, REC->a4, REC->a6, REC->a6, REC->a6`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	for _, a := range []string{"::", "::1", "1::", "::ffff:10.1.2.3", "2001:db8::1:0:0:1", "2001:0:0:1::1",
+		"1:0:1:0:1:0:1:0", "fe80::1:2:3:4", "1:2:3:4:5:6:7:8", "2001:db8:0:1:1:1:1:1"} {
+		ip := netip.MustParseAddr(a)
+		raw := make([]byte, 28)
+		copy(raw[8:], []byte{10, 0, 20, 255})
+		b16 := ip.As16()
+		copy(raw[12:], b16[:])
+		got, err := tf.appendTrace(nil, raw)
+		require.NoError(t, err)
+		full := ip.StringExpanded()
+		assert.Equal(t, "10.0.20.255 010000020255 "+ip.String()+" "+full+" "+stripColons(full), string(got), a)
+	}
+	raw := make([]byte, 28)
+	copy(raw[12:], netip.MustParseAddr("fe80::200:5efe:c0a8:101").AsSlice())
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), " fe80::200:5efe:192.168.1.1 ", "ISATAP")
+}
+
+func stripColons(s string) string {
+	b := []byte(nil)
+	for i := range len(s) {
+		if s[i] != ':' {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/perfcheck/perfcheck/perfdata"
+)
+
+// ipField returns the field the IP address conversion c prints: as
+// libtraceevent's print_ipv4_arg and print_ipv6_arg read it, the bytes of
+// a field of the record (4 for IPv4, 16 for IPv6) in network order.
+// Anything else (an expression, a field of another size, which
+// libtraceevent prints as "INVALIDIPv4" or an argument-type note) is
+// refused.
+func ipField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata.TraceField, error) {
+	conv := "%p" + string(c.ext) + c.ip
+	if c.flags+c.width+c.prec+c.length != "" {
+		return nil, fmt.Errorf("print fmt: conversion %q with flags, width or length: %w", conv, errTraceUnsupported)
+	}
+	name, ok := arg.(traceField)
+	if !ok {
+		return nil, fmt.Errorf("print fmt: conversion %q of an expression: %w", conv, errTraceUnsupported)
+	}
+	size := 4
+	if c.ip != "4" {
+		size = 16
+	}
+	for i := range ev.Fields {
+		f := &ev.Fields[i]
+		if f.Name == string(name) && f.Size == size && !isDataLoc(f) {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("print fmt: conversion %q of %s, no field of %d bytes: %w", conv, name, size, errTraceUnsupported)
+}
+
+// isDataLoc reports whether f holds a __data_loc word rather than its data.
+func isDataLoc(f *perfdata.TraceField) bool {
+	return strings.HasPrefix(f.Type, "__data_loc")
+}
+
+// appendIP prints the address in field f of the payload raw as
+// libtraceevent does for the conversion c: %pI4 dotted decimal, %pi4 each
+// byte in three digits without dots; %pI6 eight groups of four hex digits
+// with colons, %pi6 the same without colons; %pI6c compressed
+// (appendIP6c).
+func appendIP(b []byte, c *traceConv, f *perfdata.TraceField, raw []byte) ([]byte, error) {
+	if f.Offset < 0 || f.Offset+f.Size > len(raw) {
+		return b, fmt.Errorf("field %s lies past the %d bytes of the record", f.Name, len(raw))
+	}
+	a := raw[f.Offset : f.Offset+f.Size]
+	switch {
+	case c.ip == "4":
+		return appendIP4(b, c.ext, a), nil
+	case c.ip == "6c":
+		return appendIP6c(b, a), nil
+	}
+	for j := 0; j < 16; j += 2 {
+		b = fmt.Appendf(b, "%02x%02x", a[j], a[j+1])
+		if c.ext == 'I' && j < 14 {
+			b = append(b, ':')
+		}
+	}
+	return b, nil
+}
+
+// appendIP4 prints the 4 bytes a as %pI4 (ext 'I') or %pi4 (ext 'i').
+func appendIP4(b []byte, ext byte, a []byte) []byte {
+	if ext == 'i' {
+		return fmt.Appendf(b, "%03d%03d%03d%03d", a[0], a[1], a[2], a[3])
+	}
+	return fmt.Appendf(b, "%d.%d.%d.%d", a[0], a[1], a[2], a[3])
+}
+
+// appendIP6c prints the 16 bytes a as libtraceevent's print_ip6c_addr
+// does: an IPv4-mapped or ISATAP address ends in dotted decimal; the
+// first longest run of two or more zero groups is "::"; a group prints in
+// hex without leading zeros.
+func appendIP6c(b []byte, a []byte) []byte {
+	group := func(i int) uint16 { return uint16(a[2*i])<<8 | uint16(a[2*i+1]) }
+	v4mapped := group(0)|group(1)|group(2)|group(3) == 0 && group(4) == 0 && group(5) == 0xffff
+	isatap := a[8]|0x02 == 0x02 && a[9] == 0 && a[10] == 0x5e && a[11] == 0xfe
+	groups := 8
+	if v4mapped || isatap {
+		groups = 6
+	}
+	zeroRun, longest := -1, 1
+	for i := 0; i < groups; i++ {
+		n := 0
+		for j := i; j < groups && group(j) == 0; j++ {
+			n++
+		}
+		if n > longest {
+			zeroRun, longest = i, n
+		}
+	}
+	needColon := false
+	for i := 0; i < groups; i++ {
+		if i == zeroRun {
+			if needColon || i == 0 {
+				b = append(b, ':')
+			}
+			b = append(b, ':')
+			needColon = false
+			i += longest - 1
+			continue
+		}
+		if needColon {
+			b = append(b, ':')
+		}
+		b = strconv.AppendUint(b, uint64(group(i)), 16)
+		needColon = true
+	}
+	if groups == 6 {
+		if needColon {
+			b = append(b, ':')
+		}
+		b = appendIP4(b, 'I', a[12:16])
+	}
+	return b
+}
