@@ -1,10 +1,12 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,7 +19,8 @@ import (
 // TestScriptTraceIPMatchPerf (TestScriptTraceIPChild).
 const tcpChildEnv = "PERFCHECK_TCP_CHILD"
 
-// sock:inet_sock_set_state prints its addresses with %pI4 and %pI6c: an
+// sock:inet_sock_set_state prints its addresses with %pI4 and %pI6c, and
+// tcp:tcp_probe and tcp:tcp_send_reset theirs with %pISpc: an
 // IPv4 connection's IPv6 fields hold the IPv4-mapped address
 // (::ffff:127.0.0.1), an IPv6 connection's IPv4 fields zeros or the
 // kernel's placeholder. perfcheck prints them as perf does, from a file
@@ -27,11 +30,17 @@ func TestScriptTraceIPMatchPerf(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/tracing/events/sock/inet_sock_set_state"); err != nil {
 		t.Skipf("no tracepoint to record: %v", err)
 	}
+	events := []string{"-e", "sock:inet_sock_set_state"}
+	for _, ev := range []string{"tcp/tcp_probe", "tcp/tcp_send_reset"} {
+		if _, err := os.Stat("/sys/kernel/tracing/events/" + ev); err == nil {
+			events = append(events, "-e", strings.Replace(ev, "/", ":", 1))
+		}
+	}
 	w := newRealWorld(t)
 	// The child's stdout ("PASS") must stay out of perf's stream to stdout.
 	child := []string{"sh", "-c", `exec env ` + tcpChildEnv + `=1 "$0" -test.run='^TestScriptTraceIPChild$' >/dev/null`, os.Args[0]}
 	data := filepath.Join(w.dir, "sock.data")
-	w.run("perf", append([]string{"record", "-q", "-N", "-a", "-e", "sock:inet_sock_set_state", "-o", data, "--"}, child...)...)
+	w.run("perf", append([]string{"record", "-q", "-N", "-a", "-o", data}, append(events, append([]string{"--"}, child...)...)...)...)
 	perf := w.run("perf", "script", "-i", data)
 	out, errs, code := w.pcOut(proofCase{}, "script", data)
 	require.Equal(t, exitOK, code, errs)
@@ -39,13 +48,22 @@ func TestScriptTraceIPMatchPerf(t *testing.T) {
 	assert.Empty(t, errs)
 	assert.Contains(t, perf, " saddr=127.0.0.1 daddr=127.0.0.1 saddrv6=::ffff:127.0.0.1 daddrv6=::ffff:127.0.0.1 ",
 		"the recording lacks what the test proves")
+	ipv6 := false
 	if l, err := net.Listen("tcp6", "[::1]:0"); err == nil {
 		l.Close()
+		ipv6 = true
 		assert.Contains(t, perf, " saddrv6=::1 daddrv6=::1 ", "the recording lacks the IPv6 connection")
+	}
+	if len(events) > 2 {
+		assert.Regexp(t, `tcp:tcp_probe: family=AF_INET src=127\.0\.0\.1:[0-9]+ dest=127\.0\.0\.1:[0-9]+ `, perf)
+		assert.Regexp(t, `tcp:tcp_send_reset: .* src=127\.0\.0\.1:[0-9]+ dest=127\.0\.0\.1:[0-9]+ `, perf)
+		if ipv6 {
+			assert.Regexp(t, `tcp:tcp_probe: family=AF_INET6 src=\[::1\]:[0-9]+ dest=\[::1\]:[0-9]+ `, perf)
+		}
 	}
 
 	pipe := filepath.Join(w.dir, "sock.pipe")
-	stream := w.run("perf", append([]string{"record", "-q", "-N", "-a", "-e", "sock:inet_sock_set_state", "-o", "-", "--"}, child...)...)
+	stream := w.run("perf", append([]string{"record", "-q", "-N", "-a", "-o", "-"}, append(events, append([]string{"--"}, child...)...)...)...)
 	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
 	perf = w.run("perf", "script", "-i", pipe)
 	out, errs, code = w.pcOut(proofCase{}, "script", pipe)
@@ -57,7 +75,8 @@ func TestScriptTraceIPMatchPerf(t *testing.T) {
 }
 
 // TestScriptTraceIPChild is TestScriptTraceIPMatchPerf's workload: a TCP
-// connection over 127.0.0.1 and, where the host has IPv6, one over ::1.
+// connection over 127.0.0.1 and, where the host has IPv6, one over ::1,
+// each carrying data both ways and ended by a reset.
 func TestScriptTraceIPChild(t *testing.T) {
 	if os.Getenv(tcpChildEnv) == "" {
 		t.Skip("run by TestScriptTraceIPMatchPerf")
@@ -73,6 +92,17 @@ func TestScriptTraceIPChild(t *testing.T) {
 		require.NoError(t, err)
 		s, err := l.Accept()
 		require.NoError(t, err)
+		// Data both ways (tcp:tcp_probe), then a reset
+		// (tcp:tcp_send_reset) from the client's close.
+		_, err = c.Write(make([]byte, 100))
+		require.NoError(t, err)
+		_, err = io.ReadFull(s, make([]byte, 100))
+		require.NoError(t, err)
+		_, err = s.Write(make([]byte, 10))
+		require.NoError(t, err)
+		_, err = io.ReadFull(c, make([]byte, 10))
+		require.NoError(t, err)
+		require.NoError(t, c.(*net.TCPConn).SetLinger(0))
 		require.NoError(t, c.Close())
 		require.NoError(t, s.Close())
 	}
@@ -120,4 +150,48 @@ func stripColons(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// C's "#" flag adds nothing to zero, as glibc's printf prints it
+// ("[0][0][    0][0   ][0x1][010]").
+func TestTraceFormatAlternateZero(t *testing.T) {
+	t.Parallel()
+	tf, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "alt",
+		PrintFmt: `"[%#x][%#o][%#5x][%#-4X][%#x][%#o]", 0, 0, 0, 0, 1, 8`})
+	require.NoError(t, err)
+	got, err := tf.appendTrace(nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "[0][0][    0][0   ][0x1][010]", string(got))
+}
+
+// %pISpc prints an IPv4 socket address and its port, an IPv6 one in
+// brackets, compressed; another family is an error, never a guess.
+func TestTraceFormatSockaddr(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "test", Name: "sa",
+		Fields:   []perfdata.TraceField{{Name: "sa", Type: "__u8 sa[28]", Offset: 8, Size: 28}},
+		PrintFmt: `"src=%pISpc.", REC->sa`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 36)
+	copy(raw[8:], []byte{2, 0, 0x1f, 0x90, 10, 0, 0, 1})
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "src=10.0.0.1:8080.", string(got))
+
+	raw = make([]byte, 36)
+	copy(raw[8:], []byte{10, 0, 0, 80})
+	copy(raw[16:], netip.MustParseAddr("2001:db8::2").AsSlice())
+	got, err = tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "src=[2001:db8::2]:80.", string(got))
+
+	raw[8] = 1
+	_, err = tf.appendTrace(nil, raw)
+	assert.ErrorContains(t, err, "family 1")
+
+	ev.Fields[0].Size = 16
+	_, err = newTraceFormat(ev)
+	assert.ErrorIs(t, err, errTraceUnsupported, "a field too small for an IPv6 socket address")
 }

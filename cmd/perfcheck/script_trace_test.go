@@ -72,6 +72,7 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 		`"a=%pI4h", REC->s`:                `"%pI4h"`,
 		`"a=%08pI4", REC->s`:               `"%pI4"`,
 		`"a=%pI5", REC->s`:                 `"%pI5"`,
+		`"a=%pISc", REC->s`:                `"%pIS"`,
 		`"caller=%pB", REC->caller`:        `"%pB"`,
 		`"ip=%pSR", REC->ip`:               `"%pSR"`,
 		`"uuid=%pUb x", REC->uuid`:         `"%pUb"`,

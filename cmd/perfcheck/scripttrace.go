@@ -54,7 +54,8 @@ type tracePiece struct {
 type traceConv struct {
 	flags, width, prec, length string
 	verb, ext                  byte
-	// ip is "4", "6" or "6c" for an IP address (ext 'I' or 'i').
+	// ip is "4", "6", "6c" or "Spc" for an IP address (ext 'I' or
+	// 'i').
 	ip string
 }
 
@@ -178,11 +179,15 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 		// The kernel's printk extensions libtraceevent prints: the
 		// symbol of an address (%pS, %ps; %pF, %pf before Linux 5.5)
 		// and an IP address (%pI4, %pI6, %pI6c; %pi4, %pi6 without
-		// separators); not the others (%pU, %pB, %*pbl, ...).
+		// separators; %pISpc of a socket address); not the others
+		// (%pU, %pB, %*pbl, ...).
 		i++
 		c.ext = s[i]
 		switch {
 		case strings.IndexByte("SsFf", c.ext) >= 0:
+		case c.ext == 'I' && strings.HasPrefix(s[i+1:], "Spc"):
+			c.ip = "Spc"
+			i += len(c.ip)
 		case (c.ext == 'I' || c.ext == 'i') && i+1 < len(s) && (s[i+1] == '4' || s[i+1] == '6'):
 			i++
 			c.ip = s[i : i+1]
@@ -310,8 +315,13 @@ func (c *traceConv) appendValue(b []byte, stars []any, v traceValue) ([]byte, er
 		}
 		return fmt.Appendf(b, spec+"s", append(stars, p)...), nil
 	}
-	verb := string(c.verb)
-	return fmt.Appendf(b, spec+verb, append(stars, unsignedAs(n, c.length))...), nil
+	u := unsignedAs(n, c.length)
+	if u == 0 && c.prec == "" && strings.Contains(c.flags, "#") {
+		// C's "#" adds no 0x (nor a second 0 for %o) to zero:
+		// tcp:tcp_probe's mark=%#x prints mark=0.
+		spec = "%" + strings.ReplaceAll(c.flags, "#", "") + c.width
+	}
+	return fmt.Appendf(b, spec+string(c.verb), append(stars, u)...), nil
 }
 
 // signedAs and unsignedAs convert a value to the C type a length

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 // ipField returns the field the IP address conversion c prints: as
 // libtraceevent's print_ipv4_arg and print_ipv6_arg read it, the bytes of
-// a field of the record (4 for IPv4, 16 for IPv6) in network order.
+// a field of the record (4 for IPv4, 16 for IPv6) in network order, and
+// as print_ipsa_arg reads a socket address, a field that holds a struct
+// sockaddr_in6 at least (whose size the IPv4 one does not exceed).
 // Anything else (an expression, a field of another size, which
 // libtraceevent prints as "INVALIDIPv4" or an argument-type note) is
 // refused.
@@ -24,12 +27,15 @@ func ipField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata.Tr
 		return nil, fmt.Errorf("print fmt: conversion %q of an expression: %w", conv, errTraceUnsupported)
 	}
 	size := 4
-	if c.ip != "4" {
+	switch c.ip {
+	case "6", "6c":
 		size = 16
+	case "Spc":
+		size = sockaddrIn6Size
 	}
 	for i := range ev.Fields {
 		f := &ev.Fields[i]
-		if f.Name == string(name) && f.Size == size && !isDataLoc(f) {
+		if f.Name == string(name) && (f.Size == size || c.ip == "Spc" && f.Size > size) && !isDataLoc(f) {
 			return f, nil
 		}
 	}
@@ -45,13 +51,15 @@ func isDataLoc(f *perfdata.TraceField) bool {
 // libtraceevent does for the conversion c: %pI4 dotted decimal, %pi4 each
 // byte in three digits without dots; %pI6 eight groups of four hex digits
 // with colons, %pi6 the same without colons; %pI6c compressed
-// (appendIP6c).
+// (appendIP6c); %pISpc the socket address with its port (appendSockaddr).
 func appendIP(b []byte, c *traceConv, f *perfdata.TraceField, raw []byte) ([]byte, error) {
 	if f.Offset < 0 || f.Offset+f.Size > len(raw) {
 		return b, fmt.Errorf("field %s lies past the %d bytes of the record", f.Name, len(raw))
 	}
 	a := raw[f.Offset : f.Offset+f.Size]
 	switch {
+	case c.ip == "Spc":
+		return appendSockaddr(b, a)
 	case c.ip == "4":
 		return appendIP4(b, c.ext, a), nil
 	case c.ip == "6c":
@@ -120,4 +128,32 @@ func appendIP6c(b []byte, a []byte) []byte {
 		b = appendIP4(b, 'I', a[12:16])
 	}
 	return b
+}
+
+// The socket address layouts %pISpc reads: the family (host order, here
+// little-endian as every field perfcheck reads), the port (network
+// order), then the IPv4 address at 4 or the IPv6 one at 8.
+const (
+	afInet          = 2
+	afInet6         = 10
+	sockaddrIn6Size = 28
+)
+
+// appendSockaddr prints the socket address a as libtraceevent's
+// print_ipsa_arg does for %pISpc: "127.0.0.1:80", "[::1]:80". Another
+// family, which the kernel's tracepoints do not write, is an error
+// rather than a guess.
+func appendSockaddr(b []byte, a []byte) ([]byte, error) {
+	port := uint16(a[2])<<8 | uint16(a[3])
+	switch family := binary.LittleEndian.Uint16(a); family {
+	case afInet:
+		b = appendIP4(b, 'I', a[4:8])
+		return fmt.Appendf(b, ":%d", port), nil
+	case afInet6:
+		b = append(b, '[')
+		b = appendIP6c(b, a[8:24])
+		return fmt.Appendf(b, "]:%d", port), nil
+	default:
+		return b, fmt.Errorf("%%pISpc of a socket address of family %d", family)
+	}
 }
