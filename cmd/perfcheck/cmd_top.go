@@ -115,7 +115,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	children := fs.Bool("children", false, "order by children (total) and print perf's Children and Self columns, as perf report --children")
 	noChildren := fs.Bool("no-children", false, "order by self, as perf report --no-children (the default)")
 	graph := fs.String("g", "", "print each entry's call graph as perf report -g `MODE,ORDER`: MODE graph (shares of the event, the default), fractal (shares of the parent's callees), flat or folded (one line per call chain); ORDER caller (from the outermost caller down) or callee (from the entry out; the default without --children)")
-	maxStack := fs.Int("max-stack", 0, "keep the first `N` frames of each call chain in the graph's order, as perf report --max-stack (0: all)")
+	maxStack := fs.Int("max-stack", 0, "cut each call chain to its first `N` frames in the graph's order (the outermost callers without -g), for the call graph and children, as perf report --max-stack (0: all)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -242,12 +242,13 @@ func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, gra
 	switch {
 	case msg != "":
 		return o, "", msg
-	case o.Graph == check.NoGraph && maxStack > 0:
-		return o, "", "--max-stack trims the call graph: give -g"
+	case o.Graph == check.NoGraph && maxStack > 0 && o.By != check.ByTotal:
+		return o, "", "--max-stack cuts the stacks of the call graph and of children: give -g or --children"
+	case o.Graph == check.NoGraph && maxStack > 0 && strings.Contains(graph, "callee"):
+		// Without a graph the stacks are cut from the outermost caller.
+		return o, "", "--max-stack with -g " + graph + ": give -g callee to keep the frames nearest the leaf"
 	case o.Graph != check.NoGraph && keys != nil:
 		return o, "", "-g shows the stacks of each function: it does not go with --sort " + sortBy
-	case maxStack > 0 && o.By == check.ByTotal:
-		return o, "", "--max-stack with --children: not supported (perf cuts the stacks before it counts children)"
 	}
 	o.MaxStack = maxStack
 	return o, mode, ""
