@@ -148,10 +148,11 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rep := a.res.Report()
 	out := topJSON{File: a.res.File, Notes: a.notes(rep)}
+	opt.GraphLimit = *limit
 	if keys != nil {
-		out.Events = a.topKeyed(keys, *n)
+		out.Events = a.topKeyed(keys, *n, opt, graphMode)
 	} else {
-		opt.N, opt.GraphLimit = *n, *limit
+		opt.N = *n
 		out.Events = a.top(opt, graphMode)
 	}
 	percentLimit(out.Events, *limit, opt.By == check.ByTotal)
@@ -181,6 +182,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(bw, "%8s %8s  %s\n", "SELF", "SAMPLES", strings.ToUpper(strings.ReplaceAll(*sortBy, ",", "  ")))
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %8d  %s\n", e.SelfPct, e.SelfSamples, e.label())
+				printGraph(bw, e, graphMode)
 			}
 		} else if *children {
 			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "CHILDREN", "SELF", "SAMPLES", "FUNCTION")
@@ -247,8 +249,6 @@ func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, gra
 	case o.Graph == check.NoGraph && maxStack > 0 && strings.Contains(graph, "callee"):
 		// Without a graph the stacks are cut from the outermost caller.
 		return o, "", "--max-stack with -g " + graph + ": give -g callee to keep the frames nearest the leaf"
-	case o.Graph != check.NoGraph && keys != nil:
-		return o, "", "-g shows the stacks of each function: it does not go with --sort " + sortBy
 	}
 	o.MaxStack = maxStack
 	return o, mode, ""
@@ -295,12 +295,13 @@ func parseGraph(spec string, o *check.TopOptions) (mode, msg string) {
 
 // topKeyed is the library's grouping by perf's sort keys
 // (check.TopKeyed) as `top --json` prints it, the first n entries of each
-// event (0: all).
-func (a *analysis) topKeyed(keys []check.SortKey, n int) []topEvent {
+// event (0: all), with their call graphs in -g's printed form graphMode.
+func (a *analysis) topKeyed(keys []check.SortKey, n int, opt check.TopOptions, graphMode string) []topEvent {
 	var out []topEvent
-	for _, t := range check.TopKeyed(a.res, keys) {
+	for _, t := range check.TopKeyed(a.res, keys, opt) {
 		te := topEvent{Event: t.Event, Unit: periodUnit(a.eventAttr(t.Event)), Samples: t.Samples, Period: t.Period}
 		pct := func(v uint64) float64 { return float64(v) * 100 / float64(max(t.Period, 1)) }
+		tt := &check.TopTable{Period: t.Period} // the shares of the graphs
 		for i, e := range t.Entries {
 			if n > 0 && i >= n {
 				te.Omitted = len(t.Entries) - n
@@ -312,6 +313,7 @@ func (a *analysis) topKeyed(keys []check.SortKey, n int) []topEvent {
 				x.DSO, x.Verdict, x.Trusted = e.DSO.Path, e.DSO.Verdict.String(), e.DSO.Trusted()
 				x.Group = e.Sym == "" && slices.Contains(keys, check.SortSym)
 			}
+			x.Graph, x.Chains = graphOf(tt, e.Graph, graphMode)
 			te.Entries = append(te.Entries, x)
 		}
 		out = append(out, te)
