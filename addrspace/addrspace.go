@@ -425,13 +425,14 @@ func (t *Tracker) Comm(pid uint32) string {
 // it: the last COMM seen for that thread (prctl(PR_SET_NAME) names
 // threads apart from their process), else the name of the thread it was
 // forked from, else perf's name for a thread it has no COMM for, ":TID"
-// (thread__new in tools/perf/util/thread.c); the idle thread (tid 0) is
-// "swapper" until a COMM names it.
+// (thread__new in tools/perf/util/thread.c, which prints the tid as a
+// signed pid_t: ":-1" for the samples perf records with tid -1); the
+// idle thread (tid 0) is "swapper" until a COMM names it.
 func (t *Tracker) ThreadComm(tid uint32) string {
 	if c, ok := t.threads[tid]; ok {
 		return c
 	}
-	return ":" + strconv.FormatUint(uint64(tid), 10)
+	return ":" + strconv.FormatInt(int64(int32(tid)), 10)
 }
 
 // Lookup returns the mapping that covers ip in pid's address space for the

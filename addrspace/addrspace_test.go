@@ -411,6 +411,7 @@ func TestThreadComm(t *testing.T) {
 	tr := New()
 	assert.Equal(t, "swapper", tr.ThreadComm(0))
 	assert.Equal(t, ":66483", tr.ThreadComm(66483))
+	assert.Equal(t, ":-1", tr.ThreadComm(0xffffffff), "perf prints the tid signed")
 	comm(tr, 66475, 66475, "server", true)
 	fork(tr, 66475, 66475, 66483, 66475)
 	assert.Equal(t, "server", tr.ThreadComm(66483), "a new thread inherits its parent thread's name")

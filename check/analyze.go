@@ -266,6 +266,7 @@ func analyze(ctx context.Context, f recording, name string, opts Options, info r
 	res.EventInfo = f.Events()
 	if (opts.Replay || opts.OnSample != nil) && slices.ContainsFunc(res.EventInfo, func(e perfdata.Event) bool { return tracepointRaw(&e.Attr) }) {
 		res.TraceEvents, res.TraceErr = f.Features().TraceEvents()
+		res.TracePrintk, res.TracePrintkErr = f.Features().TracePrintk()
 	}
 	res.ReadWarnings = f.Warnings()
 	if readErr != nil {

@@ -227,6 +227,11 @@ type Result struct {
 	// tracepoint; TraceErr says why they could not be read.
 	TraceEvents []perfdata.TraceEvent
 	TraceErr    error
+	// TracePrintk are the tracing data's printk strings by kernel
+	// address (perfdata's Features.TracePrintk), read with TraceEvents;
+	// TracePrintkErr says why they could not be read.
+	TracePrintk    map[uint64]string
+	TracePrintkErr error
 	// Arch is the recording's machine architecture as uname names it
 	// (the ARCH feature: "x86_64"); "" when unknown.
 	Arch string

@@ -40,9 +40,27 @@ var tracingMagic = []byte("\x17\x08Dtracing")
 // trace_report in tools/perf/util/trace-event-read.c reads it: magic,
 // version, byte order, long and page size, the header_page and
 // header_event files, the ftrace formats, then per system its event
-// formats (kallsyms, printk formats and saved command lines follow and are
-// not read). base is the absolute offset of b's first byte, for errors.
+// formats (kallsyms, printk strings and saved command lines follow; see
+// Features.TracePrintk). base is the absolute offset of b's first byte,
+// for errors.
 func ParseTracingData(b []byte, base int64) ([]TraceEvent, error) {
+	var evs []TraceEvent
+	_, err := walkTracing(b, base, func(sys string, at int, text []byte) error {
+		ev, err := parseTraceFormat(string(text))
+		if err != nil {
+			return &FormatError{Offset: base + int64(at), Msg: fmt.Sprintf("tracing data: event format of system %s: %v", sys, err), Err: ErrMalformed}
+		}
+		ev.System = sys
+		evs = append(evs, ev)
+		return nil
+	})
+	return evs, err
+}
+
+// walkTracing reads a TRACING_DATA payload up to the end of its event
+// formats, passing each format's text and offset in b to event (nil:
+// skipped), and returns the decoder positioned after them.
+func walkTracing(b []byte, base int64, event func(sys string, at int, text []byte) error) (*decoder, error) {
 	ferr := func(off int, cause error, format string, args ...any) error {
 		return &FormatError{Offset: base + int64(off), Msg: "tracing data: " + fmt.Sprintf(format, args...), Err: cause}
 	}
@@ -63,7 +81,7 @@ func ParseTracingData(b []byte, base int64) ([]TraceEvent, error) {
 		order = binary.BigEndian
 	}
 	off += 6 // byte order, long size, u32 page size
-	d := newDecoder(b, base, order, "tracing data")
+	d := new(newDecoder(b, base, order, "tracing data"))
 	d.off = off
 	for _, name := range []string{"header_page", "header_event"} {
 		if got := d.cstring(len(name) + 1); got != name && d.err == nil {
@@ -75,7 +93,6 @@ func ParseTracingData(b []byte, base int64) ([]TraceEvent, error) {
 	for i := uint32(0); i < nf && d.err == nil; i++ {
 		d.sized64()
 	}
-	var evs []TraceEvent
 	nsys := d.u32()
 	for i := uint32(0); i < nsys && d.err == nil; i++ {
 		sys := d.cstringAny()
@@ -83,18 +100,83 @@ func ParseTracingData(b []byte, base int64) ([]TraceEvent, error) {
 		for j := uint32(0); j < n && d.err == nil; j++ {
 			at := d.off
 			text := d.sized64()
-			if d.err != nil {
-				break
+			if d.err != nil || event == nil {
+				continue
 			}
-			ev, err := parseTraceFormat(string(text))
-			if err != nil {
-				return evs, ferr(at, ErrMalformed, "event format of system %s: %v", sys, err)
+			if err := event(sys, at, text); err != nil {
+				return nil, err
 			}
-			ev.System = sys
-			evs = append(evs, ev)
 		}
 	}
-	return evs, d.err
+	return d, d.err
+}
+
+// TracePrintk returns the printk strings of the TRACING_DATA feature (in
+// pipe mode, of the TRACING_DATA record) by kernel address: the strings
+// tracefs's printk_formats lists, which a tracepoint's payload points to
+// (rcu:rcu_utilization's "const char * s"), as libtraceevent keeps them
+// (parse_ftrace_printk in tools/perf/util/trace-event-parse.c and
+// tep_register_print_string): the text between the quotes, with the
+// kernel's escapes (\n, \t, \") kept and a final \n dropped.
+func (fs *Features) TracePrintk() (map[uint64]string, error) {
+	b, base, err := fs.raw(FeatureTracingData)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseTracePrintk(b, base)
+	if fe, ok := err.(*FormatError); ok {
+		fe.File = fs.name
+	}
+	return m, err
+}
+
+// parseTracePrintk reads the sections after a payload's event formats:
+// kallsyms and the printk strings, each a u32 size and that many bytes.
+func parseTracePrintk(b []byte, base int64) (map[uint64]string, error) {
+	d, err := walkTracing(b, base, nil)
+	if err != nil {
+		return nil, err
+	}
+	d.skip(int(d.u32())) // kallsyms, which perf skips
+	text := d.bytes(int(d.u32()))
+	if d.err != nil {
+		return nil, d.err
+	}
+	m := make(map[uint64]string)
+	for line := range strings.SplitSeq(string(text), "\n") {
+		addr, s, ok := printkLine(line)
+		if ok {
+			m[addr] = s
+		}
+	}
+	return m, nil
+}
+
+// printkLine reads `0xffffffff82a1b2c3 : "string"`: the address before the
+// first colon, and what follows the colon and one more character.
+func printkLine(line string) (addr uint64, s string, ok bool) {
+	a, rest, ok := strings.Cut(line, ":")
+	if !ok || rest == "" {
+		return 0, "", false
+	}
+	a = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(a), "0x"), "0X")
+	end := 0
+	for end < len(a) && isHexDigit(a[end]) {
+		end++
+	}
+	addr, err := strconv.ParseUint(a[:end], 16, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	s = strings.TrimPrefix(rest[1:], `"`)
+	if t, quoted := strings.CutSuffix(s, `"`); quoted {
+		s = strings.TrimSuffix(t, `\n`)
+	}
+	return addr, s, true
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // sized64 reads a u64 size and that many bytes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,7 +76,6 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 		`"a=%ps %pS %pf", 1, 2, 3 `:        "",
 		`"b=%pF %p %px", 1, 2, 3, 4`:       `"%px"`,
 		`"h=%s", __print_hex(REC->buf, 4)`: `__print_hex`,
-		`"%s", REC->s`:                     `kernel string pointer REC->s`,
 	} {
 		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt,
 			Fields: []perfdata.TraceField{{Name: "s", Type: "const char *", Offset: 8, Size: 8}}})
@@ -86,6 +86,99 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 		assert.ErrorIs(t, err, errTraceUnsupported, fmt)
 		assert.ErrorContains(t, err, conv, fmt)
 	}
+}
+
+// A %s of a kernel string pointer prints the printk string at its
+// address, and an address without one in hex without "0x", with neither
+// the width nor the precision applied, as libtraceevent's print_str_arg;
+// a %s of a char array or a __data_loc string is no pointer.
+func TestTraceFormatPrintk(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "rcu", Name: "rcu_utilization",
+		Fields: []perfdata.TraceField{{Name: "s", Type: "const char *", Offset: 8, Size: 8},
+			{Name: "comm", Type: "char[4]", Offset: 16, Size: 4}, {Name: "name", Type: "__data_loc char[]", Offset: 20, Size: 4}},
+		PrintFmt: `"%s|%-8s|%.2s|%s|%s", REC->s, REC->s, REC->s, REC->comm, __get_str(name)`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	require.True(t, tf.readsPrintk())
+	raw := make([]byte, 28)
+	copy(raw[8:], []byte{0xc3, 0xb2, 0xa1, 0x82, 0xff, 0xff, 0xff, 0xff})
+	copy(raw[16:], "abc")
+	raw[20], raw[22] = 24, 4 // __data_loc: offset 24, length 4
+	copy(raw[24:], "xyz")
+	tf.printk = map[uint64]string{0xffffffff82a1b2c3: "Start context switch"}
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "Start context switch|Start context switch|Start context switch|abc|xyz", string(got))
+
+	raw[8] = 0xc4
+	got, err = tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "ffffffff82a1b2c4|ffffffff82a1b2c4|ffffffff82a1b2c4|abc|xyz", string(got), "an address without a printk string")
+
+	tf, err = newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "strings", Fields: ev.Fields[1:], PrintFmt: `"%s", REC->comm`})
+	require.NoError(t, err)
+	assert.False(t, tf.readsPrintk())
+}
+
+// rcu:rcu_utilization's payload is a kernel string pointer, which perf
+// prints from the recording's printk strings; perfcheck's lines are
+// perf's, byte for byte, from a file, from a pipe-format file and from
+// standard input; and, with the pointers rewritten in the test to an
+// address the strings lack, still perf's (the address in hex).
+func TestScriptTracePrintkMatchPerf(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/sys/kernel/tracing/events/rcu/rcu_utilization"); err != nil {
+		t.Skipf("no rcu:rcu_utilization tracepoint to record: %v", err)
+	}
+	w := newRealWorld(t)
+	args := []string{"record", "-q", "-N", "-a", "-e", "rcu:rcu_utilization"}
+	data := filepath.Join(w.dir, "rcu.data")
+	w.run("perf", append(args, "-o", data, "--", "sleep", "0.1")...)
+	perf := w.run("perf", "script", "-i", data)
+	require.Contains(t, perf, "rcu_utilization: Start context switch\n", "the recording lacks what the test proves")
+	out, errs, code := w.pcOut(proofCase{}, "script", data)
+	require.Equal(t, exitOK, code, errs)
+	assert.Empty(t, errs)
+	require.Equal(t, perf, out)
+
+	pipe := filepath.Join(w.dir, "rcu.pipe")
+	stream := w.run("perf", append(args, "-o", "-", "--", "sleep", "0.1")...)
+	require.NoError(t, os.WriteFile(pipe, []byte(stream), 0o644))
+	perf = w.run("perf", "script", "-i", pipe)
+	out, errs, code = w.pcOut(proofCase{}, "script", pipe)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "pipe")
+	out, errs, code = w.pcOutIn(bytes.NewReader([]byte(stream)), proofCase{}, "script", "-")
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "standard input")
+
+	// Every sample's pointer to "Start context switch" becomes an
+	// address outside the kernel's strings.
+	f, err := perfdata.Open(data)
+	require.NoError(t, err)
+	m, err := f.Features().TracePrintk()
+	f.Close()
+	require.NoError(t, err)
+	var ptr []byte
+	for addr, s := range m {
+		if s == "Start context switch" {
+			ptr = binary.LittleEndian.AppendUint64(nil, addr)
+		}
+	}
+	require.NotNil(t, ptr)
+	b, err := os.ReadFile(data)
+	require.NoError(t, err)
+	bogus := binary.LittleEndian.AppendUint64(nil, 0xffffffff00c0ffee)
+	require.NotContains(t, m, uint64(0xffffffff00c0ffee))
+	edited := filepath.Join(w.dir, "rcu-edited.data")
+	require.NoError(t, os.WriteFile(edited, bytes.ReplaceAll(b, ptr, bogus), 0o644))
+	perf = w.run("perf", "script", "-i", edited)
+	require.Contains(t, perf, "rcu_utilization: ffffffff00c0ffee\n", "perf prints a missing string otherwise than the test expects")
+	out, errs, code = w.pcOut(proofCase{}, "script", edited)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, perf, out, "addresses without a printk string")
 }
 
 // %pS and %ps print the kernel symbol of an address, with the offset

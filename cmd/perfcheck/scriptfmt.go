@@ -49,6 +49,7 @@ func sampleResult(s *check.Sample) *check.Result {
 	for i := range s.Events {
 		if s.Events[i].Attr.Type == perfdata.AttrTypeTracepoint {
 			res.TraceEvents, res.TraceErr = s.Features.TraceEvents()
+			res.TracePrintk, res.TracePrintkErr = s.Features.TracePrintk()
 			break
 		}
 	}
@@ -97,7 +98,14 @@ func (sf *scriptFormat) traceFormat(i int, f scriptField, fs scriptFields) (*tra
 		for j := range a.TraceEvents {
 			if a.TraceEvents[j].ID == a.EventInfo[i].Attr.Config {
 				var tf *traceFormat
-				if tf, err = newTraceFormat(&a.TraceEvents[j]); err == nil {
+				tf, err = newTraceFormat(&a.TraceEvents[j])
+				if err == nil && tf.readsPrintk() {
+					tf.printk = a.TracePrintk
+					if a.TracePrintkErr != nil {
+						err = fmt.Errorf("its %%s of a kernel string pointer needs the recording's printk strings: %w", a.TracePrintkErr)
+					}
+				}
+				if err == nil {
 					return tf, nil
 				}
 				break

@@ -16,7 +16,8 @@ import (
 // sample's raw record. It knows the part of the format language the
 // kernel's tracepoints use most: REC->field, __get_str, __print_flags,
 // __print_symbolic, casts, C's integer operators and ?:, printf's
-// integer, character and string conversions, and the kernel's %pS and
+// integer, character and string conversions (a %s of a kernel string
+// pointer from the recording's printk strings), and the kernel's %pS and
 // %ps.
 type traceFormat struct {
 	ev     *perfdata.TraceEvent
@@ -25,6 +26,11 @@ type traceFormat struct {
 	// print as perf prints an address it has no symbol for.
 	kernelSym kernelSymbol
 	functions bool // a piece is %pS or %ps
+	// printk are the recording's printk strings by address, which a
+	// %s of a kernel string pointer prints; printkPieces says a piece
+	// is one.
+	printk       map[uint64]string
+	printkPieces bool
 }
 
 // tracePiece is literal text, or a conversion of the next argument,
@@ -34,6 +40,9 @@ type tracePiece struct {
 	conv  *traceConv
 	stars []traceExpr
 	arg   traceExpr
+	// printk: the conversion is a %s of a kernel string pointer
+	// (pointerField), printed from the printk strings.
+	printk bool
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
@@ -93,25 +102,30 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 		if len(args) <= stars {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
-		if f, ok := args[stars].(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
-			// libtraceevent prints the string the address has in
-			// the recording's printk formats, which perfcheck does
-			// not read (rcu:rcu_utilization).
-			return nil, fmt.Errorf("print fmt: %%s of the kernel string pointer REC->%s: %w", f, errTraceUnsupported)
+		piece := tracePiece{conv: c, stars: args[:stars], arg: args[stars]}
+		if f, ok := piece.arg.(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
+			piece.printk = true
+			tf.printkPieces = true
 		}
-		tf.pieces = append(tf.pieces, tracePiece{conv: c, stars: args[:stars], arg: args[stars]})
+		tf.pieces = append(tf.pieces, piece)
 		tf.functions = tf.functions || c.ext != 0
 		args = args[stars+1:]
 	}
 	return tf, nil
 }
 
-// pointerField reports whether ev's field name is a pointer ("const
-// char * s").
+// pointerField reports whether ev's field name holds a kernel address
+// that a %s prints from the printk strings: as libtraceevent's
+// print_str_arg decides, a field that is no array and has the size of a
+// long (64 bits, as on the machines perfcheck reads), or a pointer
+// ("const char * s").
 func pointerField(ev *perfdata.TraceEvent, name string) bool {
 	for _, f := range ev.Fields {
 		if f.Name == name {
-			return strings.Contains(f.Type, "*")
+			if strings.Contains(f.Type, "[") || strings.HasPrefix(f.Type, "__data_loc") {
+				return false
+			}
+			return f.Size == 8 || strings.Contains(f.Type, "*")
 		}
 	}
 	return false
@@ -183,9 +197,12 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
-		if p.conv.ext != 0 {
+		switch {
+		case p.printk:
+			b = tf.appendPrintk(b, v)
+		case p.conv.ext != 0:
 			b, err = tf.appendFunction(b, p.conv.ext, v)
-		} else {
+		default:
 			b, err = p.conv.appendValue(b, stars, v)
 		}
 		if err != nil {
@@ -193,6 +210,20 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// readsPrintk reports whether tf prints a kernel string pointer.
+func (tf *traceFormat) readsPrintk() bool { return tf.printkPieces }
+
+// appendPrintk prints the kernel string pointer v as libtraceevent's
+// print_str_arg does: the printk string at that address, or without one
+// the address in hex without "0x"; the conversion's width and precision
+// are not applied to either.
+func (tf *traceFormat) appendPrintk(b []byte, v traceValue) []byte {
+	if s, ok := tf.printk[v.n]; ok {
+		return append(b, s...)
+	}
+	return strconv.AppendUint(b, v.n, 16)
 }
 
 // printsFunctions reports whether tf prints the symbol of an address.
