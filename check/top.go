@@ -85,9 +85,15 @@ type TopOptions struct {
 	// GraphMode is what the graph's shares are of, and what GraphLimit
 	// leaves out.
 	GraphMode GraphMode
-	// MaxStack keeps the first MaxStack frames of each stack in the
-	// graph's order (from the outermost caller with Callers, as perf
-	// report --max-stack); 0 keeps all.
+	// MaxStack cuts each stack to its first MaxStack frames in the
+	// graph's order (the outermost callers with Callers, or with NoGraph,
+	// perf's order under --children; the leaf and its callers with
+	// Callees), as perf report --max-stack cuts each call chain when it
+	// resolves the sample (thread__resolve_callchain_sample in
+	// tools/perf/util/machine.c); 0 keeps all. The frames cut off count
+	// in no entry's Total and in no graph. The leaf always counts, for
+	// its Self and its Total, as perf counts the sample's own address
+	// apart from its chain.
 	MaxStack int
 	// GraphLimit leaves out the graph's nodes under GraphLimit percent of
 	// the event's period (or as GraphMode says).
@@ -112,7 +118,7 @@ func (t *TopTable) Percent(v uint64) float64 {
 // Aggregates, so it needs no per-sample data.
 func Top(r *Result, opts TopOptions) []TopTable {
 	c := newTopCounter(r)
-	c.count(r.Aggregates())
+	c.count(r.Aggregates(), opts)
 	var out []TopTable
 	var events []int
 	for ev, m := range c.per {
@@ -217,13 +223,19 @@ func (c *topCounter) entry(l *Location) int32 {
 }
 
 // count adds up aggs: self for each leaf, total once per aggregate for
-// each entry its stack passes through.
-func (c *topCounter) count(aggs []Aggregate) {
+// the leaf and each entry its stack, cut as opts.MaxStack says, passes
+// through.
+func (c *topCounter) count(aggs []Aggregate, opts TopOptions) {
 	for ai, ag := range aggs {
 		c.samples[ag.Event] += ag.Samples
 		c.period[ag.Event] += ag.Period
 		m := c.per[ag.Event]
-		for i, l := range ag.Stack.Locations() {
+		locs := ag.Stack.Locations()
+		lo, hi := keptFrames(len(locs), opts)
+		for i, l := range locs {
+			if i > 0 && (i < lo || i >= hi) {
+				continue
+			}
 			k := c.entry(l)
 			if int(k) >= len(m) {
 				m = append(m, make([]topAcc, len(c.keys)-len(m))...)
@@ -244,6 +256,19 @@ func (c *topCounter) count(aggs []Aggregate) {
 			c.per[ag.Event] = []topAcc{} // the event has samples
 		}
 	}
+}
+
+// keptFrames is the part [lo, hi) of a stack of n frames, leaf first,
+// that opts.MaxStack keeps: the first MaxStack frames in the graph's
+// order, which, but for Callees, is from the outermost caller.
+func keptFrames(n int, opts TopOptions) (lo, hi int) {
+	if opts.MaxStack <= 0 || n <= opts.MaxStack {
+		return 0, n
+	}
+	if opts.Graph == Callees {
+		return 0, opts.MaxStack
+	}
+	return n - opts.MaxStack, n
 }
 
 // entries are the entries of one event's sums m that opts keeps.
@@ -381,7 +406,7 @@ func (n *GraphNode) add(path []topKey, period, samples uint64) {
 
 // addGraphs fills the Graph of each entry of tables, as perf report -g
 // caller (or callee) builds its call chains: one node per frame,
-// recursion kept, the first opts.MaxStack frames in the graph's order.
+// recursion kept, the frames opts.MaxStack keeps (keptFrames).
 // Ranked by self (perf's --no-children), an entry's stacks are those
 // whose leaf it is; ranked by total (--children), they are also the part
 // of each stack from the entry on (cumulativeGraphs).
@@ -403,14 +428,12 @@ func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions)
 			continue
 		}
 		path = path[:0]
-		for _, l := range locs {
+		lo, hi := keptFrames(len(locs), opts)
+		for _, l := range locs[lo:hi] {
 			path = append(path, c.keys[c.entry(l)])
 		}
 		if opts.Graph == Callers {
 			slices.Reverse(path)
-		}
-		if opts.MaxStack > 0 && len(path) > opts.MaxStack {
-			path = path[:opts.MaxStack]
 		}
 		m := byEvent[ag.Event]
 		leaf := c.keys[c.entry(locs[0])]

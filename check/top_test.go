@@ -120,3 +120,28 @@ func TestEventName(t *testing.T) {
 	assert.Equal(t, "event2", r.EventName(2), "a sample may name an event past the attrs")
 	assert.Equal(t, []string{"cycles", ""}, r.Report().Events)
 }
+
+// keptFrames keeps what perf report --max-stack keeps of a chain of n
+// frames, leaf first: the first N in the graph's order, from the
+// outermost caller but with Callees; all of a chain no longer than N, or
+// with N 0.
+func TestKeptFrames(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n      int
+		opts   TopOptions
+		lo, hi int
+	}{
+		{5, TopOptions{}, 0, 5},
+		{5, TopOptions{MaxStack: 5, Graph: Callers}, 0, 5},
+		{5, TopOptions{MaxStack: 8, Graph: Callees}, 0, 5},
+		{5, TopOptions{MaxStack: 2, Graph: Callers}, 3, 5},
+		{5, TopOptions{MaxStack: 2, By: ByTotal}, 3, 5},
+		{5, TopOptions{MaxStack: 2, Graph: Callees}, 0, 2},
+		{5, TopOptions{MaxStack: 1, Graph: Callees}, 0, 1},
+		{0, TopOptions{MaxStack: 1}, 0, 0},
+	} {
+		lo, hi := keptFrames(c.n, c.opts)
+		assert.Equal(t, [2]int{c.lo, c.hi}, [2]int{lo, hi}, "%d frames, %+v", c.n, c.opts)
+	}
+}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,7 +47,11 @@ type KeyedEntry struct {
 	Sym         string
 	Self        uint64
 	SelfSamples uint64
+	// Graph is the call graph of the entry's stacks when the options ask
+	// for one, as TopEntry.Graph.
+	Graph []*GraphNode
 
+	graph *GraphNode        // the whole graph while TopKeyed builds it
 	comms map[string]uint64 // SortPID without SortComm: the thread's samples by comm
 }
 
@@ -102,8 +107,11 @@ type KeyedTable struct {
 
 // TopKeyed groups each event's samples by keys as perf report
 // --no-children --sort KEYS does, by the sample's leaf, weighted by
-// period. It works on Aggregates, so it needs no per-sample data.
-func TopKeyed(r *Result, keys []SortKey) []KeyedTable {
+// period, with each entry's call graph of its stacks as perf report -g
+// --sort KEYS draws it when opts.Graph asks for one (opts' Graph,
+// GraphMode, MaxStack and GraphLimit, as Top takes them; the others do
+// not apply). It works on Aggregates, so it needs no per-sample data.
+func TopKeyed(r *Result, keys []SortKey, opts TopOptions) []KeyedTable {
 	type ekey struct {
 		ev   int
 		comm string
@@ -159,9 +167,20 @@ func TopKeyed(r *Result, keys []SortKey) []KeyedTable {
 		if has(SortPID) && !has(SortComm) {
 			e.noteComm(ag.Comm, ag.Samples)
 		}
+		if opts.Graph != NoGraph {
+			if e.graph == nil {
+				e.graph = &GraphNode{}
+			}
+			e.graph.add(graphPath(locs, opts), ag.Period, ag.Samples)
+		}
 	}
 	for k, e := range sums {
 		t := &tables[byEvent[k.ev]]
+		if e.graph != nil {
+			setBase(e.graph, e.graph.Period, true)
+			e.Graph = pruneGraph(e.graph, uint64(float64(t.Period)*opts.GraphLimit/100), opts)
+			e.graph = nil
+		}
 		t.Entries = append(t.Entries, *e)
 	}
 	for i := range tables {
@@ -175,4 +194,18 @@ func TopKeyed(r *Result, keys []SortKey) []KeyedTable {
 	}
 	sort.Slice(tables, func(a, b int) bool { return tables[a].ev < tables[b].ev })
 	return tables
+}
+
+// graphPath is the path of a stack in a call graph: the frames opts
+// keeps (keptFrames), each as its Top entry, in the graph's order.
+func graphPath(locs []*Location, opts TopOptions) []topKey {
+	lo, hi := keptFrames(len(locs), opts)
+	path := make([]topKey, 0, hi-lo)
+	for _, l := range locs[lo:hi] {
+		path = append(path, topKeyOf(l))
+	}
+	if opts.Graph == Callers {
+		slices.Reverse(path)
+	}
+	return path
 }

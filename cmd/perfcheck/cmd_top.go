@@ -115,7 +115,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	children := fs.Bool("children", false, "order by children (total) and print perf's Children and Self columns, as perf report --children")
 	noChildren := fs.Bool("no-children", false, "order by self, as perf report --no-children (the default)")
 	graph := fs.String("g", "", "print each entry's call graph as perf report -g `MODE,ORDER`: MODE graph (shares of the event, the default), fractal (shares of the parent's callees), flat or folded (one line per call chain); ORDER caller (from the outermost caller down) or callee (from the entry out; the default without --children)")
-	maxStack := fs.Int("max-stack", 0, "keep the first `N` frames of each call chain in the graph's order, as perf report --max-stack (0: all)")
+	maxStack := fs.Int("max-stack", 0, "cut each call chain to its first `N` frames in the graph's order (the outermost callers without -g), for the call graph and children, as perf report --max-stack (0: all)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -148,10 +148,11 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	rep := a.res.Report()
 	out := topJSON{File: a.res.File, Notes: a.notes(rep)}
+	opt.GraphLimit = *limit
 	if keys != nil {
-		out.Events = a.topKeyed(keys, *n)
+		out.Events = a.topKeyed(keys, *n, opt, graphMode)
 	} else {
-		opt.N, opt.GraphLimit = *n, *limit
+		opt.N = *n
 		out.Events = a.top(opt, graphMode)
 	}
 	percentLimit(out.Events, *limit, opt.By == check.ByTotal)
@@ -181,6 +182,7 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(bw, "%8s %8s  %s\n", "SELF", "SAMPLES", strings.ToUpper(strings.ReplaceAll(*sortBy, ",", "  ")))
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %8d  %s\n", e.SelfPct, e.SelfSamples, e.label())
+				printGraph(bw, e, graphMode)
 			}
 		} else if *children {
 			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "CHILDREN", "SELF", "SAMPLES", "FUNCTION")
@@ -242,12 +244,11 @@ func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, gra
 	switch {
 	case msg != "":
 		return o, "", msg
-	case o.Graph == check.NoGraph && maxStack > 0:
-		return o, "", "--max-stack trims the call graph: give -g"
-	case o.Graph != check.NoGraph && keys != nil:
-		return o, "", "-g shows the stacks of each function: it does not go with --sort " + sortBy
-	case maxStack > 0 && o.By == check.ByTotal:
-		return o, "", "--max-stack with --children: not supported (perf cuts the stacks before it counts children)"
+	case o.Graph == check.NoGraph && maxStack > 0 && o.By != check.ByTotal:
+		return o, "", "--max-stack cuts the stacks of the call graph and of children: give -g or --children"
+	case o.Graph == check.NoGraph && maxStack > 0 && strings.Contains(graph, "callee"):
+		// Without a graph the stacks are cut from the outermost caller.
+		return o, "", "--max-stack with -g " + graph + ": give -g callee to keep the frames nearest the leaf"
 	}
 	o.MaxStack = maxStack
 	return o, mode, ""
@@ -294,12 +295,13 @@ func parseGraph(spec string, o *check.TopOptions) (mode, msg string) {
 
 // topKeyed is the library's grouping by perf's sort keys
 // (check.TopKeyed) as `top --json` prints it, the first n entries of each
-// event (0: all).
-func (a *analysis) topKeyed(keys []check.SortKey, n int) []topEvent {
+// event (0: all), with their call graphs in -g's printed form graphMode.
+func (a *analysis) topKeyed(keys []check.SortKey, n int, opt check.TopOptions, graphMode string) []topEvent {
 	var out []topEvent
-	for _, t := range check.TopKeyed(a.res, keys) {
+	for _, t := range check.TopKeyed(a.res, keys, opt) {
 		te := topEvent{Event: t.Event, Unit: periodUnit(a.eventAttr(t.Event)), Samples: t.Samples, Period: t.Period}
 		pct := func(v uint64) float64 { return float64(v) * 100 / float64(max(t.Period, 1)) }
+		tt := &check.TopTable{Period: t.Period} // the shares of the graphs
 		for i, e := range t.Entries {
 			if n > 0 && i >= n {
 				te.Omitted = len(t.Entries) - n
@@ -311,6 +313,7 @@ func (a *analysis) topKeyed(keys []check.SortKey, n int) []topEvent {
 				x.DSO, x.Verdict, x.Trusted = e.DSO.Path, e.DSO.Verdict.String(), e.DSO.Trusted()
 				x.Group = e.Sym == "" && slices.Contains(keys, check.SortSym)
 			}
+			x.Graph, x.Chains = graphOf(tt, e.Graph, graphMode)
 			te.Entries = append(te.Entries, x)
 		}
 		out = append(out, te)

@@ -24,17 +24,24 @@ func (a *analysis) top(opts check.TopOptions, graphMode string) []topEvent {
 				Group: e.Group(), Self: e.Self, Total: e.Total, SelfSamples: e.SelfSamples, TotalSamples: e.TotalSamples,
 				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
 			}
-			switch graphMode {
-			case "flat", "folded":
-				x.Chains = graphChains(&t, e.Graph)
-			default:
-				x.Graph = graphNodes(&t, e.Graph, graphMode == "fractal")
-			}
+			x.Graph, x.Chains = graphOf(&t, e.Graph, graphMode)
 			te.Entries = append(te.Entries, x)
 		}
 		out = append(out, te)
 	}
 	return out
+}
+
+// graphOf is the call graph roots of an entry of t as `top --json`
+// prints it in -g's printed form mode: nodes, or chains in flat and
+// folded mode.
+func graphOf(t *check.TopTable, roots []*check.GraphNode, mode string) ([]graphNode, []graphChain) {
+	switch mode {
+	case "flat", "folded":
+		return nil, graphChains(t, roots)
+	default:
+		return graphNodes(t, roots, mode == "fractal"), nil
+	}
 }
 
 // graphNodes is a call graph as `top --json` prints it; fractal makes

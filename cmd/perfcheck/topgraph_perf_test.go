@@ -37,51 +37,62 @@ func TestTopChildrenMatchesPerfReport(t *testing.T) {
 				data := recordedAfterBins(t, ckFixture(t, file))
 				out := perfOut(t, "report", "--children", "--stdio", "-g", "none", "-n", "--sort", "sym",
 					"--percent-limit", limit, "--symfs", symfs, "-i", data)
-				type line struct {
-					children, self float64
-					samples        uint64
-				}
-				want := map[string]line{}
-				var wantOrder []float64
-				for _, l := range strings.Split(out, "\n") {
-					m := perfChildrenLine.FindStringSubmatch(l)
-					if m == nil || strings.HasPrefix(m[4], "[k] ") || strings.HasPrefix(m[4], "[.] 0x") {
-						continue
-					}
-					var w line
-					w.children, _ = strconv.ParseFloat(m[1], 64)
-					w.self, _ = strconv.ParseFloat(m[2], 64)
-					w.samples, _ = strconv.ParseUint(m[3], 10, 64)
-					want[strings.TrimPrefix(m[4], "[.] ")] = w
-					wantOrder = append(wantOrder, w.children)
-				}
-				require.NotEmpty(t, want)
 				tj := topLikePerf(t, data, symfs, "--children", "--percent-limit", limit)
-				require.Len(t, tj.Events, 1)
-				got := map[string]line{}
-				var gotOrder []float64
-				for _, e := range tj.Events[0].Entries {
-					if e.Group {
-						continue // perf's [k] lines and addresses
-					}
-					got[e.Name] = line{e.TotalPct, e.SelfPct, e.SelfSamples}
-					gotOrder = append(gotOrder, math.Round(e.TotalPct*100)/100)
-				}
-				assert.Equal(t, wantOrder, gotOrder, "children shares, in order")
-				for name, w := range want {
-					g, ok := got[name]
-					if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top:\n%v", name, w.children, got) {
-						assert.Equal(t, w.samples, g.samples, name)
-						assert.LessOrEqual(t, math.Abs(g.children-w.children), 0.0051, "%s children: %.4f%%, perf %.2f%%", name, g.children, w.children)
-						assert.LessOrEqual(t, math.Abs(g.self-w.self), 0.0051, "%s self: %.4f%%, perf %.2f%%", name, g.self, w.self)
-					}
-				}
-				for name := range got {
-					_, ok := want[name]
-					assert.True(t, ok, "%q in perfcheck top, not in perf report", name)
-				}
+				compareChildren(t, out, tj)
 			})
 		}
+	}
+}
+
+// compareChildren compares top --children's entries (tj) with perf
+// report --children --stdio -g none -n --sort sym's (out): the same
+// functions, each with the same children and self shares and self
+// samples, in the same order of children. Kernel symbols and the
+// addresses perf cannot name are left out: perfcheck groups those frames
+// by DSO (TestTopSortMatchesPerfReport).
+func compareChildren(t *testing.T, out string, tj topJSON) {
+	t.Helper()
+	type line struct {
+		children, self float64
+		samples        uint64
+	}
+	want := map[string]line{}
+	var wantOrder []float64
+	for _, l := range strings.Split(out, "\n") {
+		m := perfChildrenLine.FindStringSubmatch(l)
+		if m == nil || strings.HasPrefix(m[4], "[k] ") || strings.HasPrefix(m[4], "[.] 0x") {
+			continue
+		}
+		var w line
+		w.children, _ = strconv.ParseFloat(m[1], 64)
+		w.self, _ = strconv.ParseFloat(m[2], 64)
+		w.samples, _ = strconv.ParseUint(m[3], 10, 64)
+		want[strings.TrimPrefix(m[4], "[.] ")] = w
+		wantOrder = append(wantOrder, w.children)
+	}
+	require.NotEmpty(t, want)
+	require.Len(t, tj.Events, 1)
+	got := map[string]line{}
+	var gotOrder []float64
+	for _, e := range tj.Events[0].Entries {
+		if e.Group {
+			continue // perf's [k] lines and addresses
+		}
+		got[e.Name] = line{e.TotalPct, e.SelfPct, e.SelfSamples}
+		gotOrder = append(gotOrder, math.Round(e.TotalPct*100)/100)
+	}
+	assert.Equal(t, wantOrder, gotOrder, "children shares, in order")
+	for name, w := range want {
+		g, ok := got[name]
+		if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top:\n%v", name, w.children, got) {
+			assert.Equal(t, w.samples, g.samples, name)
+			assert.LessOrEqual(t, math.Abs(g.children-w.children), 0.0051, "%s children: %.4f%%, perf %.2f%%", name, g.children, w.children)
+			assert.LessOrEqual(t, math.Abs(g.self-w.self), 0.0051, "%s self: %.4f%%, perf %.2f%%", name, g.self, w.self)
+		}
+	}
+	for name := range got {
+		_, ok := want[name]
+		assert.True(t, ok, "%q in perfcheck top, not in perf report", name)
 	}
 }
 
@@ -178,26 +189,42 @@ var (
 // threshold left out, are skipped.
 func perfGraphPaths(t *testing.T, out string, fractal bool) map[string]float64 {
 	t.Helper()
+	return perfGraphPathsBy(t, out, fractal, func(l string) (name string, pct float64, ok bool) {
+		e := perfGraphEntry.FindStringSubmatch(l)
+		if e == nil {
+			return "", 0, false
+		}
+		if e[3] == "k" {
+			return "", 0, true
+		}
+		pct, _ = strconv.ParseFloat(e[1], 64)
+		return e[2] + " " + e[4], pct, true
+	})
+}
+
+// perfGraphPathsBy is perfGraphPaths with entry lines read by entry: ok
+// for an entry line, and its name and share, or "" for an entry whose
+// graph is left out.
+func perfGraphPathsBy(t *testing.T, out string, fractal bool, entry func(l string) (name string, pct float64, ok bool)) map[string]float64 {
+	t.Helper()
 	type node struct {
 		path string
 		pct  float64
 	}
 	m := map[string]float64{}
-	var entry *node
+	var cur *node
 	var at map[int]node // the last node whose name starts at a column
 	for _, l := range strings.Split(out, "\n") {
-		if e := perfGraphEntry.FindStringSubmatch(l); e != nil {
-			entry = nil
-			if e[3] == "k" {
+		if name, pct, ok := entry(l); ok {
+			cur = nil
+			if name == "" {
 				continue
 			}
-			pct, _ := strconv.ParseFloat(e[1], 64)
-			name := e[2] + " " + e[4]
-			entry, at = &node{name + ":", pct}, map[int]node{}
+			cur, at = &node{name + ":", pct}, map[int]node{}
 			m[name] = pct
 			continue
 		}
-		if entry == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" || strings.Contains(l, "--[...]") {
+		if cur == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" || strings.Contains(l, "--[...]") {
 			continue
 		}
 		col := strings.IndexFunc(l, func(r rune) bool { return r != ' ' && r != '|' })
@@ -214,7 +241,7 @@ func perfGraphPaths(t *testing.T, out string, fractal bool) map[string]float64 {
 		case strings.HasPrefix(l[col:], "---"):
 			col += 3
 			key = col
-			n.pct = entry.pct
+			n.pct = cur.pct
 			if fractal {
 				n.pct = 100
 			}
@@ -224,7 +251,7 @@ func perfGraphPaths(t *testing.T, out string, fractal bool) map[string]float64 {
 			n.pct = parent.pct
 		}
 		if !ok {
-			parent = *entry
+			parent = *cur
 		} else {
 			parent.path += ";"
 		}
@@ -319,13 +346,14 @@ int main(void) { double end = cpu_seconds() + 0.3; while (cpu_seconds() < end) f
 `
 
 // compareGraphMode compares top's -g MODE,ORDER graphs (or chains) of
-// data with perf report's, with --percent-limit limit and children
-// (--children or --no-children): the same paths with the same shares.
-func compareGraphMode(t *testing.T, data, symfs, children, mode, order, limit string) {
+// data with perf report's, with --percent-limit limit, children
+// (--children or --no-children), and the flags extra given to both: the
+// same paths with the same shares.
+func compareGraphMode(t *testing.T, data, symfs, children, mode, order, limit string, extra ...string) {
 	t.Helper()
 	g := mode + "," + order
-	out := perfOut(t, "report", children, "--stdio", "-g", g, "--sort", "dso,sym", "--percent-limit", limit, "--symfs", symfs, "-i", data)
-	tj := topLikePerf(t, data, symfs, children, "-g", g, "--percent-limit", limit)
+	out := perfOut(t, append([]string{"report", children, "--stdio", "-g", g, "--sort", "dso,sym", "--percent-limit", limit, "--symfs", symfs, "-i", data}, extra...)...)
+	tj := topLikePerf(t, data, symfs, append([]string{children, "-g", g, "--percent-limit", limit}, extra...)...)
 	require.Len(t, tj.Events, 1)
 	var want map[string]float64
 	if mode == "folded" {
@@ -428,4 +456,180 @@ func chainNames(frames []string) []string {
 		out[i] = f
 	}
 	return out
+}
+
+// top --max-stack N cuts each call chain as perf report --max-stack N
+// does before it counts children and draws graphs: to the N outermost
+// frames in caller order (perf's order with --children), to the leaf and
+// its N-1 callers in callee order, the leaf counted in any case. A
+// program recorded in the test calls nine functions deep, each with self
+// time, so that every cut leaves out some: top --children lists the same
+// children and self shares as perf report --children -g none, and draws
+// the same graphs and chains, with and without --children, in both orders.
+func TestTopMaxStackMatchesPerfReport(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	fixtures.NeedTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "deep.c")
+	require.NoError(t, os.WriteFile(src, []byte(deepC), 0o644))
+	bin := filepath.Join(dir, "deep")
+	b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-o", bin, src).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	data := recordWithRetry(t, dir, "deep.data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+	for _, n := range []string{"1", "3", "6"} {
+		for _, order := range []string{"", "caller", "callee"} {
+			t.Run("children "+n+" "+order, func(t *testing.T) {
+				t.Parallel()
+				g := "none"
+				args := []string{"--children", "--max-stack", n}
+				if order != "" {
+					g = order + ",none"
+					args = append(args, "-g", order)
+				}
+				out := perfOut(t, "report", "--children", "--stdio", "-g", g, "-n", "--sort", "sym", "--max-stack", n, "--symfs", "/", "-i", data)
+				compareChildren(t, out, topLikePerf(t, data, "/", args...))
+			})
+			if order == "" {
+				continue
+			}
+			for _, children := range []string{"--no-children", "--children"} {
+				for _, mode := range []string{"graph", "folded"} {
+					t.Run(strings.Join([]string{children, mode, order, n}, " "), func(t *testing.T) {
+						t.Parallel()
+						compareGraphMode(t, data, "/", children, mode, order, "0.5", "--max-stack", n)
+					})
+				}
+			}
+		}
+	}
+}
+
+// deepC calls d1 to d9, each from the one before, each spending CPU time
+// in its own loop (more the deeper), then touch, so that d9 is not a leaf
+// function, which gcc builds without a frame pointer (cpu_seconds: see
+// hotC); the work after each call keeps it from being a tail call.
+const deepC = `
+#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void touch(void) { sink++; }
+#define STEP(name, next, n) __attribute__((noinline)) void name(void) { for (int i = 0; i < n; i++) sink += i * 3; next(); sink++; }
+STEP(d9, touch, 9000)
+STEP(d8, d9, 8000)
+STEP(d7, d8, 7000)
+STEP(d6, d7, 6000)
+STEP(d5, d6, 5000)
+STEP(d4, d5, 4000)
+STEP(d3, d4, 3000)
+STEP(d2, d3, 2000)
+STEP(d1, d2, 1000)
+` + cpuSecondsC + `
+int main(void) { double end = cpu_seconds() + 0.3; while (cpu_seconds() < end) for (int i = 0; i < 10; i++) d1(); return 0; }
+`
+
+// top -g with perf's --sort keys draws each keyed entry's graph as perf
+// report --no-children -g --sort KEYS does: the stacks of the entry's
+// samples, the same paths with the same shares, in both orders, with and
+// without --max-stack, on the program of TestTopMaxStackMatchesPerfReport
+// and on cshared-fp.data, whose stacks cross three DSOs.
+func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	fixtures.NeedTool(t, "gcc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "deep.c")
+	require.NoError(t, os.WriteFile(src, []byte(deepC), 0o644))
+	bin := filepath.Join(dir, "deep")
+	b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-o", bin, src).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	deep := recordWithRetry(t, dir, "deep.data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+	symfs := ckSymfs(t)
+	for _, rec := range []struct{ name, data, symfs string }{{"deep", deep, "/"}, {"cshared-fp", "", symfs}} {
+		for _, keys := range []string{"dso", "comm,dso", "pid", "dso,sym"} {
+			for _, order := range []string{"caller", "callee"} {
+				for _, maxStack := range []string{"0", "3"} {
+					t.Run(strings.Join([]string{rec.name, keys, order, maxStack}, " "), func(t *testing.T) {
+						t.Parallel()
+						data := rec.data
+						if data == "" {
+							data = recordedAfterBins(t, ckFixture(t, "cshared-fp.data"))
+						}
+						args := []string{"-g", order, "--sort", keys, "--percent-limit", "0.5"}
+						if maxStack != "0" { // perf's --max-stack 0 keeps no frame, top's all
+							args = append(args, "--max-stack", maxStack)
+						}
+						out := perfOut(t, append([]string{"report", "--no-children", "--stdio", "--symfs", rec.symfs, "-i", data}, args...)...)
+						want := perfKeyedGraphPaths(t, out, keys)
+						require.NotEmpty(t, want)
+						tj := topLikePerf(t, data, rec.symfs, args...)
+						require.Len(t, tj.Events, 1)
+						got := map[string]float64{}
+						for _, e := range tj.Events[0].Entries {
+							name := keyedName(e, keys)
+							got[name] = e.SelfPct
+							graphPaths(got, name+":", e.Graph)
+						}
+						for _, m := range []map[string]float64{want, got} {
+							for p := range m {
+								if perfUnnamed.MatchString(p) || groupLabel.MatchString(p) || strings.Contains(p, "[kernel.kallsyms]") {
+									delete(m, p) // frames perf shows as addresses: see compareGraphMode
+								}
+							}
+						}
+						for p, w := range want {
+							g, ok := got[p]
+							if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
+								assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
+							}
+						}
+						for p, g := range got {
+							_, ok := want[p]
+							assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// perfKeyedEntry is an entry line of perf report --sort KEYS without
+// -n: the share, then the keys' values.
+var perfKeyedEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+(\S.*?)\s*$`)
+
+// perfKeyedGraphPaths is perfGraphPaths for perf report --sort keys: an
+// entry is named by its keys' values one space apart (as top's label,
+// its columns joined by one space), or by entryKey for dso,sym.
+func perfKeyedGraphPaths(t *testing.T, out, keys string) map[string]float64 {
+	t.Helper()
+	if keys == "dso,sym" {
+		return perfGraphPaths(t, out, false)
+	}
+	return perfGraphPathsBy(t, out, false, func(l string) (string, float64, bool) {
+		e := perfKeyedEntry.FindStringSubmatch(l)
+		if e == nil {
+			return "", 0, false
+		}
+		pct, _ := strconv.ParseFloat(e[1], 64)
+		return strings.Join(strings.Fields(e[2]), " "), pct, true
+	})
+}
+
+// keyedName is the name perfKeyedGraphPaths gives e, an entry of top
+// --sort keys.
+func keyedName(e topEntry, keys string) string {
+	var parts []string
+	for _, k := range strings.Split(keys, ",") {
+		switch k {
+		case "comm":
+			parts = append(parts, e.Comm)
+		case "pid":
+			parts = append(parts, strconv.FormatUint(uint64(e.TID), 10)+":"+e.Comm)
+		case "dso":
+			parts = append(parts, filepath.Base(e.DSO))
+		case "sym":
+			parts = append(parts, e.Name)
+		}
+	}
+	return strings.Join(parts, " ")
 }

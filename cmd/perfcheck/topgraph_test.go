@@ -64,10 +64,9 @@ func TestTopModeUsageErrors(t *testing.T) {
 		{[]string{"--no-children", "--sort", "total"}, "--no-children orders by self: it does not go with --sort total"},
 		{[]string{"-g", "both"}, `-g both: "both" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
 		{[]string{"-g", "fractal,0.5,caller"}, `-g fractal,0.5,caller: "0.5" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
-		{[]string{"-g", "caller", "--children", "--max-stack", "3"}, "--max-stack with --children: not supported (perf cuts the stacks before it counts children)"},
-		{[]string{"-g", "caller", "--sort", "dso"}, "-g shows the stacks of each function: it does not go with --sort dso"},
-		{[]string{"--max-stack", "3"}, "--max-stack trims the call graph: give -g"},
-		{[]string{"-g", "none", "--max-stack", "3"}, "--max-stack trims the call graph: give -g"},
+		{[]string{"-g", "none,callee", "--children", "--max-stack", "3"}, "--max-stack with -g none,callee: give -g callee to keep the frames nearest the leaf"},
+		{[]string{"--max-stack", "3"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
+		{[]string{"-g", "none", "--max-stack", "3"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
 		{[]string{"-g", "callee", "--max-stack", "-1"}, "--max-stack -1: give 0 (all) or more"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
