@@ -207,14 +207,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	if s.opts.Replay && !s.addrDecided {
 		s.decideAddr(events)
 	}
-	var stack []byte
-	var regs []uint64
-	userOK := r.RegsUserABI == 2 && len(r.StackUser) > 0 && r.EventIndex >= 0 && r.EventIndex < len(events)
-	if userOK {
-		// A 64-bit user stack copy (--call-graph dwarf).
-		stack = r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]
-		regs = r.RegsUser
-	}
+	mask, regs, stack, userOK := userStack(r, events)
 	if b.full(len(r.Callchain)+len(regs), len(stack)) {
 		b = handoff(b)
 	}
@@ -225,17 +218,13 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		tid:       r.TID(),
 		cpu:       r.CPU(),
 		time:      r.Time(),
-		period:    r.Period,
+		period:    samplePeriod(r, events),
 		mode:      r.CPUMode(),
 		ip:        r.IP,
 		stackUser: len(r.StackUser) > 0,
 		chainLo:   -1,
 		chainHi:   -1,
 		aux:       -1,
-	}
-	if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
-		// Without PERF_SAMPLE_PERIOD perf uses attr.sample_period.
-		op.period = events[r.EventIndex].Attr.SamplePeriod
 	}
 	if r.Callchain != nil {
 		// The first half of the callchain's digest; apply takes the
@@ -250,7 +239,7 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 		op.chainHi = int32(len(b.words))
 	}
 	if userOK {
-		u := feedUser{mask: events[r.EventIndex].Attr.SampleRegsUser,
+		u := feedUser{mask: mask,
 			regsLo: int32(len(b.words)), regs: int32(len(regs)),
 			stackLo: int32(len(b.bytes)), stackBytes: int32(len(stack))}
 		b.words = append(b.words, regs...)
@@ -263,6 +252,24 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	}
 	b.ops = append(b.ops, op)
 	return b
+}
+
+// samplePeriod is r's period: without PERF_SAMPLE_PERIOD perf uses the
+// event's attr.sample_period.
+func samplePeriod(r *perfdata.Sample, events []perfdata.Event) uint64 {
+	if r.Fields&perfdata.SamplePeriod == 0 && r.EventIndex >= 0 && r.EventIndex < len(events) {
+		return events[r.EventIndex].Attr.SamplePeriod
+	}
+	return r.Period
+}
+
+// userStack returns r's 64-bit user stack copy (--call-graph dwarf) with
+// its registers and their mask, when it has one its event describes.
+func userStack(r *perfdata.Sample, events []perfdata.Event) (mask uint64, regs []uint64, stack []byte, ok bool) {
+	if r.RegsUserABI != 2 || len(r.StackUser) == 0 || r.EventIndex < 0 || r.EventIndex >= len(events) {
+		return 0, nil, nil, false
+	}
+	return events[r.EventIndex].Attr.SampleRegsUser, r.RegsUser, r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))], true
 }
 
 // copyUpdate returns a copy of r, which the reader will reuse, when it is

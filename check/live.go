@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"github.com/perfcheck/perfcheck/perfdata"
-	"github.com/perfcheck/perfcheck/unwind"
 )
 
 // A stream read as it is written (perf record -o - | perfcheck script -)
@@ -102,7 +101,6 @@ type live struct {
 	ips      []uint64
 	ss       *sampleStack
 	smp      Sample
-	err      error // from fn: the reading stops
 }
 
 // feedLive reads every record of f in time order, one at a time, feeding
@@ -118,30 +116,13 @@ func (s *session) feedLive(ctx context.Context, f recording) error {
 			c()
 		}
 	}()
-	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
-	var (
-		se sampleEvent
-		us unwind.UserStack
-	)
-	for i := 0; rs.Next(); i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r, ok := rs.Record().(*perfdata.Sample)
-		if !ok {
-			s.update(rs.Record())
-			continue
-		}
-		replayEvent(&se, &us, r, f.Events()) // a stream describes its events as it goes
-		if s.filter != nil && !s.filter.keep(s, &se) {
-			continue
-		}
-		s.sample(&se)
-		if err := lv.hand(ctx, s, &se, r); err != nil {
+	return s.readSerial(ctx, f, func(se *sampleEvent, r *perfdata.Sample) error {
+		s.sample(se)
+		if err := lv.hand(ctx, s, se, r); err != nil {
 			return stopError{err}
 		}
-	}
-	return rs.Err()
+		return nil
+	})
 }
 
 // hand gives fn the sample just counted, whose record is r.

@@ -119,51 +119,72 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 	s.replaying = true
 	defer func() { s.replaying = false }()
 	s.resetMaps()
-	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
 	var (
 		smp  Sample
-		se   sampleEvent
-		us   unwind.UserStack
 		ss   = newSampleStack()
 		refs []int32
 		ips  []uint64
 		n    uint64
 	)
 	feats := f.Features() // one value, which a stream fills as it goes
-	for i := 0; rs.Next(); i++ {
-		if i%4096 == 0 && ctx.Err() != nil {
-			return n, ctx.Err()
-		}
-		r, ok := rs.Record().(*perfdata.Sample)
-		if !ok {
-			s.update(rs.Record())
-			continue
-		}
-		// Asked per sample: a stream describes its events (attrs,
-		// names) as it goes.
-		events := f.Events()
-		replayEvent(&se, &us, r, events)
-		if s.filter != nil && !s.filter.keep(s, &se) {
-			continue
-		}
+	err := s.readSerial(ctx, f, func(se *sampleEvent, r *perfdata.Sample) error {
 		pg, kg := s.tracker.Generation(se.PID)
-		refs = s.locsOf(&se, s.userFrames(&se), pg, kg, refs[:0])
+		refs = s.locsOf(se, s.userFrames(se), pg, kg, refs[:0])
 		if len(s.locs) > len(res.Locations) {
-			return n, fmt.Errorf("sample at byte offset %d: an address the first reading did not see: the recording changed while it was read", r.Header().Offset)
+			return fmt.Errorf("sample at byte offset %d: an address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
-		ips = s.sampleAddrs(&se, len(refs), ips[:0])
-		addrLoc, ok := s.replayAddr(&se, r.Addr, res)
+		ips = s.sampleAddrs(se, len(refs), ips[:0])
+		addrLoc, ok := s.replayAddr(se, r.Addr, res)
 		if !ok {
-			return n, fmt.Errorf("sample at byte offset %d: a data address the first reading did not see: the recording changed while it was read", r.Header().Offset)
+			return fmt.Errorf("sample at byte offset %d: a data address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r, Events: events, Features: feats}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r, Events: f.Events(), Features: feats}
 		n++
 		if err := fn(&smp); err != nil {
-			return n, stopError{err}
+			return stopError{err}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// readSerial reads f's records in time order one at a time, as the first
+// reading's batches deliver them (feed.go), and hands each sample the
+// filter keeps to fn, with its record, valid until fn returns; an error
+// from fn stops the reading and is returned. A stream's build-id records
+// prove binaries as they pass, as in the first reading.
+func (s *session) readSerial(ctx context.Context, f recording, fn func(*sampleEvent, *perfdata.Sample) error) error {
+	_, stream := f.(*perfdata.Reader)
+	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
+	var (
+		se sampleEvent
+		us unwind.UserStack
+	)
+	for i := 0; rs.Next(); i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch r := rs.Record().(type) {
+		case *perfdata.Sample:
+			// A stream describes its events (attrs, names) as it
+			// goes: they are asked per sample.
+			replayEvent(&se, &us, r, f.Events())
+			if s.filter != nil && !s.filter.keep(s, &se) {
+				continue
+			}
+			if err := fn(&se, r); err != nil {
+				return err
+			}
+		case *perfdata.BuildIDRecord:
+			if stream && !s.replaying {
+				s.streamBuildID(r.Entry)
+			}
+		default:
+			s.update(r)
 		}
 	}
-	return n, rs.Err()
+	return rs.Err()
 }
 
 // sampleStack is the Stack EachSample hands over, reused from sample to
@@ -213,14 +234,9 @@ func (s *session) resetMaps() {
 // copy in us.
 func replayEvent(e *sampleEvent, us *unwind.UserStack, r *perfdata.Sample, events []perfdata.Event) {
 	*e = sampleEvent{Event: max(r.EventIndex, 0), PID: r.PID(), TID: r.TID(), CPU: r.CPU(), Time: r.Time(),
-		Period: r.Period, Mode: r.CPUMode(), IP: r.IP, Callchain: r.Callchain, StackUser: len(r.StackUser) > 0}
-	known := r.EventIndex >= 0 && r.EventIndex < len(events)
-	if r.Fields&perfdata.SamplePeriod == 0 && known {
-		e.Period = events[r.EventIndex].Attr.SamplePeriod
-	}
-	if r.RegsUserABI == 2 && len(r.StackUser) > 0 && known {
-		*us = unwind.UserStack{Mask: events[r.EventIndex].Attr.SampleRegsUser, Regs: r.RegsUser,
-			Stack: r.StackUser[:min(r.StackUserDynSize, uint64(len(r.StackUser)))]}
+		Period: samplePeriod(r, events), Mode: r.CPUMode(), IP: r.IP, Callchain: r.Callchain, StackUser: len(r.StackUser) > 0}
+	if mask, regs, stack, ok := userStack(r, events); ok {
+		*us = unwind.UserStack{Mask: mask, Regs: regs, Stack: stack}
 		e.User = us
 	}
 }
