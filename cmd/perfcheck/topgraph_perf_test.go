@@ -468,15 +468,7 @@ func chainNames(frames []string) []string {
 // the same graphs and chains, with and without --children, in both orders.
 func TestTopMaxStackMatchesPerfReport(t *testing.T) {
 	t.Parallel()
-	needPerf(t)
-	fixtures.NeedTool(t, "gcc")
-	dir := t.TempDir()
-	src := filepath.Join(dir, "deep.c")
-	require.NoError(t, os.WriteFile(src, []byte(deepC), 0o644))
-	bin := filepath.Join(dir, "deep")
-	b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-o", bin, src).CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	data := recordWithRetry(t, dir, "deep.data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+	data := recordDeep(t)
 	for _, n := range []string{"1", "3", "6"} {
 		for _, order := range []string{"", "caller", "callee"} {
 			t.Run("children "+n+" "+order, func(t *testing.T) {
@@ -527,13 +519,9 @@ STEP(d1, d2, 1000)
 int main(void) { double end = cpu_seconds() + 0.3; while (cpu_seconds() < end) for (int i = 0; i < 10; i++) d1(); return 0; }
 `
 
-// top -g with perf's --sort keys draws each keyed entry's graph as perf
-// report --no-children -g --sort KEYS does: the stacks of the entry's
-// samples, the same paths with the same shares, in both orders, with and
-// without --max-stack, on the program of TestTopMaxStackMatchesPerfReport
-// and on cshared-fp.data, whose stacks cross three DSOs.
-func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
-	t.Parallel()
+// recordDeep builds deepC and returns its recording with perf -g.
+func recordDeep(t *testing.T) string {
+	t.Helper()
 	needPerf(t)
 	fixtures.NeedTool(t, "gcc")
 	dir := t.TempDir()
@@ -542,7 +530,17 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 	bin := filepath.Join(dir, "deep")
 	b, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-o", bin, src).CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	deep := recordWithRetry(t, dir, "deep.data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+	return recordWithRetry(t, dir, "deep.data", []string{"-g", "-e", "cpu-clock:u", "-F", "2000"}, bin)
+}
+
+// top -g with perf's --sort keys draws each keyed entry's graph as perf
+// report --no-children -g --sort KEYS does: the stacks of the entry's
+// samples, the same paths with the same shares, in both orders, with and
+// without --max-stack, on the program of TestTopMaxStackMatchesPerfReport
+// and on cshared-fp.data, whose stacks cross three DSOs.
+func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
+	t.Parallel()
+	deep := recordDeep(t)
 	symfs := ckSymfs(t)
 	for _, rec := range []struct{ name, data, symfs string }{{"deep", deep, "/"}, {"cshared-fp", "", symfs}} {
 		for _, keys := range []string{"dso", "comm,dso", "pid", "dso,sym"} {
