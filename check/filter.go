@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path"
@@ -75,15 +76,24 @@ func newSampleFilter(f Filter, rec recording, name string) (*sampleFilter, error
 		sf.pending = &pendingFilter{rec: rec, name: name}
 		return sf, nil
 	}
-	if err := sf.prepare(rec, name); err != nil {
+	if err := filterError(name, sf.ready(rec)); err != nil {
 		return nil, err
 	}
 	return sf, nil
 }
 
-// prepare turns f's event names into indexes and its time ranges into
+// filterError names the recording in err, what ready found wrong; a
+// stream ("-") is named by its caller.
+func filterError(name string, err error) error {
+	if err == nil || name == "-" || name == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// ready turns f's event names into indexes and its time ranges into
 // nanoseconds, for recording rec.
-func (sf *sampleFilter) prepare(rec recording, name string) error {
+func (sf *sampleFilter) ready(rec recording) error {
 	f := &sf.Filter
 	if len(f.Events) > 0 {
 		evs := rec.Events()
@@ -104,18 +114,18 @@ func (sf *sampleFilter) prepare(rec recording, name string) error {
 				}
 			}
 			if !found {
-				return fmt.Errorf("%s: no event %q; the recording's events are %s", name, want, strings.Join(names, ", "))
+				return fmt.Errorf("no event %q; the recording's events are %s", want, strings.Join(names, ", "))
 			}
 		}
 	}
 	if len(f.CPUs) > 0 && !slices.ContainsFunc(rec.Events(), func(e perfdata.Event) bool { return e.Attr.SampleType&perfdata.SampleCPU != 0 }) {
 		// As perf report -C refuses it: every sample would be left out.
-		return fmt.Errorf("%s: the samples hold no CPU (perf record -a or --sample-cpu records it)", name)
+		return errors.New("the samples hold no CPU (perf record -a or --sample-cpu records it)")
 	}
 	if f.Time != "" {
 		var err error
 		if sf.times, err = parseTimeRanges(f.Time, rec); err != nil {
-			return fmt.Errorf("%s: --time %s: %w", name, f.Time, err)
+			return fmt.Errorf("--time %s: %w", f.Time, err)
 		}
 	}
 	return nil
@@ -126,7 +136,7 @@ func (sf *sampleFilter) prepare(rec recording, name string) error {
 func (f *sampleFilter) keep(s *session, e *sampleEvent) bool {
 	if p := f.pending; p != nil {
 		f.pending = nil
-		f.err = f.prepare(p.rec, p.name)
+		f.err = filterError(p.name, f.ready(p.rec))
 	}
 	if f.err != nil {
 		return false
