@@ -223,6 +223,22 @@ func readAll(t *testing.T, f *File) map[RecordType]int {
 	return n
 }
 
+// zeroedDataSize returns the committed recording name as it is, its bytes
+// with the header's data size (the u64 at offset 48) cleared, and its
+// hostname.
+func zeroedDataSize(t *testing.T, name string) (orig *File, zeroed []byte, host string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
+	require.NoError(t, err)
+	orig, err = NewFile(bytes.NewReader(b), int64(len(b)))
+	require.NoError(t, err)
+	host, err = orig.Features().Hostname()
+	require.NoError(t, err)
+	zeroed = bytes.Clone(b)
+	clear(zeroed[48:56])
+	return orig, zeroed, host
+}
+
 // TestZeroedDataSize: a finished recording whose header's data size was
 // zeroed afterwards (built here from a real recording by clearing the
 // u64 at offset 48) reads the same records as the original, stopping
@@ -233,16 +249,8 @@ func TestZeroedDataSize(t *testing.T) {
 	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
-			require.NoError(t, err)
-			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
-			require.NoError(t, err)
+			orig, z, wantHost := zeroedDataSize(t, name)
 			want := readAll(t, orig)
-			wantHost, err := orig.Features().Hostname()
-			require.NoError(t, err)
-
-			z := bytes.Clone(b)
-			clear(z[48:56])
 			f, err := NewFile(bytes.NewReader(z), int64(len(z)))
 			require.NoError(t, err)
 			assert.Equal(t, want, readAll(t, f))
@@ -285,17 +293,9 @@ func TestZeroedDataSizeStream(t *testing.T) {
 	for _, name := range []string{"twoevents.data", "buildid-mmap.data", "zstd.data"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b, err := os.ReadFile(filepath.Join("..", "testdata", "perf", name))
-			require.NoError(t, err)
-			orig, err := NewFile(bytes.NewReader(b), int64(len(b)))
-			require.NoError(t, err)
+			orig, z, wantHost := zeroedDataSize(t, name)
 			want := recordList(t, orig.Records(RecordsOptions{}))
-			wantHost, err := orig.Features().Hostname()
-			require.NoError(t, err)
 			off, size := orig.DataRange()
-
-			z := bytes.Clone(b)
-			clear(z[48:56])
 			for _, in := range []struct {
 				name string
 				r    io.Reader
