@@ -203,6 +203,7 @@ type Options struct {
 	symbolizer symbolOpener // tests: replaces the symbolize package
 	host       hostRoots    // tests: replaces /sys and /proc for kernel modules
 	batchOps   int          // tests: the most records a feed batch holds; 0 = feedBatchOps
+	rawProbe   uint64       // tests: the samples rawCacheOff judges over; 0 = rawProbe
 
 	// debugFiles, set by Analyze, is the lookup whose debug directories
 	// defaultOpener looks for separate debug files in.

@@ -229,11 +229,8 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	if r.Callchain != nil {
 		// The first half of the callchain's digest; apply takes the
 		// second, so that the two goroutines' work stays balanced (this
-		// one also reads and orders the file). ReportOnly needs none
-		// (signatureSlot).
-		if !s.opts.ReportOnly {
-			op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
-		}
+		// one also reads and orders the file).
+		op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
 		op.chainLo = int32(len(b.words))
 		b.words = append(b.words, r.Callchain...)
 		op.chainHi = int32(len(b.words))
@@ -321,14 +318,14 @@ func (s *session) apply(b *feedBatch) {
 	for i := range b.ops {
 		op := &b.ops[i]
 		var k aheadKey
-		if op.sample && op.chainLo >= 0 && !s.opts.ReportOnly {
+		if op.sample && op.chainLo >= 0 && !s.rawOff {
 			// Kept here, not written into the op: the reader writes
 			// the batch's ops again once it is handed back, and taking
 			// back lines this core wrote costs it more.
 			k.chainHash = [2]uint64{op.chainHash,
 				maphash.Bytes(s.rawSeeds[1], u64Bytes(b.words[op.chainLo:op.chainHi]))}
 		}
-		if op.sample && op.aux < 0 && !s.opts.ReportOnly {
+		if op.sample && op.aux < 0 && !s.rawOff {
 			k.pg, k.kg = s.tracker.Generation(op.pid)
 			e := sampleEvent{PID: op.pid, Mode: op.mode, IP: op.ip,
 				chainHash: k.chainHash, chainHashed: op.chainLo >= 0}

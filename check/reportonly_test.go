@@ -15,7 +15,9 @@ import (
 // TestReportOnlySameReport: counting samples by their DSOs
 // (Options.ReportOnly) gives the report that counting them by stack gives,
 // on every committed recording and every corpus recording with samples,
-// under the default and the strict figures; and it keeps no stacks.
+// under the default and the strict figures, with the raw-stack cache and
+// with it turned off after the first sample (rawCacheOff); and it keeps
+// no stacks.
 func TestReportOnlySameReport(t *testing.T) {
 	t.Parallel()
 	files := feedFixtures(t)
@@ -29,9 +31,10 @@ func TestReportOnlySameReport(t *testing.T) {
 		t.Run(filepath.Base(filepath.Dir(name))+"/"+filepath.Base(name), func(t *testing.T) {
 			t.Parallel()
 			var reports []string
-			for _, only := range []bool{false, true} {
-				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache},
-					NoSymbols: true, ReportOnly: only})
+			for _, o := range []Options{{}, {ReportOnly: true}, {ReportOnly: true, rawProbe: 1}} {
+				only := o.ReportOnly
+				o.Lookup, o.NoSymbols = buildidcache.Options{BuildIDDir: cache}, true
+				res, err := Analyze(context.Background(), Path(name), o)
 				if res == nil {
 					t.Skipf("unreadable: %v", err)
 				}
@@ -43,7 +46,8 @@ func TestReportOnlySameReport(t *testing.T) {
 				require.NoError(t, err)
 				reports = append(reports, string(rep))
 			}
-			assert.JSONEq(t, reports[0], reports[1])
+			assert.JSONEq(t, reports[0], reports[1], "with the raw-stack cache")
+			assert.JSONEq(t, reports[0], reports[2], "without it")
 		})
 	}
 	_, err := Analyze(context.Background(), Path(files[0]), Options{ReportOnly: true, Replay: true})

@@ -200,8 +200,12 @@ type session struct {
 	// user are the user frames userFrames gave for the last sample.
 	user []uint64
 	// sigSlot is the one slot samples feed with Options.ReportOnly
-	// (signatureSlot).
-	sigSlot rawSlot
+	// (signatureSlot) once rawOff is set (rawCacheOff): then the
+	// raw-stack cache is no longer used. rawTries and rawHits count
+	// lookups and hits until it is decided.
+	sigSlot           rawSlot
+	rawOff            bool
+	rawTries, rawHits uint64
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
@@ -465,7 +469,7 @@ func (s *session) rawKeyOf(e *sampleEvent, pg, kg uint64, user []uint64) rawKey 
 func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
 	user := s.userFrames(e)
-	if s.opts.ReportOnly {
+	if s.opts.ReportOnly && s.rawCacheOff() {
 		return s.signatureSlot(e, user, pg, kg)
 	}
 	var key rawKey
@@ -475,6 +479,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		key = s.rawKeyOf(e, pg, kg, user)
 	}
 	if sl := s.raws.find(key); sl != nil {
+		s.rawHits++
 		return sl
 	}
 
@@ -499,12 +504,42 @@ func (s *session) internStack(refs []int32) int32 {
 	return id
 }
 
-// signatureSlot is stackOf for Options.ReportOnly. A raw stack's
-// signature is cheap to take again (a lookup per frame in the location
-// memo, and the table of signatures fits in the CPU's caches), so the
-// raw-stack cache, which costs two hashes of every callchain and a miss
-// per new stack, is not used: samples feed one slot, flushed into its
-// aggregate when the signature changes.
+// rawCacheOff reports whether Options.ReportOnly's reading has stopped
+// using the raw-stack cache. A raw stack's signature is cheap to take
+// again (a lookup per frame in the location memo; the signatures' table
+// fits in the CPU's caches), so where raw stacks rarely repeat (a build's
+// many short processes) the cache costs more than it saves: a hash of
+// every callchain and a miss per new stack. Where they repeat (deep stacks
+// of a few threads) a hit saves the lookup of every frame. So the cache
+// is used until, over rawProbe samples, under a quarter of them hit it;
+// the counts it holds then go to their aggregates (signatureSlot feeds
+// them from then on).
+func (s *session) rawCacheOff() bool {
+	if s.rawOff {
+		return true
+	}
+	probe := uint64(rawProbe)
+	if s.opts.rawProbe > 0 {
+		probe = s.opts.rawProbe
+	}
+	if s.rawTries++; s.rawTries < probe {
+		return false
+	}
+	if s.rawHits*4 < s.rawTries {
+		s.raws.flush()
+		s.rawOff = true
+		return true
+	}
+	s.rawTries, s.rawHits = 0, 0
+	return false
+}
+
+// rawProbe is how many samples rawCacheOff judges the cache's hits over.
+const rawProbe = 1 << 16
+
+// signatureSlot is stackOf for Options.ReportOnly once the raw-stack cache
+// is off (rawCacheOff): samples feed one slot, flushed into its aggregate
+// when the signature changes.
 func (s *session) signatureSlot(e *sampleEvent, user []uint64, pg, kg uint64) *rawSlot {
 	refs := s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
 	s.refBuf = refs
