@@ -60,14 +60,14 @@ func TestTopModeUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--children", "--no-children"}, "--children and --no-children: give one"},
-		{[]string{"--children", "--sort", "dso,sym"}, "--children orders functions by children: it does not go with --sort dso,sym"},
 		{[]string{"--no-children", "--sort", "total"}, "--no-children orders by self: it does not go with --sort total"},
 		{[]string{"-g", "both"}, `-g both: "both" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
 		{[]string{"-g", "fractal,0.5,caller"}, `-g fractal,0.5,caller: "0.5" is not a mode (graph, fractal, flat, folded, none) or an order (caller, callee)`},
 		{[]string{"-g", "none,callee", "--children", "--max-stack", "3"}, "--max-stack with -g none,callee: give -g callee to keep the frames nearest the leaf"},
 		{[]string{"--max-stack", "3"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
 		{[]string{"-g", "none", "--max-stack", "3"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
-		{[]string{"-g", "callee", "--max-stack", "-1"}, "--max-stack -1: give 0 (all) or more"},
+		{[]string{"--max-stack", "0"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
+		{[]string{"--sort", "dso", "--max-stack", "-1"}, "--max-stack cuts the stacks of the call graph and of children: give -g or --children"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			t.Parallel()
