@@ -60,7 +60,7 @@ type KeyedEntry struct {
 	GraphRest uint64
 
 	graph *GraphNode        // the whole graph while TopKeyed builds it
-	comms map[string]uint64 // SortPID without SortComm: the thread's samples by comm
+	comms map[string]uint64 // SortPID without SortComm: the samples it counts (Total ranked ByTotal, else Self) by comm
 	seen  int               // 1 + the aggregate that last counted it in Total
 	drawn int               // 1 + the aggregate that last added to its graph
 }
@@ -142,14 +142,13 @@ func TopKeyed(r *Result, keys []SortKey, opts TopOptions) []KeyedTable {
 		leaf := kc.entry(&ag, topKeyOf(locs[0]))
 		leaf.Self += ag.Period
 		leaf.SelfSamples += ag.Samples
-		if kc.has(SortPID) && !kc.has(SortComm) {
-			leaf.noteComm(ag.Comm, ag.Samples)
-		}
 		if opts.By == ByTotal {
-			leaf.countTotal(ai, &ag)
+			kc.countTotal(leaf, ai, &ag)
 			for i := max(lo, 1); i < hi; i++ {
-				kc.entry(&ag, topKeyOf(locs[i])).countTotal(ai, &ag)
+				kc.countTotal(kc.entry(&ag, topKeyOf(locs[i])), ai, &ag)
 			}
+		} else if kc.has(SortPID) && !kc.has(SortComm) {
+			leaf.noteComm(ag.Comm, ag.Samples)
 		}
 		if opts.Graph == NoGraph {
 			continue
@@ -221,12 +220,17 @@ func (kc *keyedCounter) entry(ag *Aggregate, f topKey) *KeyedEntry {
 	return e
 }
 
-// countTotal counts ag, the aggregate numbered ai, in e's Total, once.
-func (e *KeyedEntry) countTotal(ai int, ag *Aggregate) {
-	if e.seen != ai+1 {
-		e.seen = ai + 1
-		e.Total += ag.Period
-		e.TotalSamples += ag.Samples
+// countTotal counts ag, the aggregate numbered ai, in e's Total, once,
+// and, keyed by thread but not comm, in the comms that name e.
+func (kc *keyedCounter) countTotal(e *KeyedEntry, ai int, ag *Aggregate) {
+	if e.seen == ai+1 {
+		return
+	}
+	e.seen = ai + 1
+	e.Total += ag.Period
+	e.TotalSamples += ag.Samples
+	if kc.has(SortPID) && !kc.has(SortComm) {
+		e.noteComm(ag.Comm, ag.Samples)
 	}
 }
 
