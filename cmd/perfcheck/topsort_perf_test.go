@@ -135,8 +135,10 @@ func TestTopPercentLimit(t *testing.T) {
 // order of children and self. A frame's keys are its own DSO and
 // function with the sample's comm and thread, so that comm and pid have
 // children equal to self, and a DSO that only calls others (libc's
-// __libc_start_call_main) has children and no self. Kernel symbols and
-// addresses perf cannot name are left out, as in
+// __libc_start_call_main) has children and no self. The recordings are
+// the committed ones and the program of TestTopMaxStackMatchesPerfReport,
+// recorded here in user space only, every binary verified. Kernel
+// symbols and addresses perf cannot name are left out, as in
 // TestTopSortMatchesPerfReport.
 //
 // One difference is known and asserted as such: in forkexec.data one
@@ -149,13 +151,16 @@ func TestTopPercentLimit(t *testing.T) {
 func TestTopChildrenSortMatchesPerfReport(t *testing.T) {
 	t.Parallel()
 	needPerf(t)
-	symfs := ckSymfs(t)
-	for _, file := range []string{"threads.data", "forkexec.data", "cshared-fp.data"} {
+	deep := recordDeep(t)
+	for _, file := range []string{"threads.data", "forkexec.data", "cshared-fp.data", "deep"} {
 		for _, keys := range []string{"comm", "pid", "dso", "sym", "dso,sym", "comm,dso", "pid,sym", "comm,pid,dso,sym", "sym,dso"} {
 			for _, limit := range []string{"0.5", "5"} {
 				t.Run(file+" "+keys+" "+limit, func(t *testing.T) {
 					t.Parallel()
-					data := recordedAfterBins(t, ckFixture(t, file))
+					data, symfs := deep, "/"
+					if file != "deep" {
+						data, symfs = recordedAfterBins(t, ckFixture(t, file)), ckSymfs(t)
+					}
 					tj := topLikePerf(t, data, symfs, "--children", "--sort", keys, "--percent-limit", limit)
 					var moved func(label string) int
 					if file == "forkexec.data" && strings.Contains(keys, "dso") && !strings.Contains(keys, "sym") {
