@@ -109,13 +109,14 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 			t.Run(order+" "+c.limit+" "+c.maxStack, func(t *testing.T) {
 				t.Parallel()
 				data := recordedAfterBins(t, ckFixture(t, "cshared-fp.data"))
-				args := []string{"report", "--no-children", "--stdio", "-g", order, "--percent-limit", c.limit, "--symfs", symfs, "-i", data}
+				var cut []string // "0": no --max-stack, every frame
 				if c.maxStack != "0" {
-					args = append(args, "--max-stack", c.maxStack)
+					cut = []string{"--max-stack", c.maxStack}
 				}
+				args := append([]string{"report", "--no-children", "--stdio", "-g", order, "--percent-limit", c.limit, "--symfs", symfs, "-i", data}, cut...)
 				want := perfGraphPaths(t, perfOut(t, args...), false)
 				require.NotEmpty(t, want)
-				tj := topLikePerf(t, data, symfs, "-g", order, "--percent-limit", c.limit, "--max-stack", c.maxStack)
+				tj := topLikePerf(t, data, symfs, append([]string{"-g", order, "--percent-limit", c.limit}, cut...)...)
 				require.Len(t, tj.Events, 1)
 				got := map[string]float64{}
 				for _, e := range tj.Events[0].Entries {
