@@ -207,7 +207,7 @@ func TestTraceFormatFunction(t *testing.T) {
 
 	tf.kernelSym = func(addr uint64) (string, uint64, bool) {
 		if addr >= 0x1200 && addr < 0x1300 {
-			return "kfree_sensitive", 0x1200, true
+			return "kfree_sensitive", addr - 0x1200, true
 		}
 		return "", 0, false
 	}

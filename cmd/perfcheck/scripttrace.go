@@ -60,8 +60,8 @@ type traceConv struct {
 }
 
 // kernelSymbol names the kernel function an address lies in: its name
-// and start address.
-type kernelSymbol func(addr uint64) (name string, start uint64, ok bool)
+// and the address's offset from its start.
+type kernelSymbol func(addr uint64) (name string, off uint64, ok bool)
 
 // errTraceUnsupported marks a format beyond what traceFormat evaluates.
 var errTraceUnsupported = errors.New("not supported")
@@ -272,11 +272,11 @@ func (tf *traceFormat) appendFunction(b []byte, ext byte, v traceValue) ([]byte,
 		return b, fmt.Errorf("%%p%c of a string", ext)
 	}
 	if tf.kernelSym != nil {
-		if name, start, ok := tf.kernelSym(v.n); ok {
+		if name, off, ok := tf.kernelSym(v.n); ok {
 			b = append(b, name...)
 			if ext == 'S' || ext == 'F' {
 				b = append(b, "+0x"...)
-				b = strconv.AppendUint(b, v.n-start, 16)
+				b = strconv.AppendUint(b, off, 16)
 			}
 			return b, nil
 		}
