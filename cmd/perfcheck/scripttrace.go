@@ -204,8 +204,8 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 // starts at s[j], as libtraceevent's parse_arg_format_pointer takes its
 // letters, and returns where the conversion ends. Extensions perfcheck
 // prints: the symbol of an address (%pS, %ps; %pF, %pf before Linux
-// 5.5), an IP address (%pI4, %pI6, %pI6c; %pi4, %pi6 without
-// separators), a socket address (%pIS with the letters p, f, s, then c,
+// 5.5), an IP address (%pI4, %pI6, %pI6c; %pi4 in three digits a byte,
+// %pi6 without separators), a socket address (%pIS with the letters p, f, s, then c,
 // of which libtraceevent's print_ipsa_arg heeds a p right after the S, a
 // c after that, and neither for %piS), a UUID (%pU with b, B, l or L).
 // A letter libtraceevent knows no extension for (%pB, %pK, %*pbl's b)
