@@ -14,8 +14,9 @@ import (
 // does (event_format__fprintf, through libtraceevent's
 // tep_print_event_data): the format's "print fmt:" evaluated on the
 // sample's raw record. It knows the part of the format language the
-// kernel's tracepoints use most: REC->field, __get_str, __print_flags,
-// __print_symbolic, casts, C's integer operators and ?:, printf's
+// kernel's tracepoints use most: REC->field, __get_str, __get_bitmask,
+// __print_flags, __print_symbolic, casts, C's integer operators and ?:,
+// printf's
 // integer, character and string conversions (a %s of a kernel string
 // pointer from the recording's printk strings), and the kernel's %pS,
 // %ps, IP and socket address (%pI4, %pI6c, %pISpc, ...) and UUID (%pU)
