@@ -366,3 +366,60 @@ func flagChar(set bool, c string) string {
 	}
 	return "-"
 }
+
+// brstackOffEntry is one entry of -F brstackoff,dso.
+var brstackOffEntry = regexp.MustCompile(` 0x([0-9a-f]+)\(([^()]*)\)/0x([0-9a-f]+)\(([^()]*)\)(/[-PM]/[-X]/[-A]/[0-9]+/[A-Z_0-9()a-z]*) `)
+
+// whyKernelOff: perf's offsets of kernel, vdso and JIT addresses.
+const whyKernelOff = "kernel, vdso, JIT: perf prints an offset into its kernel map (which depends on the relocation it infers), the address in the vdso image it loaded, the offset from an anonymous mapping's start; perfcheck the address, the offset in the recording's vdso, the address (by which a perf map names JIT code)"
+
+// perfcheck script -F brstackoff prints each branch address as its
+// offset in the DSO's file, as perf does for every binary it did not load
+// as a fixed-address executable: on the corpus recordings, whose binaries
+// are absent, perf's offsets are perfcheck's for every file and kernel
+// module, and an address without a file is printed as it is by both. In
+// the kernel and the vdso they differ (whyKernelOff), counted in the log.
+func TestScriptBrstackOffMatchesPerf(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	fixtures.Corpus(t, "")
+	for _, name := range branchCorpus {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			t.Parallel()
+			data := fixtures.Corpus(t, name)
+			sameDSO := perfBranchOut(t, data, "ip,dso") == pcBranchOut(t, data, "ip,dso")
+			perf, pc := perfBranchOut(t, data, "brstackoff,dso"), pcBranchOut(t, data, "brstackoff,dso")
+			require.Equal(t, branchDSOs.ReplaceAllString(perf, "/"), perfBranchOut(t, data, "brstackoff"), "perf")
+			require.Equal(t, branchDSOs.ReplaceAllString(pc, "/"), pcBranchOut(t, data, "brstackoff"), "perfcheck")
+			pl, gl := strings.Split(perf, "\n"), strings.Split(pc, "\n")
+			require.Equal(t, len(pl), len(gl), "lines")
+			differ, same := 0, 0
+			for i := range pl {
+				pe, ge := brstackOffEntry.FindAllStringSubmatch(pl[i], -1), brstackOffEntry.FindAllStringSubmatch(gl[i], -1)
+				require.Equal(t, len(pe), len(ge), "line %d entries", i)
+				require.Equal(t, len(pe), strings.Count(pl[i], "/0x"), "line %d: entries parsed", i)
+				for j := range pe {
+					require.Equal(t, pe[j][5], ge[j][5], "line %d entry %d flags", i, j)
+					for _, k := range []int{1, 3} {
+						off, dso := ge[j][k], ge[j][k+1]
+						if sameDSO {
+							require.Equal(t, pe[j][k+1], dso, "line %d entry %d DSO", i, j)
+						}
+						if dso == "[kernel.kallsyms]" || dso == "[vdso]" || dso == "//anon" {
+							if off != pe[j][k] {
+								differ++
+							}
+							continue
+						}
+						require.Equal(t, pe[j][k], off, "line %d entry %d: perf %q, perfcheck %q", i, j, pe[j][0], ge[j][0])
+						same++
+					}
+				}
+			}
+			if differ > 0 {
+				t.Logf("%5d addresses differ: %s", differ, whyKernelOff)
+			}
+			t.Logf("%5d offsets in files and unmapped memory are perf's", same)
+		})
+	}
+}

@@ -7,44 +7,55 @@ import (
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
-// appendBranches is perf script's brstack or brstacksym field
-// (perf_sample__fprintf_brstack and perf_sample__fprintf_brstacksym in
-// tools/perf/builtin-script.c; brstack wins when both are asked for):
-// each entry of the sample's branch stack, most recent first, as
+// appendBranches is perf script's brstack, brstacksym or brstackoff
+// field (perf_sample__fprintf_brstack, _brstacksym and _brstackoff in
+// tools/perf/builtin-script.c; of several, perf prints the first of
+// those): each entry of the sample's branch stack, most recent first, as
 // " 0xFROM/0xTO/FLAGS " with brstack, "SYM+0xOFF/SYM+0xOFF/FLAGS " with
-// brstacksym, each address followed by "(DSO)" when dso is printed. A
-// name follows the rules a frame's does (appendScriptSymbol): a DSO
-// whose verdict refuses its names prints "[verdict] base+0xOFFSET".
+// brstacksym, " 0xOFF/0xOFF/FLAGS " with brstackoff, each address
+// followed by "(DSO)" when dso is printed. A name follows the rules a
+// frame's does (appendScriptSymbol): a DSO whose verdict refuses its
+// names prints "[verdict] base+0xOFFSET". An offset is the one
+// perfcheck locates the address at (check.Location's Offset): in the
+// DSO's file, the address itself in the kernel and in memory without a
+// file.
 func appendBranches(b []byte, f scriptField, s *check.Sample, rec *perfdata.Sample) []byte {
-	sym := f&fieldBrstack == 0
+	show := f & fieldsBranch
+	show &= -show // the first of them
 	dso := f&fieldDSO != 0
 	for i, e := range rec.Branches {
 		var from, to *check.Location
 		if i < len(s.Branches) {
 			from, to = s.Branches[i].From, s.Branches[i].To
 		}
-		if sym {
-			b = appendBranchSymbol(b, from)
-		} else {
-			b = append(b, " 0x"...)
-			b = strconv.AppendUint(b, e.From, 16)
+		if show != fieldBrstackSym {
+			b = append(b, ' ')
 		}
+		b = appendBranchAddr(b, show, e.From, from)
 		if dso {
 			b = appendBranchDSO(b, from)
 		}
 		b = append(b, '/')
-		if sym {
-			b = appendBranchSymbol(b, to)
-		} else {
-			b = append(b, "0x"...)
-			b = strconv.AppendUint(b, e.To, 16)
-		}
+		b = appendBranchAddr(b, show, e.To, to)
 		if dso {
 			b = appendBranchDSO(b, to)
 		}
 		b = appendBranchFlags(b, e)
 	}
 	return b
+}
+
+// appendBranchAddr appends one address of an entry as field shows it:
+// as recorded, its symbol, or its offset.
+func appendBranchAddr(b []byte, field scriptField, addr uint64, l *check.Location) []byte {
+	switch {
+	case field == fieldBrstackSym:
+		return appendBranchSymbol(b, l)
+	case field == fieldBrstackOff && l != nil:
+		addr = l.Offset
+	}
+	b = append(b, "0x"...)
+	return strconv.AppendUint(b, addr, 16)
 }
 
 // appendBranchSymbol appends the symbol of a branch address and the

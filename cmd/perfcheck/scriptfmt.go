@@ -265,7 +265,7 @@ func (sf *scriptFormat) appendTail(b []byte, f scriptField, s *check.Sample, rec
 	if f&fieldURegs != 0 {
 		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(s.Event, true))
 	}
-	if f&(fieldBrstack|fieldBrstackSym) != 0 {
+	if f&fieldsBranch != 0 {
 		b = appendBranches(b, f, s, rec)
 	}
 	if f&fieldPhysAddr != 0 {
