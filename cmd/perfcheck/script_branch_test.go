@@ -423,3 +423,32 @@ func TestScriptBrstackOffMatchesPerf(t *testing.T) {
 		})
 	}
 }
+
+// A stream read as it is written hands each sample over as it comes
+// (check's live reading): its branch addresses are located and named
+// there, under the verdicts known then, and print as from the same
+// stream saved to a file and read twice. The stream is a corpus
+// recording turned into pipe format by perf inject; perf script reads
+// it too, and names what perfcheck names.
+func TestScriptBrstackSymLive(t *testing.T) {
+	t.Parallel()
+	needPerf(t)
+	src := fixtures.Corpus(t, "perf.data.branch-4.14")
+	pipe := perfOut(t, "inject", "-i", src, "-o", "-")
+	require.True(t, strings.HasPrefix(pipe, "PERFILE2\x10\x00\x00\x00\x00\x00\x00\x00"), "pipe format")
+	saved := filepath.Join(t.TempDir(), "pipe.data")
+	require.NoError(t, os.WriteFile(saved, []byte(pipe), 0o644))
+	lookup := ckHermetic(t)
+	for _, fields := range []string{"brstacksym,dso", "brstackoff,dso", "ip,brstack,dso"} {
+		live, errs, code := ckRunIn(t, strings.NewReader(pipe), append(append([]string{"script", "-F", fields}, lookup...), "-")...)
+		require.Equal(t, exitOK, code, errs)
+		file, errs, code := ckRun(t, append(append([]string{"script", "-F", fields}, lookup...), saved)...)
+		require.Equal(t, exitOK, code, errs)
+		require.Equal(t, file, live, fields)
+	}
+	live, errs, code := ckRunIn(t, strings.NewReader(pipe), append(append([]string{"script", "-F", "brstacksym,dso"}, lookup...), "-")...)
+	require.Equal(t, exitOK, code, errs)
+	for r, n := range compareBrstackSym(t, perfBranchOut(t, saved, "brstacksym,dso"), live, false) {
+		t.Logf("%5d addresses differ: %s", n, r)
+	}
+}
