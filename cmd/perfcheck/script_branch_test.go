@@ -452,3 +452,22 @@ func TestScriptBrstackSymLive(t *testing.T) {
 		t.Logf("%5d addresses differ: %s", n, r)
 	}
 }
+
+// The branch addresses of the samples a filter keeps are those samples'
+// own: with --tid, each line is the unfiltered output's line of that
+// sample, offsets and DSOs included.
+func TestScriptBranchesFiltered(t *testing.T) {
+	t.Parallel()
+	data := fixtures.Corpus(t, "perf.data.callgraph_and_branch-3.4")
+	all := pcBranchOut(t, data, "tid,brstackoff,dso")
+	var want strings.Builder
+	for _, l := range strings.SplitAfter(all, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "1789 ") {
+			want.WriteString(l)
+		}
+	}
+	require.NotEmpty(t, want.String())
+	out, errs, code := ckRun(t, append(append([]string{"script", "-F", "tid,brstackoff,dso", "--tid", "1789"}, ckHermetic(t)...), data)...)
+	require.Equal(t, exitOK, code, errs)
+	require.Equal(t, want.String(), out)
+}
