@@ -92,8 +92,15 @@ func (r *Result) EachSample(ctx context.Context, fn func(*Sample) error) error {
 }
 
 // Close releases what Options.Replay kept for EachSample: the recording's
-// file, or the copy of a stream. A Result without it has nothing to close.
+// file, or the copy of a stream, and the kernel's symbols
+// (DSO.KernelSymbol). A Result without it has nothing to close.
 func (r *Result) Close() error {
+	for _, d := range r.DSOs {
+		if d.kernelNames != nil {
+			d.kernelNames.Close()
+			d.kernelNames = nil
+		}
+	}
 	if r.replay == nil || r.replay.closer == nil {
 		return nil
 	}

@@ -382,6 +382,9 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
 	res.addrLocs = s.addrLocations(lookups)
+	if o.Replay {
+		keepKernelNames(touched, lookups)
+	}
 
 	if o.ReportOnly {
 		res.Locations = nil // one per DSO (session.locOf)
@@ -724,6 +727,9 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 					lk.Close()
 					lk = nil
 				}
+			}
+			if lk != nil && d.Kind == dso.Kernel && !d.needReloc {
+				d.relocateTo(lk)
 			}
 			mu.Lock()
 			defer mu.Unlock()

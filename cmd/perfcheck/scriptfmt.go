@@ -128,7 +128,7 @@ func (sf *scriptFormat) allNotes() []string {
 	}
 	for i, tf := range sf.traces {
 		if tf != nil && tf.printsFunctions() {
-			why := "the recording's kernel is not named with this boot's kernel symbols"
+			why := "the check names none of the recording's kernel functions (see its [kernel.kallsyms] verdict)"
 			if sf.pipe {
 				why = "perf prints them so from a pipe-format recording"
 			}
