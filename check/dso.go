@@ -173,6 +173,12 @@ type Options struct {
 	// by the distinct locations, not the stacks or the samples, and
 	// Result.Stacks and Aggregates are empty.
 	Replay bool
+	// Branches, with Replay or OnSample, locates the addresses of each
+	// sample's branch stack (perfdata.Sample.Branches) as it does those
+	// of Sample.AddrLocation: Sample.Branches names where each branch
+	// leads from and to under the verdict rules frames follow, and the
+	// DSOs they lie in are judged (perfcheck script -F brstacksym).
+	Branches bool
 	// ReportOnly says the caller needs only Result.Report (perfcheck
 	// check): samples are then counted by where their frames are (the
 	// leaf's DSO and the set of all their DSOs), not by stack, which is
