@@ -10,14 +10,18 @@ import (
 // Records.Next).
 type parser struct {
 	order  binary.ByteOrder
+	little bool // order is binary.LittleEndian
 	name   string
 	events *eventSet
 	// onAttr, onFeature, onBuildID and onEventUpdate let the owner keep
 	// pipe-mode metadata (HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID,
 	// EVENT_UPDATE) as it streams past.
 	onUserRecord func(rec *rawRecord, r Record)
-	// skipSampleArrays is RecordsOptions.SkipSampleArrays.
-	skipSampleArrays bool
+	// headersOnly is RecordsOptions.SampleHeadersOnly.
+	headersOnly bool
+	// sampleBare is set while sample holds no field past its header
+	// (as resetSample leaves it), as a header-only sample must.
+	sampleBare bool
 
 	intern    map[string]string
 	whatCache [2][128]string
@@ -450,7 +454,8 @@ func (p *parser) decodeSampleRecord(data []byte, off int64, a *Attr, what string
 	}
 	d := newDecoder(data, off, p.order, what)
 	d.skip(8)
-	decodeSample(&d, a, &p.sample, p.skipSampleArrays, &p.chainBuf)
+	p.sampleBare = false
+	decodeSample(&d, a, &p.sample, &p.chainBuf)
 	return d.err
 }
 
@@ -468,9 +473,18 @@ func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Reco
 		if a == nil {
 			return nil, &FormatError{File: p.name, Offset: rec.off, Msg: what + ": a sample before any event (attr) was described"}
 		}
+		if p.headersOnly && sampleFits(data[8:], !p.little, a) {
+			p.decodeSampleHeader(data, rec.off, rec.compressed, rec.part, h.EventIndex)
+			return &p.sample, nil
+		}
 		p.sample.RecordHeader = h
 		if err := p.decodeSampleRecord(data, rec.off, a, what); err != nil {
 			return nil, err
+		}
+		if p.headersOnly {
+			// Only if sampleFits refused a sample that decodes, which
+			// TestSampleHeadersOnlySame would catch: the header still.
+			p.decodeSampleHeader(data, rec.off, rec.compressed, rec.part, h.EventIndex)
 		}
 		return &p.sample, nil
 	}

@@ -45,9 +45,10 @@ const readerBudget = 2 << 20
 func newRecords(streams []*stream, es *eventSet, order binary.ByteOrder, name string, opts RecordsOptions) *Records {
 	rs := &Records{streams: streams, name: name, ordered: opts.Ordered, tune: opts.tune}
 	rs.p.order = order
+	rs.p.little = order == binary.LittleEndian
 	rs.p.name = name
 	rs.p.events = es
-	rs.p.skipSampleArrays = opts.SkipSampleArrays
+	rs.p.headersOnly = opts.SampleHeadersOnly
 	return rs
 }
 
@@ -95,7 +96,7 @@ func (rs *Records) Next() bool {
 		rs.p.join.take(r)
 	case *Sample:
 		if rs.p.join.pending != nil {
-			rs.p.join.apply(r, !rs.p.skipSampleArrays)
+			rs.p.join.apply(r, !rs.p.headersOnly)
 		}
 	}
 	rs.rec = rec
@@ -150,7 +151,7 @@ func (rs *Records) nextRaw() (rawRecord, error) {
 }
 
 func (rs *Records) nextUnordered() (Record, error) {
-	if rs.p.skipSampleArrays {
+	if rs.p.headersOnly {
 		if r := rs.nextSampleInPlace(); r != nil {
 			return r, nil
 		}
@@ -168,21 +169,21 @@ func (rs *Records) decode(raw rawRecord) (Record, error) {
 	return rs.p.decode(&rs.raw)
 }
 
-// nextSampleInPlace decodes the next record where it lies when it is a
-// SAMPLE of little-endian input held whole in the current stream's buffer
-// or decompressed output, and it decodes without error: most records of
-// a recording read with SkipSampleArrays. It skips the general path's
+// nextSampleInPlace decodes the next record's header where it lies when
+// it is a SAMPLE of little-endian input held whole in the current stream's
+// buffer or decompressed output, and it fits its layout: most records of
+// a recording read with SampleHeadersOnly. It skips the general path's
 // copies of the raw record and its header, which cost more than the
-// sample's decoding once the arrays are skipped. Anything else, a sample
-// that fails to decode included, returns nil having consumed nothing, and
-// the general path reads it (and gives its error).
+// rest of such a reading. Anything else, a sample that does not fit
+// included, returns nil having consumed nothing, and the general path
+// reads it (and gives its error).
 func (rs *Records) nextSampleInPlace() Record {
 	if rs.cur >= len(rs.streams) {
 		return nil
 	}
 	st := rs.streams[rs.cur]
 	p := &rs.p
-	if st.err != nil || p.events == nil || st.order != binary.LittleEndian {
+	if st.err != nil || p.events == nil || !p.little {
 		return nil
 	}
 	// The record's bytes: in the input's buffer, or, inside compressed
@@ -214,15 +215,13 @@ func (rs *Records) nextSampleInPlace() Record {
 	if i < 0 {
 		return nil
 	}
-	s := &p.sample
-	s.RecordHeader = RecordHeader{RecType: RecordSample, Misc: binary.LittleEndian.Uint16(b[4:]), Size: uint16(size),
-		Offset: off, Compressed: compressed, Part: st.part, EventIndex: i}
-	if p.decodeSampleRecord(b, off, &es.events[i].Attr, p.what(RecordSample, compressed)) != nil {
+	if !sampleFits(b[8:], false, &es.events[i].Attr) {
 		return nil
 	}
+	p.decodeSampleHeader(b, off, compressed, st.part, i)
 	*start += size
 	if !compressed {
 		st.pos += int64(size)
 	}
-	return s
+	return &p.sample
 }

@@ -104,7 +104,7 @@ func countRecords(f *recording) (*recordStats, error) {
 	}
 	grow(len(f.Events()))
 	ef := &eventFinder{f: f}
-	rs := f.Records(perfdata.RecordsOptions{SkipSampleArrays: true})
+	rs := f.Records(perfdata.RecordsOptions{SampleHeadersOnly: true})
 	for rs.Next() {
 		r := rs.Record()
 		h := r.Header()

@@ -2,9 +2,11 @@ package perfdata
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,28 +15,27 @@ import (
 	"testing"
 )
 
-// withoutArrays describes r for the comparison of a full and a
-// SkipSampleArrays reading: a sample loses its arrays, which only the
-// full reading has, and with skipping its arrays must be empty already.
-func withoutArrays(t *testing.T, r Record, skipping bool) Record {
+// headerOnly describes r for the comparison of a full and a
+// SampleHeadersOnly reading: a sample keeps its header and Fields, which
+// is all the header-only reading decodes; with headersOnly, the rest must
+// be as for a sample of no fields already (zero, BranchHWIndex -1).
+func headerOnly(t *testing.T, r Record, headersOnly bool) Record {
 	t.Helper()
 	s, ok := r.(*Sample)
 	if !ok {
 		return r
 	}
-	c := *s
-	if skipping && len(c.Callchain)+len(c.Branches)+len(c.BranchCounters)+len(c.RegsUser)+len(c.RegsIntr) != 0 {
-		t.Fatalf("SkipSampleArrays: sample at %d has arrays: %d ips, %d branches, %d counters, %d+%d registers",
-			s.Offset, len(c.Callchain), len(c.Branches), len(c.BranchCounters), len(c.RegsUser), len(c.RegsIntr))
+	c := &Sample{RecordHeader: s.RecordHeader, Fields: s.Fields, BranchHWIndex: -1}
+	if headersOnly && !sameRecords(c, s) {
+		t.Fatalf("SampleHeadersOnly: sample at %d has fields past its header: %s", s.Offset, describe(s))
 	}
-	c.Callchain, c.Branches, c.BranchCounters, c.RegsUser, c.RegsIntr = nil, nil, nil, nil, nil
-	return &c
+	return c
 }
 
-// sameWithoutArrays tells whether two records, arrays left out, are
-// alike: equal (reflect.DeepEqual, which answers most calls cheaply), or
-// printing alike with their byte fields by checksum.
-func sameWithoutArrays(a, b Record) bool {
+// sameRecords tells whether two records are alike: equal
+// (reflect.DeepEqual, which answers most calls cheaply), or printing alike
+// with their byte fields by checksum (empty and nil slices alike).
+func sameRecords(a, b Record) bool {
 	if reflect.DeepEqual(a, b) {
 		return true
 	}
@@ -68,14 +69,14 @@ func (c *chunkyReader) Read(p []byte) (int, error) {
 	return c.r.Read(p[:min(len(p), n)])
 }
 
-// compareSkip reads b with and without SkipSampleArrays, as a File in
+// compareHeaders reads b with and without SampleHeadersOnly, as a File in
 // file and in time order and as a stream cut into small reads, and fails
-// unless both readings give the same records (arrays aside) and the same
-// error, message and offset included.
-func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, err error) {
+// unless both readings give the same records (of samples, the headers)
+// and the same error, message and offset included.
+func compareHeaders(t *testing.T, name string, b []byte, seed int64) (records int, err error) {
 	t.Helper()
-	open := func(skip bool, mode string) *Records {
-		opts := RecordsOptions{SkipSampleArrays: skip, Ordered: mode == "time order"}
+	open := func(headersOnly bool, mode string) *Records {
+		opts := RecordsOptions{SampleHeadersOnly: headersOnly, Ordered: mode == "time order"}
 		if mode == "stream" {
 			r, err := NewReader(&chunkyReader{bytes.NewReader(b), rand.New(rand.NewSource(seed))})
 			if err != nil {
@@ -93,30 +94,30 @@ func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, 
 	// (the in-place path and its hand-over), and time order (the
 	// general path, through the queue). The two readings go in step.
 	for _, mode := range []string{"file", "stream", "time order"} {
-		full, skip := open(false, mode), open(true, mode)
-		if full == nil || skip == nil {
-			if (full == nil) != (skip == nil) {
-				t.Fatalf("%s (%s): opened only with SkipSampleArrays %v", name, mode, skip != nil)
+		full, headers := open(false, mode), open(true, mode)
+		if full == nil || headers == nil {
+			if (full == nil) != (headers == nil) {
+				t.Fatalf("%s (%s): opened only with SampleHeadersOnly %v", name, mode, headers != nil)
 			}
 			continue
 		}
 		n := 0
 		for {
-			nf, ns := full.Next(), skip.Next()
-			if nf != ns {
-				t.Fatalf("%s (%s): %d records, with SkipSampleArrays %d", name, mode, n+count(full, nf), n+count(skip, ns))
+			nf, nh := full.Next(), headers.Next()
+			if nf != nh {
+				t.Fatalf("%s (%s): %d records, with SampleHeadersOnly %d", name, mode, n+count(full, nf), n+count(headers, nh))
 			}
 			if !nf {
 				break
 			}
-			a, b := withoutArrays(t, full.Record(), false), withoutArrays(t, skip.Record(), true)
-			if !sameWithoutArrays(a, b) {
-				t.Fatalf("%s (%s): record %d differs:\n%s\nwith SkipSampleArrays:\n%s", name, mode, n, describe(a), describe(b))
+			a, b := headerOnly(t, full.Record(), false), headerOnly(t, headers.Record(), true)
+			if !sameRecords(a, b) {
+				t.Fatalf("%s (%s): record %d differs:\n%s\nwith SampleHeadersOnly:\n%s", name, mode, n, describe(a), describe(b))
 			}
 			n++
 		}
-		if fmt.Sprint(full.Err()) != fmt.Sprint(skip.Err()) {
-			t.Fatalf("%s (%s): error %v, with SkipSampleArrays %v", name, mode, full.Err(), skip.Err())
+		if fmt.Sprint(full.Err()) != fmt.Sprint(headers.Err()) {
+			t.Fatalf("%s (%s): error %v, with SampleHeadersOnly %v", name, mode, full.Err(), headers.Err())
 		}
 		if mode == "file" {
 			records, err = n, full.Err()
@@ -125,13 +126,13 @@ func compareSkip(t *testing.T, name string, b []byte, seed int64) (records int, 
 	return records, err
 }
 
-// TestSkipSampleArraysSame: reading with SkipSampleArrays gives the same
-// records, arrays aside, and the same errors as full decoding, on every
+// TestSampleHeadersOnlySame: reading with SampleHeadersOnly gives the same
+// records, of samples the headers, and the same errors as full decoding, on every
 // fixture and corpus recording (both byte orders: the corpus has
 // big-endian files) and on damaged copies of the fixtures made here: cut at many
 // places, record sizes and sample counts overwritten, bytes flipped at
 // random (seeded) in the data section.
-func TestSkipSampleArraysSame(t *testing.T) {
+func TestSampleHeadersOnlySame(t *testing.T) {
 	t.Parallel()
 	paths := rdGlob(t, rdFixtures+"/*.data")
 	if _, err := os.Stat(corpusDir); err == nil {
@@ -157,7 +158,7 @@ func TestSkipSampleArraysSame(t *testing.T) {
 		fixture := filepath.Dir(path) == filepath.Clean(rdFixtures)
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			t.Parallel()
-			compareSkip(t, "whole", b, 1)
+			compareHeaders(t, "whole", b, 1)
 			if !fixture {
 				// The corpus files are read whole only; damaging
 				// the small fixtures recorded here covers every
@@ -215,27 +216,27 @@ func TestSkipSampleArraysSame(t *testing.T) {
 					}
 					what = "bytes flipped"
 				}
-				compareSkip(t, what, c, int64(i))
+				compareHeaders(t, what, c, int64(i))
 			}
 		})
 	}
 }
 
-// TestSkipSampleArraysBoundary: a recording whose records straddle the
+// TestSampleHeadersOnlyBoundary: a recording whose records straddle the
 // stream's reads (as they do every 256 KiB in a large file) reads the same
-// with SkipSampleArrays, including a sample cut at the very end.
-func TestSkipSampleArraysBoundary(t *testing.T) {
+// with SampleHeadersOnly, including a sample cut at the very end.
+func TestSampleHeadersOnlyBoundary(t *testing.T) {
 	t.Parallel()
 	b := readFixture(t, "cshared-fp.data")
 	for seed := range int64(20) {
-		compareSkip(t, fmt.Sprintf("seed %d", seed), b, seed)
+		compareHeaders(t, fmt.Sprintf("seed %d", seed), b, seed)
 	}
 	f, err := NewFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	off, size := f.DataRange()
-	_, err = compareSkip(t, "cut in the last record", b[:off+size-3], 7)
+	_, err = compareHeaders(t, "cut in the last record", b[:off+size-3], 7)
 	if err == nil {
 		t.Fatal("no error for a file cut 3 bytes before the end of its data")
 	}
@@ -326,4 +327,153 @@ func zeroish(v reflect.Value) bool {
 		return true
 	}
 	return v.IsZero()
+}
+
+// TestSampleFitsAgrees: sampleFits accepts exactly the SAMPLE payloads that
+// decodeSample decodes without an error, for random layouts of every
+// sample_type bit, read_format, branch_sample_type and register mask, in
+// both byte orders, on payloads built to hold each field (a count, a
+// length, a register ABI) with a value near what fits, then cut or
+// extended at random. The fixtures and corpus hold only the layouts perf
+// and simpleperf wrote; this covers the others (AUX, weights, cgroups…).
+func TestSampleFitsAgrees(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewSource(1))
+	var accepted, refused int
+	for i := range 200000 {
+		a := Attr{
+			SampleType:       SampleType(rng.Int63n(int64(sampleTypeMax))),
+			ReadFormat:       ReadFormat(rng.Intn(32)),
+			BranchSampleType: uint64(rng.Intn(2))*BranchHWIndex | uint64(rng.Intn(2))*BranchCounters,
+			SampleRegsUser:   uint64(rng.Int63n(1 << 8)),
+			SampleRegsIntr:   uint64(rng.Int63n(1 << 8)),
+		}
+		if i%64 == 0 {
+			a.SampleType |= sampleTypeMax << uint(rng.Intn(3)) // unknown bits
+		}
+		var order binary.ByteOrder = binary.LittleEndian
+		if i%3 == 0 {
+			order = binary.BigEndian
+		}
+		b := samplePayload(rng, order, &a)
+		for _, n := range []int{len(b), rng.Intn(len(b) + 1), len(b) + rng.Intn(16)} {
+			p := make([]byte, 8, 8+n)
+			p = append(p, b[:min(n, len(b))]...)
+			p = append(p, make([]byte, max(0, n-len(b)))...)
+			d := newDecoder(p, 0, order, "SAMPLE record")
+			d.skip(8)
+			var s Sample
+			var chain []uint64
+			decodeSample(&d, &a, &s, &chain)
+			if a.SampleType >= sampleTypeMax {
+				d.err = errCount // decodeSampleRecord refuses these first
+			}
+			fits := sampleFits(p[8:], order == binary.BigEndian, &a)
+			if fits != (d.err == nil) {
+				t.Fatalf("sample_type %#x read_format %#x branch %#x regs %#x/%#x, %s, %d bytes: sampleFits %v, decodeSample error %v",
+					a.SampleType, a.ReadFormat, a.BranchSampleType, a.SampleRegsUser, a.SampleRegsIntr, order, n, fits, d.err)
+			}
+			if fits {
+				accepted++
+			} else {
+				refused++
+			}
+		}
+	}
+	t.Logf("%d payloads accepted, %d refused", accepted, refused)
+	if accepted < 1000 || refused < 1000 {
+		t.Fatalf("%d accepted, %d refused: the payloads do not cover both answers", accepted, refused)
+	}
+}
+
+// samplePayload builds a SAMPLE payload for a's layout in which every
+// count and length is near what the payload built so far can hold.
+func samplePayload(rng *rand.Rand, order binary.ByteOrder, a *Attr) []byte {
+	ao := order.(binary.AppendByteOrder)
+	var b []byte
+	u64 := func(v uint64) { b = ao.AppendUint64(b, v) }
+	count := func() uint64 { return uint64(rng.Intn(6)) }
+	st := a.SampleType
+	for range bits.OnesCount64(uint64(st & sampleFixed)) {
+		u64(rng.Uint64())
+	}
+	if st&SampleRead != 0 {
+		rf := a.ReadFormat
+		nr, per := uint64(1), 1
+		if rf&FormatID != 0 {
+			per++
+		}
+		if rf&FormatLost != 0 {
+			per++
+		}
+		if rf&FormatGroup != 0 {
+			nr = count()
+			u64(nr)
+		}
+		for range bits.OnesCount64(uint64(rf & (FormatTotalTimeEnabled | FormatTotalTimeRunning))) {
+			u64(1)
+		}
+		b = append(b, make([]byte, int(nr)*per*8)...)
+	}
+	if st&SampleCallchain != 0 {
+		nr := count()
+		u64(nr)
+		b = append(b, make([]byte, nr*8)...)
+	}
+	if st&SampleRaw != 0 {
+		n := uint32(rng.Intn(20))
+		b = ao.AppendUint32(b, n)
+		b = append(b, make([]byte, n)...)
+	}
+	if st&SampleBranchStack != 0 {
+		nr := count()
+		u64(nr)
+		if a.BranchSampleType&BranchHWIndex != 0 {
+			u64(3)
+		}
+		per := uint64(24)
+		if a.BranchSampleType&BranchCounters != 0 {
+			per += 8
+		}
+		b = append(b, make([]byte, nr*per)...)
+	}
+	regs := func(mask uint64) {
+		abi := uint64(rng.Intn(3))
+		u64(abi)
+		if abi != 0 {
+			b = append(b, make([]byte, 8*bits.OnesCount64(mask))...)
+		}
+	}
+	if st&SampleRegsUser != 0 {
+		regs(a.SampleRegsUser)
+	}
+	if st&SampleStackUser != 0 {
+		n := uint64(rng.Intn(3)) * 8
+		u64(n)
+		if n != 0 {
+			b = append(b, make([]byte, n)...)
+			u64(n)
+		}
+	}
+	for range bits.OnesCount64(uint64(st & (SampleWeight | SampleWeightStruct | SampleDataSrc | SampleTransaction))) {
+		u64(0)
+	}
+	if st&SampleRegsIntr != 0 {
+		regs(a.SampleRegsIntr)
+	}
+	for range bits.OnesCount64(uint64(st & (SamplePhysAddr | SampleCgroup | SampleDataPageSize | SampleCodePageSize))) {
+		u64(0)
+	}
+	if st&SampleAux != 0 {
+		n := uint64(rng.Intn(20))
+		u64(n)
+		b = append(b, make([]byte, n)...)
+	}
+	// A count or length overwritten now and then: past what fits, or
+	// huge, so that the bounds are met from both sides.
+	if len(b) >= 8 && rng.Intn(4) == 0 {
+		at := 8 * rng.Intn(len(b)/8)
+		order.PutUint64(b[at:], []uint64{0, 1, 7, 1 << 20, 1 << 61, ^uint64(0)}[rng.Intn(6)])
+	}
+	return b
 }
