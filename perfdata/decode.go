@@ -473,18 +473,16 @@ func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Reco
 		if a == nil {
 			return nil, &FormatError{File: p.name, Offset: rec.off, Msg: what + ": a sample before any event (attr) was described"}
 		}
-		if p.headersOnly && sampleFits(data[8:], !p.little, a) {
-			p.decodeSampleHeader(data, rec.off, rec.compressed, rec.part, h.EventIndex)
-			return &p.sample, nil
-		}
 		p.sample.RecordHeader = h
 		if err := p.decodeSampleRecord(data, rec.off, a, what); err != nil {
 			return nil, err
 		}
 		if p.headersOnly {
-			// Only if sampleFits refused a sample that decodes, which
-			// TestSampleHeadersOnlySame would catch: the header still.
-			p.decodeSampleHeader(data, rec.off, rec.compressed, rec.part, h.EventIndex)
+			// Off the in-place path (big-endian input, a record
+			// across two reads, time order): decoded whole, then
+			// cleared past the header.
+			resetSample(&p.sample, a.SampleType)
+			p.sampleBare = true
 		}
 		return &p.sample, nil
 	}

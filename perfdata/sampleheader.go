@@ -5,12 +5,11 @@ import (
 	"math/bits"
 )
 
-// sampleWalk steps over the fields of a SAMPLE payload without decoding
-// them: the bytes after the record header.
+// sampleWalk steps over the fields of a little-endian SAMPLE payload
+// without decoding them: the bytes after the record header.
 type sampleWalk struct {
 	b   []byte
 	off int
-	big bool // big-endian input
 }
 
 // u64 reads the next u64; ok is false when fewer than 8 bytes remain.
@@ -18,32 +17,9 @@ func (w *sampleWalk) u64() (v uint64, ok bool) {
 	if len(w.b)-w.off < 8 {
 		return 0, false
 	}
-	v = u64At(w.b[w.off:], w.big)
+	v = binary.LittleEndian.Uint64(w.b[w.off:])
 	w.off += 8
 	return v, true
-}
-
-// u64At, u32At and u16At read b's first bytes in either byte order with
-// no call through binary.ByteOrder, so that they inline.
-func u64At(b []byte, big bool) uint64 {
-	if big {
-		return binary.BigEndian.Uint64(b)
-	}
-	return binary.LittleEndian.Uint64(b)
-}
-
-func u32At(b []byte, big bool) uint32 {
-	if big {
-		return binary.BigEndian.Uint32(b)
-	}
-	return binary.LittleEndian.Uint32(b)
-}
-
-func u16At(b []byte, big bool) uint16 {
-	if big {
-		return binary.BigEndian.Uint16(b)
-	}
-	return binary.LittleEndian.Uint16(b)
 }
 
 // skip steps over n entries of size bytes each, reporting whether they
@@ -61,27 +37,19 @@ func (w *sampleWalk) skipU64(n int) bool {
 	return w.skip(uint64(n), 8)
 }
 
-// sampleFits reports whether b, a SAMPLE payload, holds every field of a's
-// sample_type: it walks the layout decodeSample reads (the order of
-// evsel__parse_sample in tools/perf/util/evsel.c) checking each length
-// and storing nothing. It accepts exactly the payloads decodeSample
-// decodes without an error (TestSampleHeadersOnlySame), so that where it
-// refuses, decodeSample can run to give the error.
-func sampleFits(b []byte, big bool, a *Attr) bool {
+// sampleFits reports whether b, a little-endian SAMPLE payload, holds
+// every field of a's sample_type: it walks the layout decodeSample reads
+// (the order of evsel__parse_sample in tools/perf/util/evsel.c) checking
+// each length and storing nothing. It accepts exactly the payloads
+// decodeSample decodes without an error (TestSampleFitsAgrees), so that
+// where it refuses, decodeSample can run to give the error.
+func sampleFits(b []byte, a *Attr) bool {
 	st := a.SampleType
 	fixed := 8 * bits.OnesCount64(uint64(st&sampleFixed))
-	if st&^(sampleFixed|SampleCallchain) == 0 {
-		// The common layout, fixed fields then a callchain, at once.
-		if fixed > len(b) || st&SampleCallchain == 0 {
-			return fixed <= len(b)
-		}
-		rest := uint64(len(b) - fixed)
-		return rest >= 8 && u64At(b[fixed:], big) <= (rest-8)/8
-	}
 	if st >= sampleTypeMax || fixed > len(b) {
 		return false
 	}
-	w := sampleWalk{b: b, off: fixed, big: big}
+	w := sampleWalk{b: b, off: fixed}
 	if st&SampleRead != 0 && !w.readValues(a.ReadFormat) {
 		return false
 	}
@@ -94,7 +62,7 @@ func sampleFits(b []byte, big bool, a *Attr) bool {
 		if len(w.b)-w.off < 4 {
 			return false
 		}
-		n := u32At(w.b[w.off:], w.big)
+		n := binary.LittleEndian.Uint32(w.b[w.off:])
 		w.off += 4
 		if !w.skip(uint64(n), 1) {
 			return false
@@ -179,61 +147,109 @@ func (w *sampleWalk) regs(mask uint64) bool {
 	return ok && (abi == 0 || w.skipU64(bits.OnesCount64(mask)))
 }
 
+// sampleLayout is where the header fields of an event's SAMPLE records lie,
+// worked out once per event (eventSet.add) from its sample_type, so that
+// reading a header tests no sample_type bits.
+type sampleLayout struct {
+	st       SampleType
+	idFields SampleType // the SampleID fields present
+	fixed    int        // bytes of the sampleFixed fields
+	// chainOnly: the fixed fields, then at most a callchain; such a
+	// sample fits when its callchain's count does, as sampleFits finds.
+	chainOnly bool
+	// Byte offsets in the payload of the SampleID fields, -1 when absent.
+	tid, time, id, stream, cpu int
+}
+
+func newSampleLayout(st SampleType) sampleLayout {
+	l := sampleLayout{
+		st:        st,
+		idFields:  st & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier),
+		fixed:     8 * bits.OnesCount64(uint64(st&sampleFixed)),
+		chainOnly: st&^(sampleFixed|SampleCallchain) == 0,
+		tid:       -1, time: -1, id: -1, stream: -1, cpu: -1,
+	}
+	// The order of the sampleFixed fields (decodeSampleFixedLE).
+	at := 0
+	for _, f := range [...]struct {
+		bit SampleType
+		pos *int
+	}{{SampleIdentifier, &l.id}, {SampleIP, nil}, {SampleTID, &l.tid}, {SampleTime, &l.time},
+		{SampleAddr, nil}, {SampleID, &l.id}, {SampleStreamID, &l.stream}, {SampleCPU, &l.cpu}, {SamplePeriod, nil}} {
+		if st&f.bit == 0 {
+			continue
+		}
+		if f.pos != nil {
+			*f.pos = at
+		}
+		at += 8
+	}
+	return l
+}
+
 // decodeSampleHeader sets, for RecordsOptions.SampleHeadersOnly, what p's
-// sample holds of the SAMPLE record b (header included) of event i once
-// sampleFits has accepted it: its RecordHeader, SampleID included, and
-// Fields. The fields are written one by one, not as a literal: a literal
-// RecordHeader is built on the stack and copied, a stall that weighs on a
-// reading that does nothing else per sample.
-func (p *parser) decodeSampleHeader(b []byte, off int64, compressed bool, part, i int) {
+// sample holds of the little-endian SAMPLE record b (header included)
+// when it fits its event's layout, and reports whether it does: its
+// RecordHeader, SampleID included, and Fields. It is the in-place path's
+// (Records.nextSampleInPlace), which most samples of such a reading take,
+// so it does as little as it can: the layout's common cases checked
+// inline, the fields written one by one (a literal RecordHeader is built
+// on the stack and copied, a stall here).
+func (p *parser) decodeSampleHeader(b []byte, off int64, compressed bool, part int) bool {
+	le := binary.LittleEndian
+	es := p.events
+	if es == nil {
+		return false
+	}
+	i := 0
+	if len(es.events) != 1 {
+		if i = es.lookup(RecordSample, b, le); i < 0 {
+			return false
+		}
+	}
+	l := &es.layouts[i]
+	pl := b[8:]
+	if !l.chainOnly {
+		if !sampleFits(pl, &es.events[i].Attr) {
+			return false
+		}
+	} else if l.fixed > len(pl) {
+		return false
+	} else if l.st&SampleCallchain != 0 {
+		rest := uint64(len(pl) - l.fixed)
+		if rest < 8 || le.Uint64(pl[l.fixed:]) > (rest-8)/8 {
+			return false
+		}
+	}
 	s := &p.sample
-	st := p.events.events[i].Attr.SampleType
 	if !p.sampleBare {
-		resetSample(s, st)
+		resetSample(s, l.st)
 		p.sampleBare = true
 	}
-	s.Fields = st
+	s.Fields = l.st
 	h := &s.RecordHeader
 	h.RecType = RecordSample
-	big := !p.little
-	h.Misc = u16At(b[4:], big)
-	h.Size = u16At(b[6:], big)
+	h.Misc = le.Uint16(b[4:])
+	h.Size = le.Uint16(b[6:])
 	h.Offset, h.Compressed, h.Part, h.EventIndex = off, compressed, part, i
 	id := &h.SampleID
-	id.Fields = st & (SampleTID | SampleTime | SampleID | SampleStreamID | SampleCPU | SampleIdentifier)
+	id.Fields = l.idFields
 	id.PID, id.TID, id.Time, id.ID, id.StreamID, id.CPU = 0, 0, 0, 0, 0, 0
-	// The sampleFixed fields, which sampleFits has found present, in
-	// their order (decodeSampleFixedLE).
-	at := 8
-	next := func() uint64 {
-		v := u64At(b[at:], big)
-		at += 8
-		return v
+	if l.tid >= 0 {
+		id.PID = le.Uint32(pl[l.tid:])
+		id.TID = le.Uint32(pl[l.tid+4:])
 	}
-	if st&SampleIdentifier != 0 {
-		id.ID = next()
+	if l.time >= 0 {
+		id.Time = le.Uint64(pl[l.time:])
 	}
-	if st&SampleIP != 0 {
-		at += 8
+	if l.id >= 0 {
+		id.ID = le.Uint64(pl[l.id:])
 	}
-	if st&SampleTID != 0 {
-		id.PID = u32At(b[at:], big)
-		id.TID = u32At(b[at+4:], big)
-		at += 8
+	if l.stream >= 0 {
+		id.StreamID = le.Uint64(pl[l.stream:])
 	}
-	if st&SampleTime != 0 {
-		id.Time = next()
+	if l.cpu >= 0 {
+		id.CPU = le.Uint32(pl[l.cpu:])
 	}
-	if st&SampleAddr != 0 {
-		at += 8
-	}
-	if st&SampleID != 0 {
-		id.ID = next()
-	}
-	if st&SampleStreamID != 0 {
-		id.StreamID = next()
-	}
-	if st&SampleCPU != 0 {
-		id.CPU = u32At(b[at:], big)
-	}
+	return true
 }
