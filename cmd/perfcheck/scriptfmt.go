@@ -35,6 +35,10 @@ type scriptFormat struct {
 	kernelSym     kernelSymbol
 	kernelDecided bool
 	pipe          bool // the recording is in pipe format
+	// texts keeps the symbol field of callchain lines, per location and
+	// set of fields; scratch is where one is made.
+	texts   []symTexts
+	scratch []byte
 }
 
 // sampleResult is what the script format needs of the recording, from its
@@ -222,10 +226,93 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			}
 		}
 		b = append(b, '\t')
-		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
+		if f&fieldIP != 0 {
+			b = appendHex16(b, l.Offset)
+		}
+		b = append(b, sf.symText(f, l)...)
+		b = appendFrameRest(b, f, l, "")
 		b = append(b, '\n')
 	}
 	return append(sf.appendTail(b, f, s.Event, rec), '\n')
+}
+
+// symTexts holds, for one set of fields, the symbol field a callchain
+// line prints (appendFrameSym of the location's outermost frame, "" when
+// the fields have none), per location: a location's name, offset and
+// trust are settled before the first sample is printed, and most frames
+// of a recording are locations printed before, whose text is then copied
+// from one place instead of gathered from the location's frames. It
+// grows with the distinct locations, as the Result does, in blocks that
+// never move.
+type symTexts struct {
+	f      scriptField
+	blocks [][]byte
+	span   []symSpan // by Location.ID
+}
+
+// symSpan is where a location's text lies in symTexts.blocks: block
+// blk+1 (0: not made), bytes [off, off+n).
+type symSpan struct{ blk, off, n uint32 }
+
+// symTextBlock is the size of a symTexts block.
+const symTextBlock = 1 << 20
+
+// symText returns the symbol field appendFrameSym prints for l's
+// outermost frame with fields f, made once per location.
+func (sf *scriptFormat) symText(f scriptField, l *check.Location) []byte {
+	var t *symTexts
+	for i := range sf.texts {
+		if sf.texts[i].f == f {
+			t = &sf.texts[i]
+			break
+		}
+	}
+	if t == nil {
+		sf.texts = append(sf.texts, symTexts{f: f})
+		t = &sf.texts[len(sf.texts)-1]
+	}
+	id := l.ID
+	if id < len(t.span) && t.span[id].blk > 0 {
+		sp := t.span[id]
+		return t.blocks[sp.blk-1][sp.off : sp.off+sp.n]
+	}
+	sf.scratch = appendFrameSym(sf.scratch[:0], f, l, len(l.Frames)-1, "")
+	text := sf.scratch
+	if id <= 0 || len(text) > symTextBlock {
+		return text // not numbered by a Result, or a name past any block
+	}
+	if id >= len(t.span) {
+		t.span = append(t.span, make([]symSpan, id+1-len(t.span))...)
+	}
+	if len(t.blocks) == 0 || len(t.blocks[len(t.blocks)-1])+len(text) > symTextBlock {
+		t.blocks = append(t.blocks, make([]byte, 0, symTextBlock))
+	}
+	bi := len(t.blocks) - 1
+	off := len(t.blocks[bi])
+	t.blocks[bi] = append(t.blocks[bi], text...)
+	t.span[id] = symSpan{blk: uint32(bi + 1), off: uint32(off), n: uint32(len(text))}
+	return t.blocks[bi][off:]
+}
+
+// appendHex16 appends v in hex right-aligned to 16 columns (printf's
+// "%16lx"), as appendUintPadLeft(b, v, 16, 16) without its copies: every
+// frame line begins with it.
+func appendHex16(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	var t [16]byte
+	i := len(t)
+	for {
+		i--
+		t[i] = digits[v&0xf]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	for j := range i {
+		t[j] = ' '
+	}
+	return append(b, t[:]...)
 }
 
 // appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
@@ -352,8 +439,13 @@ func appendZeroPadded(b []byte, v uint64, w int) []byte {
 // set, which perf prints as "name (inlined)" without its DSO).
 func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, inlined string) []byte {
 	if f&fieldIP != 0 {
-		b = appendUintPadLeft(b, addr, 16, 16)
+		b = appendHex16(b, addr)
 	}
+	return appendFrameRest(appendFrameSym(b, f, l, frame, inlined), f, l, inlined)
+}
+
+// appendFrameSym is the symbol field appendFrame prints: " SYM+0xOFF".
+func appendFrameSym(b []byte, f scriptField, l *check.Location, frame int, inlined string) []byte {
 	if f&fieldSym != 0 {
 		b = append(b, ' ')
 		var off uint64
@@ -364,6 +456,12 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 			b = strconv.AppendUint(b, off, 16)
 		}
 	}
+	return b
+}
+
+// appendFrameRest is what appendFrame prints after the symbol field:
+// " (DSO)" (or " (inlined)") and "\n  SRCLINE".
+func appendFrameRest(b []byte, f scriptField, l *check.Location, inlined string) []byte {
 	if inlined != "" {
 		b = append(b, " ("...)
 		b = append(b, inlined...)
