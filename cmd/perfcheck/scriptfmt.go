@@ -299,20 +299,20 @@ func (sf *scriptFormat) symText(f scriptField, l *check.Location) []byte {
 // frame line begins with it.
 func appendHex16(b []byte, v uint64) []byte {
 	const digits = "0123456789abcdef"
-	var t [16]byte
-	i := len(t)
-	for {
-		i--
+	// The padding first, then the digits over it, in place: digits
+	// made in a buffer of their own and copied stalled the copy on
+	// the bytes just stored.
+	n := len(b)
+	b = append(b, "                "...)
+	t := b[n : n+16]
+	for i := 15; ; i-- {
 		t[i] = digits[v&0xf]
 		v >>= 4
 		if v == 0 {
 			break
 		}
 	}
-	for j := range i {
-		t[j] = ' '
-	}
-	return append(b, t[:]...)
+	return b
 }
 
 // appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
