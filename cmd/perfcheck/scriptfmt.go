@@ -382,10 +382,8 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
 		b = append(b, '/')
 		n := len(b)
-		b = strconv.AppendInt(b, int64(int32(s.TID)), 10)
-		for len(b)-n < 5 {
-			b = append(b, ' ')
-		}
+		b = appendIntPadLeft(b, int64(int32(s.TID)), 0)
+		b = appendSpaces(b, 5-(len(b)-n))
 		b = append(b, ' ')
 	case f&fieldPID != 0:
 		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
@@ -401,36 +399,95 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 	}
 	if f&fieldTime != 0 {
 		// "%12s: " of seconds.microseconds (timestamp__scnprintf_usec).
-		var tmp [32]byte
-		t := strconv.AppendUint(tmp[:0], s.Time/1e9, 10)
-		t = appendZeroPadded(append(t, '.'), s.Time%1e9/1e3, 6)
-		b = appendPadLeft(b, t, 12)
+		sec := s.Time / 1e9
+		n := digitsOf(sec, 10)
+		b = appendDigits(appendSpaces(b, 12-n-7), sec, 10, n)
+		b = appendDigits(append(b, '.'), s.Time%1e9/1e3, 10, 6)
 		b = append(b, ": "...)
 	}
 	return b
 }
 
+// The number formatters below write their digits in place, after the
+// padding: digits made in a buffer of their own and copied stalled the
+// copy on the single bytes just stored (appendHex16), and a sample line
+// has four numbers.
+
 // appendUintPadLeft appends v in base, right-aligned to w columns.
 func appendUintPadLeft(b []byte, v uint64, base, w int) []byte {
-	var tmp [64]byte
-	return appendPadLeft(b, strconv.AppendUint(tmp[:0], v, base), w)
+	if base != 10 && base != 16 {
+		var tmp [64]byte
+		return appendPadLeft(b, strconv.AppendUint(tmp[:0], v, base), w)
+	}
+	n := digitsOf(v, base)
+	return appendDigits(appendSpaces(b, w-n), v, base, n)
 }
 
 // appendIntPadLeft appends v in decimal, right-aligned to w columns.
 func appendIntPadLeft(b []byte, v int64, w int) []byte {
-	var tmp [24]byte
-	return appendPadLeft(b, strconv.AppendInt(tmp[:0], v, 10), w)
+	if v >= 0 {
+		return appendUintPadLeft(b, uint64(v), 10, w)
+	}
+	u := uint64(-v) // -MinInt64 wraps to its magnitude
+	n := digitsOf(u, 10)
+	return appendDigits(append(appendSpaces(b, w-n-1), '-'), u, 10, n)
 }
 
 // appendZeroPadded appends v in decimal with leading zeros to w digits
 // (printf's "%0*d").
 func appendZeroPadded(b []byte, v uint64, w int) []byte {
-	var tmp [24]byte
-	d := strconv.AppendUint(tmp[:0], v, 10)
-	for i := len(d); i < w; i++ {
+	return appendDigits(b, v, 10, max(w, digitsOf(v, 10)))
+}
+
+// digitsOf is the number of digits of v in base 10 or 16.
+func digitsOf(v uint64, base int) int {
+	n := 1
+	if base == 16 {
+		for ; v >= 16; v >>= 4 {
+			n++
+		}
+		return n
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+// appendDigits appends the n lowest digits of v in base 10 or 16,
+// leading zeros included.
+func appendDigits(b []byte, v uint64, base, n int) []byte {
+	const digits = "0123456789abcdef"
+	start := len(b)
+	for range n {
 		b = append(b, '0')
 	}
-	return append(b, d...)
+	d := b[start:]
+	if base == 16 {
+		for i := n - 1; i >= 0 && v != 0; i-- {
+			d[i] = digits[v&0xf]
+			v >>= 4
+		}
+		return b
+	}
+	for i := n - 1; i >= 0 && v != 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
+}
+
+// appendSpaces appends n spaces (none when n <= 0).
+func appendSpaces(b []byte, n int) []byte {
+	const spaces = "                                "
+	for n > len(spaces) {
+		b = append(b, spaces...)
+		n -= len(spaces)
+	}
+	if n > 0 {
+		b = append(b, spaces[:n]...)
+	}
+	return b
 }
 
 // appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
