@@ -132,7 +132,7 @@ func (sf *scriptFormat) allNotes() []string {
 	}
 	for i, tf := range sf.traces {
 		if tf != nil && tf.printsFunctions() {
-			why := "the recording's kernel is not named with this boot's kernel symbols"
+			why := "the check names none of the recording's kernel functions (see its [kernel.kallsyms] verdict)"
 			if sf.pipe {
 				why = "perf prints them so from a pipe-format recording"
 			}
@@ -196,7 +196,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendUintPadLeft(b, w, 10, 16)
 	}
 	if f&fieldIP == 0 {
-		return append(sf.appendTail(b, f, s.Event, rec), '\n')
+		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
 	locs := s.Stack.Locations()
 	if !chain {
@@ -211,7 +211,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			}
 			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
 		}
-		return append(sf.appendTail(b, f, s.Event, rec), '\n')
+		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
 	b = append(b, '\n')
 	for _, l := range locs {
@@ -233,7 +233,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendFrameRest(b, f, l, "")
 		b = append(b, '\n')
 	}
-	return append(sf.appendTail(b, f, s.Event, rec), '\n')
+	return append(sf.appendTail(b, f, s, rec), '\n')
 }
 
 // symTexts holds, for one set of fields, the symbol field a callchain
@@ -344,13 +344,16 @@ func (sf *scriptFormat) appendAddr(b []byte, f scriptField, s *check.Sample) []b
 
 // appendTail prints what perf script prints after the sample's ip or
 // callchain (process_event): the interrupt and user registers, the
-// branch stack (none: see scriptFields.forEvent), the physical address.
-func (sf *scriptFormat) appendTail(b []byte, f scriptField, event int, rec *perfdata.Sample) []byte {
+// branch stack, the physical address.
+func (sf *scriptFormat) appendTail(b []byte, f scriptField, s *check.Sample, rec *perfdata.Sample) []byte {
 	if f&fieldIRegs != 0 {
-		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(event, false))
+		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(s.Event, false))
 	}
 	if f&fieldURegs != 0 {
-		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(event, true))
+		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(s.Event, true))
+	}
+	if f&fieldsBranch != 0 {
+		b = appendBranches(b, f, s, rec)
 	}
 	if f&fieldPhysAddr != 0 {
 		b = appendUintPadLeft(b, rec.PhysAddr, 16, 16)
