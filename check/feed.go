@@ -229,8 +229,11 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	if r.Callchain != nil {
 		// The first half of the callchain's digest; apply takes the
 		// second, so that the two goroutines' work stays balanced (this
-		// one also reads and orders the file).
-		op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
+		// one also reads and orders the file). Once the raw-stack
+		// cache is off, no digest is needed.
+		if !s.rawOffRead.Load() {
+			op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
+		}
 		op.chainLo = int32(len(b.words))
 		b.words = append(b.words, r.Callchain...)
 		op.chainHi = int32(len(b.words))

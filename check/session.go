@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/addrspace"
@@ -177,6 +178,7 @@ type session struct {
 	locMemo     [1024]locMemo
 	touched     uint64 // what apply's slot reads read (kept so they stay)
 	aggs        aggTable
+	sig         sigState // signature's, with Options.ReportOnly
 	comms       []string
 	commIdx     map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
@@ -203,8 +205,11 @@ type session struct {
 	// (signatureSlot) once rawOff is set (rawCacheOff): then the
 	// raw-stack cache is no longer used. rawTries and rawHits count
 	// lookups and hits until it is decided.
-	sigSlot           rawSlot
-	rawOff            bool
+	sigSlot rawSlot
+	rawOff  bool
+	// rawOffRead is rawOff for the reading goroutine (feed.go), which
+	// then stops taking the callchains' digests.
+	rawOffRead        atomic.Bool
 	rawTries, rawHits uint64
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
@@ -386,6 +391,16 @@ func (s *session) sample(e *sampleEvent) {
 	}
 	raw := s.stackOf(e)
 	id := raw.stack
+	if s.opts.ReportOnly {
+		// The report counts samples by signature alone (countHits):
+		// one aggregate each, whatever the event, thread or comm.
+		if raw.agg == 0 {
+			raw.agg = s.aggs.find(aggKey{stack: id}) + 1
+		}
+		raw.samples++
+		raw.period += e.Period
+		return
+	}
 	comm := s.commID(s.tracker.ThreadComm(e.TID))
 	if raw.agg == 0 || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
@@ -470,7 +485,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
 	user := s.userFrames(e)
 	if s.opts.ReportOnly && s.rawCacheOff() {
-		return s.signatureSlot(e, user, pg, kg)
+		return s.signatureSlot(e, user)
 	}
 	var key rawKey
 	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
@@ -483,9 +498,14 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		return sl
 	}
 
-	refs := s.locsOf(e, user, pg, kg, s.refBuf[:0])
-	if s.bySignature() {
-		refs = s.dsoSignature(refs)
+	var refs []int32
+	switch {
+	case s.opts.ReportOnly:
+		refs = s.signature(e, user, s.refBuf[:0])
+	case s.bySignature():
+		refs = s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
+	default:
+		refs = s.locsOf(e, user, pg, kg, s.refBuf[:0])
 	}
 	s.refBuf = refs
 	return s.raws.insert(key, s.internStack(refs), rawCacheEntries)
@@ -528,6 +548,7 @@ func (s *session) rawCacheOff() bool {
 	if s.rawHits*4 < s.rawTries {
 		s.raws.flush()
 		s.rawOff = true
+		s.rawOffRead.Store(true)
 		return true
 	}
 	s.rawTries, s.rawHits = 0, 0
@@ -540,10 +561,10 @@ const rawProbe = 1 << 16
 // signatureSlot is stackOf for Options.ReportOnly once the raw-stack cache
 // is off (rawCacheOff): samples feed one slot, flushed into its aggregate
 // when the signature changes.
-func (s *session) signatureSlot(e *sampleEvent, user []uint64, pg, kg uint64) *rawSlot {
-	refs := s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
+func (s *session) signatureSlot(e *sampleEvent, user []uint64) *rawSlot {
+	refs := s.signature(e, user, s.refBuf[:0])
 	s.refBuf = refs
-	id := s.internStack(refs)
+	id := s.internSignature(refs)
 	sl := &s.sigSlot
 	if sl.stack != id || sl.agg == 0 {
 		s.raws.flushCounts(sl)
