@@ -136,6 +136,9 @@ func (s *session) feed(ctx context.Context, f recording) error {
 	for range feedBatches {
 		free <- newFeedBatch(maxOps)
 	}
+	if !s.bySignature() {
+		s.startStacker(min(maxOps, stackerOps))
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -151,6 +154,7 @@ func (s *session) feed(ctx context.Context, f recording) error {
 	})
 	close(work)
 	<-done
+	s.stopStacker()
 	return err
 }
 

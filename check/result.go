@@ -268,8 +268,8 @@ type Result struct {
 	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
 	// aggMu guards aggSrc and aggs for eachAggregate, which reads the
 	// session's aggregates while Aggregates may be building its own.
-	aggMu sync.Mutex
-	replay  *replaySource // with Options.Replay: what EachSample reads
+	aggMu  sync.Mutex
+	replay *replaySource // with Options.Replay: what EachSample reads
 	// addrLocs are the locations of the samples' addresses
 	// (Sample.AddrLocation), by index in the session's addrRefs.
 	addrLocs []Location

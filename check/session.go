@@ -179,8 +179,11 @@ type session struct {
 	touched     uint64 // what apply's slot reads read (kept so they stay)
 	aggs        aggTable
 	sig         sigState // signature's, with Options.ReportOnly
-	comms       []string
-	commIdx     map[string]int32
+	// stacker, while feed runs it, interns the stacks and counts the
+	// aggregates on a goroutine of its own (stacker.go).
+	stacker *stacker
+	comms   []string
+	commIdx map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32
@@ -389,6 +392,10 @@ func (s *session) sample(e *sampleEvent) {
 	if e.Time > s.lastTime {
 		s.lastTime = e.Time
 	}
+	if s.stacker != nil {
+		s.stackedSample(e)
+		return
+	}
 	raw := s.stackOf(e)
 	id := raw.stack
 	if s.opts.ReportOnly {
@@ -433,6 +440,14 @@ func (s *session) commID(c string) int32 {
 // most three quarters of the slots in use: under 32 MiB); past it the
 // cache starts over (it is only a shortcut).
 const rawCacheEntries = 1 << 18
+
+// rawEntries is rawCacheEntries, or what a test sets (Options.rawEntries).
+func (s *session) rawEntries() int {
+	if s.opts.rawEntries > 0 {
+		return s.opts.rawEntries
+	}
+	return rawCacheEntries
+}
 
 // rawKey identifies a raw stack by a 128-bit digest of what makes it
 // resolve as it does: the process, its maps' generations, the mode and
@@ -508,7 +523,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		refs = s.locsOf(e, user, pg, kg, s.refBuf[:0])
 	}
 	s.refBuf = refs
-	return s.raws.insert(key, s.internStack(refs), rawCacheEntries)
+	return s.raws.insert(key, s.internStack(refs), s.rawEntries())
 }
 
 // internStack returns the id of the stack refs, adding it when new: stacks
