@@ -529,7 +529,11 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 // internStack returns the id of the stack refs, adding it when new: stacks
 // are deduplicated by their resolved content.
 func (s *session) internStack(refs []int32) int32 {
-	h := s.stackIdx.hash(refs)
+	return s.internHashed(refs, s.stackIdx.hash(refs))
+}
+
+// internHashed is internStack of refs, whose hash (stackTable.hash) is h.
+func (s *session) internHashed(refs []int32, h uint64) int32 {
 	id, slot := s.stackIdx.find(h, refs, s.stacks)
 	if id < 0 {
 		id = int32(len(s.stacks))

@@ -49,6 +49,10 @@ type stacker struct {
 	// stack, the aggregate it fed last and the counts not yet added to
 	// it. Only the stacker touches it.
 	raws []rawSlot
+	// hashes are the hashes of a batch's new stacks; touched is what
+	// apply's reads of their slots read (kept so they stay).
+	hashes  []uint64
+	touched uint64
 }
 
 // startStacker starts the stacker; maxOps bounds a batch's samples.
@@ -105,10 +109,30 @@ func (k *stacker) add(raw int32, refs []int32, key aggKey, period uint64) {
 }
 
 // apply interns the batch's new stacks and counts its samples, as
-// session.sample does with the raw-stack cache's slots.
+// session.sample does with the raw-stack cache's slots. It first hashes
+// every new stack of the batch and reads the stack table's slot where its
+// lookup starts: those reads do not depend on one another, so their cache
+// misses (the table is far larger than the caches where stacks rarely
+// repeat) overlap instead of being taken one after the other.
 func (k *stacker) apply(b *stackerBatch) {
 	s := k.s
+	k.hashes = k.hashes[:0]
+	var touched uint64
 	next := 0
+	for i := range b.ops {
+		if n := int(b.ops[i].nrefs); n >= 0 {
+			h := s.stackIdx.hash(b.refs[next : next+n])
+			next += n
+			k.hashes = append(k.hashes, h)
+		}
+	}
+	// A loop of its own, so that many reads are in flight at once.
+	for _, h := range k.hashes {
+		touched += s.stackIdx.touch(h)
+	}
+	k.touched += touched
+	next = 0
+	nh := 0
 	for i := range b.ops {
 		op := &b.ops[i]
 		if int(op.raw) >= len(k.raws) {
@@ -121,7 +145,8 @@ func (k *stacker) apply(b *stackerBatch) {
 			s.raws.flushCounts(sl)
 			refs := b.refs[next : next+int(op.nrefs)]
 			next += int(op.nrefs)
-			*sl = rawSlot{stack: s.internStack(refs)}
+			*sl = rawSlot{stack: s.internHashed(refs, k.hashes[nh])}
+			nh++
 		}
 		key := op.key
 		key.stack = sl.stack
