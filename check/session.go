@@ -175,7 +175,7 @@ type session struct {
 	addrNamed   []bool
 	addrRefs    []frameRef
 	addrIdx     map[frameRef]int32
-	locMemo     [1024]locMemo
+	locMemo     [16384]locMemo
 	touched     uint64 // what apply's slot reads read (kept so they stay)
 	aggs        aggTable
 	sig         sigState // signature's, with Options.ReportOnly
@@ -638,10 +638,13 @@ func (s *session) bySignature() bool {
 // locOf returns the location id of ip in pid's address space for mode,
 // with pg and kg the maps' generations now (Tracker.Generation). A new raw
 // stack is mostly addresses seen in other stacks of the process (the same
-// call sites), so the answers are kept in a small direct-mapped memo keyed
-// by everything that decides them: generations are never reused, even
-// across pid reuse, so an entry of maps since changed can no longer match.
-// It saves resolving and interning each frame again (a map lookup each).
+// call sites), so the answers are kept in a direct-mapped memo keyed by
+// everything that decides them: generations are never reused, even across
+// pid reuse, so an entry of maps since changed can no longer match. It
+// saves resolving and interning each frame again (a miss in a table far
+// larger than the caches, where stacks rarely repeat); it is sized to sit
+// in a core's second-level cache, not its first, for the many distinct
+// addresses of a large process.
 func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
 	m := &s.locMemo[(ip^ip>>16^uint64(pid)*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {
