@@ -329,6 +329,12 @@ func (r *Result) buildAggregates() {
 // are not changed after finish). It returns false, calling f for none,
 // when the Result has no aggregates from a session (one made by hand).
 func (r *Result) eachAggregate(f func(stack, event int32, samples, period uint64)) bool {
+	return r.eachAggregatePart(0, 1, f)
+}
+
+// eachAggregatePart is eachAggregate over part of parts of the
+// aggregates, which parts calls, one per part, may walk concurrently.
+func (r *Result) eachAggregatePart(part, parts int, f func(stack, event int32, samples, period uint64)) bool {
 	r.aggMu.Lock()
 	src, aggs := r.aggSrc, r.aggs
 	r.aggMu.Unlock()
@@ -337,18 +343,23 @@ func (r *Result) eachAggregate(f func(stack, event int32, samples, period uint64
 			return false
 		}
 		for i := range aggs {
-			ag := &aggs[i]
-			if ag.Stack == nil || ag.Stack.set == nil {
+			if ag := &aggs[i]; ag.Stack == nil || ag.Stack.set == nil {
 				return false
 			}
 		}
-		for i := range aggs {
+		for i := part * len(aggs) / parts; i < (part+1)*len(aggs)/parts; i++ {
 			ag := &aggs[i]
 			f(int32(ag.Stack.ID-1), int32(ag.Event), ag.Samples, ag.Period)
 		}
 		return true
 	}
-	src.each(func(a *aggEntry) { f(a.key.stack, a.key.event, a.samples, a.period) })
+	blocks := src.blocks
+	for _, b := range blocks[part*len(blocks)/parts : (part+1)*len(blocks)/parts] {
+		for i := range b {
+			a := &b[i]
+			f(a.key.stack, a.key.event, a.samples, a.period)
+		}
+	}
 	return true
 }
 

@@ -2,9 +2,11 @@ package check
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/perfcheck/perfcheck/perfdata"
 )
@@ -267,8 +269,10 @@ func (c *topCounter) count(aggs []Aggregate, opts TopOptions) {
 // location indexes, when the Result has both (it was made by finish and
 // no Stack.Locations has dropped the indexes): it builds neither the
 // sorted Aggregates nor every stack's location pointers, which the
-// counting does not need, and reads 4 bytes a frame instead of 8. It
-// reports whether it counted.
+// counting does not need, and reads 4 bytes a frame instead of 8. The
+// aggregates are counted in parts, one per CPU up to topParts, each into
+// sums of its own that are then added up: the sums do not depend on the
+// order. It reports whether it counted.
 func (c *topCounter) countIndexes(opts TopOptions) bool {
 	r := c.r
 	if len(r.Stacks) == 0 || r.Stacks[0].set == nil {
@@ -285,22 +289,59 @@ func (c *topCounter) countIndexes(opts TopOptions) bool {
 			return false
 		}
 	}
+	parts := min(runtime.GOMAXPROCS(0), topParts)
+	sums := make([]*topSums, parts)
+	ok := make([]bool, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		sums[p] = c.newSums()
+		wg.Go(func() { ok[p] = sums[p].count(r, set.refs, c.locEntry, p, parts, opts) })
+	}
+	wg.Wait()
+	if slices.Contains(ok, false) {
+		return false
+	}
+	for _, t := range sums {
+		c.add(t)
+	}
+	return true
+}
+
+// topParts bounds the parts countIndexes counts at once.
+const topParts = 4
+
+// topSums is what topCounter adds up, for one part of the aggregates.
+type topSums struct {
+	nkeys   int
+	per     [][]topAcc
+	samples []uint64
+	period  []uint64
+}
+
+func (c *topCounter) newSums() *topSums {
+	return &topSums{nkeys: len(c.keys), per: make([][]topAcc, len(c.per)),
+		samples: make([]uint64, len(c.samples)), period: make([]uint64, len(c.period))}
+}
+
+// count adds up part of parts of r's aggregates, whose stacks' location
+// indexes are refs, locEntry giving each location's entry.
+func (t *topSums) count(r *Result, refs [][]int32, locEntry []int32, part, parts int, opts TopOptions) bool {
 	ai := 0
-	return r.eachAggregate(func(stack, event int32, samples, period uint64) {
+	return r.eachAggregatePart(part, parts, func(stack, event int32, samples, period uint64) {
 		ai++
-		c.samples[event] += samples
-		c.period[event] += period
-		m := c.per[event]
-		refs := set.refs[stack]
-		lo, hi := keptFrames(len(refs), opts)
-		for i, l := range refs {
+		t.samples[event] += samples
+		t.period[event] += period
+		m := t.per[event]
+		st := refs[stack]
+		lo, hi := keptFrames(len(st), opts)
+		for i, l := range st {
 			if i > 0 && (i < lo || i >= hi) {
 				continue
 			}
-			k := c.locEntry[l]
+			k := locEntry[l]
 			if int(k) >= len(m) {
-				m = append(m, make([]topAcc, len(c.keys)-len(m))...)
-				c.per[event] = m
+				m = append(m, make([]topAcc, t.nkeys-len(m))...)
+				t.per[event] = m
 			}
 			e := &m[k]
 			if i == 0 {
@@ -313,10 +354,40 @@ func (c *topCounter) countIndexes(opts TopOptions) bool {
 				e.totalN += samples
 			}
 		}
-		if c.per[event] == nil {
-			c.per[event] = []topAcc{} // the event has samples
+		if t.per[event] == nil {
+			t.per[event] = []topAcc{} // the event has samples
 		}
 	})
+}
+
+// add adds the sums of t to c's.
+func (c *topCounter) add(t *topSums) {
+	for ev, m := range t.per {
+		if m == nil {
+			continue
+		}
+		c.samples[ev] += t.samples[ev]
+		c.period[ev] += t.period[ev]
+		cm := c.per[ev]
+		if cm == nil {
+			cm = []topAcc{}
+		}
+		if len(cm) < len(m) {
+			cm = append(cm, make([]topAcc, len(m)-len(cm))...)
+		}
+		for k := range m {
+			v, e := &m[k], &cm[k]
+			if v.seen == 0 {
+				continue
+			}
+			e.self += v.self
+			e.selfN += v.selfN
+			e.total += v.total
+			e.totalN += v.totalN
+			e.seen = 1 // counted (entries keeps what some aggregate counted)
+		}
+		c.per[ev] = cm
+	}
 }
 
 // keptFrames is the part [lo, hi) of a stack of n frames, leaf first,
