@@ -184,7 +184,7 @@ func caseAdvice(dsos []*DSO, o origin, recording string) {
 // build-id cache of u, the user who made the recording: a copy verified
 // by build-id that this user's lookup did not see.
 func ownerCacheAdvice(d *DSO, u *recordingUser) {
-	if _, err := os.Stat(u.cache); errors.Is(err, fs.ErrPermission) {
+	if refused(u.cache) {
 		d.advice = "the recording belongs to " + u.name + ", whose build-id cache " + u.cache +
 			" (where perf record keeps the binaries that ran) this user cannot read: run perfcheck as " + u.name + " (or root) with --buildid-dir " + u.cache
 		return
@@ -196,6 +196,22 @@ func ownerCacheAdvice(d *DSO, u *recordingUser) {
 	}
 	d.advice = "perf record kept the binaries that ran in the build-id cache of " + u.name + ", who made the recording: pass --buildid-dir " + u.cache
 	d.Notes = append(d.Notes, "the binary that ran is in "+u.name+"'s build-id cache: "+e.Dir)
+}
+
+// refused reports whether this process is refused the directory dir
+// (another user's build-id cache): it may not search it or a directory
+// above it (a home of mode 0700, a cache of mode 000), or may not list
+// it. A cache that does not exist is not refused: it holds nothing.
+func refused(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".build-id"))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		var f *os.File
+		if f, err = os.Open(dir); err == nil {
+			_, err = f.Readdirnames(1)
+			f.Close()
+		}
+	}
+	return errors.Is(err, fs.ErrPermission)
 }
 
 // fileName is the file the recording f was opened from, "" for a stream.

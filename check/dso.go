@@ -116,7 +116,7 @@ type DSO struct {
 	inodes    int    // how many dev/inode identities the recording mapped this path as
 	relocSym  string // kernel: perf's reference symbol ("_text"), from "[kernel.kallsyms]_text"
 	relocAddr uint64 // kernel: its address when recorded (the kernel map's pgoff)
-	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to this boot)
+	symDelta  uint64 // added to an offset before symbolizing (kernel relocation to the symbols' boot)
 	needReloc bool   // symbols come from this boot's /proc/kallsyms: relocate first
 	firstTime uint64
 	pid       uint32
@@ -125,6 +125,9 @@ type DSO struct {
 	modNames  string        // how a module is named: "kallsyms", "ko" or "" (not)
 	modLimit  uint64        // a module's recorded length
 	modLookup *moduleLookup // the .ko's symbols, when judge read them
+	// kernelNames is the kernel's lookup kept open after symbolizing
+	// for KernelSymbol (Options.Replay), until Result.Close.
+	kernelNames symbolLookup
 
 	// Unwinding (--call-graph dwarf) happens while reading, before the
 	// verdicts: what cfiFor found is kept here and reused by judge, and
@@ -170,6 +173,12 @@ type Options struct {
 	// by the distinct locations, not the stacks or the samples, and
 	// Result.Stacks and Aggregates are empty.
 	Replay bool
+	// Branches, with Replay or OnSample, locates the addresses of each
+	// sample's branch stack (perfdata.Sample.Branches) as it does those
+	// of Sample.AddrLocation: Sample.Branches names where each branch
+	// leads from and to under the verdict rules frames follow, and the
+	// DSOs they lie in are judged (perfcheck script -F brstacksym).
+	Branches bool
 	// ReportOnly says the caller needs only Result.Report (perfcheck
 	// check): samples are then counted by where their frames are (the
 	// leaf's DSO and the set of all their DSOs), not by stack, which is

@@ -84,8 +84,11 @@ type feedBatch struct {
 	// sample's PERF_SAMPLE_ADDR, in the order of the sample ops: few
 	// runs need it, and the op has no room left in its cache line.
 	addrs []uint64
-	words []uint64
-	bytes []byte
+	// branches, with Options.Branches, are the samples' branch
+	// addresses, in the order of the sample ops (appendBranchAddrs).
+	branches []uint64
+	words    []uint64
+	bytes    []byte
 }
 
 // newFeedBatch returns an empty batch of at most maxOps records.
@@ -99,6 +102,7 @@ func (b *feedBatch) reset() {
 	clear(b.others) // drop the records
 	b.others = b.others[:0]
 	b.addrs = b.addrs[:0]
+	b.branches = b.branches[:0]
 	b.words = b.words[:0]
 	b.bytes = b.bytes[:0]
 }
@@ -254,6 +258,9 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	if s.keepAddr {
 		b.addrs = append(b.addrs, r.Addr)
 	}
+	if s.opts.Branches {
+		b.branches = appendBranchAddrs(b.branches, r)
+	}
 	b.ops = append(b.ops, op)
 	return b
 }
@@ -351,7 +358,8 @@ func (s *session) apply(b *feedBatch) {
 	}
 	s.keyBuf = keys
 	s.touched += touched
-	nsample := 0
+	nsample, brAt := 0, 0
+	var brs []uint64
 	for i := range b.ops {
 		op := &b.ops[i]
 		if !op.sample {
@@ -374,6 +382,7 @@ func (s *session) apply(b *feedBatch) {
 			se.Addr = b.addrs[nsample]
 		}
 		nsample++
+		brs, brAt = nextBranchAddrs(b.branches, brAt)
 		if op.aux >= 0 {
 			u := &b.users[op.aux]
 			us = unwind.UserStack{Mask: u.mask,
@@ -388,5 +397,6 @@ func (s *session) apply(b *feedBatch) {
 		if s.keepAddr && s.addrNamed[se.Event] {
 			s.resolveAddr(&se, se.Addr)
 		}
+		s.resolveBranches(&se, brs)
 	}
 }

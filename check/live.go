@@ -99,6 +99,7 @@ type live struct {
 	addrLocs map[frameRef]*Location
 	refs     []int32
 	ips      []uint64
+	brs      []BranchLocation
 	ss       *sampleStack
 	smp      Sample
 }
@@ -143,6 +144,8 @@ func (lv *live) hand(ctx context.Context, s *session, e *sampleEvent, r *perfdat
 	lv.smp = Sample{Event: e.Event, PID: e.PID, TID: e.TID, CPU: e.CPU, Time: e.Time, Period: e.Period,
 		Comm: s.tracker.ThreadComm(e.TID), Stack: lv.ss.of(lv.refs, locs), IPs: lv.ips, Addr: r.Addr, Record: r, Events: lv.rec.Events(), Features: lv.rec.Features()}
 	lv.smp.AddrLocation = lv.addrLocation(ctx, s, e, r.Addr)
+	lv.brs = lv.branchLocations(ctx, s, e, r, lv.brs[:0])
+	lv.smp.Branches = lv.brs
 	return lv.fn(&lv.smp)
 }
 
@@ -156,6 +159,13 @@ func (lv *live) addrLocation(ctx context.Context, s *session, e *sampleEvent, ad
 	if e.Event >= len(s.addrNamed) || !s.addrNamed[e.Event] {
 		return nil
 	}
+	return lv.locateAddr(ctx, s, e, addr)
+}
+
+// locateAddr returns the location of addr, one of e's addresses, judging
+// its DSO first as location does a frame's; the address is also kept for
+// the end's judging (resolveAddr).
+func (lv *live) locateAddr(ctx context.Context, s *session, e *sampleEvent, addr uint64) *Location {
 	ref := s.addrRefs[s.resolveAddr(e, addr)]
 	if l, ok := lv.addrLocs[ref]; ok {
 		return l

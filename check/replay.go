@@ -92,8 +92,15 @@ func (r *Result) EachSample(ctx context.Context, fn func(*Sample) error) error {
 }
 
 // Close releases what Options.Replay kept for EachSample: the recording's
-// file, or the copy of a stream. A Result without it has nothing to close.
+// file, or the copy of a stream, and the kernel's symbols
+// (DSO.KernelSymbol). A Result without it has nothing to close.
 func (r *Result) Close() error {
+	for _, d := range r.DSOs {
+		if d.kernelNames != nil {
+			d.kernelNames.Close()
+			d.kernelNames = nil
+		}
+	}
 	if r.replay == nil || r.replay.closer == nil {
 		return nil
 	}
@@ -124,6 +131,7 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		ss   = newSampleStack()
 		refs []int32
 		ips  []uint64
+		brs  []BranchLocation
 		n    uint64
 	)
 	feats := f.Features() // one value, which a stream fills as it goes
@@ -138,8 +146,11 @@ func (s *session) replay(ctx context.Context, f recording, res *Result, fn func(
 		if !ok {
 			return fmt.Errorf("sample at byte offset %d: a data address the first reading did not see: the recording changed while it was read", r.Header().Offset)
 		}
+		if brs, ok = s.replayBranches(se, r, res, brs[:0]); !ok {
+			return fmt.Errorf("sample at byte offset %d: a branch address the first reading did not see: the recording changed while it was read", r.Header().Offset)
+		}
 		smp = Sample{Event: se.Event, PID: se.PID, TID: se.TID, CPU: se.CPU, Time: se.Time, Period: se.Period,
-			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Record: r, Events: f.Events(), Features: feats}
+			Comm: s.tracker.ThreadComm(se.TID), Stack: ss.of(refs, res.Locations), IPs: ips, Addr: r.Addr, AddrLocation: addrLoc, Branches: brs, Record: r, Events: f.Events(), Features: feats}
 		n++
 		if err := fn(&smp); err != nil {
 			return stopError{err}

@@ -184,6 +184,11 @@ type Sample struct {
 	// faults, branch tracing: sample_addr_correlates_sym in perf's
 	// tools/perf/util/event.c); nil for the others.
 	AddrLocation *Location
+	// Branches are where each entry of the sample's branch stack
+	// (Record.Branches) leads from and to, in its order, located and
+	// named as AddrLocation is, with Options.Branches; nil without. It
+	// is reused like the Sample.
+	Branches []BranchLocation
 	// Events are the recording's events as known when the sample was
 	// read (a stream describes them as it goes); Event indexes them.
 	Events []perfdata.Event
@@ -422,6 +427,9 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		d.Symbolized = d.symPath != "" && d.SymbolError == ""
 	}
 	res.addrLocs = s.addrLocations(lookups)
+	if o.Replay {
+		keepKernelNames(touched, lookups)
+	}
 
 	if o.ReportOnly {
 		res.Locations = nil // one per DSO (session.locOf)
@@ -764,6 +772,9 @@ func (s *session) openSymbols(ctx context.Context, dsos []*DSO, workers int) (lo
 					lk.Close()
 					lk = nil
 				}
+			}
+			if lk != nil && d.Kind == dso.Kernel && !d.needReloc {
+				d.relocateTo(lk)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -88,11 +88,7 @@ func (s *session) replayAddr(e *sampleEvent, addr uint64, res *Result) (_ *Locat
 	if e.Event >= len(s.addrNamed) || !s.addrNamed[e.Event] {
 		return nil, true
 	}
-	i, ok := s.addrIdx[s.addrRef(e, addr)]
-	if !ok || int(i) >= len(res.addrLocs) {
-		return nil, false
-	}
-	return &res.addrLocs[i], true
+	return s.foundAddr(e, addr, res)
 }
 
 // addrOnlyDSOs returns the DSOs the samples' located addresses lie in

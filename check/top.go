@@ -27,6 +27,9 @@ type TopEntry struct {
 	// its roots, the outermost callers (Callers) or the entry itself
 	// (Callees).
 	Graph []*GraphNode
+	// GraphRest is, in GraphFractal mode, the part of the entry's stacks
+	// that the roots Graph keeps do not account for (GraphNode.Rest).
+	GraphRest uint64
 
 	graph *GraphNode // Graph while addGraphs builds it
 }
@@ -92,10 +95,12 @@ type TopOptions struct {
 	// perf's order under --children; the leaf and its callers with
 	// Callees), as perf report --max-stack cuts each call chain when it
 	// resolves the sample (thread__resolve_callchain_sample in
-	// tools/perf/util/machine.c); 0 keeps all. The frames cut off count
-	// in no entry's Total and in no graph. The leaf always counts, for
-	// its Self and its Total, as perf counts the sample's own address
-	// apart from its chain.
+	// tools/perf/util/machine.c); 0 keeps all, and a negative value none,
+	// as perf's --max-stack 0 (or below) keeps none: graphs are then
+	// empty and Total is Self. The frames cut off count in no entry's
+	// Total and in no graph. The leaf always counts, for its Self and its
+	// Total, as perf counts the sample's own address apart from its
+	// chain.
 	MaxStack int
 	// GraphLimit leaves out the graph's nodes under GraphLimit percent of
 	// the event's period (or as GraphMode says).
@@ -392,9 +397,13 @@ func (c *topCounter) add(t *topSums) {
 
 // keptFrames is the part [lo, hi) of a stack of n frames, leaf first,
 // that opts.MaxStack keeps: the first MaxStack frames in the graph's
-// order, which, but for Callees, is from the outermost caller.
+// order, which, but for Callees, is from the outermost caller; none when
+// MaxStack is negative.
 func keptFrames(n int, opts TopOptions) (lo, hi int) {
-	if opts.MaxStack <= 0 || n <= opts.MaxStack {
+	if opts.MaxStack < 0 {
+		return 0, 0
+	}
+	if opts.MaxStack == 0 || n <= opts.MaxStack {
 		return 0, n
 	}
 	if opts.Graph == Callees {
@@ -507,6 +516,14 @@ type GraphNode struct {
 	// chain, the entry's stacks (its Self, or Total with ByTotal), as
 	// perf does.
 	Base uint64
+	// Rest is, in GraphFractal mode, the part of the Base of the node's
+	// callees that the callees the graph keeps do not account for: the
+	// callees under GraphLimit, and, below the graph's only root chain,
+	// the stacks that end on it. perf report -g fractal prints it as a
+	// "[...]" line after the callees (__callchain__fprintf_graph in
+	// tools/perf/ui/stdio/hist.c) where they branch, when it is not zero
+	// and some callee is kept; Rest is zero elsewhere.
+	Rest uint64
 }
 
 // Label is the node as `perfcheck top` prints it, the same as an entry's.
@@ -582,6 +599,7 @@ func (c *topCounter) addGraphs(tables []TopTable, events []int, opts TopOptions)
 			e := &tables[ti].Entries[i]
 			setBase(e.graph, e.graph.Period, true)
 			e.Graph = pruneGraph(e.graph, least, opts)
+			e.GraphRest = e.graph.Rest
 			e.graph = nil
 		}
 	}
@@ -630,6 +648,13 @@ func setBase(n *GraphNode, base uint64, single bool) {
 // sort_chain_graph_rel and sort_chain_flat in tools/perf/util/callchain.c),
 // ordered by period; least is GraphLimit percent of the event's period.
 func pruneGraph(n *GraphNode, least uint64, opts TopOptions) []*GraphNode {
+	// perf's callees branch where the chain does not just go on (setBase);
+	// they all have one Base.
+	branch := len(n.Children) > 0 && (len(n.Children) > 1 || n.Ends > 0)
+	var base uint64
+	if branch {
+		base = n.Children[0].Base
+	}
 	kept := n.Children[:0]
 	for _, c := range n.Children {
 		switch opts.GraphMode {
@@ -651,6 +676,15 @@ func pruneGraph(n *GraphNode, least uint64, opts TopOptions) []*GraphNode {
 			continue
 		}
 		kept = append(kept, c)
+	}
+	if opts.GraphMode == GraphFractal && branch {
+		rest := base
+		for _, c := range kept {
+			rest -= c.Period
+		}
+		if rest != base {
+			n.Rest = rest
+		}
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
 		if kept[i].Period != kept[j].Period {

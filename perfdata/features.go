@@ -29,6 +29,11 @@ type Features struct {
 	pipe     map[Feature]pipeFeature
 	buildIDs []BuildIDEntry // from HEADER_BUILD_ID records (addBuildID)
 	slots    map[Feature]*featureSlot
+	// recordTracing is, in file mode, the payload of the TRACING_DATA
+	// record that starts the data section of a file without the
+	// TRACING_DATA feature: simpleperf writes its tracing data so. It is
+	// read as that feature's, though Has and IDs do not list it.
+	recordTracing *pipeFeature
 }
 
 // pipeFeature is a HEADER_FEATURE payload and its stream offset.
@@ -168,7 +173,11 @@ func (fs *Features) raw(f Feature) ([]byte, int64, error) {
 		return slices.Clone(p.data), p.base, nil
 	}
 	s, ok := fs.sectionLocked(f)
+	rt := fs.recordTracing
 	fs.mu.Unlock()
+	if !ok && f == FeatureTracingData && rt != nil {
+		return slices.Clone(rt.data), rt.base, nil
+	}
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %v", ErrNoFeature, f)
 	}

@@ -272,14 +272,15 @@ func newFile(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	f.features.setName(name)
 	f.nameEvents()
+	f.takeRecordTracing()
 	f.nameTracepoints()
 	return f, nil
 }
 
 // nameTracepoints names the tracepoint events EVENT_DESC left unnamed from
-// the tracing data: the TRACING_DATA feature; for simpleperf's files the
-// event_type_info of its META_INFO feature, or the TRACING_DATA record it
-// puts first in the data section.
+// the tracing data: the TRACING_DATA feature (for simpleperf's files, the
+// TRACING_DATA record it puts first in the data section: takeRecordTracing),
+// else the event_type_info of simpleperf's META_INFO feature.
 func (f *File) nameTracepoints() {
 	unnamed := false
 	for i, e := range f.events.events {
@@ -288,47 +289,45 @@ func (f *File) nameTracepoints() {
 	if !unnamed {
 		return
 	}
-	var evs []TraceEvent
-	var err error
-	switch {
-	case f.features.Has(FeatureTracingData):
-		evs, err = f.features.TraceEvents()
-	case f.features.Has(FeatureSimpleperfMetaInfo):
+	evs, err := f.features.TraceEvents()
+	if errors.Is(err, ErrNoFeature) && f.features.Has(FeatureSimpleperfMetaInfo) {
 		var mi map[string]string
 		if mi, err = f.features.SimpleperfMetaInfo(); err == nil {
 			evs = simpleperfTracepoints(mi["event_type_info"])
 		}
 	}
-	if len(evs) == 0 && err == nil {
-		evs, err = f.firstRecordTracing()
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNoFeature) {
 		f.warn(fmt.Sprintf("tracepoint names: %v", err))
 	}
 	f.events.nameTracepoints(evs)
 }
 
-// firstRecordTracing decodes the tracing data of a TRACING_DATA record
-// that holds its payload (simpleperf's form) at the start of the data
-// section; nothing when the data starts otherwise.
-func (f *File) firstRecordTracing() ([]TraceEvent, error) {
+// takeRecordTracing makes the payload of a TRACING_DATA record that starts
+// the data section, holding its payload (header.size = 12 + the payload
+// padded, as simpleperf's TracingDataRecord writes it), the tracing data
+// of a file without the TRACING_DATA feature: simpleperf's files carry
+// their tracepoint formats so (RecordFileWriter writes the record first).
+// Nothing for a data section that starts otherwise.
+func (f *File) takeRecordTracing() {
+	if f.features.Has(FeatureTracingData) {
+		return
+	}
 	var h [12]byte
 	if f.dataSize < 12 || f.readAt(h[:], f.dataOff, "first record") != nil {
-		return nil, nil
+		return
 	}
 	size, n := int64(f.order.Uint16(h[6:])), int64(f.order.Uint32(h[8:]))
-	if RecordType(f.order.Uint32(h[:])) != RecordTracingData || size <= 12 || size < 12+n {
-		return nil, nil
+	if RecordType(f.order.Uint32(h[:])) != RecordTracingData || size <= 12 || size < 12+n || 12+n > f.dataSize {
+		return
 	}
 	b := make([]byte, n)
 	if err := f.readAt(b, f.dataOff+12, "tracing data"); err != nil {
-		return nil, err
+		f.warn(fmt.Sprintf("tracing data: %v", err))
+		return
 	}
-	evs, err := ParseTracingData(b, f.dataOff+12)
-	if fe, ok := err.(*FormatError); ok {
-		fe.File = f.name
-	}
-	return evs, err
+	f.features.mu.Lock()
+	f.features.recordTracing = &pipeFeature{data: b, base: f.dataOff + 12}
+	f.features.mu.Unlock()
 }
 
 // readAttrs reads the attrs section: entries of attr_size bytes, each an

@@ -64,6 +64,23 @@ func TestSimpleperfTracingData(t *testing.T) {
 			assert.Equal(t, c.offset, tds[0].DataOffset)
 			require.Len(t, tds[0].Data, int(c.payload))
 			assert.True(t, bytes.HasPrefix(tds[0].Data, []byte("\x17\x08Dtracing")), "%q", tds[0].Data[:16])
+
+			// The features read it as the TRACING_DATA feature's
+			// payload, though the file's bitmap has no such feature.
+			f, err := Open(fixtures.Corpus(t, "foreign/"+c.name))
+			require.NoError(t, err)
+			defer f.Close()
+			fs := f.Features()
+			assert.False(t, fs.Has(FeatureTracingData))
+			assert.NotContains(t, fs.IDs(), FeatureTracingData)
+			evs, err := fs.TraceEvents()
+			require.NoError(t, err)
+			want, err := ParseTracingData(tds[0].Data, tds[0].DataOffset)
+			require.NoError(t, err)
+			assert.Equal(t, want, evs)
+			assert.NotEmpty(t, evs)
+			_, err = fs.TracePrintk()
+			assert.NoError(t, err)
 		})
 	}
 }

@@ -106,11 +106,19 @@ func readLineBytes(r *bufio.Reader, name string, fn func(line []byte, off int64)
 // are all zero (kptr_restrict hid them) make the listing useless and are an
 // error.
 func readKallsyms(r *bufio.Reader, name string) (*symTable, error) {
-	p := kallsymsParser{name: name}
+	t, _, err := readKallsymsRefs(r, name)
+	return t, err
+}
+
+// readKallsymsRefs is readKallsyms that also returns the first address
+// listed for each of perf's kernel reference symbols (KernelRefSymbol).
+func readKallsymsRefs(r *bufio.Reader, name string) (*symTable, map[string]uint64, error) {
+	p := kallsymsParser{name: name, refs: map[string]uint64{}}
 	if err := readLineBytes(r, name, p.line); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return p.table()
+	t, err := p.table()
+	return t, p.refs, err
 }
 
 // kallsymsParser collects the text symbols of a kallsyms listing. A boot's

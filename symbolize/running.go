@@ -50,7 +50,7 @@ func OpenRunningKernel(opts Options) (*Binary, error) {
 	if running.err != nil {
 		return nil, running.err
 	}
-	b := &Binary{path: runningKallsyms, opts: opts, format: FormatKallsyms, syms: running.syms}
+	b := &Binary{path: runningKallsyms, opts: opts, format: FormatKallsyms, syms: running.syms, refs: running.refs}
 	b.symOnce.Do(func() {})
 	return b, nil
 }
@@ -65,4 +65,29 @@ func RunningKernelSymbol(name string) (uint64, bool) {
 	loadRunning()
 	a := running.refs[name]
 	return a, a != 0
+}
+
+// KernelRefSymbol returns the address in b of name, one of the symbols
+// perf relocates a kernel's addresses by (_text, _stext:
+// ref_reloc_sym_names in tools/perf/util/machine.c): the first a kallsyms
+// listing gives, or a kernel image's (vmlinux) symbol value. A recording
+// stores that symbol's address at record time (the kernel map's pgoff), so
+// that the difference with this one relocates the recording's addresses to
+// b's, as perf's kallsyms__delta and map__reloc_vmlinux do: zero for a
+// listing of the boot that recorded, KASLR's difference for a listing of
+// another boot of the same kernel (perf's build-id cache keeps the first
+// copy it made) or for a vmlinux. false when b has no such symbol, or a
+// listing hides its address.
+func (b *Binary) KernelRefSymbol(name string) (uint64, bool) {
+	switch b.format {
+	case FormatKallsyms:
+		a := b.refs[name]
+		return a, a != 0
+	case FormatELF:
+		if name != "_text" && name != "_stext" {
+			return 0, false
+		}
+		return b.symbolValue(name)
+	}
+	return 0, false
 }

@@ -174,6 +174,9 @@ type Binary struct {
 	symOnce sync.Once
 	syms    *symTable
 	symErr  error
+	// refs are a kallsyms listing's addresses of perf's kernel
+	// reference symbols (KernelRefSymbol).
+	refs map[string]uint64
 	// dataSyms is the table DataSymbol reads, loaded on its first call.
 	dataOnce sync.Once
 	dataSyms *symTable
@@ -244,7 +247,7 @@ func Open(path string, opts Options) (*Binary, error) {
 		b.syms, b.symErr = readPerfMap(br, path, b.warn)
 	case base == "kallsyms" || kallsymsShaped(br):
 		b.format = FormatKallsyms
-		b.syms, b.symErr = readKallsyms(br, path)
+		b.syms, b.refs, b.symErr = readKallsymsRefs(br, path)
 	default:
 		return nil, fmt.Errorf("%s: %w: neither an ELF file nor a kallsyms listing or perf map", path, ErrMalformed)
 	}
@@ -273,7 +276,7 @@ func openList(r io.Reader, name string, opts Options, k Format) (*Binary, error)
 	if k == FormatPerfMap {
 		b.syms, b.symErr = readPerfMap(br, name, b.warn)
 	} else {
-		b.syms, b.symErr = readKallsyms(br, name)
+		b.syms, b.refs, b.symErr = readKallsymsRefs(br, name)
 	}
 	b.symOnce.Do(func() {})
 	if b.symErr != nil {

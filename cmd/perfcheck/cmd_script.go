@@ -39,6 +39,23 @@ type scriptSample struct {
 	Trusted     bool          `json:"trusted"`
 	LeafTrusted bool          `json:"leaf_trusted"`
 	Frames      []scriptFrame `json:"frames"`
+	// Branches is the branch stack (PERF_SAMPLE_BRANCH_STACK), most
+	// recent first, as recorded: absent when the event recorded none.
+	Branches []scriptBranch `json:"branches,omitempty"`
+}
+
+// scriptBranch is one entry of a branch stack: its addresses as recorded
+// ("0x..."), unresolved, and its flags as perf script -F brstack reads
+// them.
+type scriptBranch struct {
+	From         string `json:"from"`
+	To           string `json:"to"`
+	Mispredicted bool   `json:"mispredicted,omitempty"`
+	Predicted    bool   `json:"predicted,omitempty"`
+	InTx         bool   `json:"in_tx,omitempty"`
+	Abort        bool   `json:"abort,omitempty"`
+	Cycles       uint16 `json:"cycles,omitempty"` // 0: not counted
+	Type         string `json:"type,omitempty"`   // perf's name of the branch type, when recorded
 }
 
 // scriptFrame is one location of a sample's stack, leaf first.
@@ -57,7 +74,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
-	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline,weight,data_src,phys_addr,iregs,uregs,brstack,brstacksym,trace, or +FIELD/-FIELD to change the default")
+	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline,weight,data_src,phys_addr,iregs,uregs,brstack,brstacksym,brstackoff,trace, or +FIELD/-FIELD to change the default")
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
 	count := fs.Bool("count", false, "with --folded, weigh stacks by their samples instead of their period")
@@ -81,6 +98,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts, done := af.options(stderr)
 	defer done()
+	opts.Branches = !*jsonOut && !*folded && fields.locatesBranches()
 	// Folded stacks come from the check's aggregates; the samples
 	// printed one by one are handed over as the check reads them: from a
 	// pipe as they arrive, otherwise from a second reading once the
@@ -257,6 +275,15 @@ func (a *analysis) scriptJSON(s *check.Sample) *scriptSample {
 	}
 	if a.hasAddr(s.Event) {
 		out.Addr = "0x" + strconv.FormatUint(s.Addr, 16)
+	}
+	if s.Record != nil {
+		for _, e := range s.Record.Branches {
+			out.Branches = append(out.Branches, scriptBranch{
+				From: "0x" + strconv.FormatUint(e.From, 16), To: "0x" + strconv.FormatUint(e.To, 16),
+				Mispredicted: e.Mispred(), Predicted: e.Predicted(), InTx: e.InTx(), Abort: e.Abort(),
+				Cycles: e.Cycles(), Type: branchTypeName(e),
+			})
+		}
 	}
 	for i, l := range locs {
 		f := scriptFrame{

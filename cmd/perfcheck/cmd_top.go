@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -54,7 +55,8 @@ type topEvent struct {
 type topEntry struct {
 	Name string `json:"name"` // the function; "" for a group
 	// Comm and TID are the values of perf's comm and pid sort keys, with
-	// --sort naming them.
+	// --sort naming them. With --sort keys, Total, TotalSamples and
+	// TotalPct are set with --children only.
 	Comm    string `json:"comm,omitempty"`
 	TID     uint32 `json:"tid,omitempty"`
 	DSO     string `json:"dso"`
@@ -72,6 +74,11 @@ type topEntry struct {
 	TotalPct     float64 `json:"total_percent"`
 	// Graph is the call graph of -g graph or fractal (caller or callee).
 	Graph []graphNode `json:"graph,omitempty"`
+	// GraphRest and GraphRestPct are fractal mode's "[...]" among the
+	// graph's roots: what the roots it keeps leave of the entry's stacks
+	// (check.TopEntry.GraphRest).
+	GraphRest    uint64  `json:"graph_rest,omitempty"`
+	GraphRestPct float64 `json:"graph_rest_percent,omitempty"`
 	// Chains are the call chains of -g flat or folded.
 	Chains []graphChain `json:"chains,omitempty"`
 
@@ -92,6 +99,11 @@ type graphNode struct {
 	Samples  uint64      `json:"samples"`
 	Percent  float64     `json:"percent"`
 	Children []graphNode `json:"children,omitempty"`
+	// Rest and RestPct are fractal mode's "[...]" line after the node's
+	// children: what they leave of the share they are of
+	// (check.GraphNode.Rest).
+	Rest    uint64  `json:"rest,omitempty"`
+	RestPct float64 `json:"rest_percent,omitempty"`
 
 	lbl string
 }
@@ -110,12 +122,12 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints the hottest functions, self and total; frames of untrusted binaries are grouped as [verdict] path, never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print JSON (docs/commands-check.md)")
 	n := fs.Int("n", 20, "print the `N` hottest entries per event (0: all)")
-	sortBy := fs.String("sort", "self", "order functions by `self` (as perf report --no-children) or total (as perf report --children), or group by perf's keys comm, pid, dso, sym and their combinations (dso,sym), by self")
+	sortBy := fs.String("sort", "self", "order functions by `self` (as perf report --no-children) or total (as perf report --children), or group by perf's keys comm, pid, dso, sym and their combinations (dso,sym), by self (by children with --children)")
 	limit := fs.Float64("percent-limit", 0, "leave out entries (and call-graph nodes) under `PCT` percent (of self, or of total with --sort total or --children), as perf's --percent-limit")
 	children := fs.Bool("children", false, "order by children (total) and print perf's Children and Self columns, as perf report --children")
 	noChildren := fs.Bool("no-children", false, "order by self, as perf report --no-children (the default)")
 	graph := fs.String("g", "", "print each entry's call graph as perf report -g `MODE,ORDER`: MODE graph (shares of the event, the default), fractal (shares of the parent's callees), flat or folded (one line per call chain); ORDER caller (from the outermost caller down) or callee (from the entry out; the default without --children)")
-	maxStack := fs.Int("max-stack", 0, "cut each call chain to its first `N` frames in the graph's order (the outermost callers without -g), for the call graph and children, as perf report --max-stack (0: all)")
+	maxStack := fs.Int("max-stack", 0, "cut each call chain to its first `N` frames in the graph's order (the outermost callers without -g), for the call graph and children, as perf report --max-stack (default all; 0 or less: none, the sample's own function only)")
 	pos, code := interspersed(fs, args)
 	if code >= 0 {
 		return code
@@ -136,7 +148,9 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *n < 0 {
 		return usageError(fs, stderr, "-n %d: give 0 (all) or more", *n)
 	}
-	opt, graphMode, msg := topMode(*sortBy, keys, *children, *noChildren, *graph, *maxStack)
+	maxStackSet := false
+	fs.Visit(func(f *flag.Flag) { maxStackSet = maxStackSet || f.Name == "max-stack" })
+	opt, graphMode, msg := topMode(*sortBy, keys, *children, *noChildren, *graph, *maxStack, maxStackSet)
 	if msg != "" {
 		return usageError(fs, stderr, "%s", msg)
 	}
@@ -178,7 +192,13 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(bw)
 		}
 		fmt.Fprintf(bw, "%s: %d samples, period %d %s\n", ev.Event, ev.Samples, ev.Period, ev.Unit)
-		if keys != nil {
+		if keys != nil && *children {
+			fmt.Fprintf(bw, "%8s %8s %8s  %s\n", "CHILDREN", "SELF", "SAMPLES", strings.ToUpper(strings.ReplaceAll(*sortBy, ",", "  ")))
+			for _, e := range ev.Entries {
+				fmt.Fprintf(bw, "%7.2f%% %7.2f%% %8d  %s\n", e.TotalPct, e.SelfPct, e.SelfSamples, e.label())
+				printGraph(bw, e, graphMode)
+			}
+		} else if keys != nil {
 			fmt.Fprintf(bw, "%8s %8s  %s\n", "SELF", "SAMPLES", strings.ToUpper(strings.ReplaceAll(*sortBy, ",", "  ")))
 			for _, e := range ev.Entries {
 				fmt.Fprintf(bw, "%7.2f%% %8d  %s\n", e.SelfPct, e.SelfSamples, e.label())
@@ -224,18 +244,18 @@ func runTop(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // topMode checks the ordering and call-graph flags together and turns
 // them into check.TopOptions and the graph's printed form; the message
-// says why they do not go together.
-func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, graph string, maxStack int) (check.TopOptions, string, string) {
+// says why they do not go together. maxStackSet says --max-stack was
+// given: perf report --max-stack 0 (or less) keeps no frame of the chain.
+func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, graph string, maxStack int, maxStackSet bool) (check.TopOptions, string, string) {
 	var o check.TopOptions
 	switch {
 	case children && noChildren:
 		return o, "", "--children and --no-children: give one"
-	case children && keys != nil:
-		return o, "", "--children orders functions by children: it does not go with --sort " + sortBy
 	case noChildren && sortBy == "total":
 		return o, "", "--no-children orders by self: it does not go with --sort total"
-	case maxStack < 0:
-		return o, "", fmt.Sprintf("--max-stack %d: give 0 (all) or more", maxStack)
+	}
+	if maxStackSet && maxStack <= 0 {
+		maxStack = -1 // check.TopOptions' "none"
 	}
 	if children || sortBy == "total" {
 		o.By = check.ByTotal
@@ -244,7 +264,7 @@ func topMode(sortBy string, keys []check.SortKey, children, noChildren bool, gra
 	switch {
 	case msg != "":
 		return o, "", msg
-	case o.Graph == check.NoGraph && maxStack > 0 && o.By != check.ByTotal:
+	case o.Graph == check.NoGraph && maxStack != 0 && o.By != check.ByTotal:
 		return o, "", "--max-stack cuts the stacks of the call graph and of children: give -g or --children"
 	case o.Graph == check.NoGraph && maxStack > 0 && strings.Contains(graph, "callee"):
 		// Without a graph the stacks are cut from the outermost caller.
@@ -308,12 +328,13 @@ func (a *analysis) topKeyed(keys []check.SortKey, n int, opt check.TopOptions, g
 				break
 			}
 			x := topEntry{Name: e.Sym, Comm: e.Comm, TID: e.TID, Self: e.Self, SelfSamples: e.SelfSamples,
-				SelfPct: pct(e.Self), lbl: e.Label(keys)}
+				SelfPct: pct(e.Self), Total: e.Total, TotalSamples: e.TotalSamples, TotalPct: pct(e.Total), lbl: e.Label(keys)}
 			if e.DSO != nil {
 				x.DSO, x.Verdict, x.Trusted = e.DSO.Path, e.DSO.Verdict.String(), e.DSO.Trusted()
 				x.Group = e.Sym == "" && slices.Contains(keys, check.SortSym)
 			}
 			x.Graph, x.Chains = graphOf(tt, e.Graph, graphMode)
+			x.GraphRest, x.GraphRestPct = e.GraphRest, restPct(e.GraphRest, e.Graph)
 			te.Entries = append(te.Entries, x)
 		}
 		out = append(out, te)

@@ -86,6 +86,10 @@ const (
 // "go.go:0", for an address its reader cannot place ":0".
 var realSrcline = regexp.MustCompile(`^[^:\s]+:[1-9][0-9]*$`)
 
+// refusedMark begins the name perfcheck gives a frame of a DSO whose
+// names it refuses.
+var refusedMark = regexp.MustCompile(`^\[(mismatch|missing|replaced)\] `)
+
 // compareFrame returns "" when perfcheck's frame is perf's, the reason
 // when it differs for one of the reasons above, or an error.
 func compareFrame(perf, pc perfFrame) (string, error) {
@@ -98,7 +102,7 @@ func compareFrame(perf, pc perfFrame) (string, error) {
 	if perf.addr != pc.addr || perf.dso != pc.dso {
 		return "", fmt.Errorf("address or DSO: perf %+v, perfcheck %+v", perf, pc)
 	}
-	if regexp.MustCompile(`^\[(mismatch|missing|replaced)\] `).MatchString(pc.sym) {
+	if refusedMark.MatchString(pc.sym) {
 		return whyRefused, nil
 	}
 	if strings.TrimPrefix(pc.sym, "[unverified] ") == perf.sym && pc.off == perf.off {

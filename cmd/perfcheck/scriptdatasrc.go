@@ -29,11 +29,12 @@ func truncate(s string, n int) string { return s[:min(len(s), n)] }
 // The names perf gives the parts of perf_mem_data_src
 // (tools/perf/util/mem-events.c), by bit or number.
 var (
-	memLevels = []string{"N/A", "HIT", "MISS", "L1", "LFB", "L2", "L3", "Local RAM",
+	memLevels = []string{"N/A", "HIT", "MISS", "L1", "LFB/MAB", "L2", "L3", "Local RAM",
 		"Remote RAM (1 hop)", "Remote RAM (2 hops)", "Remote Cache (1 hop)", "Remote Cache (2 hops)", "I/O", "Uncached"}
-	memLevelNums = map[uint64]string{0x0b: "Any cache", 0x0c: "LFB", 0x0d: "RAM", 0x0e: "PMEM", 0x0f: "N/A"}
+	memLevelNums = map[uint64]string{0x09: "CXL", 0x0a: "I/O", 0x0b: "Any cache", 0x0c: "LFB/MAB", 0x0d: "RAM", 0x0e: "PMEM", 0x0f: "N/A"}
 	memHops      = []string{"N/A", "core, same node", "node, same socket", "socket, same board", "board"}
 	memSnoops    = []string{"N/A", "None", "Hit", "Miss", "HitM"}
+	memSnoopsX   = []string{"Fwd", "Peer"}
 	memTLB       = []string{"N/A", "HIT", "MISS", "L1", "L2", "Walker", "Fault"}
 )
 
@@ -66,12 +67,10 @@ func decodeDataSrc(v uint64) string {
 	s.WriteString(decodeMemLevel(lvl, lvlNum, remote, hops))
 	s.WriteString("|SNP ")
 	snp := orList(snoop, memSnoops)
-	if snoopX&1 != 0 { // PERF_MEM_SNOOPX_FWD
-		snp = append(snp, "Fwd")
-	}
+	snp = append(snp, orList(snoopX, memSnoopsX)...)
 	s.WriteString(orNA(snp, ""))
 	s.WriteString("|TLB ")
-	s.WriteString(orNA(orList(dtlb&^3, memTLB), hitMiss(dtlb)))
+	s.WriteString(orNA(orList(dtlb&^6, memTLB), hitMiss(dtlb)))
 	s.WriteString("|LCK ")
 	switch {
 	case lock&1 != 0:
@@ -105,8 +104,14 @@ func decodeMemLevel(lvl, lvlNum, remote, hops uint64) string {
 		s.WriteString("Remote ")
 	}
 	var alts []string
-	if hops != 0 && int(hops) < len(memHops) {
-		s.WriteString(memHops[hops] + " ")
+	if hops != 0 {
+		// perf indexes its table with any value of the field; past
+		// its end it prints glibc's "(null)".
+		name := "(null)"
+		if int(hops) < len(memHops) {
+			name = memHops[hops]
+		}
+		s.WriteString(name + " ")
 	} else {
 		alts = orList(lvl&^6, memLevels)
 	}

@@ -92,15 +92,23 @@ func TestScriptFieldsForEvent(t *testing.T) {
 		assert.Equal(t, fieldComm|want, got, f.name)
 	}
 
-	// brstack prints nothing without branch stacks, as perf; with them
-	// it is refused.
+	// brstack prints nothing without branch stacks, as perf, and the
+	// stack with them; dso goes with any of the three branch fields,
+	// which need the check to locate branches but for brstack alone.
 	br, err := parseScriptFields("ip,brstack,dso")
 	require.NoError(t, err)
 	got, err = br.forEvent("cpu-clock", sw)
 	require.NoError(t, err)
 	assert.Equal(t, fieldIP|fieldBrstack|fieldDSO, got)
-	_, err = br.forEvent("cycles", &perfdata.Attr{Type: 0, SampleType: all | perfdata.SampleBranchStack})
-	assert.ErrorContains(t, err, "branch stacks")
+	got, err = br.forEvent("cycles", &perfdata.Attr{Type: 0, SampleType: all | perfdata.SampleBranchStack})
+	require.NoError(t, err)
+	assert.Equal(t, fieldIP|fieldBrstack|fieldDSO, got)
+	for spec, locates := range map[string]bool{"brstack": false, "brstack,dso": true, "brstacksym": true,
+		"brstackoff": true, "+brstack": true, "comm,brstackoff,dso": true} {
+		fs, err := parseScriptFields(spec)
+		require.NoError(t, err, spec)
+		assert.Equal(t, locates, fs.locatesBranches(), spec)
+	}
 }
 
 // data_src is decoded as perf's perf_script__meminfo_scnprintf decodes

@@ -128,7 +128,7 @@ func (sf *scriptFormat) allNotes() []string {
 	}
 	for i, tf := range sf.traces {
 		if tf != nil && tf.printsFunctions() {
-			why := "the recording's kernel is not named with this boot's kernel symbols"
+			why := "the check names none of the recording's kernel functions (see its [kernel.kallsyms] verdict)"
 			if sf.pipe {
 				why = "perf prints them so from a pipe-format recording"
 			}
@@ -192,7 +192,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = appendUintPadLeft(b, w, 10, 16)
 	}
 	if f&fieldIP == 0 {
-		return append(sf.appendTail(b, f, s.Event, rec), '\n')
+		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
 	locs := s.Stack.Locations()
 	if !chain {
@@ -207,7 +207,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			}
 			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
 		}
-		return append(sf.appendTail(b, f, s.Event, rec), '\n')
+		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
 	b = append(b, '\n')
 	for _, l := range locs {
@@ -225,7 +225,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
 		b = append(b, '\n')
 	}
-	return append(sf.appendTail(b, f, s.Event, rec), '\n')
+	return append(sf.appendTail(b, f, s, rec), '\n')
 }
 
 // appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
@@ -257,13 +257,16 @@ func (sf *scriptFormat) appendAddr(b []byte, f scriptField, s *check.Sample) []b
 
 // appendTail prints what perf script prints after the sample's ip or
 // callchain (process_event): the interrupt and user registers, the
-// branch stack (none: see scriptFields.forEvent), the physical address.
-func (sf *scriptFormat) appendTail(b []byte, f scriptField, event int, rec *perfdata.Sample) []byte {
+// branch stack, the physical address.
+func (sf *scriptFormat) appendTail(b []byte, f scriptField, s *check.Sample, rec *perfdata.Sample) []byte {
 	if f&fieldIRegs != 0 {
-		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(event, false))
+		b = sf.appendRegs(b, rec.RegsIntrABI, rec.RegsIntr, sf.a.regMask(s.Event, false))
 	}
 	if f&fieldURegs != 0 {
-		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(event, true))
+		b = sf.appendRegs(b, rec.RegsUserABI, rec.RegsUser, sf.a.regMask(s.Event, true))
+	}
+	if f&fieldsBranch != 0 {
+		b = appendBranches(b, f, s, rec)
 	}
 	if f&fieldPhysAddr != 0 {
 		b = appendUintPadLeft(b, rec.PhysAddr, 16, 16)

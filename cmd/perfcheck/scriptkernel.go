@@ -7,21 +7,14 @@ import (
 
 	"github.com/perfcheck/perfcheck/check"
 	"github.com/perfcheck/perfcheck/dso"
-	"github.com/perfcheck/perfcheck/symbolize"
 )
 
-// runningKallsyms is where the check reads this boot's kernel symbols
-// from, when it names a recording's kernel frames with them.
-const runningKallsyms = "/proc/kallsyms"
-
 // kernelSymbols returns what names the kernel addresses a payload prints
-// (%pS, %ps), decided at the first sample whose leaf is in the kernel:
-// this boot's symbols, only when the check named that leaf with them
-// (the kernel's verdict trusts it, and its symbols are this boot's
-// /proc/kallsyms) and they name the leaf's address alike without
-// relocation, so that the recording's kernel addresses are this boot's.
-// Otherwise nil: the addresses print in hex, as perf prints an address it
-// has no symbol for. From a pipe-format recording perf prints them in hex
+// (%pS, %ps), decided at the first sample whose leaf is in the kernel: the
+// check's names of the recording's kernel (check.DSO.KernelSymbol), only
+// when its verdict trusts them, relocated as its frames are. Otherwise
+// nil: the addresses print in hex, as perf prints an address it has no
+// symbol for. From a pipe-format recording perf prints them in hex
 // whatever it knows of the kernel: perf script sets libtraceevent's
 // function resolver when it opens the session, before a stream's tracing
 // data has arrived; so does perfcheck.
@@ -34,23 +27,14 @@ func (sf *scriptFormat) kernelSymbols(s *check.Sample) kernelSymbol {
 		return nil
 	}
 	sf.kernelDecided = true
-	leaf := locs[0]
-	d := leaf.DSO
-	if !d.Trusted() || d.FoundPath != runningKallsyms || len(leaf.Frames) == 0 || !leaf.HasSymOffset {
+	d := locs[0].DSO
+	if len(s.IPs) == 0 {
 		return nil
 	}
-	b, err := symbolize.OpenRunningKernel(symbolize.Options{})
-	if err != nil {
+	if _, _, ok := d.KernelSymbol(s.IPs[0]); !ok {
 		return nil
 	}
-	name, start, _, ok := b.Symbol(leaf.Offset)
-	if !ok || name != leaf.Frames[len(leaf.Frames)-1].RawName || leaf.Offset-start != leaf.SymOffset {
-		return nil
-	}
-	sf.kernelSym = func(addr uint64) (string, uint64, bool) {
-		name, start, _, ok := b.Symbol(addr)
-		return name, start, ok
-	}
+	sf.kernelSym = d.KernelSymbol
 	return sf.kernelSym
 }
 

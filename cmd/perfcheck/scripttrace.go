@@ -14,11 +14,14 @@ import (
 // does (event_format__fprintf, through libtraceevent's
 // tep_print_event_data): the format's "print fmt:" evaluated on the
 // sample's raw record. It knows the part of the format language the
-// kernel's tracepoints use most: REC->field, __get_str, __print_flags,
-// __print_symbolic, casts, C's integer operators and ?:, printf's
+// kernel's tracepoints use most: REC->field, __get_str, __get_bitmask,
+// __print_flags, __print_symbolic, casts, C's integer operators and ?:,
+// printf's
 // integer, character and string conversions (a %s of a kernel string
 // pointer from the recording's printk strings), and the kernel's %pS,
-// %ps and IP address conversions (%pI4, %pI6c, ...).
+// %ps, IP and socket address (%pI4, %pI6c, %pISpc, ...) and UUID (%pU)
+// conversions, and %p extensions libtraceevent does not know as it
+// prints them (a bare %p).
 type traceFormat struct {
 	ev     *perfdata.TraceEvent
 	pieces []tracePiece
@@ -43,8 +46,8 @@ type tracePiece struct {
 	// printk: the conversion is a %s of a kernel string pointer
 	// (pointerField), printed from the printk strings.
 	printk bool
-	// ipField is the field an IP address conversion prints.
-	ipField *perfdata.TraceField
+	// field is the field an IP address or UUID conversion prints.
+	field *perfdata.TraceField
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
@@ -54,14 +57,21 @@ type tracePiece struct {
 type traceConv struct {
 	flags, width, prec, length string
 	verb, ext                  byte
-	// ip is "4", "6", "6c" or "Spc" for an IP address (ext 'I' or
-	// 'i').
-	ip string
+	// ip is "4", "6", "6c" or "S" (a socket address, with its port and
+	// compressed when sockPort and sockCompress) for an IP address (ext
+	// 'I' or 'i').
+	ip                     string
+	sockPort, sockCompress bool
+	// uuid is the letter after %pU: 0, 'b', 'B', 'l' or 'L'.
+	uuid byte
+	// bare is a %p whose extension libtraceevent does not know: printed
+	// as a plain %p, without width, its letters left as text.
+	bare bool
 }
 
 // kernelSymbol names the kernel function an address lies in: its name
-// and start address.
-type kernelSymbol func(addr uint64) (name string, start uint64, ok bool)
+// and the address's offset from its start.
+type kernelSymbol func(addr uint64) (name string, off uint64, ok bool)
 
 // errTraceUnsupported marks a format beyond what traceFormat evaluates.
 var errTraceUnsupported = errors.New("not supported")
@@ -109,17 +119,23 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
 		piece := tracePiece{conv: c, stars: args[:stars], arg: args[stars]}
-		if c.ip != "" {
-			if piece.ipField, err = ipField(ev, c, piece.arg); err != nil {
-				return nil, err
-			}
+		switch {
+		case c.ip != "":
+			piece.field, err = ipField(ev, c, piece.arg)
+		case c.ext == 'U':
+			piece.field, err = uuidField(ev, piece.arg)
+		case c.bare:
+			piece.arg = barePointerArg(ev, piece.arg)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if f, ok := piece.arg.(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
 			piece.printk = true
 			tf.printkPieces = true
 		}
 		tf.pieces = append(tf.pieces, piece)
-		tf.functions = tf.functions || c.ext != 0 && c.ip == ""
+		tf.functions = tf.functions || c.ext != 0 && strings.IndexByte("SsFf", c.ext) >= 0
 		args = args[stars+1:]
 	}
 	return tf, nil
@@ -176,33 +192,83 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 	}
 	c.verb = s[i]
 	if c.verb == 'p' && i+1 < len(s) && isAlnum(s[i+1]) {
-		// The kernel's printk extensions libtraceevent prints: the
-		// symbol of an address (%pS, %ps; %pF, %pf before Linux 5.5)
-		// and an IP address (%pI4, %pI6, %pI6c; %pi4, %pi6 without
-		// separators; %pISpc of a socket address); not the others
-		// (%pU, %pB, %*pbl, ...).
-		i++
-		c.ext = s[i]
-		switch {
-		case strings.IndexByte("SsFf", c.ext) >= 0:
-		case c.ext == 'I' && strings.HasPrefix(s[i+1:], "Spc"):
-			c.ip = "Spc"
-			i += len(c.ip)
-		case (c.ext == 'I' || c.ext == 'i') && i+1 < len(s) && (s[i+1] == '4' || s[i+1] == '6'):
-			i++
-			c.ip = s[i : i+1]
-			if c.ext == 'I' && c.ip == "6" && i+1 < len(s) && s[i+1] == 'c' {
-				i++
-				c.ip = "6c"
-			}
-		default:
-			return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
+		end, err := c.parsePointerExt(s, i+1)
+		if err != nil {
+			return nil, 0, err
 		}
-		if i+1 < len(s) && isAlnum(s[i+1]) {
-			return nil, 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(i+2, len(s))], errTraceUnsupported)
-		}
+		return c, end, nil
 	}
 	return c, i + 1, nil
+}
+
+// parsePointerExt reads the kernel's printk extension of a %p that
+// starts at s[j], as libtraceevent's parse_arg_format_pointer takes its
+// letters, and returns where the conversion ends. Extensions perfcheck
+// prints: the symbol of an address (%pS, %ps; %pF, %pf before Linux
+// 5.5), an IP address (%pI4, %pI6, %pI6c; %pi4 in three digits a byte,
+// %pi6 without separators), a socket address (%pIS with the letters p, f, s, then c,
+// of which libtraceevent's print_ipsa_arg heeds a p right after the S, a
+// c after that, and neither for %piS), a UUID (%pU with b, B, l or L).
+// A letter libtraceevent knows no extension for (%pB, %pK, %*pbl's b)
+// makes the conversion a bare %p, the letters left as text, as perf 6.1
+// prints them ("0x12B", "(nil)bl"). Others (%pM, %ph, a byte-order
+// letter after an IP address) are refused.
+func (c *traceConv) parsePointerExt(s string, j int) (int, error) {
+	c.ext = s[j]
+	next := func(k int) byte {
+		if k < len(s) {
+			return s[k]
+		}
+		return 0
+	}
+	unsupported := func(end int) (int, error) {
+		return 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(end, len(s))], errTraceUnsupported)
+	}
+	end := j + 1
+	switch e := c.ext; {
+	case strings.IndexByte("SsFf", e) >= 0:
+	case e == 'U':
+		if strings.IndexByte("bBlL", next(end)) >= 0 {
+			c.uuid = next(end)
+			end++
+		}
+		// Any letter after them is text, as libtraceevent leaves it.
+		return end, nil
+	case (e == 'I' || e == 'i') && next(end) == 'S':
+		c.ip = "S"
+		end++
+		flags := end
+		for strings.IndexByte("pfs", next(end)) >= 0 {
+			end++
+		}
+		if strings.IndexByte("hnbl", next(end)) >= 0 {
+			return unsupported(end + 1)
+		}
+		if next(end) == 'c' {
+			end++
+		}
+		if e == 'I' {
+			rest, port := strings.CutPrefix(s[flags:end], "p")
+			c.sockPort, c.sockCompress = port, strings.HasPrefix(rest, "c")
+		}
+		return end, nil
+	case (e == 'I' || e == 'i') && (next(end) == '4' || next(end) == '6'):
+		c.ip = s[end : end+1]
+		end++
+		if e == 'I' && c.ip == "6" && next(end) == 'c' {
+			c.ip = "6c"
+			end++
+		}
+	case strings.IndexByte("IiMmh", e) >= 0:
+		return unsupported(end + 1)
+	default:
+		c.ext, c.bare = 0, true
+		return j, nil
+	}
+	if isAlnum(next(end)) {
+		return unsupported(end + 1)
+	}
+	return end, nil
 }
 
 // appendTrace appends the payload raw as tf prints it.
@@ -213,9 +279,14 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 			b = append(b, p.text...)
 			continue
 		}
-		if p.ipField != nil {
+		if p.field != nil {
 			var err error
-			if b, err = appendIP(b, p.conv, p.ipField, raw); err != nil {
+			if p.conv.ext == 'U' {
+				b, err = appendUUID(b, p.conv.uuid, p.field, raw)
+			} else {
+				b, err = appendIP(b, p.conv, p.field, raw)
+			}
+			if err != nil {
 				return b, err
 			}
 			continue
@@ -235,6 +306,8 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 		switch {
 		case p.printk:
 			b = tf.appendPrintk(b, v)
+		case p.conv.bare:
+			b, err = appendBarePointer(b, v)
 		case p.conv.ext != 0:
 			b, err = tf.appendFunction(b, p.conv.ext, v)
 		default:
@@ -272,11 +345,11 @@ func (tf *traceFormat) appendFunction(b []byte, ext byte, v traceValue) ([]byte,
 		return b, fmt.Errorf("%%p%c of a string", ext)
 	}
 	if tf.kernelSym != nil {
-		if name, start, ok := tf.kernelSym(v.n); ok {
+		if name, off, ok := tf.kernelSym(v.n); ok {
 			b = append(b, name...)
 			if ext == 'S' || ext == 'F' {
 				b = append(b, "+0x"...)
-				b = strconv.AppendUint(b, v.n-start, 16)
+				b = strconv.AppendUint(b, off, 16)
 			}
 			return b, nil
 		}

@@ -19,8 +19,9 @@ type (
 		field string
 		i     traceExpr
 	} // REC->name[i]
-	traceGetStr string // __get_str(name)
-	traceUnary  struct {
+	traceGetStr     string // __get_str(name)
+	traceGetBitmask string // __get_bitmask(name)
+	traceUnary      struct {
 		op byte
 		x  traceExpr
 	}
@@ -59,7 +60,10 @@ func (x traceIndex) eval(r *traceRecord) (traceValue, error) {
 	}
 	return r.element(x.field, int(i))
 }
-func (g traceGetStr) eval(r *traceRecord) (traceValue, error)  { return r.field(string(g)) }
+func (g traceGetStr) eval(r *traceRecord) (traceValue, error) { return r.field(string(g)) }
+func (g traceGetBitmask) eval(r *traceRecord) (traceValue, error) {
+	return r.bitmask(string(g))
+}
 func (u traceUnary) eval(r *traceRecord) (traceValue, error)   { return u.apply(r) }
 func (g traceGroup) eval(r *traceRecord) (traceValue, error)   { return g.x.eval(r) }
 func (c traceCast) eval(r *traceRecord) (traceValue, error)    { return c.apply(r) }
@@ -513,6 +517,12 @@ func (p *traceParser) primary() (traceExpr, error) {
 		}
 		f := p.ident()
 		return traceGetStr(f), p.expect(')')
+	case "__get_bitmask":
+		if err := p.expect('('); err != nil {
+			return nil, err
+		}
+		f := p.ident()
+		return traceGetBitmask(f), p.expect(')')
 	case "__print_flags", "__print_symbolic":
 		return p.flags(name == "__print_symbolic")
 	case "":

@@ -30,12 +30,12 @@ func ipField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata.Tr
 	switch c.ip {
 	case "6", "6c":
 		size = 16
-	case "Spc":
+	case "S":
 		size = sockaddrIn6Size
 	}
 	for i := range ev.Fields {
 		f := &ev.Fields[i]
-		if f.Name == string(name) && (f.Size == size || c.ip == "Spc" && f.Size > size) && !isDataLoc(f) {
+		if f.Name == string(name) && (f.Size == size || c.ip == "S" && f.Size > size) && !isDataLoc(f) {
 			return f, nil
 		}
 	}
@@ -49,35 +49,44 @@ func isDataLoc(f *perfdata.TraceField) bool {
 
 // appendIP prints the address in field f of the payload raw as
 // libtraceevent does for the conversion c: %pI4 dotted decimal, %pi4 each
-// byte in three digits without dots; %pI6 eight groups of four hex digits
+// byte in three digits, dotted too (the kernel's printk drops the dots;
+// // libtraceevent's print_ip4_addr keeps them, and perf 6.1 prints them);
+// %pI6 eight groups of four hex digits
 // with colons, %pi6 the same without colons; %pI6c compressed
-// (appendIP6c); %pISpc the socket address with its port (appendSockaddr).
+// (appendIP6c); %pIS... a socket address (appendSockaddr).
 func appendIP(b []byte, c *traceConv, f *perfdata.TraceField, raw []byte) ([]byte, error) {
 	if f.Offset < 0 || f.Offset+f.Size > len(raw) {
 		return b, fmt.Errorf("field %s lies past the %d bytes of the record", f.Name, len(raw))
 	}
 	a := raw[f.Offset : f.Offset+f.Size]
 	switch {
-	case c.ip == "Spc":
-		return appendSockaddr(b, a)
+	case c.ip == "S":
+		return appendSockaddr(b, c, a)
 	case c.ip == "4":
 		return appendIP4(b, c.ext, a), nil
 	case c.ip == "6c":
 		return appendIP6c(b, a), nil
 	}
+	return appendIP6(b, c.ext, a), nil
+}
+
+// appendIP6 prints the 16 bytes a as %pI6 (ext 'I': eight groups of four
+// hex digits with colons) or %pi6 (ext 'i': without colons).
+func appendIP6(b []byte, ext byte, a []byte) []byte {
 	for j := 0; j < 16; j += 2 {
 		b = fmt.Appendf(b, "%02x%02x", a[j], a[j+1])
-		if c.ext == 'I' && j < 14 {
+		if ext == 'I' && j < 14 {
 			b = append(b, ':')
 		}
 	}
-	return b, nil
+	return b
 }
 
-// appendIP4 prints the 4 bytes a as %pI4 (ext 'I') or %pi4 (ext 'i').
+// appendIP4 prints the 4 bytes a as %pI4 (ext 'I') or %pi4 (ext 'i'),
+// as libtraceevent's print_ip4_addr does.
 func appendIP4(b []byte, ext byte, a []byte) []byte {
 	if ext == 'i' {
-		return fmt.Appendf(b, "%03d%03d%03d%03d", a[0], a[1], a[2], a[3])
+		return fmt.Appendf(b, "%03d.%03d.%03d.%03d", a[0], a[1], a[2], a[3])
 	}
 	return fmt.Appendf(b, "%d.%d.%d.%d", a[0], a[1], a[2], a[3])
 }
@@ -130,7 +139,7 @@ func appendIP6c(b []byte, a []byte) []byte {
 	return b
 }
 
-// The socket address layouts %pISpc reads: the family (host order, here
+// The socket address layouts %pIS reads: the family (host order, here
 // little-endian as every field perfcheck reads), the port (network
 // order), then the IPv4 address at 4 or the IPv6 one at 8.
 const (
@@ -140,20 +149,34 @@ const (
 )
 
 // appendSockaddr prints the socket address a as libtraceevent's
-// print_ipsa_arg does for %pISpc: "127.0.0.1:80", "[::1]:80". Another
+// print_ipsa_arg does for the conversion c: the address as %pI4 or
+// %pI6 (%pi4, %pi6 for %piS), compressed as %pI6c with c.sockCompress,
+// and with c.sockPort its port: "127.0.0.1:80", "[::1]:80". Another
 // family, which the kernel's tracepoints do not write, is an error
 // rather than a guess.
-func appendSockaddr(b []byte, a []byte) ([]byte, error) {
+func appendSockaddr(b []byte, c *traceConv, a []byte) ([]byte, error) {
 	port := uint16(a[2])<<8 | uint16(a[3])
 	switch family := binary.LittleEndian.Uint16(a); family {
 	case afInet:
-		b = appendIP4(b, 'I', a[4:8])
-		return fmt.Appendf(b, ":%d", port), nil
+		b = appendIP4(b, c.ext, a[4:8])
+		if c.sockPort {
+			b = fmt.Appendf(b, ":%d", port)
+		}
+		return b, nil
 	case afInet6:
-		b = append(b, '[')
-		b = appendIP6c(b, a[8:24])
-		return fmt.Appendf(b, "]:%d", port), nil
+		if c.sockPort {
+			b = append(b, '[')
+		}
+		if c.sockCompress {
+			b = appendIP6c(b, a[8:24])
+		} else {
+			b = appendIP6(b, c.ext, a[8:24])
+		}
+		if c.sockPort {
+			b = fmt.Appendf(b, "]:%d", port)
+		}
+		return b, nil
 	default:
-		return b, fmt.Errorf("%%pISpc of a socket address of family %d", family)
+		return b, fmt.Errorf("%%pIS of a socket address of family %d", family)
 	}
 }

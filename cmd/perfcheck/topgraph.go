@@ -25,6 +25,7 @@ func (a *analysis) top(opts check.TopOptions, graphMode string) []topEvent {
 				SelfPct: t.Percent(e.Self), TotalPct: t.Percent(e.Total), lbl: e.Label(),
 			}
 			x.Graph, x.Chains = graphOf(&t, e.Graph, graphMode)
+			x.GraphRest, x.GraphRestPct = e.GraphRest, restPct(e.GraphRest, e.Graph)
 			te.Entries = append(te.Entries, x)
 		}
 		out = append(out, te)
@@ -54,9 +55,20 @@ func graphNodes(t *check.TopTable, nodes []*check.GraphNode, fractal bool) []gra
 			pct = float64(n.Period) * 100 / float64(max(n.Base, 1))
 		}
 		out = append(out, graphNode{Name: n.Name, DSO: n.DSO.Path, Verdict: n.DSO.Verdict.String(), Trusted: n.DSO.Trusted(),
-			Period: n.Period, Samples: n.Samples, Percent: pct, Children: graphNodes(t, n.Children, fractal), lbl: n.Label()})
+			Period: n.Period, Samples: n.Samples, Percent: pct, Children: graphNodes(t, n.Children, fractal),
+			Rest: n.Rest, RestPct: restPct(n.Rest, n.Children), lbl: n.Label()})
 	}
 	return out
+}
+
+// restPct is rest, what the callees kept leave of what they are shares
+// of in fractal mode (check.GraphNode.Rest), as a percentage of that:
+// their Base.
+func restPct(rest uint64, kept []*check.GraphNode) float64 {
+	if rest == 0 || len(kept) == 0 {
+		return 0
+	}
+	return float64(rest) * 100 / float64(max(kept[0].Base, 1))
 }
 
 // graphChains lists the call chains of a graph (check.GraphFlat): one per
@@ -96,24 +108,29 @@ func printGraph(w io.Writer, e topEntry, mode string) {
 			fmt.Fprintf(w, "%.2f%% %s\n", c.Percent, strings.Join(c.Frames, ";"))
 		}
 	default:
-		printNodes(w, e.Graph, 4)
+		printNodes(w, e.Graph, e.GraphRest, e.GraphRestPct, 4)
 	}
 }
 
 // printNodes prints a call graph under its entry, indented by indent: a
 // chain of single callers (or callees) on one column, as perf's graph,
-// and each branch two columns further in.
-func printNodes(w io.Writer, nodes []graphNode, indent int) {
-	for len(nodes) > 0 {
-		if len(nodes) == 1 {
-			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", nodes[0].Percent, nodes[0].lbl)
-			nodes = nodes[0].Children
-			continue
-		}
-		for _, n := range nodes {
-			fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", n.Percent, n.lbl)
-			printNodes(w, n.Children, indent+2)
-		}
+// and each branch two columns further in, followed, in fractal mode, by
+// perf's "[...]" line for the rest (restPct percent) that the nodes
+// leave of what they are shares of.
+func printNodes(w io.Writer, nodes []graphNode, rest uint64, restPct float64, indent int) {
+	for len(nodes) == 1 && rest == 0 {
+		fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", nodes[0].Percent, nodes[0].lbl)
+		rest, restPct = nodes[0].Rest, nodes[0].RestPct
+		nodes = nodes[0].Children
+	}
+	if len(nodes) == 0 {
 		return
+	}
+	for _, n := range nodes {
+		fmt.Fprintf(w, "%*s%7.2f%%  %s\n", indent, "", n.Percent, n.lbl)
+		printNodes(w, n.Children, n.Rest, n.RestPct, indent+2)
+	}
+	if rest > 0 {
+		fmt.Fprintf(w, "%*s%7.2f%%  [...]\n", indent, "", restPct)
 	}
 }

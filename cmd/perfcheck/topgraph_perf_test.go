@@ -109,13 +109,14 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 			t.Run(order+" "+c.limit+" "+c.maxStack, func(t *testing.T) {
 				t.Parallel()
 				data := recordedAfterBins(t, ckFixture(t, "cshared-fp.data"))
-				args := []string{"report", "--no-children", "--stdio", "-g", order, "--percent-limit", c.limit, "--symfs", symfs, "-i", data}
+				var cut []string // "0": no --max-stack, every frame
 				if c.maxStack != "0" {
-					args = append(args, "--max-stack", c.maxStack)
+					cut = []string{"--max-stack", c.maxStack}
 				}
+				args := append([]string{"report", "--no-children", "--stdio", "-g", order, "--percent-limit", c.limit, "--symfs", symfs, "-i", data}, cut...)
 				want := perfGraphPaths(t, perfOut(t, args...), false)
 				require.NotEmpty(t, want)
-				tj := topLikePerf(t, data, symfs, "-g", order, "--percent-limit", c.limit, "--max-stack", c.maxStack)
+				tj := topLikePerf(t, data, symfs, append([]string{"-g", order, "--percent-limit", c.limit}, cut...)...)
 				require.Len(t, tj.Events, 1)
 				got := map[string]float64{}
 				for _, e := range tj.Events[0].Entries {
@@ -124,7 +125,7 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 					}
 					name := entryKey(e)
 					got[name] = e.SelfPct
-					graphPaths(got, name+":", e.Graph)
+					entryGraphPaths(got, name, e)
 				}
 				for p, w := range want {
 					g, ok := got[p]
@@ -157,8 +158,18 @@ func topLikePerf(t *testing.T, data, symfs string, args ...string) topJSON {
 // the DSO's base name, as perf prints it.
 func entryKey(e topEntry) string { return filepath.Base(e.DSO) + " " + e.Name }
 
+// entryGraphPaths adds the graph of e, named name, to m (graphPaths),
+// with fractal mode's "[...]" among its roots as "name:[...]".
+func entryGraphPaths(m map[string]float64, name string, e topEntry) {
+	graphPaths(m, name+":", e.Graph)
+	if e.GraphRest > 0 {
+		m[name+":[...]"] = e.GraphRestPct
+	}
+}
+
 // graphPaths adds each node of nodes to m under its path from the entry
-// ("entry:root;...;node"), with its share.
+// ("entry:root;...;node"), with its share, and fractal mode's "[...]"
+// after a node's callees as "entry:root;...;node;[...]".
 func graphPaths(m map[string]float64, prefix string, nodes []graphNode) {
 	for _, n := range nodes {
 		name := n.Name
@@ -168,6 +179,9 @@ func graphPaths(m map[string]float64, prefix string, nodes []graphNode) {
 		p := prefix + name
 		m[p] = n.Percent
 		graphPaths(m, p+";", n.Children)
+		if n.Rest > 0 {
+			m[p+";[...]"] = n.RestPct
+		}
 	}
 }
 
@@ -185,8 +199,10 @@ var (
 // and each node of their graphs under its path. perf prints a share where
 // the graph branches; a node in a chain has the share of the node before
 // it, and a graph's single root ("---") the entry's share, or all of it
-// (100%) in fractal mode. Fractal mode's "[...]" lines, the share its
-// threshold left out, are skipped.
+// (100%) in fractal mode. Fractal mode's "[...]" lines (the share of a
+// node's callees that those printed leave) are read as a node "[...]";
+// perf 6.1 at times prints them "[...] (inlined)", reading a flag of a
+// symbol it never set, and that suffix is dropped.
 func perfGraphPaths(t *testing.T, out string, fractal bool) map[string]float64 {
 	t.Helper()
 	return perfGraphPathsBy(t, out, fractal, func(l string) (name string, pct float64, ok bool) {
@@ -224,7 +240,7 @@ func perfGraphPathsBy(t *testing.T, out string, fractal bool, entry func(l strin
 			m[name] = pct
 			continue
 		}
-		if cur == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" || strings.Contains(l, "--[...]") {
+		if cur == nil || strings.HasPrefix(l, "#") || strings.Trim(l, " |") == "" {
 			continue
 		}
 		col := strings.IndexFunc(l, func(r rune) bool { return r != ' ' && r != '|' })
@@ -255,7 +271,11 @@ func perfGraphPathsBy(t *testing.T, out string, fractal bool, entry func(l strin
 		} else {
 			parent.path += ";"
 		}
-		n.path = parent.path + strings.TrimSpace(l[col:])
+		name := strings.TrimSpace(l[col:])
+		if name == "[...] (inlined)" {
+			name = "[...]"
+		}
+		n.path = parent.path + name
 		at[key] = n
 		m[n.path] = n.pct
 	}
@@ -377,7 +397,7 @@ func compareGraphMode(t *testing.T, data, symfs, children, mode, order, limit st
 				got[name+":"+strings.Join(chainNames(c.Frames), ";")] = c.Percent
 			}
 		} else {
-			graphPaths(got, name+":", e.Graph)
+			entryGraphPaths(got, name, e)
 		}
 	}
 	// Frames neither can name (the recording's kernel,
@@ -461,7 +481,9 @@ func chainNames(frames []string) []string {
 // top --max-stack N cuts each call chain as perf report --max-stack N
 // does before it counts children and draws graphs: to the N outermost
 // frames in caller order (perf's order with --children), to the leaf and
-// its N-1 callers in callee order, the leaf counted in any case. A
+// its N-1 callers in callee order, the leaf counted in any case; with 0
+// or less, as perf, no frame of the chain (children equal self, no
+// graph). A
 // program recorded in the test calls nine functions deep, each with self
 // time, so that every cut leaves out some: top --children lists the same
 // children and self shares as perf report --children -g none, and draws
@@ -469,7 +491,7 @@ func chainNames(frames []string) []string {
 func TestTopMaxStackMatchesPerfReport(t *testing.T) {
 	t.Parallel()
 	data := recordDeep(t)
-	for _, n := range []string{"1", "3", "6"} {
+	for _, n := range []string{"1", "3", "6", "0", "-2"} {
 		for _, order := range []string{"", "caller", "callee"} {
 			t.Run("children "+n+" "+order, func(t *testing.T) {
 				t.Parallel()
@@ -534,10 +556,14 @@ func recordDeep(t *testing.T) string {
 }
 
 // top -g with perf's --sort keys draws each keyed entry's graph as perf
-// report --no-children -g --sort KEYS does: the stacks of the entry's
-// samples, the same paths with the same shares, in both orders, with and
-// without --max-stack, on the program of TestTopMaxStackMatchesPerfReport
-// and on cshared-fp.data, whose stacks cross three DSOs.
+// report -g --sort KEYS does: with --no-children the stacks of the
+// entry's samples, with --children also the part of every stack from
+// the entry's first frame on; the same entries with the same shares,
+// the same paths with the same shares, in both orders, in graph mode
+// with --max-stack 3, 0 (no frame: no graph) and none, and in fractal
+// mode with its "[...]" lines, on the program of
+// TestTopMaxStackMatchesPerfReport and on cshared-fp.data, whose stacks
+// cross three DSOs.
 func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 	t.Parallel()
 	deep := recordDeep(t)
@@ -545,19 +571,22 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 	for _, rec := range []struct{ name, data, symfs string }{{"deep", deep, "/"}, {"cshared-fp", "", symfs}} {
 		for _, keys := range []string{"dso", "comm,dso", "pid", "dso,sym"} {
 			for _, order := range []string{"caller", "callee"} {
-				for _, maxStack := range []string{"0", "3"} {
-					t.Run(strings.Join([]string{rec.name, keys, order, maxStack}, " "), func(t *testing.T) {
+				for _, c := range []struct{ children, mode, maxStack string }{
+					{"--no-children", "graph", ""}, {"--no-children", "graph", "3"}, {"--no-children", "graph", "0"}, {"--no-children", "fractal", ""},
+					{"--children", "graph", ""}, {"--children", "graph", "3"}, {"--children", "graph", "0"}, {"--children", "fractal", ""},
+				} {
+					t.Run(strings.Join([]string{rec.name, keys, order, c.children, c.mode, c.maxStack}, " "), func(t *testing.T) {
 						t.Parallel()
 						data := rec.data
 						if data == "" {
 							data = recordedAfterBins(t, ckFixture(t, "cshared-fp.data"))
 						}
-						args := []string{"-g", order, "--sort", keys, "--percent-limit", "0.5"}
-						if maxStack != "0" { // perf's --max-stack 0 keeps no frame, top's all
-							args = append(args, "--max-stack", maxStack)
+						args := []string{c.children, "-g", c.mode + "," + order, "--sort", keys, "--percent-limit", "0.5"}
+						if c.maxStack != "" {
+							args = append(args, "--max-stack", c.maxStack)
 						}
-						out := perfOut(t, append([]string{"report", "--no-children", "--stdio", "--symfs", rec.symfs, "-i", data}, args...)...)
-						want := perfKeyedGraphPaths(t, out, keys)
+						out := perfOut(t, append([]string{"report", "--stdio", "--symfs", rec.symfs, "-i", data}, args...)...)
+						want := perfKeyedGraphPaths(t, out, keys, c.mode == "fractal")
 						require.NotEmpty(t, want)
 						tj := topLikePerf(t, data, rec.symfs, args...)
 						require.Len(t, tj.Events, 1)
@@ -565,7 +594,13 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 						for _, e := range tj.Events[0].Entries {
 							name := keyedName(e, keys)
 							got[name] = e.SelfPct
-							graphPaths(got, name+":", e.Graph)
+							if c.children == "--children" {
+								got[name] = e.TotalPct
+							}
+							entryGraphPaths(got, name, e)
+							if c.maxStack == "0" {
+								assert.Empty(t, e.Graph, "--max-stack 0 keeps no frame to draw")
+							}
 						}
 						for _, m := range []map[string]float64{want, got} {
 							for p := range m {
@@ -592,18 +627,19 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 }
 
 // perfKeyedEntry is an entry line of perf report --sort KEYS without
-// -n: the share, then the keys' values.
-var perfKeyedEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+(\S.*?)\s*$`)
+// -n: the share (the first, children, with --children), then the keys'
+// values.
+var perfKeyedEntry = regexp.MustCompile(`^\s+([0-9.]+)%\s+(?:[0-9.]+%\s+)?(\S.*?)\s*$`)
 
 // perfKeyedGraphPaths is perfGraphPaths for perf report --sort keys: an
 // entry is named by its keys' values one space apart (as top's label,
 // its columns joined by one space), or by entryKey for dso,sym.
-func perfKeyedGraphPaths(t *testing.T, out, keys string) map[string]float64 {
+func perfKeyedGraphPaths(t *testing.T, out, keys string, fractal bool) map[string]float64 {
 	t.Helper()
 	if keys == "dso,sym" {
-		return perfGraphPaths(t, out, false)
+		return perfGraphPaths(t, out, fractal)
 	}
-	return perfGraphPathsBy(t, out, false, func(l string) (string, float64, bool) {
+	return perfGraphPathsBy(t, out, fractal, func(l string) (string, float64, bool) {
 		e := perfKeyedEntry.FindStringSubmatch(l)
 		if e == nil {
 			return "", 0, false

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// bitmask returns the __data_loc field name (a cpumask_t or unsigned
+// long[] the kernel wrote with __assign_bitmask) as __get_bitmask prints
+// it through libtraceevent's print_bitmask_to_seq: the bytes in hex from
+// the last to the first (the array's little-endian words as one number),
+// a comma before every fourth byte counted from the first, no leading
+// zeros trimmed ("00000000,00000003" for a 64-bit mask of CPUs 0 and 1).
+func (r *traceRecord) bitmask(name string) (traceValue, error) {
+	b, err := r.dynamic(name)
+	if err != nil {
+		return traceValue{}, err
+	}
+	const hex = "0123456789abcdef"
+	out := make([]byte, 0, len(b)*2+len(b)/4)
+	for i := len(b) - 1; i >= 0; i-- {
+		out = append(out, hex[b[i]>>4], hex[b[i]&0xf])
+		if i > 0 && i%4 == 0 {
+			out = append(out, ',')
+		}
+	}
+	return traceValue{isStr: true, s: string(out)}, nil
+}
+
+// dynamic returns the bytes of the __data_loc field name: the u32 at the
+// field's offset holds their offset (low 16 bits) and length (high 16
+// bits) in the record.
+func (r *traceRecord) dynamic(name string) ([]byte, error) {
+	if r.ev == nil {
+		return nil, fmt.Errorf("field %s where a constant belongs", name)
+	}
+	for _, f := range r.ev.Fields {
+		if f.Name != name {
+			continue
+		}
+		if !isDataLoc(&f) || f.Size != 4 {
+			return nil, fmt.Errorf("field %s (%s) is no __data_loc: %w", name, f.Type, errTraceUnsupported)
+		}
+		if f.Offset < 0 || f.Offset+4 > len(r.raw) {
+			return nil, fmt.Errorf("field %s lies past the %d bytes of the record", name, len(r.raw))
+		}
+		loc := binary.LittleEndian.Uint32(r.raw[f.Offset:])
+		off, n := int(loc&0xffff), int(loc>>16)
+		if off+n > len(r.raw) {
+			return nil, fmt.Errorf("field %s: data past the record", name)
+		}
+		return r.raw[off : off+n], nil
+	}
+	return nil, fmt.Errorf("no field %s in %s:%s", name, r.ev.System, r.ev.Name)
+}
