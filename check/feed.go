@@ -141,7 +141,7 @@ func (s *session) feed(ctx context.Context, f recording) error {
 		free <- newFeedBatch(maxOps)
 	}
 	if !s.bySignature() {
-		s.startStacker(min(maxOps, stackerOps))
+		s.stackerOps = min(maxOps, stackerOps) // started by stackerDue
 	}
 	done := make(chan struct{})
 	go func() {

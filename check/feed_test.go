@@ -73,7 +73,7 @@ func TestFeedPipelineSameAsSerial(t *testing.T) {
 			t.Parallel()
 			run := func(workers int, replay bool) string {
 				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache},
-					Replay: replay, NoSymbols: true, Workers: workers, batchOps: smallBatch})
+					Replay: replay, NoSymbols: true, Workers: workers, batchOps: smallBatch, rawProbe: 1})
 				require.NoError(t, err)
 				require.NotZero(t, res.Samples, "no samples")
 				return fingerprint(t, res)
@@ -138,7 +138,7 @@ func TestFeedSameAsDirect(t *testing.T) {
 			f, err := perfdata.Open(name)
 			require.NoError(t, err)
 			defer f.Close()
-			for _, o := range []Options{{Replay: true}, {}, {rawEntries: 5}} {
+			for _, o := range []Options{{Replay: true}, {}, {rawProbe: 7}, {rawProbe: 1, rawEntries: 5}} {
 				feedSameAsDirect(t, f, cache, o)
 			}
 		})
@@ -146,9 +146,10 @@ func TestFeedSameAsDirect(t *testing.T) {
 }
 
 // feedSameAsDirect is TestFeedSameAsDirect on f with o: with
-// Options.Replay samples are counted by DSO signature, without by stack
-// (pipelined, the stacks are interned on the stacker's goroutine); a
-// small o.rawEntries has the raw-stack cache start over many times, and
+// Options.Replay samples are counted by DSO signature, without by stack;
+// a small o.rawProbe has the stacker take over (stackerDue) when
+// pipelined, after the first sample or in the middle of the reading, and
+// a small o.rawEntries has the raw-stack cache start over many times, and
 // the stacker's raw-stack numbers with it.
 func feedSameAsDirect(t *testing.T, f *perfdata.File, cache string, o Options) {
 	t.Helper()
@@ -169,8 +170,8 @@ func feedSameAsDirect(t *testing.T, f *perfdata.File, cache string, o Options) {
 		require.NotZero(t, res.Samples, "no samples")
 		prints = append(prints, fingerprint(t, res))
 	}
-	assert.True(t, prints[1] == prints[0], "batched reading (replay %v, raw cache %d) differs from record-by-record feeding:\n%s", o.Replay, o.rawEntries, firstDiff(prints[0], prints[1]))
-	assert.True(t, prints[2] == prints[0], "pipelined reading (replay %v, raw cache %d) differs from record-by-record feeding:\n%s", o.Replay, o.rawEntries, firstDiff(prints[0], prints[2]))
+	assert.True(t, prints[1] == prints[0], "batched reading (%+v) differs from record-by-record feeding:\n%s", o, firstDiff(prints[0], prints[1]))
+	assert.True(t, prints[2] == prints[0], "pipelined reading (%+v) differs from record-by-record feeding:\n%s", o, firstDiff(prints[0], prints[2]))
 }
 
 // smallBatch is Options.batchOps for the feed tests: batches of three

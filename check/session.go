@@ -180,10 +180,13 @@ type session struct {
 	aggs        aggTable
 	sig         sigState // signature's, with Options.ReportOnly
 	// stacker, while feed runs it, interns the stacks and counts the
-	// aggregates on a goroutine of its own (stacker.go).
-	stacker *stacker
-	comms   []string
-	commIdx map[string]int32
+	// aggregates on a goroutine of its own (stacker.go); stackerOps,
+	// when not 0, says that feed pipelines and stackerDue may start it,
+	// with batches of that many samples.
+	stacker    *stacker
+	stackerOps int
+	comms      []string
+	commIdx    map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32
@@ -392,7 +395,7 @@ func (s *session) sample(e *sampleEvent) {
 	if e.Time > s.lastTime {
 		s.lastTime = e.Time
 	}
-	if s.stacker != nil {
+	if s.stacker != nil || s.stackerOps > 0 && s.stackerDue() {
 		s.stackedSample(e)
 		return
 	}

@@ -55,6 +55,32 @@ type stacker struct {
 	touched uint64
 }
 
+// stackerDue reports whether the stacker should take over from now on,
+// and starts it when so. Where raw stacks repeat (a few threads' deep
+// stacks), a sample is mostly a hit in the raw-stack cache, whose slot
+// does the counting on the session's goroutine at the cost of one cache
+// line: handing every sample over would cost more than it saves. So, as
+// rawCacheOff judges the cache, the stacker starts once, over rawProbe
+// samples, under half of them hit the cache. The cache then starts over
+// (its slots name stacks, the stacker's name raw-stack numbers), which
+// changes nothing but what is resolved again.
+func (s *session) stackerDue() bool {
+	probe := uint64(rawProbe)
+	if s.opts.rawProbe > 0 {
+		probe = s.opts.rawProbe
+	}
+	if s.rawTries++; s.rawTries < probe {
+		return false
+	}
+	if s.rawHits*2 >= s.rawTries {
+		s.rawTries, s.rawHits = 0, 0
+		return false
+	}
+	s.raws.startOver()
+	s.startStacker(s.stackerOps)
+	return true
+}
+
 // startStacker starts the stacker; maxOps bounds a batch's samples.
 func (s *session) startStacker(maxOps int) {
 	k := &stacker{s: s, maxOps: maxOps, work: make(chan *stackerBatch, stackerBatches),
@@ -79,6 +105,7 @@ func (s *session) startStacker(maxOps int) {
 // have applied every sample; the session's stacks and aggregates are then
 // complete.
 func (s *session) stopStacker() {
+	s.stackerOps = 0
 	k := s.stacker
 	if k == nil {
 		return
