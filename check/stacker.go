@@ -8,11 +8,12 @@ package check
 // caches. The two halves touch disjoint state: resolving needs the
 // address spaces, the location memo and the raw-stack cache; interning
 // and aggregating need the stacks and the aggregates. So, when feed
-// pipelines and samples are counted by stack, a third goroutine, the
-// stacker, does the second half: the session's goroutine hands it, in
-// batches and in order, each sample's raw-stack number (its place in the
-// raw-stack cache), with the resolved stack when the raw stack is new,
-// and what names its aggregate. Stacks and aggregates are then made in
+// pipelines, samples are counted by stack and the raw-stack cache misses
+// (stackerDue), a third goroutine, the stacker, does the second half: the
+// session's goroutine hands it, in batches and in order, each sample's
+// raw-stack number (the cache numbers the raw stacks it takes in order,
+// from 0 each time it starts over), with the resolved stack when the raw
+// stack is new, and what names its aggregate. Stacks and aggregates are then made in
 // the order of the samples, as on one goroutine, so that their ids and
 // the results are the same (TestFeedSameAsDirect).
 
