@@ -63,19 +63,11 @@ type queued struct {
 }
 
 // push queues raw, read from stream st.
-func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
-	if q.items == nil {
-		// A round of a busy recording holds thousands of records:
-		// start there rather than growing from nothing.
-		q.items = make([]queued, 0, 1024)
-	}
+func (q *orderQueue) push(ts uint64, raw *rawRecord, st int) {
 	it := queued{ts: ts, n: uint32(len(raw.data)), st: -1,
 		off: raw.off, typ: raw.typ, misc: raw.misc, size: raw.size, part: int32(raw.part), compressed: raw.compressed}
 	if raw.stable {
 		it.at, it.st, it.chunk = raw.bufAt, int32(st), raw.chunk
-		c := &q.streams[st].chunks[raw.chunk]
-		c.refs++
-		c.live += len(raw.data)
 	} else {
 		if q.arena == nil {
 			q.arena = make([]byte, 0, 128<<10)
@@ -83,11 +75,61 @@ func (q *orderQueue) push(ts uint64, raw rawRecord, st int) {
 		it.at = len(q.arena)
 		q.arena = append(q.arena, raw.data...)
 	}
-	q.items = append(q.items, it)
-	q.bytes += len(raw.data)
-	if ts > q.maxTS {
-		q.maxTS = ts
+	q.add(it)
+}
+
+// add queues it, holding its chunk when it lies in one.
+func (q *orderQueue) add(it queued) {
+	if q.items == nil {
+		// A round of a busy recording holds thousands of records:
+		// start there rather than growing from nothing.
+		q.items = make([]queued, 0, 1024)
 	}
+	if it.st >= 0 {
+		c := &q.streams[it.st].chunks[it.chunk]
+		c.refs++
+		c.live += int(it.n)
+	}
+	q.items = append(q.items, it)
+	q.bytes += int(it.n)
+	if it.ts > q.maxTS {
+		q.maxTS = it.ts
+	}
+}
+
+// pushInPlace queues the next record of the only stream where it lies in
+// the stream's chunk when it is a kernel record of little-endian input,
+// whole in the chunk, with a timestamp: most records of a recording. It
+// queues what the general path (nextRawOrdered, timestamp, push) would,
+// without building the raw record that path passes along, which cost more
+// than queueing it. Anything else returns false having consumed nothing,
+// and the general path reads it (and gives its error).
+func (rs *Records) pushInPlace() bool {
+	if len(rs.streams) != 1 || rs.cur != 0 || rs.p.order != binary.LittleEndian {
+		return false
+	}
+	st := rs.streams[0]
+	if !st.chunked || st.z != nil || st.err != nil || st.tableEntries > 0 {
+		return false
+	}
+	b := st.buf[st.start:st.end]
+	if len(b) < 8 {
+		return false
+	}
+	typ := RecordType(binary.LittleEndian.Uint32(b))
+	size := binary.LittleEndian.Uint16(b[6:])
+	if typ == 0 || typ.IsUser() || size < 8 || int(size) > len(b) {
+		return false
+	}
+	ts, ok := rs.timestamp(typ, b[:size])
+	if !ok {
+		return false
+	}
+	rs.oq.add(queued{ts: ts, off: st.pos, at: st.start, n: uint32(size), typ: typ,
+		misc: binary.LittleEndian.Uint16(b[4:]), size: size, part: int32(st.part), st: 0, chunk: st.cur})
+	st.start += int(size)
+	st.pos += int64(size)
+	return true
 }
 
 // cmpQueued orders queued records by time.
@@ -247,16 +289,17 @@ func (q *orderQueue) endFlush() {
 	q.arena, q.spare = q.spare, q.arena
 }
 
-// timestamp returns the time a kernel record is ordered by: the sample's
+// timestamp returns the time the kernel record of type typ and bytes data
+// is ordered by: the sample's
 // TIME, or the TIME of the sample_id trailer. ok is false when it has none,
 // or it is 0 or all ones: perf delivers those at once (-ETIME in
 // ordered_events__queue's callers).
-func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
+func (rs *Records) timestamp(typ RecordType, data []byte) (uint64, bool) {
 	es := rs.p.events
 	if es == nil {
 		return 0, false
 	}
-	idx := es.lookup(raw.typ, raw.data, rs.p.order)
+	idx := es.lookup(typ, data, rs.p.order)
 	if idx < 0 {
 		return 0, false
 	}
@@ -266,7 +309,7 @@ func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
 		return 0, false
 	}
 	var off int
-	if raw.typ == RecordSample {
+	if typ == RecordSample {
 		off = 8
 		if st&SampleIdentifier != 0 {
 			off += 8
@@ -281,7 +324,7 @@ func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
 		if !a.SampleIDAll() {
 			return 0, false
 		}
-		off = len(raw.data) - idHeaderSize(st)
+		off = len(data) - idHeaderSize(st)
 		if off < 8 {
 			return 0, false
 		}
@@ -289,14 +332,14 @@ func (rs *Records) timestamp(raw *rawRecord) (uint64, bool) {
 			off += 8
 		}
 	}
-	if off+8 > len(raw.data) {
+	if off+8 > len(data) {
 		return 0, false
 	}
 	var ts uint64
 	if rs.p.order == binary.LittleEndian {
-		ts = binary.LittleEndian.Uint64(raw.data[off:])
+		ts = binary.LittleEndian.Uint64(data[off:])
 	} else {
-		ts = rs.p.order.Uint64(raw.data[off:])
+		ts = rs.p.order.Uint64(data[off:])
 	}
 	if ts == 0 || ts == ^uint64(0) {
 		return 0, false
@@ -339,6 +382,12 @@ func (rs *Records) nextOrdered() (Record, error) {
 				return nil, io.EOF
 			}
 		}
+		if rs.pushInPlace() {
+			if q.bytes > rs.tune.queueLimit() {
+				q.flushHalf()
+			}
+			continue
+		}
 		raw, err := rs.nextRawOrdered()
 		if err != nil {
 			// Deliver what is queued, then the error (or the end).
@@ -360,21 +409,25 @@ func (rs *Records) nextOrdered() (Record, error) {
 		if raw.typ.IsUser() {
 			return rs.decode(raw)
 		}
-		ts, ok := rs.timestamp(&raw)
+		ts, ok := rs.timestamp(raw.typ, raw.data)
 		if !ok {
 			return rs.decode(raw)
 		}
-		q.push(ts, raw, rs.cur)
+		q.push(ts, &raw, rs.cur)
 		if q.bytes > rs.tune.queueLimit() {
-			// No FINISHED_ROUND for too long (perf before 3.x wrote none,
-			// nor do the data.N files of perf record --threads): deliver
-			// the earlier half, as perf's OE_FLUSH__HALF does when its
-			// queue reaches its size limit.
-			q.sortItems()
-			q.limit = q.items[len(q.items)/2].ts
-			q.flushing = true
+			q.flushHalf()
 		}
 	}
+}
+
+// flushHalf starts delivering the earlier half of the queue: with no
+// FINISHED_ROUND for too long (perf before 3.x wrote none, nor do the
+// data.N files of perf record --threads) the queue reached its limit, and
+// perf's OE_FLUSH__HALF does the same.
+func (q *orderQueue) flushHalf() {
+	q.sortItems()
+	q.limit = q.items[len(q.items)/2].ts
+	q.flushing = true
 }
 
 // maxQueueBytes bounds the records the ordered queue holds.
