@@ -190,7 +190,9 @@ func (q *orderQueue) sortItems() {
 		src, dst = dst, src
 	}
 	if &src[0] != &q.items[0] {
-		copy(q.items, src)
+		// The sorted queue is in the merge buffer: swap the two rather
+		// than copy it back.
+		q.items, q.scratch = src, q.items
 	}
 }
 
@@ -235,15 +237,15 @@ func (q *orderQueue) startFlush() {
 	}
 }
 
-// item returns queued record i with its bytes.
-func (q *orderQueue) item(i int) rawRecord {
-	it := q.items[i]
+// item sets raw to queued record i with its bytes.
+func (q *orderQueue) item(i int, raw *rawRecord) {
+	it := &q.items[i]
 	end := it.at + int(it.n)
 	src := q.arena
 	if it.st >= 0 {
 		src = q.streams[it.st].chunks[it.chunk].b
 	}
-	return rawRecord{typ: it.typ, misc: it.misc, size: it.size, off: it.off, part: int(it.part),
+	*raw = rawRecord{typ: it.typ, misc: it.misc, size: it.size, off: it.off, part: int(it.part),
 		compressed: it.compressed, data: src[it.at:end:end]}
 }
 
@@ -363,9 +365,10 @@ func (rs *Records) nextOrdered() (Record, error) {
 				q.startFlush()
 			}
 			if q.pos < q.end {
-				raw := q.item(q.pos)
+				// Decoded from rs.raw, which decode would copy it to.
+				q.item(q.pos, &rs.raw)
 				q.pos++
-				return rs.decode(raw)
+				return rs.p.decode(&rs.raw)
 			}
 			q.flushing = false
 			q.endFlush()
