@@ -244,3 +244,32 @@ func TestPrefetchSameRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestPushInPlace: the samples of a little-endian recording read in time
+// order are queued where they lie (pushInPlace), the path
+// TestChunkedSameOrder holds to the copying queue; the copying queue never
+// takes it.
+func TestPushInPlace(t *testing.T) {
+	t.Parallel()
+	rdNeedFixtures(t)
+	for _, tc := range []struct {
+		tune    readTuning
+		inPlace bool
+	}{{readTuning{}, true}, {readTuning{copyQueued: true}, false}} {
+		r := openOrdered(t, filepath.Join(rdFixtures, "goprog.data"), nil, tc.tune)
+		require.NotNil(t, r.rs, r.openErr)
+		samples := 0
+		for r.rs.Next() {
+			if _, ok := r.rs.Record().(*Sample); ok {
+				samples++
+			}
+		}
+		require.NoError(t, r.rs.Err())
+		require.NotZero(t, samples)
+		if tc.inPlace {
+			assert.GreaterOrEqual(t, r.rs.oq.inPlace, samples, "samples queued in place")
+		} else {
+			assert.Zero(t, r.rs.oq.inPlace, "records the copying queue queued in place")
+		}
+	}
+}

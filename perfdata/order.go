@@ -42,6 +42,8 @@ type orderQueue struct {
 	final     bool  // end of input: flush everything
 	finalErr  error // the error that ended the input, returned after the flush
 
+	inPlace int // records pushInPlace queued, for tests
+
 	// The FINISHED_ROUND record that started the flush, delivered after it.
 	hasPending bool
 	pending    rawRecord
@@ -129,6 +131,7 @@ func (rs *Records) pushInPlace() bool {
 		misc: binary.LittleEndian.Uint16(b[4:]), size: size, part: int32(st.part), st: 0, chunk: st.cur})
 	st.start += int(size)
 	st.pos += int64(size)
+	rs.oq.inPlace++
 	return true
 }
 
