@@ -196,16 +196,18 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	}
 	locs := s.Stack.Locations()
 	if !chain {
-		// perf_sample__fprintf_ip prints the sample's ip as recorded
-		// (the runtime address), not the map-relative one it prints
-		// for callchain entries.
+		// sample__fprintf_sym without a callchain cursor prints the
+		// sample's ip as recorded (the runtime address), not the
+		// map-relative one it prints for callchain entries, and names
+		// it by the symbol that holds the code: no inlined callee,
+		// --inline or not (inlined frames come from the callchain).
 		b = append(b, ' ')
 		if len(locs) > 0 {
 			ip := locs[0].Offset
 			if len(s.IPs) > 0 {
 				ip = s.IPs[0]
 			}
-			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
+			b = sf.appendFrame(b, f, ip, locs[0], len(locs[0].Frames)-1, "")
 		}
 		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
