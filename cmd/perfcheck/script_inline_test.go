@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -84,9 +84,11 @@ func TestScriptInlinedLeafWithoutCallchain(t *testing.T) {
 		perfSyms[f[1]]++
 	}
 	assert.NotContains(t, perfSyms, "spin")
-	inlined := checkInlinedJSON(t, data, prog)
-	assert.Greater(t, inlined, 100, "samples in the inlined loop")
-	assert.Equal(t, uint64(inlined), perfSyms["outer_a"]+perfSyms["outer_b"], "samples perf names outer_a or outer_b")
+	inSpin := checkInlinedJSON(t, data, prog)
+	assert.Greater(t, inSpin["outer_a"]+inSpin["outer_b"], uint64(100), "samples in the inlined loop")
+	for fn, n := range inSpin {
+		assert.LessOrEqual(t, n, perfSyms[fn], "samples in spin inlined into %s, of those perf names %s", fn, fn)
+	}
 
 	folded := func(args ...string) map[string]uint64 {
 		out, errs, code := ckRun(t, append(append(append([]string{"script", "--folded", "--count"}, args...), ckLikePerf(t)...), data)...)
@@ -97,9 +99,11 @@ func TestScriptInlinedLeafWithoutCallchain(t *testing.T) {
 	splitOut := folded("--inline")
 	for _, fn := range []string{"outer_a", "outer_b"} {
 		assert.Equal(t, perfSyms[fn], byName["inlprog;"+fn], "--folded: samples of %s", fn)
-		assert.Equal(t, perfSyms[fn], splitOut["inlprog;"+fn+";spin"], "--folded --inline: samples of %s;spin", fn)
+		assert.Equal(t, inSpin[fn], splitOut["inlprog;"+fn+";spin"], "--folded --inline: samples of %s;spin", fn)
 	}
-	assert.NotContains(t, strings.Join(slices.Collect(maps.Keys(byName)), "\n"), "spin")
+	for k := range byName {
+		assert.False(t, strings.HasSuffix(k, ";spin"), "--folded names the inlined callee: %s", k)
+	}
 
 	pb := filepath.Join(w.dir, "nog.pb.gz")
 	_, errs, code := ckRun(t, append(append([]string{"pprof", "-o", pb}, ckLikePerf(t)...), data)...)
@@ -118,9 +122,11 @@ func TestScriptInlinedLeafWithoutCallchain(t *testing.T) {
 // the holding function named on each line. perf 6.1 expands inlined
 // frames only in callchains it unwinds from a DWARF stack copy
 // (--call-graph dwarf), not in frame-pointer ones, --inline or not;
-// perfcheck --inline prints them in every callchain, each "name
-// (inlined)" line before the function that holds it: the rest of its
-// text is perf's.
+// perfcheck --inline prints them in every callchain, each
+// "name+0xOFF (inlined)" line before the function that holds it: the
+// rest of its text is perf's (but the srclines: an expanded location's
+// holding function has its call site's line, as perf prints it in DWARF
+// callchains, TestScriptInlinedFramesDwarfCallchain).
 func TestScriptInlinedLeafWithCallchain(t *testing.T) {
 	t.Parallel()
 	w := newRealWorld(t)
@@ -131,7 +137,8 @@ func TestScriptInlinedLeafWithCallchain(t *testing.T) {
 	// appear only in callchains (libc) only then.
 	w.run("perf", "record", "-q", "-N", "-g", "--buildid-all", "-e", "cpu-clock", "-F", "2000", "-o", data, "--", prog)
 	requireAllVerified(t, data, prog)
-	require.Greater(t, checkInlinedJSON(t, data, prog), 100, "samples in the inlined loop")
+	inSpin := checkInlinedJSON(t, data, prog)
+	require.Greater(t, inSpin["outer_a"]+inSpin["outer_b"], uint64(100), "samples in the inlined loop")
 
 	for _, fields := range scriptInlineFields {
 		for _, inl := range [][]string{nil, {"--no-inline"}} {
@@ -140,42 +147,107 @@ func TestScriptInlinedLeafWithCallchain(t *testing.T) {
 			require.Equal(t, exitOK, code, errs)
 			require.Equal(t, progSrclines(perf, prog), progSrclines(out, prog), "perf script %v %v", fields, inl)
 		}
+		if slices.Contains(fields, "+srcline") {
+			continue
+		}
 		perf := w.run("perf", append(append([]string{"script", "-i", data}, fields...), "--inline")...)
 		out, errs, code := ckRun(t, append(append(append([]string{"script", "--inline"}, fields...), ckLikePerf(t)...), data)...)
 		require.Equal(t, exitOK, code, errs)
 		rest, n := dropInlinedLines(out)
 		assert.Greater(t, n, 100, "spin (inlined) lines, -F %v", fields)
-		require.Equal(t, progSrclines(perf, prog), progSrclines(rest, prog), "perf script %v --inline", fields)
+		require.Equal(t, perf, rest, "perf script %v --inline", fields)
 	}
+}
+
+// Recorded with --call-graph dwarf, perf 6.1 expands inlined frames by
+// default, as perfcheck --inline does: "spin+0xOFF", its srcline, then
+// " (inlined)", before the holding function, whose srcline is then the
+// call site; perf script --no-inline is perfcheck's default. The frames
+// and srclines in the program are compared byte for byte (dropLibcFrames
+// says what is left out).
+func TestScriptInlinedFramesDwarfCallchain(t *testing.T) {
+	t.Parallel()
+	w := newRealWorld(t)
+	prog := filepath.Join(w.dir, "inlprog")
+	w.buildSrc(prog, inlineC, "-O2")
+	data := filepath.Join(w.dir, "dwarf.data")
+	w.run("perf", "record", "-q", "-N", "--call-graph", "dwarf", "--buildid-all", "-e", "cpu-clock", "-F", "500", "-o", data, "--", prog)
+	requireAllVerified(t, data, prog)
+
+	for _, fields := range scriptInlineFields {
+		for _, inl := range []struct{ perf, pc []string }{{nil, []string{"--inline"}}, {[]string{"--no-inline"}, nil}} {
+			perf := w.run("perf", append(append([]string{"script", "-i", data}, fields...), inl.perf...)...)
+			out, errs, code := ckRun(t, append(append(append(append([]string{"script"}, fields...), inl.pc...), ckLikePerf(t)...), data)...)
+			require.Equal(t, exitOK, code, errs)
+			if inl.pc != nil {
+				_, n := dropInlinedLines(out)
+				assert.Greater(t, n, 20, "spin (inlined) lines, -F %v", fields)
+			}
+			require.Equal(t, progSrclines(dropLibcFrames(perf), prog), progSrclines(dropLibcFrames(out), prog), "perf script %v %v", fields, inl.perf)
+		}
+	}
+}
+
+// dropLibcFrames removes the frame lines of libc, and the srcline under
+// each, from perf script text: perf 6.1 lists __libc_start_main@@GLIBC_2.34
+// under its DWARF name as an inlined frame of itself
+// ("__libc_start_main_impl+0x84 (inlined)"), a name perfcheck does not
+// give it. Neither is the subject here.
+func dropLibcFrames(out string) string {
+	var b strings.Builder
+	lines := strings.SplitAfter(out, "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "\t") && strings.Contains(lines[i], "libc") {
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "  ") && !strings.HasPrefix(lines[i+1], "   ") {
+				i++
+			}
+			continue
+		}
+		b.WriteString(lines[i])
+	}
+	return b.String()
 }
 
 // progSrclines blanks in perf script text the srcline under each frame
-// outside prog: perf 6.1's are binutils addr2line's, which at the return
-// address in libc's __libc_start_call_main names libc-start.c where the
-// line table's row (and perfcheck) names libc_start_call_main.h, the same
-// line; the frames themselves stay compared, and the program's srclines.
+// outside prog, and drops those without a line number. perf 6.1's are
+// binutils addr2line's, which at the return address in libc's
+// __libc_start_call_main names libc-start.c where the line table's row
+// (and perfcheck) names libc_start_call_main.h, the same line. Where the
+// binary has no line for an address (_start), perf prints addr2line's
+// "??:0" or nothing, perfcheck perf's fallback "BASE[OFFSET]", as
+// TestScriptDefaultMatchesPerfScript allows. The frames themselves stay
+// compared, and the program's lines.
 func progSrclines(out, prog string) string {
 	lines := strings.SplitAfter(out, "\n")
-	for i := 1; i < len(lines); i++ {
-		if strings.HasPrefix(lines[i], "  ") && !strings.HasPrefix(lines[i], "   ") &&
-			!strings.HasSuffix(lines[i-1], " ("+prog+")\n") && !strings.HasSuffix(lines[i-1], " (inlined)\n") {
-			lines[i] = "  -\n"
+	var b strings.Builder
+	for i, l := range lines {
+		if i == 0 || !strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "   ") {
+			b.WriteString(l)
+			continue
+		}
+		switch {
+		case !realSrcline.MatchString(strings.TrimSuffix(strings.TrimSpace(l), " (inlined)")):
+		case strings.HasSuffix(lines[i-1], " ("+prog+")\n") || strings.HasPrefix(l, "  inlprog.c:"):
+			b.WriteString(l)
+		default:
+			b.WriteString("  -\n")
 		}
 	}
-	return strings.Join(lines, "")
+	return b.String()
 }
 
 // dropInlinedLines removes from perfcheck script --inline's text the lines
-// of inlined frames ("\t ADDR spin (inlined)", and the srcline under each),
-// and counts them.
+// of spin's inlined frames ("\t ADDR spin+0xOFF (inlined)", or with a
+// srcline "\t ADDR spin+0xOFF", then "  FILE:LINE (inlined)"), and counts
+// them.
 func dropInlinedLines(out string) (string, int) {
 	var b strings.Builder
 	n := 0
 	lines := strings.SplitAfter(out, "\n")
 	for i := 0; i < len(lines); i++ {
-		if strings.HasSuffix(lines[i], " spin (inlined)\n") {
+		if inlinedSpin.MatchString(lines[i]) {
 			n++
-			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "  ") {
+			if i+1 < len(lines) && strings.HasSuffix(lines[i+1], " (inlined)\n") {
 				i++
 			}
 			continue
@@ -184,6 +256,10 @@ func dropInlinedLines(out string) (string, int) {
 	}
 	return b.String(), n
 }
+
+// inlinedSpin is the line of spin's inlined frame in the fields of
+// scriptInlineFields.
+var inlinedSpin = regexp.MustCompile(`^\t *[0-9a-f]+ spin(\+0x[0-9a-f]+)?( \(inlined\))?\n$`)
 
 // requireAllVerified fails unless the check of data, looked up as perf
 // looks binaries up (ckLikePerf), finds every DSO with a file verified,
@@ -202,13 +278,14 @@ func requireAllVerified(t *testing.T, data, prog string) {
 }
 
 // checkInlinedJSON reads perfcheck script --json of data and returns how
-// many samples have their leaf in prog, in spin inlined into outer_a or
-// outer_b, checking that each names the holding function as its symbol.
-func checkInlinedJSON(t *testing.T, data, prog string) int {
+// many samples have their leaf in prog in spin, by the function spin is
+// inlined into there, checking that each names that function as the
+// frame's symbol.
+func checkInlinedJSON(t *testing.T, data, prog string) map[string]uint64 {
 	t.Helper()
 	out, errs, code := ckRun(t, append(append([]string{"script", "--json"}, ckLikePerf(t)...), data)...)
 	require.Equal(t, exitOK, code, errs)
-	n := 0
+	n := map[string]uint64{}
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -230,7 +307,7 @@ func checkInlinedJSON(t *testing.T, data, prog string) int {
 		if f.Frames[0].Function != "spin" {
 			continue
 		}
-		n++
+		n[f.Symbol]++
 		assert.True(t, f.Frames[0].Inlined, "spin inlined")
 		assert.Equal(t, f.Frames[1].Function, f.Symbol, "the symbol is the holding function")
 		assert.Contains(t, []string{"outer_a", "outer_b"}, f.Symbol)

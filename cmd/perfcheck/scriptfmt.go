@@ -207,7 +207,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			if len(s.IPs) > 0 {
 				ip = s.IPs[0]
 			}
-			b = sf.appendFrame(b, f, ip, locs[0], len(locs[0].Frames)-1, "")
+			b = sf.appendFrame(b, f, ip, locs[0], len(locs[0].Frames)-1, false)
 		}
 		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
@@ -215,16 +215,16 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	for _, l := range locs {
 		if sf.inlines && len(l.Frames) > 1 {
 			// perf script --inline: the inlined callees, innermost
-			// first, each "name (inlined)", then the function that
-			// holds the code.
+			// first, each "name+0xOFF (inlined)", then the function
+			// that holds the code.
 			for i := range l.Frames[:len(l.Frames)-1] {
 				b = append(b, '\t')
-				b = sf.appendFrame(b, f, l.Offset, l, i, "inlined")
+				b = sf.appendFrame(b, f, l.Offset, l, i, true)
 				b = append(b, '\n')
 			}
 		}
 		b = append(b, '\t')
-		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, "")
+		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, sf.inlines)
 		b = append(b, '\n')
 	}
 	return append(sf.appendTail(b, f, s, rec), '\n')
@@ -353,9 +353,14 @@ func appendZeroPadded(b []byte, v uint64, w int) []byte {
 
 // appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
 // and "\n  SRCLINE", as far as f asks. frame is the index in l.Frames of
-// the function to name (the outermost, or an inlined one with inlined
-// set, which perf prints as "name (inlined)" without its DSO).
-func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, inlined string) []byte {
+// the function to name: the outermost, or with expanded (--inline) any
+// of them. perf prints an inlined one (append_inlines' symbol, which
+// starts where the holding one does) as "name+0xOFF", its srcline, then
+// " (inlined)", without its DSO; the srcline of an expanded frame is its
+// own line (for the holding function, the call site), else the innermost
+// frame's (callchain_srcline, addr2line's first answer).
+func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, expanded bool) []byte {
+	inlined := expanded && frame < len(l.Frames)-1
 	if f&fieldIP != 0 {
 		b = appendUintPadLeft(b, addr, 16, 16)
 	}
@@ -364,25 +369,28 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 		var off uint64
 		var hasOff bool
 		b, off, hasOff = appendScriptSymbol(b, l, frame)
-		if f&fieldSymOff != 0 && hasOff && inlined == "" {
+		if f&fieldSymOff != 0 && hasOff {
 			b = append(b, "+0x"...)
 			b = strconv.AppendUint(b, off, 16)
 		}
 	}
-	if inlined != "" {
-		b = append(b, " ("...)
-		b = append(b, inlined...)
-		b = append(b, ')')
-	} else if f&fieldDSO != 0 {
+	if f&fieldDSO != 0 && !inlined {
 		b = append(b, " ("...)
 		b = append(b, l.DSO.Path...)
 		b = append(b, ')')
 	}
 	if f&fieldSrcline != 0 {
 		if !(l.DSO.Verdict == check.NoFile && l.DSO.Path == "[unknown]") {
+			line := 0
+			if expanded {
+				line = frame
+			}
 			b = append(b, "\n  "...)
-			b = appendScriptSrcline(b, l)
+			b = appendScriptSrcline(b, l, line)
 		}
+	}
+	if inlined {
+		b = append(b, " (inlined)"...)
 	}
 	return b
 }
@@ -433,15 +441,15 @@ func appendMarked(b []byte, mark, name string) []byte {
 }
 
 // appendScriptSrcline appends perf's srcline of a frame
-// (map__fprintf_srcline): "file:line" of the innermost frame, the file's
+// (map__fprintf_srcline): "file:line" of l.Frames[frame], the file's
 // base name; where no line is known, perf's fallback "BASE[OFFSET]". An
 // untrusted DSO's lines are never read. The caller prints none for
 // memory that no mapping covers (the DSO "[unknown]" without a file).
-func appendScriptSrcline(b []byte, l *check.Location) []byte {
-	if l.DSO.Trusted() && len(l.Frames) > 0 && l.Frames[0].File != "" && l.Frames[0].Line > 0 {
-		b = append(b, filepath.Base(l.Frames[0].File)...)
+func appendScriptSrcline(b []byte, l *check.Location, frame int) []byte {
+	if l.DSO.Trusted() && frame < len(l.Frames) && l.Frames[frame].File != "" && l.Frames[frame].Line > 0 {
+		b = append(b, filepath.Base(l.Frames[frame].File)...)
 		b = append(b, ':')
-		return strconv.AppendInt(b, int64(l.Frames[0].Line), 10)
+		return strconv.AppendInt(b, int64(l.Frames[frame].Line), 10)
 	}
 	b = append(b, dso.BaseName(l.DSO.Path)...)
 	b = append(b, '[')
