@@ -29,15 +29,16 @@ type FileID struct {
 // SymFS, or else at the path itself; a file there is cached under its
 // real path, as perf's build_id_cache__cachedir resolves it. Only when
 // nothing there has build-id want, and without SymFS, does it look under
-// /proc/PID/root of each of pids (the processes that mapped it) while
-// that process runs: the only way to reach the binaries of a process in a
-// container, whose recorded paths name files of its own root. Such a
-// file is another process's, and a build-id note is only bytes its owner
-// wrote, so it is taken only when it is also the file that was mapped:
-// the inode mapped (when the recording gave one; on a device that stat
-// reports as anonymous, overlayfs or a btrfs subvolume, only the inode
-// number can be compared), else an inode that process maps now (its
-// /proc/PID/maps). It is always copied, never hard-linked (the container
+// /proc/PID/root of each of pids (the processes that mapped it; pass
+// them only under Query.PID's rule: a recording made on this host since
+// it last booted) while that process runs: the only way to reach the
+// binaries of a process in a container, whose recorded paths name files
+// of its own root. Such a file is another process's, and a build-id note
+// is only bytes its owner wrote, so it is taken only when it is also the
+// file that was mapped: the inode mapped (when the recording gave one; on
+// a device that stat reports as anonymous, overlayfs or a btrfs
+// subvolume, only the inode number can be compared), else an inode that
+// process maps now (its /proc/PID/maps). It is always copied, never hard-linked (the container
 // owns that inode and may rewrite it), from the descriptor whose inode was
 // checked, and cached under the recorded name, since the container's
 // symbolic links cannot be resolved from here. A pid since reused by

@@ -34,7 +34,11 @@ type Query struct {
 	// PID, when positive and the process still lives, adds a lookup under
 	// /proc/PID/root, which sees the process's mount namespace
 	// (containers), after the recorded path on this host: a file there
-	// answers only when the host's does not verify.
+	// answers only when the host's does not verify. Set it only for a
+	// recording made on this host since it last booted: a pid from
+	// another host or an earlier boot names an unrelated process or none,
+	// and the lookup and its trail would depend on what runs where the
+	// recording is read (the check's rule is in docs/buildidcache.md).
 	PID int
 	// IdentityOnly stops at the first verified file and downloads no
 	// debuginfo: for callers that need to know which binary ran, not to
@@ -388,8 +392,9 @@ func (r *Resolver) resolve(ctx context.Context, q Query, steps ...func(context.C
 }
 
 // LocalPaths returns the existing files a recorded path may name on this
-// host: under SymFS, or else the path itself, then (pid > 0) the path
-// under /proc/PID/root while the process lives. The host's file comes
+// host: under SymFS, or else the path itself, then (pid > 0, with
+// Query.PID's rule) the path under /proc/PID/root while the process
+// lives. The host's file comes
 // first: a file under another process's root is that process's owner's
 // to write, build-id note included. It verifies nothing: it is for
 // mappings without a build-id, whose identity must come from other

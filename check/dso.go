@@ -539,10 +539,7 @@ func (s *session) judgeBuildID(ctx context.Context, d *DSO, loc locator) {
 // lookup asks loc for d's binary by build-id, unless the unwinder asked
 // already for the same identity (and was not cancelled).
 func (s *session) lookup(ctx context.Context, d *DSO, loc locator) (*buildidcache.Result, error) {
-	q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID}
-	if pid := int32(d.pid); pid > 0 {
-		q.PID = int(pid)
-	}
+	q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: d.BuildID, PID: s.queryPID(d)}
 	if d.cfiQuery != nil && d.cfiQuery.Matches(d.BuildID) && !isContextErr(d.cfiErr) {
 		return d.cfiFound, d.cfiErr
 	}

@@ -243,6 +243,12 @@ type Result struct {
 	// Clock converts perf time to wall time (the CLOCK_DATA feature); nil
 	// when the recording has none.
 	Clock *perfdata.ClockData
+	// ThisBoot says that the recording was made on this host since it
+	// last booted: its host name and kernel release are this machine's
+	// and its time is after the boot. Only then do its pids name this
+	// machine's processes, and are their /proc/PID/root looked under
+	// (buildidcache.Query.PID, Cache.AddRecordedMapping).
+	ThisBoot bool
 
 	// Partial is set when reading stopped at an error before the end of
 	// the recording (a truncated or corrupt file): everything here
@@ -362,7 +368,7 @@ func (s *session) finish(ctx context.Context) (*Result, error) {
 		defer closeLookups()
 	}
 
-	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, opts: *o, comms: s.comms}
+	res := &Result{DSOs: touched, Samples: s.samples, StackUserSamples: s.stackUserSamples, UnprovenUnwinds: s.unprovenUnwinds, RecordingEnd: s.rec.end, RecordingEndSource: s.rec.endSource, Arch: s.rec.machine.arch, ThisBoot: s.recordedThisBoot(), opts: *o, comms: s.comms}
 	if s.bySignature() {
 		// The stacks are signatures: the Result has none, and no
 		// aggregates (Options.ReportOnly, Options.Replay).

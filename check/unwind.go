@@ -130,10 +130,7 @@ func (s *session) cfiFiles(d *DSO) ([]string, string) {
 		}
 	}
 	if len(id) > 0 {
-		q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: id}
-		if pid := int32(d.pid); pid > 0 {
-			q.PID = int(pid)
-		}
+		q := buildidcache.Query{Path: d.Path, Kind: d.Kind, BuildID: id, PID: s.queryPID(d)}
 		// The context of the Analyze reading the records, so that
 		// cancelling it cuts a debuginfod download short; a session fed
 		// without one (a test) has none, and a locator bounds its own network waits

@@ -45,6 +45,10 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v man >/dev/null 2>&1 || need+=(man-db)
 command -v zsh >/dev/null 2>&1 || need+=(zsh)
 command -v fish >/dev/null 2>&1 || need+=(fish)
+# A bridge in a network namespace of its own makes the bridge tracepoints
+# the MAC and hex-dump formats are compared on (cmd/perfcheck).
+command -v bridge >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 # Cross compilers: PLT naming and the differential test on i386 and AArch64.
 if [ "$(uname -m)" = x86_64 ]; then
 	command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)

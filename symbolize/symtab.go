@@ -69,6 +69,7 @@ type rawSym struct {
 	rank        int
 	limit       uint64 // end of the section holding it, bounds zero-sized symbols
 	file        string // STT_FILE scope of a local symbol
+	seq         int    // position in the tables as read: table order (buildSymTable)
 }
 
 // aliasRank orders symbols that share an address, lower first. The rule
@@ -76,8 +77,10 @@ type rawSym struct {
 // match perf report: a symbol with a size beats a zero-sized label, a
 // non-weak one a weak one, a global one a local one; lessAlias then prefers
 // fewer leading underscores ("malloc" over "__libc_malloc"), then the
-// longer name, and finally the byte-wise smaller one so that the choice
-// never depends on table order. A function (or IFUNC), or a data object
+// longer name, and finally, as perf's symbols__fixup_duplicate keeps the
+// first of two it cannot rank, the one first in table order (glibc's
+// pthread_once@GLIBC_2.2.5 before pthread_once@@GLIBC_2.34, of one
+// length). A function (or IFUNC), or a data object
 // where those are kept (DataSymbol), beats an untyped label of the same
 // rank.
 func aliasRank(bind elf.SymBind, typ elf.SymType, size uint64) int {
@@ -108,7 +111,7 @@ func lessAlias(a, b *rawSym) bool {
 	if len(a.name) != len(b.name) {
 		return len(a.name) > len(b.name)
 	}
-	return a.name < b.name
+	return a.seq < b.seq
 }
 
 func leadingUnderscores(s string) int {
@@ -121,8 +124,12 @@ func leadingUnderscores(s string) int {
 
 // buildSymTable sizes zero-sized symbols up to the next symbol (or the end
 // of their section), as perf's symbols__fixup_end does, resolves aliases
-// with lessAlias and sorts by address.
+// with lessAlias and sorts by address. raw is in table order: the table
+// perf reads first, each in its own order.
 func buildSymTable(raw []rawSym) *symTable {
+	for i := range raw {
+		raw[i].seq = i
+	}
 	slices.SortFunc(raw, func(a, b rawSym) int {
 		switch {
 		case a.value != b.value:
@@ -220,7 +227,11 @@ func (b *Binary) readSymbols(objects bool) (*symTable, error) {
 		// prefers a debug file's .symtab to the runtime .dynsym.
 		if dw := b.loadDWARF(); dw != nil && dw.ef != nil && dw.ef != b.ef {
 			_ = safely(func() error {
-				raw, _ = appendSymtabOf(raw, dw.ef, objects)
+				// First: it is the table whose order decides
+				// between aliases perf cannot rank (lessAlias).
+				var debug []rawSym
+				debug, _ = appendSymtabOf(debug, dw.ef, objects)
+				raw = append(debug, raw...)
 				return nil
 			})
 		}

@@ -449,7 +449,12 @@ func runCacheFill(args []string, stdout, stderr io.Writer) int {
 	rep := &cacheAddReportJSON{CacheDir: c.Dir, File: file, Results: []cacheAddJSON{}}
 	dsos := append([]*check.DSO(nil), res.DSOs...)
 	sort.SliceStable(dsos, func(i, j int) bool { return dsos[i].Path < dsos[j].Path })
-	pids := dsoPIDs(res)
+	// A pid names this machine's process only in a recording made here
+	// in this boot; otherwise no /proc/PID/root is looked under.
+	var pids map[*check.DSO][]int
+	if res.ThisBoot {
+		pids = dsoPIDs(res)
+	}
 	for _, d := range dsos {
 		if a, ok := fillOne(c, r, d, pids[d]); ok {
 			rep.add(a)

@@ -157,6 +157,25 @@ func TestCacheFillContainerProcRoot(t *testing.T) {
 		t.Errorf("after fill: %s, want verified perf-cache", v)
 	}
 
+	// The same recording from another host (its HOSTNAME feature
+	// rewritten in this test): its pid names no process of this machine,
+	// so fill does not look under /proc/PID/root, although the process
+	// still runs here.
+	b, err = os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const featHostname = 3
+	rewriteString(t, b, featHostname, "elsewhere.invalid")
+	other := filepath.Join(dir, "other-host.data")
+	if err := os.WriteFile(other, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = bicRun(t, "cache", "fill", "--json", "--buildid-dir", filepath.Join(dir, "cache3"), "--debuginfod", "none", other)
+	if st, why := statusOf(out); st != "skipped" || !strings.Contains(why, "no file") {
+		t.Errorf("fill of the recording from another host: %s (%s), want skipped: no file", st, why)
+	}
+
 	// Once the process is gone its root is too.
 	kill()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {

@@ -197,3 +197,30 @@ func TestTraceFormatSockaddr(t *testing.T) {
 	_, err = newTraceFormat(ev)
 	assert.ErrorIs(t, err, errTraceUnsupported, "a field too small for an IPv6 socket address")
 }
+
+// The letters after an IP address conversion, as libtraceevent takes and
+// heeds them (scriptIPLettersMatchPerf compares them with perf): h and l
+// reverse an IPv4 address, n and b do not; %pIS heeds a p, then a c, then
+// the byte order, each only in that place; %pi6c's c is taken and
+// ignored; a letter not taken is text; %pI without a version prints
+// nothing.
+func TestTraceFormatIPLetters(t *testing.T) {
+	t.Parallel()
+	ev := &perfdata.TraceEvent{System: "test", Name: "ip",
+		Fields: []perfdata.TraceField{{Name: "a4", Type: "__u8 a4[4]", Offset: 8, Size: 4},
+			{Name: "a6", Type: "__u8 a6[16]", Offset: 12, Size: 16},
+			{Name: "sa", Type: "__u8 sa[28]", Offset: 28, Size: 28}},
+		PrintFmt: `"%pI4h|%pi4l|%pI4n|%pI4bx|%pi6c|%pI6ch|%pISph|%pISpch|%pISfh|%piSh|%piSph|%pIx|%pI", ` +
+			`REC->a4, REC->a4, REC->a4, REC->a4, REC->a6, REC->a6, REC->sa, REC->sa, REC->sa, REC->sa, REC->sa, REC->a4, REC->a4`,
+	}
+	tf, err := newTraceFormat(ev)
+	require.NoError(t, err)
+	raw := make([]byte, 56)
+	copy(raw[8:], []byte{10, 0, 20, 255})
+	copy(raw[12:], netip.MustParseAddr("2001:db8::1").AsSlice())
+	copy(raw[28:], []byte{afInet, 0, 0x1f, 0x90, 192, 168, 1, 2})
+	got, err := tf.appendTrace(nil, raw)
+	require.NoError(t, err)
+	assert.Equal(t, "255.20.0.10|255.020.000.010|10.0.20.255|10.0.20.255x|20010db8000000000000000000000001|2001:db8::1h|"+
+		"2.1.168.192:8080|192.168.1.2:8080h|192.168.1.2|002.001.168.192|192.168.001.002|x|", string(got))
+}

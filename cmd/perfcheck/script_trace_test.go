@@ -71,22 +71,30 @@ func TestScriptTraceUnsupportedFormat(t *testing.T) {
 		`"a=%pi6c", REC->s`:                          `"%pi6c"`,
 		`"a=%pI4h", REC->s`:                          `"%pI4h"`,
 		`"a=%08pI4", REC->s`:                         `"%pI4"`,
-		`"a=%pI5", REC->s`:                           `"%pI5"`,
 		`"a=%pISpl", REC->s`:                         `"%pISpl"`,
-		`"a=%pISc", REC->s`:                          `"%pIS"`,
+		`"a=%pISc", REC->s`:                          `"%pISc"`,
 		`"ip=%pSR", REC->ip`:                         `"%pSR"`,
 		`"uuid=%pUb x", 1`:                           `%pU`,
 		`"uuid=%pU", REC->none`:                      `%pU`,
-		`"h=%ph", REC->s`:                            `"%ph"`,
 		`"bad=%q", REC->ip`:                          `"%q"`,
 		`"fw=%pfw", REC->fwnode`:                     `"%pfw"`,
 		`"mac=%pM", REC->mac`:                        `"%pM"`,
 		`"a=%ps %pS %pf", 1, 2, 3 `:                  "",
 		`"b=%pF %p %px %pB %*pbl", 1, 2, 3, 4, 5, 6`: "",
 		`"h=%s", __print_hex(REC->buf, 4)`:           `__print_hex`,
+		`"mac=%pMR", 1`:                              `"%pMR"`,
+		`"h=%*phC", 4, __get_str(d)`:                 `"%phC"`,
+		`"h=%*.*ph", 1, 2, __get_dynamic_array(d)`:   `two "*"`,
+		`"p=%p", __get_dynamic_array(d)`:             `__get_dynamic_array where no %ph`,
+		`"h=%ph", __get_dynamic_array(s)`:            `__get_dynamic_array of s`,
+		`"n=%d", __get_dynamic_array_len(s)`:         `__get_dynamic_array_len of s`,
+		`"a=%pI5 %pi", REC->s, REC->s`:               "",
+		`"a=%pI4hc", 4`:                              `"%pI4h"`,
+		`"h=%ph %*phN m=%pm", REC->s, 2, __get_dynamic_array(d), REC->s`: "",
 	} {
 		_, err := newTraceFormat(&perfdata.TraceEvent{System: "test", Name: "unsupported", PrintFmt: fmt,
-			Fields: []perfdata.TraceField{{Name: "s", Type: "const char *", Offset: 8, Size: 8}}})
+			Fields: []perfdata.TraceField{{Name: "s", Type: "const char *", Offset: 8, Size: 8},
+				{Name: "d", Type: "__data_loc u8[]", Offset: 16, Size: 4}}})
 		if conv == "" {
 			assert.NoError(t, err, fmt)
 			continue

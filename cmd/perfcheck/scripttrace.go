@@ -19,9 +19,9 @@ import (
 // printf's
 // integer, character and string conversions (a %s of a kernel string
 // pointer from the recording's printk strings), and the kernel's %pS,
-// %ps, IP and socket address (%pI4, %pI6c, %pISpc, ...) and UUID (%pU)
-// conversions, and %p extensions libtraceevent does not know as it
-// prints them (a bare %p).
+// %ps, IP and socket address (%pI4, %pI6c, %pISpc, ...), MAC address
+// (%pM), UUID (%pU) and hex dump (%*ph) conversions, and %p extensions
+// libtraceevent does not know as it prints them (a bare %p).
 type traceFormat struct {
 	ev     *perfdata.TraceEvent
 	pieces []tracePiece
@@ -46,24 +46,34 @@ type tracePiece struct {
 	// printk: the conversion is a %s of a kernel string pointer
 	// (pointerField), printed from the printk strings.
 	printk bool
-	// field is the field an IP address or UUID conversion prints.
+	// field is the field an IP address, MAC address, UUID or hex dump
+	// conversion prints.
 	field *perfdata.TraceField
 }
 
 // traceConv is a printf conversion: flags, width and precision as C has
 // them, the length modifier (l, ll, h, hh, z) and the conversion letter;
 // for the kernel's printk extensions (%pS, %pI4, ...), the letter after
-// the p.
+// the p, and in ptr all the letters the extension takes ("I6c", "MR").
 type traceConv struct {
 	flags, width, prec, length string
 	verb, ext                  byte
-	// ip is "4", "6", "6c" or "S" (a socket address, with its port and
-	// compressed when sockPort and sockCompress) for an IP address (ext
-	// 'I' or 'i').
-	ip                     string
-	sockPort, sockCompress bool
+	ptr                        string
+	// ip is "4", "6" or "S" (a socket address) for an IP address (ext
+	// 'I' or 'i'), "" for a %pI without one, which prints nothing. An
+	// IPv6 address, or a socket address's, prints compressed with
+	// ipCompress; a socket address with its port with ipPort; an IPv4
+	// address, or a socket address's, byte-reversed with ipReverse.
+	ip                            string
+	ipPort, ipCompress, ipReverse bool
 	// uuid is the letter after %pU: 0, 'b', 'B', 'l' or 'L'.
 	uuid byte
+	// macSep separates a MAC address's bytes (":", "-" or none);
+	// macReverse prints them last first.
+	macSep     string
+	macReverse bool
+	// hexDelim separates a hex dump's bytes.
+	hexDelim string
 	// bare is a %p whose extension libtraceevent does not know: printed
 	// as a plain %p, without width, its letters left as text.
 	bare bool
@@ -78,7 +88,8 @@ var errTraceUnsupported = errors.New("not supported")
 
 // newTraceFormat parses ev's print fmt.
 func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
-	p := &traceParser{src: strings.TrimSpace(ev.PrintFmt)}
+	p := &traceParser{src: strings.TrimSpace(ev.PrintFmt), ev: ev}
+	hexDumps := 0 // %ph pieces of a __get_dynamic_array
 	format, ok := p.stringLit()
 	if !ok {
 		return nil, fmt.Errorf("print fmt %q: no format string", ev.PrintFmt)
@@ -119,16 +130,11 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 			return nil, fmt.Errorf("print fmt: more conversions than arguments")
 		}
 		piece := tracePiece{conv: c, stars: args[:stars], arg: args[stars]}
-		switch {
-		case c.ip != "":
-			piece.field, err = ipField(ev, c, piece.arg)
-		case c.ext == 'U':
-			piece.field, err = uuidField(ev, piece.arg)
-		case c.bare:
-			piece.arg = barePointerArg(ev, piece.arg)
-		}
-		if err != nil {
+		if err := piece.extField(ev); err != nil {
 			return nil, err
+		}
+		if _, ok := piece.arg.(traceDynArray); ok && c.ext == 'h' {
+			hexDumps++
 		}
 		if f, ok := piece.arg.(traceField); ok && c.verb == 's' && pointerField(ev, string(f)) {
 			piece.printk = true
@@ -138,7 +144,40 @@ func newTraceFormat(ev *perfdata.TraceEvent) (*traceFormat, error) {
 		tf.functions = tf.functions || c.ext != 0 && strings.IndexByte("SsFf", c.ext) >= 0
 		args = args[stars+1:]
 	}
+	if p.dynArrays != hexDumps {
+		// libtraceevent evaluates it elsewhere to an address in its
+		// own memory.
+		return nil, fmt.Errorf("print fmt: __get_dynamic_array where no %%ph prints it: %w", errTraceUnsupported)
+	}
 	return tf, nil
+}
+
+// extField finds the field the pointer extension of p's conversion
+// prints, and refuses what perfcheck does not print as libtraceevent
+// does. A %pI without a version prints nothing, as in libtraceevent's
+// print_ip_arg; the piece is then empty text.
+func (p *tracePiece) extField(ev *perfdata.TraceEvent) error {
+	c := p.conv
+	var err error
+	switch c.ext {
+	case 'I', 'i':
+		if c.ip == "" {
+			*p = tracePiece{}
+			return nil
+		}
+		p.field, err = ipField(ev, c, p.arg)
+	case 'U':
+		p.field, err = uuidField(ev, c, p.arg)
+	case 'M', 'm':
+		p.field, err = namedField(ev, c, p.arg)
+	case 'h':
+		p.field, err = hexDumpField(ev, c, p.stars, p.arg)
+	case 0:
+		if c.bare {
+			p.arg = barePointerArg(ev, p.arg)
+		}
+	}
+	return err
 }
 
 // pointerField reports whether ev's field name holds a kernel address
@@ -202,73 +241,125 @@ func parseConv(s string) (c *traceConv, n int, err error) {
 }
 
 // parsePointerExt reads the kernel's printk extension of a %p that
-// starts at s[j], as libtraceevent's parse_arg_format_pointer takes its
-// letters, and returns where the conversion ends. Extensions perfcheck
-// prints: the symbol of an address (%pS, %ps; %pF, %pf before Linux
-// 5.5), an IP address (%pI4, %pI6, %pI6c; %pi4 in three digits a byte,
-// %pi6 without separators), a socket address (%pIS with the letters p, f, s, then c,
-// of which libtraceevent's print_ipsa_arg heeds a p right after the S, a
-// c after that, and neither for %piS), a UUID (%pU with b, B, l or L).
-// A letter libtraceevent knows no extension for (%pB, %pK, %*pbl's b)
-// makes the conversion a bare %p, the letters left as text, as perf 6.1
-// prints them ("0x12B", "(nil)bl"). Others (%pM, %ph, a byte-order
-// letter after an IP address) are refused.
+// starts at s[j] and returns where the conversion ends. It takes the
+// letters libtraceevent's parse_arg_format_pointer takes: a letter after
+// them is text, as perf 6.1 prints it ("%pI4c" prints "127.0.0.1c").
+// How they print follows libtraceevent's print functions, which heed
+// fewer of them (parseIP). Extensions perfcheck prints: the symbol of an
+// address (%pS, %ps; %pF, %pf before Linux 5.5), an IP or socket address
+// (%pI4, %pI6c, %pISpc, ...: parseIP), a MAC address (%pM, %pm, with R
+// or F), a UUID (%pU with b, B, l or L) and a hex dump (%ph with C, D or
+// N). A letter libtraceevent knows no extension for (%pB, %pK, %*pbl's
+// b) makes the conversion a bare %p, the letters left as text, as perf
+// 6.1 prints them ("0x12B", "(nil)bl"). A letter after a symbol's
+// (%pSR, %pfw: the kernel's fwnode name, which perf prints as a symbol
+// and a "w") is refused.
 func (c *traceConv) parsePointerExt(s string, j int) (int, error) {
-	c.ext = s[j]
-	next := func(k int) byte {
-		if k < len(s) {
-			return s[k]
-		}
-		return 0
-	}
-	unsupported := func(end int) (int, error) {
-		return 0, fmt.Errorf("print fmt: conversion %q: %w", s[:min(end, len(s))], errTraceUnsupported)
-	}
+	at := func(k int) byte { return byteAt(s, k) }
 	end := j + 1
-	switch e := c.ext; {
-	case strings.IndexByte("SsFf", e) >= 0:
-	case e == 'U':
-		if strings.IndexByte("bBlL", next(end)) >= 0 {
-			c.uuid = next(end)
+	switch c.ext = s[j]; c.ext {
+	case 'S', 's', 'F', 'f':
+		if isAlnum(at(end)) {
+			return 0, fmt.Errorf("print fmt: conversion %q: %w", s[:end+1], errTraceUnsupported)
+		}
+	case 'I', 'i':
+		end = c.parseIP(s, j)
+	case 'M', 'm':
+		// As print_mac_arg: %pm without separators, %pMF with
+		// dashes (an F after an m is taken and ignored), R last
+		// byte first.
+		l := at(end)
+		if l == 'R' || l == 'F' {
 			end++
 		}
-		// Any letter after them is text, as libtraceevent leaves it.
-		return end, nil
-	case (e == 'I' || e == 'i') && next(end) == 'S':
-		c.ip = "S"
-		end++
-		flags := end
-		for strings.IndexByte("pfs", next(end)) >= 0 {
+		c.macReverse = l == 'R'
+		switch {
+		case c.ext == 'm':
+			c.macSep = ""
+		case l == 'F':
+			c.macSep = "-"
+		default:
+			c.macSep = ":"
+		}
+	case 'U':
+		if l := at(end); strings.IndexByte("bBlL", l) >= 0 {
+			c.uuid = l
 			end++
 		}
-		if strings.IndexByte("hnbl", next(end)) >= 0 {
-			return unsupported(end + 1)
-		}
-		if next(end) == 'c' {
+	case 'h':
+		// As print_raw_buff_arg: bytes apart, or joined by a colon
+		// (C), a dash (D) or nothing (N).
+		c.hexDelim = " "
+		if d := strings.IndexByte("CDN", at(end)); d >= 0 {
+			c.hexDelim = [...]string{":", "-", ""}[d]
 			end++
 		}
-		if e == 'I' {
-			rest, port := strings.CutPrefix(s[flags:end], "p")
-			c.sockPort, c.sockCompress = port, strings.HasPrefix(rest, "c")
-		}
-		return end, nil
-	case (e == 'I' || e == 'i') && (next(end) == '4' || next(end) == '6'):
-		c.ip = s[end : end+1]
-		end++
-		if e == 'I' && c.ip == "6" && next(end) == 'c' {
-			c.ip = "6c"
-			end++
-		}
-	case strings.IndexByte("IiMmh", e) >= 0:
-		return unsupported(end + 1)
 	default:
 		c.ext, c.bare = 0, true
 		return j, nil
 	}
-	if isAlnum(next(end)) {
-		return unsupported(end + 1)
-	}
+	c.ptr = s[j:end]
 	return end, nil
+}
+
+// parseIP reads an IP address extension, whose letter (I or i) is at
+// s[j], as parse_arg_format_pointer takes its letters: a version (4, 6
+// or S, else the conversion is "%pI" alone), then after a 4 one of hnbl;
+// after a 6 a c; after an S any of pfs, one of hnbl, then a c. Of those,
+// libtraceevent's printers heed: after a 4, an h or l (the address
+// byte-reversed; an h means that on a little-endian recording, and
+// traceRecord reads every payload as one); after a 6, a c for %pI6 (compressed;
+// taken and ignored for %pi6); after an S, for %pIS a p right after it
+// (the port), a c after that (compressed), then an h or l (reversed, an
+// IPv4 address only), and for %piS an h or l right after it
+// (print_ipsa_arg). It returns where the conversion ends.
+func (c *traceConv) parseIP(s string, j int) int {
+	at := func(k int) byte { return byteAt(s, k) }
+	in := func(set string, k int) bool { return strings.IndexByte(set, at(k)) >= 0 }
+	k := j + 2
+	switch at(j + 1) {
+	case 'S':
+		for in("pfs", k) {
+			k++
+		}
+		fallthrough
+	case '4':
+		if in("hnbl", k) {
+			k++
+		}
+		if at(j+1) == '4' {
+			break
+		}
+		fallthrough
+	case '6':
+		if at(k) == 'c' {
+			k++
+		}
+	default:
+		return j + 1
+	}
+	c.ip = s[j+1 : j+2]
+	letters := s[j+2 : k]
+	switch c.ip {
+	case "6":
+		c.ipCompress = c.ext == 'I' && letters == "c"
+		return k
+	case "S":
+		if c.ext == 'I' {
+			letters, c.ipPort = strings.CutPrefix(letters, "p")
+			letters, c.ipCompress = strings.CutPrefix(letters, "c")
+		}
+	}
+	c.ipReverse = strings.HasPrefix(letters, "h") || strings.HasPrefix(letters, "l")
+	return k
+}
+
+// byteAt is s[k], or 0 past its end as after a C string.
+func byteAt(s string, k int) byte {
+	if k < len(s) {
+		return s[k]
+	}
+	return 0
 }
 
 // appendTrace appends the payload raw as tf prints it.
@@ -281,9 +372,14 @@ func (tf *traceFormat) appendTrace(b []byte, raw []byte) ([]byte, error) {
 		}
 		if p.field != nil {
 			var err error
-			if p.conv.ext == 'U' {
+			switch p.conv.ext {
+			case 'U':
 				b, err = appendUUID(b, p.conv.uuid, p.field, raw)
-			} else {
+			case 'M', 'm':
+				b, err = appendMAC(b, p.conv, p.field, raw)
+			case 'h':
+				b, err = appendHexDump(b, &p, &rec)
+			default:
 				b, err = appendIP(b, p.conv, p.field, raw)
 			}
 			if err != nil {

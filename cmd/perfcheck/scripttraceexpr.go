@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // traceExpr is an argument of a print fmt, evaluated on a record.
@@ -21,7 +23,11 @@ type (
 	} // REC->name[i]
 	traceGetStr     string // __get_str(name)
 	traceGetBitmask string // __get_bitmask(name)
-	traceUnary      struct {
+	// traceDynArray is __get_dynamic_array(name), which only %ph prints
+	// (newTraceFormat); traceDynArrayLen is __get_dynamic_array_len(name).
+	traceDynArray    string
+	traceDynArrayLen string
+	traceUnary       struct {
 		op byte
 		x  traceExpr
 	}
@@ -63,6 +69,13 @@ func (x traceIndex) eval(r *traceRecord) (traceValue, error) {
 func (g traceGetStr) eval(r *traceRecord) (traceValue, error) { return r.field(string(g)) }
 func (g traceGetBitmask) eval(r *traceRecord) (traceValue, error) {
 	return r.bitmask(string(g))
+}
+func (d traceDynArray) eval(*traceRecord) (traceValue, error) {
+	return traceValue{}, fmt.Errorf("__get_dynamic_array(%s) as a value: %w", string(d), errTraceUnsupported)
+}
+func (d traceDynArrayLen) eval(r *traceRecord) (traceValue, error) {
+	b, err := r.dynamic(string(d))
+	return traceValue{n: uint64(len(b))}, err
 }
 func (u traceUnary) eval(r *traceRecord) (traceValue, error)   { return u.apply(r) }
 func (g traceGroup) eval(r *traceRecord) (traceValue, error)   { return g.x.eval(r) }
@@ -223,6 +236,9 @@ func boolNum(b bool) uint64 {
 type traceParser struct {
 	src string
 	pos int
+	ev  *perfdata.TraceEvent
+	// dynArrays counts the __get_dynamic_array read.
+	dynArrays int
 }
 
 func (p *traceParser) skipSpace() {
@@ -517,11 +533,21 @@ func (p *traceParser) primary() (traceExpr, error) {
 		}
 		f := p.ident()
 		return traceGetStr(f), p.expect(')')
-	case "__get_bitmask":
+	case "__get_bitmask", "__get_dynamic_array", "__get_dynamic_array_len":
 		if err := p.expect('('); err != nil {
 			return nil, err
 		}
 		f := p.ident()
+		if name != "__get_bitmask" && !p.isDataLoc(f) {
+			return nil, p.errorf("%s of %s, no __data_loc field", name, f)
+		}
+		switch name {
+		case "__get_dynamic_array":
+			p.dynArrays++
+			return traceDynArray(f), p.expect(')')
+		case "__get_dynamic_array_len":
+			return traceDynArrayLen(f), p.expect(')')
+		}
 		return traceGetBitmask(f), p.expect(')')
 	case "__print_flags", "__print_symbolic":
 		return p.flags(name == "__print_symbolic")
@@ -535,6 +561,20 @@ func (p *traceParser) primary() (traceExpr, error) {
 		return traceConst{}, nil
 	}
 	return nil, p.errorf("%s", name)
+}
+
+// isDataLoc reports whether the event's field name is a __data_loc one,
+// as __get_dynamic_array needs.
+func (p *traceParser) isDataLoc(name string) bool {
+	if p.ev == nil {
+		return false
+	}
+	for i := range p.ev.Fields {
+		if f := &p.ev.Fields[i]; f.Name == name {
+			return isDataLoc(f)
+		}
+	}
+	return false
 }
 
 // isIdent reports whether w is a C identifier.

@@ -18,7 +18,7 @@ import (
 // libtraceevent prints as "INVALIDIPv4" or an argument-type note) is
 // refused.
 func ipField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata.TraceField, error) {
-	conv := "%p" + string(c.ext) + c.ip
+	conv := "%p" + c.ptr
 	if c.flags+c.width+c.prec+c.length != "" {
 		return nil, fmt.Errorf("print fmt: conversion %q with flags, width or length: %w", conv, errTraceUnsupported)
 	}
@@ -28,7 +28,7 @@ func ipField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata.Tr
 	}
 	size := 4
 	switch c.ip {
-	case "6", "6c":
+	case "6":
 		size = 16
 	case "S":
 		size = sockaddrIn6Size
@@ -50,9 +50,9 @@ func isDataLoc(f *perfdata.TraceField) bool {
 // appendIP prints the address in field f of the payload raw as
 // libtraceevent does for the conversion c: %pI4 dotted decimal, %pi4 each
 // byte in three digits, dotted too (the kernel's printk drops the dots;
-// // libtraceevent's print_ip4_addr keeps them, and perf 6.1 prints them);
-// %pI6 eight groups of four hex digits
-// with colons, %pi6 the same without colons; %pI6c compressed
+// libtraceevent's print_ip4_addr keeps them, and perf 6.1 prints them),
+// both byte-reversed with c.ipReverse; %pI6 eight groups of four hex
+// digits with colons, %pi6 the same without colons; %pI6c compressed
 // (appendIP6c); %pIS... a socket address (appendSockaddr).
 func appendIP(b []byte, c *traceConv, f *perfdata.TraceField, raw []byte) ([]byte, error) {
 	if f.Offset < 0 || f.Offset+f.Size > len(raw) {
@@ -63,8 +63,8 @@ func appendIP(b []byte, c *traceConv, f *perfdata.TraceField, raw []byte) ([]byt
 	case c.ip == "S":
 		return appendSockaddr(b, c, a)
 	case c.ip == "4":
-		return appendIP4(b, c.ext, a), nil
-	case c.ip == "6c":
+		return appendIP4(b, c.ext, c.ipReverse, a), nil
+	case c.ipCompress:
 		return appendIP6c(b, a), nil
 	}
 	return appendIP6(b, c.ext, a), nil
@@ -83,8 +83,12 @@ func appendIP6(b []byte, ext byte, a []byte) []byte {
 }
 
 // appendIP4 prints the 4 bytes a as %pI4 (ext 'I') or %pi4 (ext 'i'),
-// as libtraceevent's print_ip4_addr does.
-func appendIP4(b []byte, ext byte, a []byte) []byte {
+// last byte first when reverse, as libtraceevent's print_ip4_addr does.
+func appendIP4(b []byte, ext byte, reverse bool, a []byte) []byte {
+	if reverse {
+		r := [4]byte{a[3], a[2], a[1], a[0]}
+		a = r[:]
+	}
 	if ext == 'i' {
 		return fmt.Appendf(b, "%03d.%03d.%03d.%03d", a[0], a[1], a[2], a[3])
 	}
@@ -134,7 +138,7 @@ func appendIP6c(b []byte, a []byte) []byte {
 		if needColon {
 			b = append(b, ':')
 		}
-		b = appendIP4(b, 'I', a[12:16])
+		b = appendIP4(b, 'I', false, a[12:16])
 	}
 	return b
 }
@@ -150,29 +154,30 @@ const (
 
 // appendSockaddr prints the socket address a as libtraceevent's
 // print_ipsa_arg does for the conversion c: the address as %pI4 or
-// %pI6 (%pi4, %pi6 for %piS), compressed as %pI6c with c.sockCompress,
-// and with c.sockPort its port: "127.0.0.1:80", "[::1]:80". Another
+// %pI6 (%pi4, %pi6 for %piS), compressed as %pI6c with c.ipCompress, an
+// IPv4 one byte-reversed with c.ipReverse, and with c.ipPort its port:
+// "127.0.0.1:80", "[::1]:80". Another
 // family, which the kernel's tracepoints do not write, is an error
 // rather than a guess.
 func appendSockaddr(b []byte, c *traceConv, a []byte) ([]byte, error) {
 	port := uint16(a[2])<<8 | uint16(a[3])
 	switch family := binary.LittleEndian.Uint16(a); family {
 	case afInet:
-		b = appendIP4(b, c.ext, a[4:8])
-		if c.sockPort {
+		b = appendIP4(b, c.ext, c.ipReverse, a[4:8])
+		if c.ipPort {
 			b = fmt.Appendf(b, ":%d", port)
 		}
 		return b, nil
 	case afInet6:
-		if c.sockPort {
+		if c.ipPort {
 			b = append(b, '[')
 		}
-		if c.sockCompress {
+		if c.ipCompress {
 			b = appendIP6c(b, a[8:24])
 		} else {
 			b = appendIP6(b, c.ext, a[8:24])
 		}
-		if c.sockPort {
+		if c.ipPort {
 			b = fmt.Appendf(b, "]:%d", port)
 		}
 		return b, nil
