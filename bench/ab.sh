@@ -6,7 +6,8 @@
 #   ./bench/ab.sh OLDREV FILE...        # OLDREV against the work tree
 #   RUNS=5 CMDS="check top" ./bench/ab.sh HEAD~3 bench/out/*.data
 #
-# For each file and command (default: check, top, script, pprof) it runs
+# For each file and command (default: check, top, script, pprof; stats
+# may be named too) it runs
 # the old and the new binary alternately RUNS times (default 3) under
 # /usr/bin/time and prints the median wall time, CPU time (user + system)
 # and peak RSS of each, and the ratio new/old. Output goes to /dev/null;
@@ -31,6 +32,7 @@ unset DEBUGINFOD_URLS PERF_BUILDID_DIR
 once() {
 	local args=("$2" --buildid-dir "$work/cache")
 	[ "$2" = pprof ] && args+=(-o "$work/out.pb.gz")
+	[ "$2" = stats ] && args=(stats) # it looks nothing up
 	/usr/bin/time -f '%e %U %S %M' -o "$work/t" "$1" "${args[@]}" "$3" >/dev/null 2>&1 || true
 	# A failing command makes time print a status line first.
 	tail -n 1 "$work/t" | awk '{printf "%.2f %.2f %d\n", $1, $2 + $3, $4}'

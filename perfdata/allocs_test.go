@@ -52,9 +52,9 @@ func TestSteadyStateAllocs(t *testing.T) {
 			if n < 50 {
 				t.Fatalf("only %d kernel records: too few to see a per-record allocation", n)
 			}
-			// SkipSampleArrays (perfcheck stats) takes the in-place path
+			// SampleHeadersOnly (perfcheck stats) takes the in-place path
 			// for samples: it must not allocate either.
-			for _, opts := range []RecordsOptions{{}, {Ordered: true}, {SkipSampleArrays: true}} {
+			for _, opts := range []RecordsOptions{{}, {Ordered: true}, {SampleHeadersOnly: true}} {
 				ordered := opts.Ordered
 				m1, r1 := passMallocs(t, single, opts)
 				m2, r2 := passMallocs(t, double, opts)

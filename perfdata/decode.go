@@ -10,14 +10,18 @@ import (
 // Records.Next).
 type parser struct {
 	order  binary.ByteOrder
+	little bool // order is binary.LittleEndian
 	name   string
 	events *eventSet
 	// onAttr, onFeature, onBuildID and onEventUpdate let the owner keep
 	// pipe-mode metadata (HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID,
 	// EVENT_UPDATE) as it streams past.
 	onUserRecord func(rec *rawRecord, r Record)
-	// skipSampleArrays is RecordsOptions.SkipSampleArrays.
-	skipSampleArrays bool
+	// headersOnly is RecordsOptions.SampleHeadersOnly.
+	headersOnly bool
+	// sampleBare is set while sample holds no field past its header
+	// (as resetSample leaves it), as a header-only sample must.
+	sampleBare bool
 
 	intern    map[string]string
 	whatCache [2][128]string
@@ -450,7 +454,8 @@ func (p *parser) decodeSampleRecord(data []byte, off int64, a *Attr, what string
 	}
 	d := newDecoder(data, off, p.order, what)
 	d.skip(8)
-	decodeSample(&d, a, &p.sample, p.skipSampleArrays, &p.chainBuf)
+	p.sampleBare = false
+	decodeSample(&d, a, &p.sample, &p.chainBuf)
 	return d.err
 }
 
@@ -471,6 +476,13 @@ func (p *parser) decodeKernel(rec *rawRecord, h RecordHeader, what string) (Reco
 		p.sample.RecordHeader = h
 		if err := p.decodeSampleRecord(data, rec.off, a, what); err != nil {
 			return nil, err
+		}
+		if p.headersOnly {
+			// Off the in-place path (big-endian input, a record
+			// across two reads, time order): decoded whole, then
+			// cleared past the header.
+			resetSample(&p.sample, a.SampleType)
+			p.sampleBare = true
 		}
 		return &p.sample, nil
 	}

@@ -30,9 +30,9 @@
 // -z) are expanded in place. Both byte orders and every perf_event_attr
 // size are read. With RecordsOptions.Ordered, kernel records are delivered
 // in timestamp order the way perf report orders them (FINISHED_ROUND
-// rounds); with RecordsOptions.SkipSampleArrays, samples are checked but
-// their callchains, branch stacks and registers are not copied, which is
-// what a reader that only counts needs. Records and their slices are
+// rounds); with RecordsOptions.SampleHeadersOnly, samples are checked to
+// fit their layout but only their headers are decoded, which is what a
+// reader that only counts needs. Records and their slices are
 // reused by the next call to Next; decoding allocates nothing per record
 // once its buffers have grown.
 //

@@ -26,8 +26,9 @@ type Event struct {
 // eventSet holds the events of a recording and what is needed to find the
 // event of a record (evlist__event2evsel in tools/perf/util/evlist.c).
 type eventSet struct {
-	events []Event
-	ids    map[uint64]int
+	events  []Event
+	layouts []sampleLayout // of each event's SAMPLE records
+	ids     map[uint64]int
 	// From the first event, as perf's evlist keeps them.
 	sampleIDAll bool
 	idPos       int // u64 index of the id in a SAMPLE payload, -1 if none
@@ -42,6 +43,7 @@ func (es *eventSet) add(a Attr, ids []uint64, name string) {
 		name = attrName
 	}
 	es.events = append(es.events, Event{Attr: a, IDs: ids, Name: name, AttrName: attrName})
+	es.layouts = append(es.layouts, newSampleLayout(a.SampleType))
 	es.named = append(es.named, false)
 	if es.ids == nil {
 		es.ids = make(map[uint64]int)

@@ -642,13 +642,14 @@ type RecordsOptions struct {
 	// are read. Memory is bounded by what one round holds.
 	Ordered bool
 
-	// SkipSampleArrays leaves the u64 arrays of SAMPLE records empty:
-	// Callchain, Branches, BranchCounters, RegsUser and RegsIntr. They
-	// are still checked to fit their record, with the errors full
-	// decoding gives; every other field is decoded. Counting readers
-	// (perfcheck stats and info) then do not copy the callchains, which
-	// are most of a recording's bytes.
-	SkipSampleArrays bool
+	// SampleHeadersOnly decodes of each SAMPLE record only its
+	// RecordHeader (SampleID and EventIndex included) and Fields; every
+	// other field is left as it is for a sample of no fields (zero,
+	// BranchHWIndex -1). Each sample is still checked to fit its
+	// layout, with the error, message and offset, that decoding it
+	// whole gives. Counting readers (perfcheck stats and info) then
+	// spend per sample little more than reading its bytes.
+	SampleHeadersOnly bool
 
 	tune readTuning // what tests change; the zero value is every reader's
 }

@@ -158,8 +158,8 @@ func TestSimpleperfCallchainJoin(t *testing.T) {
 			assert.Equal(t, want, u[i], "at %d, frame %d", tm, i)
 		}
 	}
-	_, _, _, c = simpleperfChains(t, RecordsOptions{SkipSampleArrays: true})
-	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c, "the counts without the samples' arrays")
+	_, _, _, c = simpleperfChains(t, RecordsOptions{SampleHeadersOnly: true})
+	assert.Equal(t, Callchains{Joined: 20, Originals: 20}, c, "the counts from the samples' headers alone")
 
 	// The join itself on a sample of the recording cut short.
 	f, err := Open(fixtures.Corpus(t, "foreign/simpleperf--perf_with_callchain_record.data"))

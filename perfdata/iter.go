@@ -29,6 +29,9 @@ type Records struct {
 
 	ordered bool
 	oq      orderQueue
+	// inPlace is set for a little-endian reading in file order with
+	// SampleHeadersOnly: Next tries nextSampleInPlace first.
+	inPlace bool
 	// In ordered mode with several streams (perf.data directory), each is
 	// read for about readerBudget bytes in turn, as perf's
 	// __perf_session__process_dir_events reads READER_MAX_SIZE from each.
@@ -45,10 +48,17 @@ const readerBudget = 2 << 20
 func newRecords(streams []*stream, es *eventSet, order binary.ByteOrder, name string, opts RecordsOptions) *Records {
 	rs := &Records{streams: streams, name: name, ordered: opts.Ordered, tune: opts.tune}
 	rs.p.order = order
+	rs.p.little = order == binary.LittleEndian
 	rs.p.name = name
 	rs.p.events = es
-	rs.p.skipSampleArrays = opts.SkipSampleArrays
+	rs.setHeadersOnly(opts.SampleHeadersOnly)
 	return rs
+}
+
+// setHeadersOnly sets RecordsOptions.SampleHeadersOnly, after Ordered.
+func (rs *Records) setHeadersOnly(on bool) {
+	rs.p.headersOnly = on
+	rs.inPlace = on && !rs.ordered && rs.p.little
 }
 
 // Next advances to the next record and reports whether there is one. It
@@ -64,6 +74,17 @@ func (rs *Records) Next() bool {
 	if rs.err != nil || rs.done {
 		rs.rec = nil
 		return false
+	}
+	if rs.inPlace {
+		// Most records of such a reading, without the general path's
+		// calls and copies.
+		if s := rs.nextSampleInPlace(); s != nil {
+			if rs.p.join.pending != nil {
+				rs.p.join.apply(s, false)
+			}
+			rs.rec = s
+			return true
+		}
 	}
 	var (
 		rec Record
@@ -95,7 +116,7 @@ func (rs *Records) Next() bool {
 		rs.p.join.take(r)
 	case *Sample:
 		if rs.p.join.pending != nil {
-			rs.p.join.apply(r, !rs.p.skipSampleArrays)
+			rs.p.join.apply(r, !rs.p.headersOnly)
 		}
 	}
 	rs.rec = rec
@@ -150,11 +171,6 @@ func (rs *Records) nextRaw() (rawRecord, error) {
 }
 
 func (rs *Records) nextUnordered() (Record, error) {
-	if rs.p.skipSampleArrays {
-		if r := rs.nextSampleInPlace(); r != nil {
-			return r, nil
-		}
-	}
 	raw, err := rs.nextRaw()
 	if err != nil {
 		return nil, err
@@ -168,39 +184,26 @@ func (rs *Records) decode(raw rawRecord) (Record, error) {
 	return rs.p.decode(&rs.raw)
 }
 
-// nextSampleInPlace decodes the next record where it lies when it is a
-// SAMPLE of little-endian input held whole in the current stream's buffer
-// or decompressed output, and it decodes without error: most records of
-// a recording read with SkipSampleArrays. It skips the general path's
+// nextSampleInPlace decodes the next record's header where it lies when
+// it is a SAMPLE of little-endian input held whole in the current stream's
+// buffer or decompressed output, and it fits its layout: most records of
+// a recording read with SampleHeadersOnly. It skips the general path's
 // copies of the raw record and its header, which cost more than the
-// sample's decoding once the arrays are skipped. Anything else, a sample
-// that fails to decode included, returns nil having consumed nothing, and
-// the general path reads it (and gives its error).
-func (rs *Records) nextSampleInPlace() Record {
+// rest of such a reading. Anything else, a sample that does not fit
+// included, returns nil having consumed nothing, and the general path
+// reads it (and gives its error).
+func (rs *Records) nextSampleInPlace() *Sample {
 	if rs.cur >= len(rs.streams) {
 		return nil
 	}
 	st := rs.streams[rs.cur]
-	p := &rs.p
-	if st.err != nil || p.events == nil || st.order != binary.LittleEndian {
+	if st.err != nil {
 		return nil
 	}
-	// The record's bytes: in the input's buffer, or, inside compressed
-	// data, in the decompressed output (once the records the decompressor
-	// read past, the stash, are delivered: they come first).
-	buf, start, end := st.buf, &st.start, st.end
-	off, compressed := st.pos, false
-	if z := st.z; z != nil {
-		if z.stashPos < len(z.stash) {
-			return nil
-		}
-		buf, start, end = z.out, &z.start, z.end
-		off, compressed = z.recOff, true
-		if *start == end {
-			return nil // the general path reads on, and may leave the compressed data
-		}
+	if st.z != nil {
+		return rs.nextCompressedSampleInPlace(st)
 	}
-	b := buf[*start:end]
+	b := st.buf[st.start:st.end]
 	if len(b) < 8 || RecordType(binary.LittleEndian.Uint32(b)) != RecordSample {
 		return nil
 	}
@@ -208,21 +211,34 @@ func (rs *Records) nextSampleInPlace() Record {
 	if size < 8 || size > len(b) {
 		return nil
 	}
-	b = b[:size:size]
-	es := p.events
-	i := es.lookup(RecordSample, b, binary.LittleEndian)
-	if i < 0 {
+	if !rs.p.decodeSampleHeader(b[:size:size], st.pos, false, st.part) {
 		return nil
 	}
-	s := &p.sample
-	s.RecordHeader = RecordHeader{RecType: RecordSample, Misc: binary.LittleEndian.Uint16(b[4:]), Size: uint16(size),
-		Offset: off, Compressed: compressed, Part: st.part, EventIndex: i}
-	if p.decodeSampleRecord(b, off, &es.events[i].Attr, p.what(RecordSample, compressed)) != nil {
+	st.start += size
+	st.pos += int64(size)
+	return &rs.p.sample
+}
+
+// nextCompressedSampleInPlace is nextSampleInPlace inside compressed
+// data: the record's bytes are in the decompressed output, once the
+// records the decompressor read past (the stash) are delivered, since
+// they come first.
+func (rs *Records) nextCompressedSampleInPlace(st *stream) *Sample {
+	z := st.z
+	if z.stashPos < len(z.stash) || z.start == z.end {
+		return nil // at the end, the general path reads on, and may leave the compressed data
+	}
+	b := z.out[z.start:z.end]
+	if len(b) < 8 || RecordType(binary.LittleEndian.Uint32(b)) != RecordSample {
 		return nil
 	}
-	*start += size
-	if !compressed {
-		st.pos += int64(size)
+	size := int(binary.LittleEndian.Uint16(b[6:]))
+	if size < 8 || size > len(b) {
+		return nil
 	}
-	return s
+	if !rs.p.decodeSampleHeader(b[:size:size], z.recOff, true, st.part) {
+		return nil
+	}
+	z.start += size
+	return &rs.p.sample
 }

@@ -91,7 +91,7 @@ func (r *Reader) Records(opts RecordsOptions) *Records {
 	if !r.used {
 		r.used = true
 		r.rs.ordered = opts.Ordered
-		r.rs.p.skipSampleArrays = opts.SkipSampleArrays
+		r.rs.setHeadersOnly(opts.SampleHeadersOnly)
 		r.rs.tune = opts.tune
 	}
 	return r.rs

@@ -333,16 +333,8 @@ func resetSample(s *Sample, st SampleType) {
 	s.Aux = nil
 }
 
-// skipU64s steps over n u64 values with the checks and the error of u64s.
-func (d *decoder) skipU64s(n uint64, what string) {
-	if d.fitsU64s(n, what) {
-		d.off += int(n) * 8
-	}
-}
-
 // fitsU64s reports whether n u64 values fit in what remains, failing with
-// errCount when they do not: the one bound of u64s and skipU64s, so that
-// SkipSampleArrays gives the same error at the same offset.
+// errCount when they do not.
 func (d *decoder) fitsU64s(n uint64, what string) bool {
 	if d.err != nil {
 		return false
@@ -357,13 +349,11 @@ func (d *decoder) fitsU64s(n uint64, what string) bool {
 // decodeSample decodes a SAMPLE payload (the bytes after the header) in
 // the order of evsel__parse_sample (tools/perf/util/evsel.c; docs/perfdata-format.md,
 // "Samples").
-// s.RecordHeader must be set already; its SampleID is filled here. With
-// skipArrays the u64 arrays (callchain, branch stack, branch counters,
-// registers) are checked exactly as they would be decoded, with the same
-// errors at the same offsets, but stepped over instead of copied
-// (RecordsOptions.SkipSampleArrays). The callchain is the record's own
-// bytes when it can be (u64sView), else it is decoded into *chainBuf.
-func decodeSample(d *decoder, a *Attr, s *Sample, skipArrays bool, chainBuf *[]uint64) {
+// s.RecordHeader must be set already; its SampleID is filled here. The
+// callchain is the record's own bytes when it can be (u64sView), else it
+// is decoded into *chainBuf. sampleFits walks the same layout without
+// decoding it.
+func decodeSample(d *decoder, a *Attr, s *Sample, chainBuf *[]uint64) {
 	st := a.SampleType
 	resetSample(s, st)
 	id := &s.SampleID
@@ -411,11 +401,7 @@ variable:
 	}
 	if st&SampleCallchain != 0 {
 		nr := d.u64()
-		if skipArrays {
-			d.skipU64s(nr, "callchain")
-		} else {
-			s.Callchain, *chainBuf = d.u64sView(*chainBuf, nr, "callchain")
-		}
+		s.Callchain, *chainBuf = d.u64sView(*chainBuf, nr, "callchain")
 	}
 	if st&SampleRaw != 0 {
 		n := d.u32()
@@ -436,10 +422,7 @@ variable:
 		if d.err == nil && nr > uint64(d.remaining())/per {
 			d.fail(errCount, "branch stack of %d entries cannot fit in %d bytes", nr, d.remaining())
 		}
-		if d.err == nil && skipArrays {
-			// The check above bounds nr: the entries and counters fit.
-			d.skip(int(nr) * int(per))
-		} else if d.err == nil {
+		if d.err == nil {
 			be := d.order == binary.BigEndian
 			for i := uint64(0); i < nr; i++ {
 				e := BranchEntry{From: d.u64(), To: d.u64(), Flags: d.u64()}
@@ -456,11 +439,7 @@ variable:
 	if st&SampleRegsUser != 0 {
 		s.RegsUserABI = d.u64()
 		if s.RegsUserABI != 0 {
-			if skipArrays {
-				d.skipU64s(uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
-			} else {
-				s.RegsUser = d.u64s(s.RegsUser, uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
-			}
+			s.RegsUser = d.u64s(s.RegsUser, uint64(bits.OnesCount64(a.SampleRegsUser)), "user registers")
 		}
 	}
 	if st&SampleStackUser != 0 {
@@ -485,11 +464,7 @@ variable:
 	if st&SampleRegsIntr != 0 {
 		s.RegsIntrABI = d.u64()
 		if s.RegsIntrABI != 0 {
-			if skipArrays {
-				d.skipU64s(uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
-			} else {
-				s.RegsIntr = d.u64s(s.RegsIntr, uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
-			}
+			s.RegsIntr = d.u64s(s.RegsIntr, uint64(bits.OnesCount64(a.SampleRegsIntr)), "interrupt registers")
 		}
 	}
 	if st&SamplePhysAddr != 0 {

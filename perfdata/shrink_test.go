@@ -15,7 +15,7 @@ import (
 // input would otherwise just end early and cleanly. The file is a real
 // copy of a fixture, truncated with os.Truncate after Open; the fixture is
 // larger than the first 256 KiB read, so the cut lies in what is still to
-// be read in file order (with and without SkipSampleArrays; time order
+// be read in file order (with and without SampleHeadersOnly; time order
 // reads 1 MiB chunks, and would have read this file whole already).
 func TestFileShrinksWhileRead(t *testing.T) {
 	t.Parallel()
@@ -34,7 +34,7 @@ func TestFileShrinksWhileRead(t *testing.T) {
 	if cut < 0 {
 		t.Fatalf("no record starts between %d and %d: the fixture no longer spans two reads", off+readChunk+8, off+size)
 	}
-	for _, opts := range []RecordsOptions{{}, {SkipSampleArrays: true}} {
+	for _, opts := range []RecordsOptions{{}, {SampleHeadersOnly: true}} {
 		path := filepath.Join(t.TempDir(), "perf.data")
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)

@@ -118,7 +118,7 @@ func (j *callchainJoin) take(r *SimpleperfCallchain) {
 // SampleRecord::UpdateUserCallChain does: the callchain up to its
 // PERF_CONTEXT_USER marker (the kernel part) is kept, and the user part
 // becomes the joined chain when that makes the callchain longer. A sample
-// read without its arrays (RecordsOptions.SkipSampleArrays) only counts
+// read without its fields (RecordsOptions.SampleHeadersOnly) only counts
 // it.
 func (j *callchainJoin) apply(s *Sample, arrays bool) {
 	k := chainKey{s.PID(), s.TID(), s.Time()}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/perfcheck/perfcheck/check"
@@ -163,11 +164,16 @@ type samplePrinter struct {
 	json    bool
 	pipe    bool // the recording is in pipe format (pipeFormat)
 
-	a         *analysis // over the events known at the first sample
-	sf        *scriptFormat
-	enc       *json.Encoder
-	line      []byte
-	lastFlush time.Time
+	a    *analysis // over the events known at the first sample
+	sf   *scriptFormat
+	enc  *json.Encoder
+	line []byte
+	// flushDue is set every flushEvery (and at first) by ticker's
+	// goroutine, and the next sample printed flushes: reading the
+	// clock per sample cost more than formatting a short one.
+	flushDue atomic.Bool
+	ticker   *time.Ticker
+	stop     chan struct{}
 }
 
 // flushEvery bounds how long a printed sample may wait in the buffer: a
@@ -185,21 +191,52 @@ func (p *samplePrinter) print(s *check.Sample) error {
 			return err
 		}
 	} else {
-		p.line = p.sf.appendSample(p.line[:0], s)
-		if _, err := p.w.Write(p.line); err != nil {
-			return err
+		// Samples gather in line, which goes to w, its own size, when
+		// full: w writes it through without copying it.
+		p.line = p.sf.appendSample(p.line, s)
+		if len(p.line) >= p.w.Size() {
+			if err := p.writeLines(); err != nil {
+				return err
+			}
 		}
 	}
-	if now := time.Now(); now.Sub(p.lastFlush) > flushEvery {
-		p.lastFlush = now
+	if p.flushDue.Load() {
+		p.flushDue.Store(false)
+		if err := p.writeLines(); err != nil {
+			return err
+		}
 		return p.w.Flush()
 	}
 	return nil
 }
 
+// writeLines hands the gathered samples to w.
+func (p *samplePrinter) writeLines() error {
+	_, err := p.w.Write(p.line)
+	p.line = p.line[:0]
+	return err
+}
+
+// startFlushing sets flushDue now and every flushEvery, until finish.
+func (p *samplePrinter) startFlushing() {
+	p.flushDue.Store(true)
+	p.ticker, p.stop = time.NewTicker(flushEvery), make(chan struct{})
+	go func(tick <-chan time.Time, stop <-chan struct{}) {
+		for {
+			select {
+			case <-tick:
+				p.flushDue.Store(true)
+			case <-stop:
+				return
+			}
+		}
+	}(p.ticker.C, p.stop)
+}
+
 // start makes the format over a's events.
 func (p *samplePrinter) start(a *analysis) error {
 	p.a = a
+	p.startFlushing()
 	if p.json {
 		p.enc = json.NewEncoder(p.w)
 		p.enc.SetEscapeHTML(false)
@@ -222,6 +259,14 @@ func (p *samplePrinter) finish(a *analysis) error {
 		if err := p.start(a); err != nil {
 			return err
 		}
+	}
+	if p.ticker != nil {
+		p.ticker.Stop()
+		close(p.stop)
+		p.ticker = nil
+	}
+	if err := p.writeLines(); err != nil {
+		return err
 	}
 	return p.w.Flush()
 }

@@ -96,17 +96,17 @@ const perfMaxRecordType = perfdata.RecordSchedstatDomain + 1
 // It returns what was counted before an error together with the error.
 func countRecords(f *recording) (*recordStats, error) {
 	st := &recordStats{}
-	grow := func(n int) {
-		for len(st.samples) < n {
-			st.samples = append(st.samples, 0)
-			st.lostPerEvt = append(st.lostPerEvt, 0)
-		}
-	}
-	grow(len(f.Events()))
-	ef := &eventFinder{f: f}
-	rs := f.Records(perfdata.RecordsOptions{SkipSampleArrays: true})
+	st.grow(len(f.Events()))
+	ef := newEventFinder(f)
+	rs := f.Records(perfdata.RecordsOptions{SampleHeadersOnly: true})
 	for rs.Next() {
 		r := rs.Record()
+		// Samples are most records: counted without the calls through
+		// the Record interface that the other types take.
+		if x, ok := r.(*perfdata.Sample); ok {
+			st.countSample(&x.RecordHeader, ef)
+			continue
+		}
 		h := r.Header()
 		t := r.Type()
 		if t < perfMaxRecordType {
@@ -121,34 +121,49 @@ func countRecords(f *recording) (*recordStats, error) {
 		switch x := r.(type) {
 		case *perfdata.Compressed:
 			st.compressed = true
-		case *perfdata.Sample:
-			st.allSamples++
-			if h.SampleID.Fields&perfdata.SampleTime != 0 {
-				t := h.SampleID.Time
-				if !st.timed || t < st.firstTime {
-					st.firstTime = t
-				}
-				if !st.timed || t > st.lastTime {
-					st.lastTime = t
-				}
-				st.timed = true
-			}
-			if i := ef.find(h); i >= 0 {
-				grow(i + 1)
-				st.samples[i]++
-			}
 		case *perfdata.Lost:
 			st.lostEvents += x.Lost
 		case *perfdata.LostSamples:
 			st.lostSamples += x.Lost
 			if i := ef.find(h); i >= 0 {
-				grow(i + 1)
+				st.grow(i + 1)
 				st.lostPerEvt[i] += x.Lost
 			}
 		}
 	}
 	st.chains = rs.Callchains()
 	return st, rs.Err()
+}
+
+// grow makes room for the counts of n events.
+func (st *recordStats) grow(n int) {
+	for len(st.samples) < n {
+		st.samples = append(st.samples, 0)
+		st.lostPerEvt = append(st.lostPerEvt, 0)
+	}
+}
+
+// countSample counts the SAMPLE record of header h.
+func (st *recordStats) countSample(h *perfdata.RecordHeader, ef *eventFinder) {
+	st.total++
+	st.byType[perfdata.RecordSample]++
+	st.allSamples++
+	if h.SampleID.Fields&perfdata.SampleTime != 0 {
+		t := h.SampleID.Time
+		if !st.timed || t < st.firstTime {
+			st.firstTime = t
+		}
+		if !st.timed || t > st.lastTime {
+			st.lastTime = t
+		}
+		st.timed = true
+	}
+	if len(ef.fixed) == 1 && len(st.samples) > 0 {
+		st.samples[0]++ // what find says of a recording of one event
+	} else if i := ef.find(h); i >= 0 {
+		st.grow(i + 1)
+		st.samples[i]++
+	}
 }
 
 // eventFinder finds the event a record is delivered to, as perf's
@@ -161,10 +176,25 @@ type eventFinder struct {
 	f    *recording
 	n    int
 	byID map[uint64]int
+	// fixed holds the events of a file-format perf.data opened by name,
+	// which its header lists once and for all: read once, not per
+	// record.
+	fixed []perfdata.Event
+}
+
+func newEventFinder(f *recording) *eventFinder {
+	ef := &eventFinder{f: f}
+	if f.file != nil && !f.file.IsPipe() {
+		ef.fixed = f.Events()
+	}
+	return ef
 }
 
 func (ef *eventFinder) find(h *perfdata.RecordHeader) int {
-	evs := ef.f.Events()
+	evs := ef.fixed
+	if evs == nil {
+		evs = ef.f.Events()
+	}
 	if len(evs) == 0 {
 		return -1
 	}

@@ -18,8 +18,8 @@ import (
 // offset as a full decoding of every record gives. The cut is met by the
 // stream (the record's size runs past the end) before the sample is
 // decoded, so this covers the command's partial output and exit status;
-// that SkipSampleArrays reports a damaged sample's arrays with the same
-// error and offset as full decoding is perfdata's TestSkipSampleArraysSame.
+// that SampleHeadersOnly reports a damaged sample with the same error and
+// offset as full decoding is perfdata's TestSampleHeadersOnlySame.
 func TestStatsCutRecording(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(fixturesDir, "cshared-fp.data"))

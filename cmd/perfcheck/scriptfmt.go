@@ -35,6 +35,10 @@ type scriptFormat struct {
 	kernelSym     kernelSymbol
 	kernelDecided bool
 	pipe          bool // the recording is in pipe format
+	// texts keeps the symbol field of callchain lines, per location and
+	// set of fields; scratch is where one is made.
+	texts   []symTexts
+	scratch []byte
 }
 
 // sampleResult is what the script format needs of the recording, from its
@@ -224,10 +228,93 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			}
 		}
 		b = append(b, '\t')
-		b = sf.appendFrame(b, f, l.Offset, l, len(l.Frames)-1, sf.inlines)
+		if f&fieldIP != 0 {
+			b = appendHex16(b, l.Offset)
+		}
+		b = append(b, sf.symText(f, l)...)
+		b = appendFrameRest(b, f, l, len(l.Frames)-1, sf.inlines)
 		b = append(b, '\n')
 	}
 	return append(sf.appendTail(b, f, s, rec), '\n')
+}
+
+// symTexts holds, for one set of fields, the symbol field a callchain
+// line prints (appendFrameSym of the location's outermost frame, "" when
+// the fields have none), per location: a location's name, offset and
+// trust are settled before the first sample is printed, and most frames
+// of a recording are locations printed before, whose text is then copied
+// from one place instead of gathered from the location's frames. It
+// grows with the distinct locations, as the Result does, in blocks that
+// never move.
+type symTexts struct {
+	f      scriptField
+	blocks [][]byte
+	span   []symSpan // by Location.ID
+}
+
+// symSpan is where a location's text lies in symTexts.blocks: block
+// blk+1 (0: not made), bytes [off, off+n).
+type symSpan struct{ blk, off, n uint32 }
+
+// symTextBlock is the size of a symTexts block.
+const symTextBlock = 1 << 20
+
+// symText returns the symbol field appendFrameSym prints for l's
+// outermost frame with fields f, made once per location.
+func (sf *scriptFormat) symText(f scriptField, l *check.Location) []byte {
+	var t *symTexts
+	for i := range sf.texts {
+		if sf.texts[i].f == f {
+			t = &sf.texts[i]
+			break
+		}
+	}
+	if t == nil {
+		sf.texts = append(sf.texts, symTexts{f: f})
+		t = &sf.texts[len(sf.texts)-1]
+	}
+	id := l.ID
+	if id < len(t.span) && t.span[id].blk > 0 {
+		sp := t.span[id]
+		return t.blocks[sp.blk-1][sp.off : sp.off+sp.n]
+	}
+	sf.scratch = appendFrameSym(sf.scratch[:0], f, l, len(l.Frames)-1)
+	text := sf.scratch
+	if id <= 0 || len(text) > symTextBlock {
+		return text // not numbered by a Result, or a name past any block
+	}
+	if id >= len(t.span) {
+		t.span = append(t.span, make([]symSpan, id+1-len(t.span))...)
+	}
+	if len(t.blocks) == 0 || len(t.blocks[len(t.blocks)-1])+len(text) > symTextBlock {
+		t.blocks = append(t.blocks, make([]byte, 0, symTextBlock))
+	}
+	bi := len(t.blocks) - 1
+	off := len(t.blocks[bi])
+	t.blocks[bi] = append(t.blocks[bi], text...)
+	t.span[id] = symSpan{blk: uint32(bi + 1), off: uint32(off), n: uint32(len(text))}
+	return t.blocks[bi][off:]
+}
+
+// appendHex16 appends v in hex right-aligned to 16 columns (printf's
+// "%16lx"), as appendUintPadLeft(b, v, 16, 16) without its copies: every
+// frame line begins with it.
+func appendHex16(b []byte, v uint64) []byte {
+	const digits = "0123456789abcdef"
+	// The padding first, then the digits over it, in place: digits
+	// made in a buffer of their own and copied stalled the copy on
+	// the bytes just stored.
+	n := len(b)
+	b = append(b, "                "...)
+	t := b[n : n+16]
+	for i := 15; ; i-- {
+		t[i] = digits[v&0xf]
+		v >>= 4
+		if v == 0 {
+			break
+		}
+	}
+	return b
 }
 
 // appendAddr is perf_sample__fprintf_addr: the address ("%16lx"), then,
@@ -300,10 +387,8 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
 		b = append(b, '/')
 		n := len(b)
-		b = strconv.AppendInt(b, int64(int32(s.TID)), 10)
-		for len(b)-n < 5 {
-			b = append(b, ' ')
-		}
+		b = appendIntPadLeft(b, int64(int32(s.TID)), 0)
+		b = appendSpaces(b, 5-(len(b)-n))
 		b = append(b, ' ')
 	case f&fieldPID != 0:
 		b = appendIntPadLeft(b, int64(int32(s.PID)), 5)
@@ -319,36 +404,95 @@ func (sf *scriptFormat) appendStart(b []byte, s *check.Sample, f scriptField, ch
 	}
 	if f&fieldTime != 0 {
 		// "%12s: " of seconds.microseconds (timestamp__scnprintf_usec).
-		var tmp [32]byte
-		t := strconv.AppendUint(tmp[:0], s.Time/1e9, 10)
-		t = appendZeroPadded(append(t, '.'), s.Time%1e9/1e3, 6)
-		b = appendPadLeft(b, t, 12)
+		sec := s.Time / 1e9
+		n := digitsOf(sec, 10)
+		b = appendDigits(appendSpaces(b, 12-n-7), sec, 10, n)
+		b = appendDigits(append(b, '.'), s.Time%1e9/1e3, 10, 6)
 		b = append(b, ": "...)
 	}
 	return b
 }
 
+// The number formatters below write their digits in place, after the
+// padding: digits made in a buffer of their own and copied stalled the
+// copy on the single bytes just stored (appendHex16), and a sample line
+// has four numbers.
+
 // appendUintPadLeft appends v in base, right-aligned to w columns.
 func appendUintPadLeft(b []byte, v uint64, base, w int) []byte {
-	var tmp [64]byte
-	return appendPadLeft(b, strconv.AppendUint(tmp[:0], v, base), w)
+	if base != 10 && base != 16 {
+		var tmp [64]byte
+		return appendPadLeft(b, strconv.AppendUint(tmp[:0], v, base), w)
+	}
+	n := digitsOf(v, base)
+	return appendDigits(appendSpaces(b, w-n), v, base, n)
 }
 
 // appendIntPadLeft appends v in decimal, right-aligned to w columns.
 func appendIntPadLeft(b []byte, v int64, w int) []byte {
-	var tmp [24]byte
-	return appendPadLeft(b, strconv.AppendInt(tmp[:0], v, 10), w)
+	if v >= 0 {
+		return appendUintPadLeft(b, uint64(v), 10, w)
+	}
+	u := uint64(-v) // -MinInt64 wraps to its magnitude
+	n := digitsOf(u, 10)
+	return appendDigits(append(appendSpaces(b, w-n-1), '-'), u, 10, n)
 }
 
 // appendZeroPadded appends v in decimal with leading zeros to w digits
 // (printf's "%0*d").
 func appendZeroPadded(b []byte, v uint64, w int) []byte {
-	var tmp [24]byte
-	d := strconv.AppendUint(tmp[:0], v, 10)
-	for i := len(d); i < w; i++ {
+	return appendDigits(b, v, 10, max(w, digitsOf(v, 10)))
+}
+
+// digitsOf is the number of digits of v in base 10 or 16.
+func digitsOf(v uint64, base int) int {
+	n := 1
+	if base == 16 {
+		for ; v >= 16; v >>= 4 {
+			n++
+		}
+		return n
+	}
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+// appendDigits appends the n lowest digits of v in base 10 or 16,
+// leading zeros included.
+func appendDigits(b []byte, v uint64, base, n int) []byte {
+	const digits = "0123456789abcdef"
+	start := len(b)
+	for range n {
 		b = append(b, '0')
 	}
-	return append(b, d...)
+	d := b[start:]
+	if base == 16 {
+		for i := n - 1; i >= 0 && v != 0; i-- {
+			d[i] = digits[v&0xf]
+			v >>= 4
+		}
+		return b
+	}
+	for i := n - 1; i >= 0 && v != 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
+}
+
+// appendSpaces appends n spaces (none when n <= 0).
+func appendSpaces(b []byte, n int) []byte {
+	const spaces = "                                "
+	for n > len(spaces) {
+		b = append(b, spaces...)
+		n -= len(spaces)
+	}
+	if n > 0 {
+		b = append(b, spaces[:n]...)
+	}
+	return b
 }
 
 // appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
@@ -356,14 +500,16 @@ func appendZeroPadded(b []byte, v uint64, w int) []byte {
 // the function to name: the outermost, or with expanded (--inline) any
 // of them. perf prints an inlined one (append_inlines' symbol, which
 // starts where the holding one does) as "name+0xOFF", its srcline, then
-// " (inlined)", without its DSO; the srcline of an expanded frame is its
-// own line (for the holding function, the call site), else the innermost
-// frame's (callchain_srcline, addr2line's first answer).
+// " (inlined)", without its DSO.
 func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, expanded bool) []byte {
-	inlined := expanded && frame < len(l.Frames)-1
 	if f&fieldIP != 0 {
-		b = appendUintPadLeft(b, addr, 16, 16)
+		b = appendHex16(b, addr)
 	}
+	return appendFrameRest(appendFrameSym(b, f, l, frame), f, l, frame, expanded)
+}
+
+// appendFrameSym is the symbol field appendFrame prints: " SYM+0xOFF".
+func appendFrameSym(b []byte, f scriptField, l *check.Location, frame int) []byte {
 	if f&fieldSym != 0 {
 		b = append(b, ' ')
 		var off uint64
@@ -374,6 +520,16 @@ func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *che
 			b = strconv.AppendUint(b, off, 16)
 		}
 	}
+	return b
+}
+
+// appendFrameRest is what appendFrame prints after the symbol field of
+// frame: " (DSO)", "\n  SRCLINE", and " (inlined)" for an inlined frame
+// of an expanded location. The srcline of an expanded frame is its own
+// line (for the holding function, the call site), else the innermost
+// frame's (callchain_srcline, addr2line's first answer).
+func appendFrameRest(b []byte, f scriptField, l *check.Location, frame int, expanded bool) []byte {
+	inlined := expanded && frame < len(l.Frames)-1
 	if f&fieldDSO != 0 && !inlined {
 		b = append(b, " ("...)
 		b = append(b, l.DSO.Path...)
