@@ -64,25 +64,39 @@ type space struct {
 }
 
 func (s *space) lookup(ip uint64) *Mapping {
+	m, _, _ := s.lookupSpan(ip)
+	return m
+}
+
+// lookupSpan is lookup that also returns the range [lo, hi) around ip over
+// which lookup gives the same answer: the mapping's own range, or the hole
+// between two mappings (hi 0: to the end of the address space).
+func (s *space) lookupSpan(ip uint64) (m *Mapping, lo, hi uint64) {
 	if m := s.hit; m != nil && m.Start <= ip && ip < m.Limit {
-		return m
+		return m, m.Start, m.Limit
 	}
 	// The first mapping that ends past ip (sort.Search, without its
 	// function call per step).
-	lo, hi := 0, len(s.maps)
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
+	i, j := 0, len(s.maps)
+	for i < j {
+		h := int(uint(i+j) >> 1)
 		if s.maps[h].Limit > ip {
-			hi = h
+			j = h
 		} else {
-			lo = h + 1
+			i = h + 1
 		}
 	}
-	if lo < len(s.maps) && s.maps[lo].Start <= ip {
-		s.hit = s.maps[lo]
-		return s.hit
+	if i < len(s.maps) && s.maps[i].Start <= ip {
+		s.hit = s.maps[i]
+		return s.hit, s.hit.Start, s.hit.Limit
 	}
-	return nil
+	if i > 0 {
+		lo = s.maps[i-1].Limit
+	}
+	if i < len(s.maps) {
+		hi = s.maps[i].Start
+	}
+	return nil, lo, hi
 }
 
 // insert adds m, trimming or splitting the mappings it overlaps, as the
@@ -439,30 +453,49 @@ func (t *Tracker) ThreadComm(tid uint32) string {
 // given cpumode, or nil. Kernel and hypervisor modes look in the kernel
 // maps; guest modes are not this machine's and return nil.
 func (t *Tracker) Lookup(pid uint32, mode perfdata.CPUMode, ip uint64) *Mapping {
+	m, _, _ := t.LookupSpan(pid, mode, ip)
+	return m
+}
+
+// LookupSpan is Lookup that also returns a range [lo, hi) holding ip over
+// which Lookup(pid, mode, ·) gives the same mapping until the maps change
+// (Generation), so that a caller walking a callchain can skip the lookup
+// of the addresses that follow in the same mapping. The range may be
+// narrower than the mapping (ip alone where the answer is a fallback);
+// hi < lo never holds but for hi 0, the end of the address space. With a
+// nil mapping the range is ip's alone.
+func (t *Tracker) LookupSpan(pid uint32, mode perfdata.CPUMode, ip uint64) (m *Mapping, lo, hi uint64) {
 	switch mode {
 	case perfdata.CPUModeKernel, perfdata.CPUModeHypervisor:
-		if m := t.kernel.lookup(ip); m != nil {
-			return m
+		m, lo, hi := t.kernel.lookupSpan(ip)
+		if m != nil {
+			return m, m.Start, m.Limit
 		}
+		// The kernel's own map covers what the modules do not: its
+		// answer holds over the hole between them, within its range.
 		if k := t.ktext; k != nil && ip >= k.Start && ip < k.Limit {
-			return k
+			lo = max(lo, k.Start)
+			if hi == 0 || hi > k.Limit {
+				hi = k.Limit
+			}
+			return k, lo, hi
 		}
-		return nil
+		return nil, ip, ip + 1
 	case perfdata.CPUModeGuestKernel, perfdata.CPUModeGuestUser:
-		return nil
+		return nil, ip, ip + 1
 	}
 	if p := t.find(pid); p != nil {
 		if m := p.space.lookup(ip); m != nil {
-			return m
+			return m, m.Start, m.Limit
 		}
 	}
 	// perf's thread__find_map falls back to the kernel maps for a user-mode
 	// address that no user map covers (e.g. [vsyscall] or an unmarked
 	// kernel address): try that before giving up.
 	if m := t.kernel.lookup(ip); m != nil {
-		return m
+		return m, ip, ip + 1
 	}
-	return nil
+	return nil, ip, ip + 1
 }
 
 // Generation returns values that change whenever a Lookup for pid could

@@ -17,7 +17,8 @@
 #            on a perf record -z recording the floor is readfloor -z, which also
 #            decompresses the compressed records (both floors are printed)
 #   check    perfcheck check   vs perf buildid-list --with-hits  >= 1x, and
-#            GOMAXPROCS=1 / GOMAXPROCS=2 of perfcheck check    >= 1.6x
+#            GOMAXPROCS=1 / GOMAXPROCS=2 of perfcheck check    >= 1.6x; and the
+#            floor: bench/readfloor -ordered (the records read in time order)
 #   top      perfcheck top     vs perf report --stdio --no-children   >= 5x (50x on
 #            a --call-graph dwarf recording)
 #   script   perfcheck script  vs perf script                    >= 3x, peak RSS <= perf's
@@ -224,6 +225,12 @@ for f in "${files[@]}"; do
 		row "perf buildid-list --with-hits" phits
 		row "perfcheck check" ccheck
 		ratio "perf buildid-list --with-hits / perfcheck" phits ccheck time ">=" 1
+		# The check's floor: reading the records in time order, nothing else.
+		# shellcheck disable=SC2034
+		ofloor=("$scratch/readfloor" -ordered "$f")
+		pair phits ofloor
+		row "Go program that only reads FILE in time order (readfloor -ordered)" ofloor
+		ratio "perf buildid-list --with-hits / readfloor -ordered" phits ofloor time ">=" 1
 		# shellcheck disable=SC2034
 		gmp1=(env GOMAXPROCS=1 "$pc" check "$f") gmp2=(env GOMAXPROCS=2 "$pc" check "$f")
 		pair gmp1 gmp2

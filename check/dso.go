@@ -213,6 +213,7 @@ type Options struct {
 	host       hostRoots    // tests: replaces /sys and /proc for kernel modules
 	batchOps   int          // tests: the most records a feed batch holds; 0 = feedBatchOps
 	rawProbe   uint64       // tests: the samples rawCacheOff judges over; 0 = rawProbe
+	rawEntries int          // tests: the raw-stack cache's bound; 0 = rawCacheEntries
 
 	// debugFiles, set by Analyze, is the lookup whose debug directories
 	// defaultOpener looks for separate debug files in.

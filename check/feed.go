@@ -140,6 +140,9 @@ func (s *session) feed(ctx context.Context, f recording) error {
 	for range feedBatches {
 		free <- newFeedBatch(maxOps)
 	}
+	if !s.bySignature() {
+		s.stackerOps = min(maxOps, stackerOps) // started by stackerDue
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -155,6 +158,7 @@ func (s *session) feed(ctx context.Context, f recording) error {
 	})
 	close(work)
 	<-done
+	s.stopStacker()
 	return err
 }
 
@@ -233,8 +237,11 @@ func (s *session) addSample(b *feedBatch, r *perfdata.Sample, events []perfdata.
 	if r.Callchain != nil {
 		// The first half of the callchain's digest; apply takes the
 		// second, so that the two goroutines' work stays balanced (this
-		// one also reads and orders the file).
-		op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
+		// one also reads and orders the file). Once the raw-stack
+		// cache is off, no digest is needed.
+		if !s.rawOffRead.Load() {
+			op.chainHash = maphash.Bytes(s.rawSeeds[0], u64Bytes(r.Callchain))
+		}
 		op.chainLo = int32(len(b.words))
 		b.words = append(b.words, r.Callchain...)
 		op.chainHi = int32(len(b.words))

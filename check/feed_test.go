@@ -71,15 +71,17 @@ func TestFeedPipelineSameAsSerial(t *testing.T) {
 	for _, name := range feedFixtures(t) {
 		t.Run(filepath.Base(name), func(t *testing.T) {
 			t.Parallel()
-			run := func(workers int) string {
+			run := func(workers int, replay bool) string {
 				res, err := Analyze(context.Background(), Path(name), Options{Lookup: buildidcache.Options{BuildIDDir: cache},
-					Replay: true, NoSymbols: true, Workers: workers, batchOps: smallBatch})
+					Replay: replay, NoSymbols: true, Workers: workers, batchOps: smallBatch, rawProbe: 1})
 				require.NoError(t, err)
 				require.NotZero(t, res.Samples, "no samples")
 				return fingerprint(t, res)
 			}
-			serial, piped := run(1), run(0)
-			assert.True(t, serial == piped, "pipelined reading differs from serial:\n%s", firstDiff(serial, piped))
+			for _, replay := range []bool{true, false} {
+				serial, piped := run(1, replay), run(0, replay)
+				assert.True(t, serial == piped, "pipelined reading (replay %v) differs from serial:\n%s", replay, firstDiff(serial, piped))
+			}
 		})
 	}
 }
@@ -136,26 +138,40 @@ func TestFeedSameAsDirect(t *testing.T) {
 			f, err := perfdata.Open(name)
 			require.NoError(t, err)
 			defer f.Close()
-			var prints []string
-			for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
-				opts := Options{Lookup: buildidcache.Options{BuildIDDir: cache}, Replay: true, NoSymbols: true,
-					Workers: workers, batchOps: smallBatch}
-				s := newTestSession(t, opts)
-				if workers < 0 {
-					s.opts.Workers = 0
-					feedDirect(t, s, f)
-				} else {
-					require.NoError(t, s.feed(context.Background(), f))
-				}
-				res, err := s.finish(context.Background())
-				require.NoError(t, err)
-				require.NotZero(t, res.Samples, "no samples")
-				prints = append(prints, fingerprint(t, res))
+			for _, o := range []Options{{Replay: true}, {}, {rawProbe: 7}, {rawProbe: 1, rawEntries: 5}} {
+				feedSameAsDirect(t, f, cache, o)
 			}
-			assert.True(t, prints[1] == prints[0], "batched reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[1]))
-			assert.True(t, prints[2] == prints[0], "pipelined reading differs from record-by-record feeding:\n%s", firstDiff(prints[0], prints[2]))
 		})
 	}
+}
+
+// feedSameAsDirect is TestFeedSameAsDirect on f with o: with
+// Options.Replay samples are counted by DSO signature, without by stack;
+// a small o.rawProbe has the stacker take over (stackerDue) when
+// pipelined, after the first sample or in the middle of the reading, and
+// a small o.rawEntries has the raw-stack cache start over many times, and
+// the stacker's raw-stack numbers with it.
+func feedSameAsDirect(t *testing.T, f *perfdata.File, cache string, o Options) {
+	t.Helper()
+	var prints []string
+	for _, workers := range []int{-1, 1, 0} { // direct, batched serially, pipelined
+		opts := o
+		opts.Lookup, opts.NoSymbols = buildidcache.Options{BuildIDDir: cache}, true
+		opts.Workers, opts.batchOps = workers, smallBatch
+		s := newTestSession(t, opts)
+		if workers < 0 {
+			s.opts.Workers = 0
+			feedDirect(t, s, f)
+		} else {
+			require.NoError(t, s.feed(context.Background(), f))
+		}
+		res, err := s.finish(context.Background())
+		require.NoError(t, err)
+		require.NotZero(t, res.Samples, "no samples")
+		prints = append(prints, fingerprint(t, res))
+	}
+	assert.True(t, prints[1] == prints[0], "batched reading (%+v) differs from record-by-record feeding:\n%s", o, firstDiff(prints[0], prints[1]))
+	assert.True(t, prints[2] == prints[0], "pipelined reading (%+v) differs from record-by-record feeding:\n%s", o, firstDiff(prints[0], prints[2]))
 }
 
 // smallBatch is Options.batchOps for the feed tests: batches of three

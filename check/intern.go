@@ -126,6 +126,15 @@ func (t *stackTable) find(h uint64, refs []int32, stacks [][]int32) (id int32, s
 	}
 }
 
+// touch reads the slot where a lookup of hash h starts and returns it, for
+// the caller to keep (so that the read is not dropped): see stacker.apply.
+func (t *stackTable) touch(h uint64) uint64 {
+	if len(t.slots) == 0 {
+		return 0
+	}
+	return t.slots[int(h>>32>>t.shift)&(len(t.slots)-1)]
+}
+
 // insert puts stack id, the next one, whose hash is h, in slot, which
 // find returned.
 func (t *stackTable) insert(slot int, h uint64, id int32) {

@@ -75,9 +75,7 @@ func (t *rawTable) touch(key rawKey) uint64 {
 func (t *rawTable) insert(key rawKey, stack int32, max int) *rawSlot {
 	key = nonZero(key)
 	if t.n >= max {
-		t.flush()
-		clear(t.slots)
-		t.n = 0
+		t.startOver()
 	}
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
@@ -108,6 +106,14 @@ func (t *rawTable) grow() {
 		}
 		t.slots[i] = *sl
 	}
+}
+
+// startOver empties the table, after adding every slot's counts to its
+// aggregate.
+func (t *rawTable) startOver() {
+	t.flush()
+	clear(t.slots)
+	t.n = 0
 }
 
 // flush adds every slot's counts to its aggregate.

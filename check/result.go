@@ -276,8 +276,11 @@ type Result struct {
 
 	aggOnce sync.Once
 	aggs    []Aggregate
-	aggSrc  *aggTable     // the session's aggregates, until Aggregates builds aggs
-	replay  *replaySource // with Options.Replay: what EachSample reads
+	aggSrc  *aggTable // the session's aggregates, until Aggregates builds aggs
+	// aggMu guards aggSrc and aggs for eachAggregate, which reads the
+	// session's aggregates while Aggregates may be building its own.
+	aggMu  sync.Mutex
+	replay *replaySource // with Options.Replay: what EachSample reads
 	// addrLocs are the locations of the samples' addresses
 	// (Sample.AddrLocation), by index in the session's addrRefs.
 	addrLocs []Location
@@ -312,21 +315,63 @@ func (r *Result) buildAggregates() {
 	for i := 1; i < len(start); i++ {
 		start[i] += start[i-1]
 	}
-	r.aggs = make([]Aggregate, r.aggSrc.n)
+	aggs := make([]Aggregate, r.aggSrc.n)
 	next := slices.Clone(start[:len(r.Stacks)])
 	r.aggSrc.each(func(a *aggEntry) {
 		k := a.key
-		ag := &r.aggs[next[k.stack]]
+		ag := &aggs[next[k.stack]]
 		next[k.stack]++
 		ag.Stack, ag.Event, ag.PID, ag.TID = r.Stacks[k.stack], int(k.event), k.pid, k.tid
 		ag.Comm, ag.Samples, ag.Period = r.comms[k.comm], a.samples, a.period
 	})
-	r.aggSrc = nil
 	for i := range len(r.Stacks) {
-		if run := r.aggs[start[i]:start[i+1]]; len(run) > 1 {
+		if run := aggs[start[i]:start[i+1]]; len(run) > 1 {
 			slices.SortFunc(run, compareAggregates)
 		}
 	}
+	r.aggMu.Lock()
+	r.aggs, r.aggSrc = aggs, nil
+	r.aggMu.Unlock()
+}
+
+// eachAggregate calls f with every aggregate's stack index (Stack.ID - 1),
+// event, samples and period, in no order, and returns true; without
+// building Aggregates when it is not built yet (the session's aggregates
+// are not changed after finish). It returns false, calling f for none,
+// when the Result has no aggregates from a session (one made by hand).
+func (r *Result) eachAggregate(f func(stack, event int32, samples, period uint64)) bool {
+	return r.eachAggregatePart(0, 1, f)
+}
+
+// eachAggregatePart is eachAggregate over part of parts of the
+// aggregates, which parts calls, one per part, may walk concurrently.
+func (r *Result) eachAggregatePart(part, parts int, f func(stack, event int32, samples, period uint64)) bool {
+	r.aggMu.Lock()
+	src, aggs := r.aggSrc, r.aggs
+	r.aggMu.Unlock()
+	if src == nil {
+		if aggs == nil {
+			return false
+		}
+		for i := range aggs {
+			if ag := &aggs[i]; ag.Stack == nil || ag.Stack.set == nil {
+				return false
+			}
+		}
+		for i := part * len(aggs) / parts; i < (part+1)*len(aggs)/parts; i++ {
+			ag := &aggs[i]
+			f(int32(ag.Stack.ID-1), int32(ag.Event), ag.Samples, ag.Period)
+		}
+		return true
+	}
+	blocks := src.blocks
+	for _, b := range blocks[part*len(blocks)/parts : (part+1)*len(blocks)/parts] {
+		for i := range b {
+			a := &b[i]
+			f(a.key.stack, a.key.event, a.samples, a.period)
+		}
+	}
+	return true
 }
 
 // compareAggregates orders two aggregates of one stack by event, pid, tid

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/perfcheck/perfcheck/addrspace"
@@ -174,11 +175,18 @@ type session struct {
 	addrNamed   []bool
 	addrRefs    []frameRef
 	addrIdx     map[frameRef]int32
-	locMemo     [1024]locMemo
+	locMemo     [16384]locMemo
 	touched     uint64 // what apply's slot reads read (kept so they stay)
 	aggs        aggTable
-	comms       []string
-	commIdx     map[string]int32
+	sig         sigState // signature's, with Options.ReportOnly
+	// stacker, while feed runs it, interns the stacks and counts the
+	// aggregates on a goroutine of its own (stacker.go); stackerOps,
+	// when not 0, says that feed pipelines and stackerDue may start it,
+	// with batches of that many samples.
+	stacker    *stacker
+	stackerOps int
+	comms      []string
+	commIdx    map[string]int32
 	// lastComm is commID's last answer (lastCommID -1: none).
 	lastComm   string
 	lastCommID int32
@@ -203,8 +211,11 @@ type session struct {
 	// (signatureSlot) once rawOff is set (rawCacheOff): then the
 	// raw-stack cache is no longer used. rawTries and rawHits count
 	// lookups and hits until it is decided.
-	sigSlot           rawSlot
-	rawOff            bool
+	sigSlot rawSlot
+	rawOff  bool
+	// rawOffRead is rawOff for the reading goroutine (feed.go), which
+	// then stops taking the callchains' digests.
+	rawOffRead        atomic.Bool
 	rawTries, rawHits uint64
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
@@ -384,8 +395,22 @@ func (s *session) sample(e *sampleEvent) {
 	if e.Time > s.lastTime {
 		s.lastTime = e.Time
 	}
+	if s.stacker != nil || s.stackerOps > 0 && s.stackerDue() {
+		s.stackedSample(e)
+		return
+	}
 	raw := s.stackOf(e)
 	id := raw.stack
+	if s.opts.ReportOnly {
+		// The report counts samples by signature alone (countHits):
+		// one aggregate each, whatever the event, thread or comm.
+		if raw.agg == 0 {
+			raw.agg = s.aggs.find(aggKey{stack: id}) + 1
+		}
+		raw.samples++
+		raw.period += e.Period
+		return
+	}
 	comm := s.commID(s.tracker.ThreadComm(e.TID))
 	if raw.agg == 0 || raw.event != int32(e.Event) || raw.tid != e.TID || raw.comm != comm {
 		// Not the aggregate this raw stack fed last (its pid is part of
@@ -418,6 +443,14 @@ func (s *session) commID(c string) int32 {
 // most three quarters of the slots in use: under 32 MiB); past it the
 // cache starts over (it is only a shortcut).
 const rawCacheEntries = 1 << 18
+
+// rawEntries is rawCacheEntries, or what a test sets (Options.rawEntries).
+func (s *session) rawEntries() int {
+	if s.opts.rawEntries > 0 {
+		return s.opts.rawEntries
+	}
+	return rawCacheEntries
+}
 
 // rawKey identifies a raw stack by a 128-bit digest of what makes it
 // resolve as it does: the process, its maps' generations, the mode and
@@ -470,7 +503,7 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 	pg, kg := s.tracker.Generation(e.PID)
 	user := s.userFrames(e)
 	if s.opts.ReportOnly && s.rawCacheOff() {
-		return s.signatureSlot(e, user, pg, kg)
+		return s.signatureSlot(e, user)
 	}
 	var key rawKey
 	if e.keyed && e.User == nil && e.keyPG == pg && e.keyKG == kg {
@@ -483,18 +516,27 @@ func (s *session) stackOf(e *sampleEvent) *rawSlot {
 		return sl
 	}
 
-	refs := s.locsOf(e, user, pg, kg, s.refBuf[:0])
-	if s.bySignature() {
-		refs = s.dsoSignature(refs)
+	var refs []int32
+	switch {
+	case s.opts.ReportOnly:
+		refs = s.signature(e, user, s.refBuf[:0])
+	case s.bySignature():
+		refs = s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
+	default:
+		refs = s.locsOf(e, user, pg, kg, s.refBuf[:0])
 	}
 	s.refBuf = refs
-	return s.raws.insert(key, s.internStack(refs), rawCacheEntries)
+	return s.raws.insert(key, s.internStack(refs), s.rawEntries())
 }
 
 // internStack returns the id of the stack refs, adding it when new: stacks
 // are deduplicated by their resolved content.
 func (s *session) internStack(refs []int32) int32 {
-	h := s.stackIdx.hash(refs)
+	return s.internHashed(refs, s.stackIdx.hash(refs))
+}
+
+// internHashed is internStack of refs, whose hash (stackTable.hash) is h.
+func (s *session) internHashed(refs []int32, h uint64) int32 {
 	id, slot := s.stackIdx.find(h, refs, s.stacks)
 	if id < 0 {
 		id = int32(len(s.stacks))
@@ -528,6 +570,7 @@ func (s *session) rawCacheOff() bool {
 	if s.rawHits*4 < s.rawTries {
 		s.raws.flush()
 		s.rawOff = true
+		s.rawOffRead.Store(true)
 		return true
 	}
 	s.rawTries, s.rawHits = 0, 0
@@ -540,10 +583,10 @@ const rawProbe = 1 << 16
 // signatureSlot is stackOf for Options.ReportOnly once the raw-stack cache
 // is off (rawCacheOff): samples feed one slot, flushed into its aggregate
 // when the signature changes.
-func (s *session) signatureSlot(e *sampleEvent, user []uint64, pg, kg uint64) *rawSlot {
-	refs := s.dsoSignature(s.locsOf(e, user, pg, kg, s.refBuf[:0]))
+func (s *session) signatureSlot(e *sampleEvent, user []uint64) *rawSlot {
+	refs := s.signature(e, user, s.refBuf[:0])
 	s.refBuf = refs
-	id := s.internStack(refs)
+	id := s.internSignature(refs)
 	sl := &s.sigSlot
 	if sl.stack != id || sl.agg == 0 {
 		s.raws.flushCounts(sl)
@@ -598,10 +641,13 @@ func (s *session) bySignature() bool {
 // locOf returns the location id of ip in pid's address space for mode,
 // with pg and kg the maps' generations now (Tracker.Generation). A new raw
 // stack is mostly addresses seen in other stacks of the process (the same
-// call sites), so the answers are kept in a small direct-mapped memo keyed
-// by everything that decides them: generations are never reused, even
-// across pid reuse, so an entry of maps since changed can no longer match.
-// It saves resolving and interning each frame again (a map lookup each).
+// call sites), so the answers are kept in a direct-mapped memo keyed by
+// everything that decides them: generations are never reused, even across
+// pid reuse, so an entry of maps since changed can no longer match. It
+// saves resolving and interning each frame again (a miss in a table far
+// larger than the caches, where stacks rarely repeat); it is sized to sit
+// in a core's second-level cache, not its first, for the many distinct
+// addresses of a large process.
 func (s *session) locOf(pid uint32, mode perfdata.CPUMode, ip, pg, kg uint64) int32 {
 	m := &s.locMemo[(ip^ip>>16^uint64(pid)*0x9e3779b97f4a7c15)%uint64(len(s.locMemo))]
 	if m.ok && m.ip == ip && m.pid == pid && m.mode == mode && m.pg == pg && m.kg == kg {

@@ -13,6 +13,12 @@
 // library perfdata uses, in its cheapest use: synchronous (perf's reader
 // decompresses in the thread that reads) and writing its output to
 // io.Discard, so that not even a copy of the decompressed bytes is made.
+//
+// With -ordered it reads the file as a perf.data recording, every record
+// decoded and delivered in perf's time order (perfdata's ordered reading),
+// and does nothing with them: the floor of a command that must see the
+// samples in time order, as check does, however its own work is spread
+// over the cores.
 package main
 
 import (
@@ -24,15 +30,26 @@ import (
 	"os"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 func main() {
 	decompress := flag.Bool("z", false, "also decompress the zstd data of the perf.data file's compressed records")
-	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: readfloor [-z] FILE") }
+	ordered := flag.Bool("ordered", false, "read the records in time order with perfdata")
+	flag.Usage = func() { fmt.Fprintln(os.Stderr, "usage: readfloor [-z | -ordered] FILE") }
 	flag.Parse()
-	if flag.NArg() != 1 {
+	if flag.NArg() != 1 || *decompress && *ordered {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *ordered {
+		n, err := readOrdered(flag.Arg(0))
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(n)
+		return
 	}
 	f, err := os.Open(flag.Arg(0))
 	if err != nil {
@@ -281,4 +298,20 @@ func (w *walker) decompress() (int64, error) {
 		err = nil
 	}
 	return n, err
+}
+
+// readOrdered reads the recording's records in time order and returns how
+// many there were.
+func readOrdered(name string) (int64, error) {
+	f, err := perfdata.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	rs := f.Records(perfdata.RecordsOptions{Ordered: true})
+	var n int64
+	for rs.Next() {
+		n++
+	}
+	return n, rs.Err()
 }

@@ -247,6 +247,27 @@ func symFrame(sym, dso string) perfFrame {
 // entry perfdata decodes there.
 func rewriteBranchFlags(t *testing.T, src, dst string, next func() uint64) int {
 	t.Helper()
+	return rewriteSamples(t, src, dst, func(raw []byte, a perfdata.Attr, s *perfdata.Sample) int {
+		off := s.Header().Offset + 8 + 8*int64(fixedBefore(t, a.SampleType, perfdata.SampleBranchStack)) + 8
+		if a.BranchSampleType&perfdata.BranchHWIndex != 0 {
+			off += 8
+		}
+		for i, e := range s.Branches {
+			at := off + 24*int64(i)
+			require.Equal(t, e.From, binary.LittleEndian.Uint64(raw[at:]), "entry %d of the sample at %d", i, s.Header().Offset)
+			require.Equal(t, e.To, binary.LittleEndian.Uint64(raw[at+8:]))
+			binary.LittleEndian.PutUint64(raw[at+16:], next())
+		}
+		return len(s.Branches)
+	})
+}
+
+// rewriteSamples copies the uncompressed recording src to dst with each
+// SAMPLE's bytes changed in place by rewrite (given the whole file, the
+// sample's event attr and its decoding), and returns the sum of what
+// rewrite returned: how many values it replaced.
+func rewriteSamples(t *testing.T, src, dst string, rewrite func(raw []byte, a perfdata.Attr, s *perfdata.Sample) int) int {
+	t.Helper()
 	raw, err := os.ReadFile(src)
 	require.NoError(t, err)
 	f, err := perfdata.Open(src)
@@ -256,23 +277,12 @@ func rewriteBranchFlags(t *testing.T, src, dst string, next func() uint64) int {
 	rs := f.Records(perfdata.RecordsOptions{})
 	for rs.Next() {
 		s, ok := rs.Record().(*perfdata.Sample)
-		if !ok || len(s.Branches) == 0 {
+		if !ok {
 			continue
 		}
 		h := s.Header()
 		require.False(t, h.Compressed)
-		a := f.Events()[h.EventIndex].Attr
-		off := h.Offset + 8 + 8*int64(fixedBefore(t, a.SampleType, perfdata.SampleBranchStack)) + 8
-		if a.BranchSampleType&perfdata.BranchHWIndex != 0 {
-			off += 8
-		}
-		for i, e := range s.Branches {
-			at := off + 24*int64(i)
-			require.Equal(t, e.From, binary.LittleEndian.Uint64(raw[at:]), "entry %d of the sample at %d", i, h.Offset)
-			require.Equal(t, e.To, binary.LittleEndian.Uint64(raw[at+8:]))
-			binary.LittleEndian.PutUint64(raw[at+16:], next())
-			n++
-		}
+		n += rewrite(raw, f.Events()[h.EventIndex].Attr, s)
 	}
 	require.NoError(t, rs.Err())
 	require.NoError(t, os.WriteFile(dst, raw, 0o644))

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -119,27 +118,13 @@ func dataSrcValue(k uint64, rng *rand.Rand) uint64 {
 // against the value perfdata decodes there.
 func rewriteDataSrc(t *testing.T, src, dst string, next func() uint64) int {
 	t.Helper()
-	raw, err := os.ReadFile(src)
-	require.NoError(t, err)
-	f, err := perfdata.Open(src)
-	require.NoError(t, err)
-	defer f.Close()
-	n := 0
-	rs := f.Records(perfdata.RecordsOptions{})
-	for rs.Next() {
-		s, ok := rs.Record().(*perfdata.Sample)
-		if !ok || s.Fields&perfdata.SampleDataSrc == 0 {
-			continue
+	return rewriteSamples(t, src, dst, func(raw []byte, a perfdata.Attr, s *perfdata.Sample) int {
+		if s.Fields&perfdata.SampleDataSrc == 0 {
+			return 0
 		}
-		h := s.Header()
-		require.False(t, h.Compressed)
-		st := f.Events()[h.EventIndex].Attr.SampleType
-		at := h.Offset + 8 + 8*int64(fixedBefore(t, st, perfdata.SampleDataSrc))
-		require.Equal(t, s.DataSrc, binary.LittleEndian.Uint64(raw[at:]), "data_src of the sample at %d", h.Offset)
+		at := s.Header().Offset + 8 + 8*int64(fixedBefore(t, a.SampleType, perfdata.SampleDataSrc))
+		require.Equal(t, s.DataSrc, binary.LittleEndian.Uint64(raw[at:]), "data_src of the sample at %d", s.Header().Offset)
 		binary.LittleEndian.PutUint64(raw[at:], next())
-		n++
-	}
-	require.NoError(t, rs.Err())
-	require.NoError(t, os.WriteFile(dst, raw, 0o644))
-	return n
+		return 1
+	})
 }

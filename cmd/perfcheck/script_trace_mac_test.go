@@ -71,14 +71,7 @@ func TestScriptTraceMACAndHexDumpMatchPerf(t *testing.T) {
 		`__get_dynamic_array_len(dev)`)
 	b = rewritePrintFmt(t, b, "sched_process_exec", `"f=%*phN pid=%d", __get_dynamic_array_len(filename), `+
 		`__get_dynamic_array(filename), REC->pid`)
-	forms := filepath.Join(w.dir, "forms.data")
-	require.NoError(t, os.WriteFile(forms, b, 0o644))
-
-	perf := w.run("perf", "script", "-i", forms)
-	out, errs, code := w.pcOut(proofCase{}, "script", forms)
-	require.Equal(t, exitOK, code, errs)
-	assert.Empty(t, errs)
-	require.Equal(t, perf, out)
+	perf := scriptRewrittenSameAsPerf(t, w, "forms.data", b)
 	// What the recording must hold for the comparison to prove anything.
 	assert.Contains(t, perf, " M=02:11:22:33:44:55 m=021122334455 MR=55:44:33:22:11:02 mR=554433221102 "+
 		"MF=02-11-22-33-44-55 mF=021122334455 MFR=02-11-22-33-44-55R MRF=55:44:33:22:11:02F Mx=02:11:22:33:44:55x "+

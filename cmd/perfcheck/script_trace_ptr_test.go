@@ -15,6 +15,21 @@ import (
 	"github.com/perfcheck/perfcheck/perfdata"
 )
 
+// scriptRewrittenSameAsPerf writes the rewritten recording b as name in
+// w's directory, requires perfcheck script to print exactly what perf
+// script prints for it, without a word on stderr, and returns that text.
+func scriptRewrittenSameAsPerf(t *testing.T, w *realWorld, name string, b []byte) string {
+	t.Helper()
+	data := filepath.Join(w.dir, name)
+	require.NoError(t, os.WriteFile(data, b, 0o644))
+	perf := w.run("perf", "script", "-i", data)
+	out, errs, code := w.pcOut(proofCase{}, "script", data)
+	require.Equal(t, exitOK, code, errs)
+	assert.Empty(t, errs)
+	require.Equal(t, perf, out)
+	return perf
+}
+
 // rewritePrintFmt returns the little-endian file-format recording b with
 // the "print fmt:" line of tracepoint event's format in its TRACING_DATA
 // section replaced by "print fmt: " + format: the section, with that
@@ -94,14 +109,7 @@ func TestScriptTracePointerFormsMatchPerf(t *testing.T) {
 		`REC->saddr, REC->saddr, REC->saddr, REC->daddr, REC->daddr`)
 	b = rewritePrintFmt(t, b, "sched_process_exec", `"m=%s w=[%30s] p=[%.5s] l=[%-*s] f=%s", `+
 		`__get_bitmask(filename), __get_bitmask(filename), __get_bitmask(filename), 28, __get_bitmask(filename), __get_str(filename)`)
-	forms := filepath.Join(w.dir, "forms.data")
-	require.NoError(t, os.WriteFile(forms, b, 0o644))
-
-	perf := w.run("perf", "script", "-i", forms)
-	out, errs, code := w.pcOut(proofCase{}, "script", forms)
-	require.Equal(t, exitOK, code, errs)
-	assert.Empty(t, errs)
-	require.Equal(t, perf, out)
+	perf := scriptRewrittenSameAsPerf(t, w, "forms.data", b)
 	// What the recording must hold for the comparison to prove anything.
 	assert.Regexp(t, `U=[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12} b=\S+ B=[0-9A-F-]+ l=\S+ L=[0-9A-F-]+ x=\S+x bad=INVALIDUUID B=0x[0-9a-f]+B b=0x[0-9a-f]+bl arr=\(nil\)bl K=`, perf)
 	assert.Regexp(t, `sched_process_exec: m=[0-9a-f]{2,8}(,[0-9a-f]{8})+ w=\[ *[0-9a-f,]+\] p=\[[0-9a-f,]{5}\] l=\[[0-9a-f,]+ *\] f=/`, perf)
@@ -133,14 +141,7 @@ func scriptIPLettersMatchPerf(t *testing.T, w *realWorld, recorded []byte) {
 		`%pISl|%pISn|%pISb|%pISpl|%pISpfh|%pISsph|%piSc|%pISpsc]", REC->saddr, REC->saddr, REC->saddr, REC->saddr, `+
 		`REC->saddr, REC->saddr, REC->saddr, REC->saddr, REC->saddr, REC->saddr, REC->saddr, REC->saddr, `+
 		`REC->saddr, REC->saddr, REC->saddr, REC->saddr`)
-	letters := filepath.Join(w.dir, "letters.data")
-	require.NoError(t, os.WriteFile(letters, b, 0o644))
-
-	perf := w.run("perf", "script", "-i", letters)
-	out, errs, code := w.pcOut(proofCase{}, "script", letters)
-	require.Equal(t, exitOK, code, errs)
-	assert.Empty(t, errs)
-	require.Equal(t, perf, out)
+	perf := scriptRewrittenSameAsPerf(t, w, "letters.data", b)
 	// What the recording must hold for the comparison to prove anything.
 	assert.Contains(t, perf, "[1.0.0.127|1.0.0.127|127.0.0.1|127.0.0.1|001.000.000.127|001.000.000.127|1.0.0.127x|127.0.0.1c|"+
 		"0000:0000:0000:0000:0000:ffff:7f00:0001h|0000:0000:0000:0000:0000:ffff:7f00:0001n|00000000000000000000ffff7f000001|"+
