@@ -66,7 +66,7 @@ func TestScriptInlinedLeafWithoutCallchain(t *testing.T) {
 	requireAllVerified(t, data, prog)
 
 	for _, fields := range scriptInlineFields {
-		for _, inl := range []struct{ perf, pc []string }{{nil, nil}, {[]string{"--no-inline"}, nil}, {[]string{"--inline"}, []string{"--inline"}}} {
+		for _, inl := range []struct{ perf, pc []string }{{nil, nil}, {[]string{"--no-inline"}, []string{"--no-inline"}}, {[]string{"--inline"}, []string{"--inline"}}} {
 			perf := w.run("perf", append(append([]string{"script", "-i", data}, fields...), inl.perf...)...)
 			out, errs, code := ckRun(t, append(append(append(append([]string{"script"}, fields...), inl.pc...), ckLikePerf(t)...), data)...)
 			require.Equal(t, exitOK, code, errs)
@@ -143,7 +143,7 @@ func TestScriptInlinedLeafWithCallchain(t *testing.T) {
 	for _, fields := range scriptInlineFields {
 		for _, inl := range [][]string{nil, {"--no-inline"}} {
 			perf := w.run("perf", append(append([]string{"script", "-i", data}, fields...), inl...)...)
-			out, errs, code := ckRun(t, append(append(append([]string{"script"}, fields...), ckLikePerf(t)...), data)...)
+			out, errs, code := ckRun(t, append(append(append(append([]string{"script"}, fields...), inl...), ckLikePerf(t)...), data)...)
 			require.Equal(t, exitOK, code, errs)
 			require.Equal(t, progSrclines(perf, prog), progSrclines(out, prog), "perf script %v %v", fields, inl)
 		}
@@ -175,11 +175,11 @@ func TestScriptInlinedFramesDwarfCallchain(t *testing.T) {
 	requireAllVerified(t, data, prog)
 
 	for _, fields := range scriptInlineFields {
-		for _, inl := range []struct{ perf, pc []string }{{nil, []string{"--inline"}}, {[]string{"--no-inline"}, nil}} {
+		for _, inl := range []struct{ perf, pc []string }{{nil, []string{"--inline"}}, {[]string{"--no-inline"}, []string{"--no-inline"}}} {
 			perf := w.run("perf", append(append([]string{"script", "-i", data}, fields...), inl.perf...)...)
 			out, errs, code := ckRun(t, append(append(append(append([]string{"script"}, fields...), inl.pc...), ckLikePerf(t)...), data)...)
 			require.Equal(t, exitOK, code, errs)
-			if inl.pc != nil {
+			if inl.perf == nil {
 				_, n := dropInlinedLines(out)
 				assert.Greater(t, n, 20, "spin (inlined) lines, -F %v", fields)
 			}
@@ -314,4 +314,27 @@ func checkInlinedJSON(t *testing.T, data, prog string) map[string]uint64 {
 	}
 	require.NoError(t, sc.Err())
 	return n
+}
+
+// Flags of script that contradict each other are refused with the reason,
+// and nothing is printed.
+func TestScriptFlagUsageErrors(t *testing.T) {
+	t.Parallel()
+	data := ckFixture(t, "cshared-fp.data")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--inline", "--no-inline"}, "--inline and --no-inline: give one"},
+		{[]string{"--count"}, "--count goes with --folded"},
+		{[]string{"--folded", "--trust-lines"}, "--folded takes none of --json, -F, --trust-lines"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			t.Parallel()
+			out, errs, code := ckRun(t, append(append([]string{"script"}, c.args...), data)...)
+			assert.Equal(t, exitError, code)
+			assert.Empty(t, out)
+			assert.Equal(t, "perfcheck script: "+c.want+"\n", errs)
+		})
+	}
 }
