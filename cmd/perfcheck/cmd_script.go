@@ -75,6 +75,7 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Prints each sample and its callchain in perf script's own text grammar; an untrusted frame is \"[verdict] dso+0xoffset (dso)\", never named.", stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per sample (JSON Lines; docs/commands-check.md)")
 	inlines := fs.Bool("inline", false, "print inlined frames on their own lines, as perf script --inline")
+	noInlines := fs.Bool("no-inline", false, "print no inlined frames (the default), as perf script --no-inline")
 	fieldSpec := fs.String("F", "", "fields to print, as perf script -F: `LIST` of comm,tid,pid,time,cpu,period,event,addr,ip,sym,symoff,dso,srcline,weight,data_src,phys_addr,iregs,uregs,brstack,brstacksym,brstackoff,trace, or +FIELD/-FIELD to change the default")
 	trustLines := fs.Bool("trust-lines", false, "print a \"# perfcheck: trusted=...\" comment line before each sample (parsers of perf script skip it)")
 	folded := fs.Bool("folded", false, "print folded stacks, \"comm;root;...;leaf weight\", as stackcollapse-perf.pl folds this command's text")
@@ -96,6 +97,9 @@ func runScript(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if !*folded && *count {
 		return errorf(stderr, "script", "--count goes with --folded")
+	}
+	if *inlines && *noInlines {
+		return errorf(stderr, "script", "--inline and --no-inline: give one")
 	}
 	opts, done := af.options(stderr)
 	defer done()

@@ -200,16 +200,18 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	}
 	locs := s.Stack.Locations()
 	if !chain {
-		// perf_sample__fprintf_ip prints the sample's ip as recorded
-		// (the runtime address), not the map-relative one it prints
-		// for callchain entries.
+		// sample__fprintf_sym without a callchain cursor prints the
+		// sample's ip as recorded (the runtime address), not the
+		// map-relative one it prints for callchain entries, and names
+		// it by the symbol that holds the code: no inlined callee,
+		// --inline or not (inlined frames come from the callchain).
 		b = append(b, ' ')
 		if len(locs) > 0 {
 			ip := locs[0].Offset
 			if len(s.IPs) > 0 {
 				ip = s.IPs[0]
 			}
-			b = sf.appendFrame(b, f, ip, locs[0], 0, "")
+			b = sf.appendFrame(b, f, ip, locs[0], len(locs[0].Frames)-1, false)
 		}
 		return append(sf.appendTail(b, f, s, rec), '\n')
 	}
@@ -217,11 +219,11 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 	for _, l := range locs {
 		if sf.inlines && len(l.Frames) > 1 {
 			// perf script --inline: the inlined callees, innermost
-			// first, each "name (inlined)", then the function that
-			// holds the code.
+			// first, each "name+0xOFF (inlined)", then the function
+			// that holds the code.
 			for i := range l.Frames[:len(l.Frames)-1] {
 				b = append(b, '\t')
-				b = sf.appendFrame(b, f, l.Offset, l, i, "inlined")
+				b = sf.appendFrame(b, f, l.Offset, l, i, true)
 				b = append(b, '\n')
 			}
 		}
@@ -230,7 +232,7 @@ func (sf *scriptFormat) appendSample(b []byte, s *check.Sample) []byte {
 			b = appendHex16(b, l.Offset)
 		}
 		b = append(b, sf.symText(f, l)...)
-		b = appendFrameRest(b, f, l, "")
+		b = appendFrameRest(b, f, l, len(l.Frames)-1, sf.inlines)
 		b = append(b, '\n')
 	}
 	return append(sf.appendTail(b, f, s, rec), '\n')
@@ -276,7 +278,7 @@ func (sf *scriptFormat) symText(f scriptField, l *check.Location) []byte {
 		sp := t.span[id]
 		return t.blocks[sp.blk-1][sp.off : sp.off+sp.n]
 	}
-	sf.scratch = appendFrameSym(sf.scratch[:0], f, l, len(l.Frames)-1, "")
+	sf.scratch = appendFrameSym(sf.scratch[:0], f, l, len(l.Frames)-1)
 	text := sf.scratch
 	if id <= 0 || len(text) > symTextBlock {
 		return text // not numbered by a Result, or a name past any block
@@ -495,23 +497,25 @@ func appendSpaces(b []byte, n int) []byte {
 
 // appendFrame prints one frame of l: "%16x ADDR", " SYM+0xOFF", " (DSO)"
 // and "\n  SRCLINE", as far as f asks. frame is the index in l.Frames of
-// the function to name (the outermost, or an inlined one with inlined
-// set, which perf prints as "name (inlined)" without its DSO).
-func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, inlined string) []byte {
+// the function to name: the outermost, or with expanded (--inline) any
+// of them. perf prints an inlined one (append_inlines' symbol, which
+// starts where the holding one does) as "name+0xOFF", its srcline, then
+// " (inlined)", without its DSO.
+func (sf *scriptFormat) appendFrame(b []byte, f scriptField, addr uint64, l *check.Location, frame int, expanded bool) []byte {
 	if f&fieldIP != 0 {
 		b = appendHex16(b, addr)
 	}
-	return appendFrameRest(appendFrameSym(b, f, l, frame, inlined), f, l, inlined)
+	return appendFrameRest(appendFrameSym(b, f, l, frame), f, l, frame, expanded)
 }
 
 // appendFrameSym is the symbol field appendFrame prints: " SYM+0xOFF".
-func appendFrameSym(b []byte, f scriptField, l *check.Location, frame int, inlined string) []byte {
+func appendFrameSym(b []byte, f scriptField, l *check.Location, frame int) []byte {
 	if f&fieldSym != 0 {
 		b = append(b, ' ')
 		var off uint64
 		var hasOff bool
 		b, off, hasOff = appendScriptSymbol(b, l, frame)
-		if f&fieldSymOff != 0 && hasOff && inlined == "" {
+		if f&fieldSymOff != 0 && hasOff {
 			b = append(b, "+0x"...)
 			b = strconv.AppendUint(b, off, 16)
 		}
@@ -519,23 +523,30 @@ func appendFrameSym(b []byte, f scriptField, l *check.Location, frame int, inlin
 	return b
 }
 
-// appendFrameRest is what appendFrame prints after the symbol field:
-// " (DSO)" (or " (inlined)") and "\n  SRCLINE".
-func appendFrameRest(b []byte, f scriptField, l *check.Location, inlined string) []byte {
-	if inlined != "" {
-		b = append(b, " ("...)
-		b = append(b, inlined...)
-		b = append(b, ')')
-	} else if f&fieldDSO != 0 {
+// appendFrameRest is what appendFrame prints after the symbol field of
+// frame: " (DSO)", "\n  SRCLINE", and " (inlined)" for an inlined frame
+// of an expanded location. The srcline of an expanded frame is its own
+// line (for the holding function, the call site), else the innermost
+// frame's (callchain_srcline, addr2line's first answer).
+func appendFrameRest(b []byte, f scriptField, l *check.Location, frame int, expanded bool) []byte {
+	inlined := expanded && frame < len(l.Frames)-1
+	if f&fieldDSO != 0 && !inlined {
 		b = append(b, " ("...)
 		b = append(b, l.DSO.Path...)
 		b = append(b, ')')
 	}
 	if f&fieldSrcline != 0 {
 		if !(l.DSO.Verdict == check.NoFile && l.DSO.Path == "[unknown]") {
+			line := 0
+			if expanded {
+				line = frame
+			}
 			b = append(b, "\n  "...)
-			b = appendScriptSrcline(b, l)
+			b = appendScriptSrcline(b, l, line)
 		}
+	}
+	if inlined {
+		b = append(b, " (inlined)"...)
 	}
 	return b
 }
@@ -586,15 +597,15 @@ func appendMarked(b []byte, mark, name string) []byte {
 }
 
 // appendScriptSrcline appends perf's srcline of a frame
-// (map__fprintf_srcline): "file:line" of the innermost frame, the file's
+// (map__fprintf_srcline): "file:line" of l.Frames[frame], the file's
 // base name; where no line is known, perf's fallback "BASE[OFFSET]". An
 // untrusted DSO's lines are never read. The caller prints none for
 // memory that no mapping covers (the DSO "[unknown]" without a file).
-func appendScriptSrcline(b []byte, l *check.Location) []byte {
-	if l.DSO.Trusted() && len(l.Frames) > 0 && l.Frames[0].File != "" && l.Frames[0].Line > 0 {
-		b = append(b, filepath.Base(l.Frames[0].File)...)
+func appendScriptSrcline(b []byte, l *check.Location, frame int) []byte {
+	if l.DSO.Trusted() && frame < len(l.Frames) && l.Frames[frame].File != "" && l.Frames[frame].Line > 0 {
+		b = append(b, filepath.Base(l.Frames[frame].File)...)
 		b = append(b, ':')
-		return strconv.AppendInt(b, int64(l.Frames[0].Line), 10)
+		return strconv.AppendInt(b, int64(l.Frames[frame].Line), 10)
 	}
 	b = append(b, dso.BaseName(l.DSO.Path)...)
 	b = append(b, '[')
