@@ -153,32 +153,23 @@ type session struct {
 	// Distinct locations (dso, offset) get dense ids in order of first
 	// use; a stack is a run of location ids, 4 bytes a frame, stored in
 	// fixed-size chunks so that no stack is ever copied again.
-	locs     []frameRef
-	locIdx   locTable
-	chunk    []int32
-	stacks   [][]int32
-	frames   int      // total frames of all stacks
-	raws     rawTable // its aggs is &aggs
-	rawSeeds [2]maphash.Seed
-	userBuf  []uint64
-	refBuf   []int32
-	keyBuf   []aheadKey // apply's keys of a batch's samples
-	// keepAddr: the samples' PERF_SAMPLE_ADDR travel in the batches
-	// (feedBatch.addrs), so that the first reading locates the
-	// addresses of the events perf script names them for (addrNamed,
-	// per event) and their DSOs are judged before the second. The
-	// reader decides it at the first sample (decideAddr), when a
-	// stream's events are known, before it hands that sample over. Each
-	// distinct location is kept once in addrRefs.
-	keepAddr    bool
-	addrDecided bool
-	addrNamed   []bool
-	addrRefs    []frameRef
-	addrIdx     map[frameRef]int32
-	locMemo     [16384]locMemo
-	touched     uint64 // what apply's slot reads read (kept so they stay)
-	aggs        aggTable
-	sig         sigState // signature's, with Options.ReportOnly
+	locs      []frameRef
+	locIdx    locTable
+	chunk     []int32
+	stacks    [][]int32
+	frames    int      // total frames of all stacks
+	raws      rawTable // its aggs is &aggs
+	rawSeeds  [2]maphash.Seed
+	userBuf   []uint64
+	refBuf    []int32
+	keyBuf    []aheadKey // apply's keys of a batch's samples
+	addrNamed []bool
+	addrRefs  []frameRef
+	addrIdx   map[frameRef]int32
+	locMemo   [16384]locMemo
+	touched   uint64 // what apply's slot reads read (kept so they stay)
+	aggs      aggTable
+	sig       sigState // signature's, with Options.ReportOnly
 	// stacker, while feed runs it, interns the stacks and counts the
 	// aggregates on a goroutine of its own (stacker.go); stackerOps,
 	// when not 0, says that feed pipelines and stackerDue may start it,
@@ -211,12 +202,29 @@ type session struct {
 	// (signatureSlot) once rawOff is set (rawCacheOff): then the
 	// raw-stack cache is no longer used. rawTries and rawHits count
 	// lookups and hits until it is decided.
-	sigSlot rawSlot
-	rawOff  bool
+	sigSlot           rawSlot
+	rawOff            bool
+	rawTries, rawHits uint64
+
+	// What the reading goroutine reads for every sample sits on cache
+	// lines of its own: next to fields apply writes for every sample,
+	// each read would wait for the line to come back from the other
+	// core.
+	_ linePad
+	// keepAddr: the samples' PERF_SAMPLE_ADDR travel in the batches
+	// (feedBatch.addrs), so that the first reading locates the
+	// addresses of the events perf script names them for (addrNamed,
+	// per event) and their DSOs are judged before the second. The
+	// reader decides it at the first sample (decideAddr), when a
+	// stream's events are known, before it hands that sample over. Each
+	// distinct location is kept once in addrRefs.
+	keepAddr    bool
+	addrDecided bool
 	// rawOffRead is rawOff for the reading goroutine (feed.go), which
 	// then stops taking the callchains' digests.
-	rawOffRead        atomic.Bool
-	rawTries, rawHits uint64
+	rawOffRead atomic.Bool
+	_          linePad
+
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
 	// outside one. It is the session's, not an option: Options are
@@ -225,6 +233,9 @@ type session struct {
 	firstTime uint64
 	lastTime  uint64
 }
+
+// linePad keeps the fields on either side of it off one cache line.
+type linePad [64]byte
 
 // newSession returns a session with opts.
 func newSession(opts Options) *session {
