@@ -159,7 +159,6 @@ type session struct {
 	stacks    [][]int32
 	frames    int      // total frames of all stacks
 	raws      rawTable // its aggs is &aggs
-	rawSeeds  [2]maphash.Seed
 	userBuf   []uint64
 	refBuf    []int32
 	keyBuf    []aheadKey // apply's keys of a batch's samples
@@ -223,7 +222,10 @@ type session struct {
 	// rawOffRead is rawOff for the reading goroutine (feed.go), which
 	// then stops taking the callchains' digests.
 	rawOffRead atomic.Bool
-	_          linePad
+	// rawSeeds hash the raw stacks: the reader takes each callchain's
+	// first digest under rawSeeds[0], apply the rest of the key (rawKey).
+	rawSeeds [2]maphash.Seed
+	_        linePad
 
 	// unwindCtx is the context of the Analyze reading the
 	// records, for the lookups unwinding makes meanwhile (cfiFor); nil
