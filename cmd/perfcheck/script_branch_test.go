@@ -154,6 +154,20 @@ func branchEntries(line string) (addrs, flags []string) {
 // the DSOs, for perf and for perfcheck.
 func TestScriptBrstackSymMatchesPerf(t *testing.T) {
 	t.Parallel()
+	eachBranchRecording(t, "brstacksym", func(t *testing.T, perf, pc string, sameDSO bool) {
+		for r, n := range compareBrstackSym(t, perf, pc, !sameDSO) {
+			t.Logf("%5d addresses differ: %s", n, r)
+		}
+	})
+}
+
+// eachBranchRecording runs compare, in a parallel subtest per corpus
+// recording with branch stacks, on perf script's and perfcheck script's
+// -F FIELD,dso text, after requiring of both that -F FIELD prints the
+// same without the DSOs; sameDSO says whether the two name the samples'
+// DSOs alike (-F ip,dso).
+func eachBranchRecording(t *testing.T, field string, compare func(t *testing.T, perf, pc string, sameDSO bool)) {
+	t.Helper()
 	needPerf(t)
 	fixtures.Corpus(t, "")
 	for _, name := range branchCorpus {
@@ -161,12 +175,10 @@ func TestScriptBrstackSymMatchesPerf(t *testing.T) {
 			t.Parallel()
 			data := fixtures.Corpus(t, name)
 			sameDSO := perfBranchOut(t, data, "ip,dso") == pcBranchOut(t, data, "ip,dso")
-			perf, pc := perfBranchOut(t, data, "brstacksym,dso"), pcBranchOut(t, data, "brstacksym,dso")
-			require.Equal(t, replaceGroups(perf, "/", ""), perfBranchOut(t, data, "brstacksym"), "perf")
-			require.Equal(t, replaceGroups(pc, "/", ""), pcBranchOut(t, data, "brstacksym"), "perfcheck")
-			for r, n := range compareBrstackSym(t, perf, pc, !sameDSO) {
-				t.Logf("%5d addresses differ: %s", n, r)
-			}
+			perf, pc := perfBranchOut(t, data, field+",dso"), pcBranchOut(t, data, field+",dso")
+			require.Equal(t, replaceGroups(perf, "/", ""), perfBranchOut(t, data, field), "perf")
+			require.Equal(t, replaceGroups(pc, "/", ""), pcBranchOut(t, data, field), "perfcheck")
+			compare(t, perf, pc, sameDSO)
 		})
 	}
 }
@@ -432,54 +444,44 @@ const whyKernelOff = "kernel, vdso, JIT: perf prints an offset into its kernel m
 // the kernel and the vdso they differ (whyKernelOff), counted in the log.
 func TestScriptBrstackOffMatchesPerf(t *testing.T) {
 	t.Parallel()
-	needPerf(t)
-	fixtures.Corpus(t, "")
-	for _, name := range branchCorpus {
-		t.Run(filepath.Base(name), func(t *testing.T) {
-			t.Parallel()
-			data := fixtures.Corpus(t, name)
-			sameDSO := perfBranchOut(t, data, "ip,dso") == pcBranchOut(t, data, "ip,dso")
-			perf, pc := perfBranchOut(t, data, "brstackoff,dso"), pcBranchOut(t, data, "brstackoff,dso")
-			require.Equal(t, replaceGroups(perf, "/", ""), perfBranchOut(t, data, "brstackoff"), "perf")
-			require.Equal(t, replaceGroups(pc, "/", ""), pcBranchOut(t, data, "brstackoff"), "perfcheck")
-			pl, gl := strings.Split(perf, "\n"), strings.Split(pc, "\n")
-			require.Equal(t, len(pl), len(gl), "lines")
-			differ, same := 0, 0
-			for i := range pl {
-				if pl[i] == gl[i] {
-					same += 2 * strings.Count(pl[i], ")/0x")
-					continue
-				}
-				pe, pflags := branchEntries(pl[i])
-				ge, gflags := branchEntries(gl[i])
-				require.Equal(t, pflags, gflags, "line %d flags", i)
-				for j := range pe {
-					pa, ga := strings.SplitN(pe[j], ")/", 2), strings.SplitN(ge[j], ")/", 2)
-					require.Len(t, pa, 2, pe[j])
-					require.Len(t, ga, 2, ge[j])
-					for k := range pa {
-						pOff, pDSO := offDSO(t, strings.TrimSuffix(pa[k], ")")+")")
-						off, dso := offDSO(t, strings.TrimSuffix(ga[k], ")")+")")
-						if sameDSO {
-							require.Equal(t, pDSO, dso, "line %d entry %d DSO", i, j)
-						}
-						if dso == "[kernel.kallsyms]" || dso == "[vdso]" || dso == "//anon" {
-							if off != pOff {
-								differ++
-							}
-							continue
-						}
-						require.Equal(t, pOff, off, "line %d entry %d: perf %q, perfcheck %q", i, j, pe[j], ge[j])
-						same++
+	eachBranchRecording(t, "brstackoff", func(t *testing.T, perf, pc string, sameDSO bool) {
+		pl, gl := strings.Split(perf, "\n"), strings.Split(pc, "\n")
+		require.Equal(t, len(pl), len(gl), "lines")
+		differ, same := 0, 0
+		for i := range pl {
+			if pl[i] == gl[i] {
+				same += 2 * strings.Count(pl[i], ")/0x")
+				continue
+			}
+			pe, pflags := branchEntries(pl[i])
+			ge, gflags := branchEntries(gl[i])
+			require.Equal(t, pflags, gflags, "line %d flags", i)
+			for j := range pe {
+				pa, ga := strings.SplitN(pe[j], ")/", 2), strings.SplitN(ge[j], ")/", 2)
+				require.Len(t, pa, 2, pe[j])
+				require.Len(t, ga, 2, ge[j])
+				for k := range pa {
+					pOff, pDSO := offDSO(t, strings.TrimSuffix(pa[k], ")")+")")
+					off, dso := offDSO(t, strings.TrimSuffix(ga[k], ")")+")")
+					if sameDSO {
+						require.Equal(t, pDSO, dso, "line %d entry %d DSO", i, j)
 					}
+					if dso == "[kernel.kallsyms]" || dso == "[vdso]" || dso == "//anon" {
+						if off != pOff {
+							differ++
+						}
+						continue
+					}
+					require.Equal(t, pOff, off, "line %d entry %d: perf %q, perfcheck %q", i, j, pe[j], ge[j])
+					same++
 				}
 			}
-			if differ > 0 {
-				t.Logf("%5d addresses differ: %s", differ, whyKernelOff)
-			}
-			t.Logf("%5d offsets in files and unmapped memory are perf's", same)
-		})
-	}
+		}
+		if differ > 0 {
+			t.Logf("%5d addresses differ: %s", differ, whyKernelOff)
+		}
+		t.Logf("%5d offsets in files and unmapped memory are perf's", same)
+	})
 }
 
 // A stream read as it is written hands each sample over as it comes
