@@ -127,16 +127,7 @@ func TestTopGraphMatchesPerfReport(t *testing.T) {
 					got[name] = e.SelfPct
 					entryGraphPaths(got, name, e)
 				}
-				for p, w := range want {
-					g, ok := got[p]
-					if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
-						assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
-					}
-				}
-				for p, g := range got {
-					_, ok := want[p]
-					assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
-				}
+				assertSamePathShares(t, want, got)
 			})
 		}
 	}
@@ -417,16 +408,7 @@ func compareGraphMode(t *testing.T, data, symfs, children, mode, order, limit st
 			delete(got, p)
 		}
 	}
-	for p, w := range want {
-		g, ok := got[p]
-		if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
-			assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
-		}
-	}
-	for p, g := range got {
-		_, ok := want[p]
-		assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
-	}
+	assertSamePathShares(t, want, got)
 }
 
 var (
@@ -592,7 +574,7 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 						require.Len(t, tj.Events, 1)
 						got := map[string]float64{}
 						for _, e := range tj.Events[0].Entries {
-							name := keyedName(e, keys)
+							name := perfLabel(keys, e)
 							got[name] = e.SelfPct
 							if c.children == "--children" {
 								got[name] = e.TotalPct
@@ -609,16 +591,7 @@ func TestTopGraphBySortKeysMatchesPerfReport(t *testing.T) {
 								}
 							}
 						}
-						for p, w := range want {
-							g, ok := got[p]
-							if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
-								assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
-							}
-						}
-						for p, g := range got {
-							_, ok := want[p]
-							assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
-						}
+						assertSamePathShares(t, want, got)
 					})
 				}
 			}
@@ -649,21 +622,19 @@ func perfKeyedGraphPaths(t *testing.T, out, keys string, fractal bool) map[strin
 	})
 }
 
-// keyedName is the name perfKeyedGraphPaths gives e, an entry of top
-// --sort keys.
-func keyedName(e topEntry, keys string) string {
-	var parts []string
-	for _, k := range strings.Split(keys, ",") {
-		switch k {
-		case "comm":
-			parts = append(parts, e.Comm)
-		case "pid":
-			parts = append(parts, strconv.FormatUint(uint64(e.TID), 10)+":"+e.Comm)
-		case "dso":
-			parts = append(parts, filepath.Base(e.DSO))
-		case "sym":
-			parts = append(parts, e.Name)
+// assertSamePathShares requires every graph path of perf report's (want)
+// in perfcheck top's (got) and no other, each share within perf's
+// printed precision.
+func assertSamePathShares(t *testing.T, want, got map[string]float64) {
+	t.Helper()
+	for p, w := range want {
+		g, ok := got[p]
+		if assert.True(t, ok, "%q (%.2f%% in perf report) missing from perfcheck top", p, w) {
+			assert.LessOrEqual(t, math.Abs(g-w), 0.0051, "%s: %.4f%%, perf %.2f%%", p, g, w)
 		}
 	}
-	return strings.Join(parts, " ")
+	for p, g := range got {
+		_, ok := want[p]
+		assert.True(t, ok, "%q (%.2f%%) in perfcheck top, not in perf report", p, g)
+	}
 }
