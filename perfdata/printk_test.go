@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/perfcheck/perfcheck/internal/fixtures"
 )
 
 // TestTracePrintk: rcu:rcu_utilization's payload is a pointer to a kernel
@@ -19,10 +21,7 @@ func TestTracePrintk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("records with perf; not in -short")
 	}
-	perf, err := exec.LookPath("perf")
-	if err != nil {
-		t.Skip("perf not installed (Debian: apt-get install linux-perf)")
-	}
+	perf := fixtures.NeedTool(t, "perf")
 	if _, err := os.Stat("/sys/kernel/tracing/events/rcu/rcu_utilization"); err != nil {
 		t.Skipf("no rcu:rcu_utilization tracepoint: %v", err)
 	}
@@ -32,7 +31,7 @@ func TestTracePrintk(t *testing.T) {
 			path := filepath.Join(dir, "pipe.data")
 			cmd := exec.Command(perf, "record", "-q", "-N", "-a", "-e", "rcu:rcu_utilization", "-o", out, "--", "sleep", "0.1")
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "HOME="+dir) // perf must not touch ~/.debug
+			cmd.Env = fixtures.PerfEnv(dir) // perf must not touch ~/.debug
 			if out == "-" {
 				stream, err := cmd.Output()
 				require.NoError(t, err)
