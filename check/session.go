@@ -232,6 +232,9 @@ type session struct {
 	// outside one. It is the session's, not an option: Options are
 	// copied into the Result.
 	unwindCtx context.Context
+	// thisHost is this machine and its boot, read once (recordedThisBoot
+	// asks for every DSO looked up, from the judging goroutines).
+	thisHost  func() hostNow
 	firstTime uint64
 	lastTime  uint64
 }
@@ -254,6 +257,7 @@ func newSession(opts Options) *session {
 	s.lastCommID = -1
 	s.raws.aggs = &s.aggs
 	s.rawSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	s.thisHost = sync.OnceValue(func() hostNow { return s.opts.host.now() })
 	return s
 }
 

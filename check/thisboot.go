@@ -24,13 +24,25 @@ func (s *session) recordedThisBoot() bool {
 		// under /proc/PID/root then either.
 		return false
 	}
-	rec, now := s.rec.machine, o.host.runningMachine()
-	if rec.host == "" || rec.release == "" || rec.host != now.host || rec.release != now.release {
+	rec, now := s.rec.machine, s.thisHost()
+	if rec.host == "" || rec.release == "" || rec.host != now.machine.host || rec.release != now.machine.release {
 		return false
 	}
 	at := s.rec.recordedAt()
-	boot, ok := o.host.bootTime()
-	return ok && !at.IsZero() && at.After(boot)
+	return now.bootOK && !at.IsZero() && at.After(now.boot)
+}
+
+// hostNow is this machine (runningMachine) and when it booted (bootTime).
+type hostNow struct {
+	machine machine
+	boot    time.Time
+	bootOK  bool
+}
+
+// now reads hostNow.
+func (h hostRoots) now() hostNow {
+	boot, ok := h.bootTime()
+	return hostNow{machine: h.runningMachine(), boot: boot, bootOK: ok}
 }
 
 // queryPID is the pid a lookup of d's binary may look under /proc/PID/root
