@@ -16,10 +16,9 @@ func (r *traceRecord) bitmask(name string) (traceValue, error) {
 	if err != nil {
 		return traceValue{}, err
 	}
-	const hex = "0123456789abcdef"
 	out := make([]byte, 0, len(b)*2+len(b)/4)
 	for i := len(b) - 1; i >= 0; i-- {
-		out = append(out, hex[b[i]>>4], hex[b[i]&0xf])
+		out = append(out, hexDigits[b[i]>>4], hexDigits[b[i]&0xf])
 		if i > 0 && i%4 == 0 {
 			out = append(out, ',')
 		}
@@ -44,12 +43,19 @@ func (r *traceRecord) dynamic(name string) ([]byte, error) {
 		if f.Offset < 0 || f.Offset+4 > len(r.raw) {
 			return nil, fmt.Errorf("field %s lies past the %d bytes of the record", name, len(r.raw))
 		}
-		loc := binary.LittleEndian.Uint32(r.raw[f.Offset:])
-		off, n := int(loc&0xffff), int(loc>>16)
-		if off+n > len(r.raw) {
-			return nil, fmt.Errorf("field %s: data past the record", name)
-		}
-		return r.raw[off : off+n], nil
+		return dataLocBytes(name, r.raw[f.Offset:f.Offset+4], r.raw)
 	}
 	return nil, fmt.Errorf("no field %s in %s:%s", name, r.ev.System, r.ev.Name)
+}
+
+// dataLocBytes returns the bytes of the record raw that the __data_loc
+// word of field name locates: its low 16 bits are their offset, its high
+// 16 bits their length.
+func dataLocBytes(name string, word, raw []byte) ([]byte, error) {
+	loc := binary.LittleEndian.Uint32(word)
+	off, n := int(loc&0xffff), int(loc>>16)
+	if off+n > len(raw) {
+		return nil, fmt.Errorf("field %s: data past the record", name)
+	}
+	return raw[off : off+n], nil
 }
