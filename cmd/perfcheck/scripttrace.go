@@ -186,15 +186,11 @@ func (p *tracePiece) extField(ev *perfdata.TraceEvent) error {
 // long (64 bits, as on the machines perfcheck reads), or a pointer
 // ("const char * s").
 func pointerField(ev *perfdata.TraceEvent, name string) bool {
-	for _, f := range ev.Fields {
-		if f.Name == name {
-			if strings.Contains(f.Type, "[") || isDataLoc(&f) {
-				return false
-			}
-			return f.Size == 8 || strings.Contains(f.Type, "*")
-		}
+	f := fieldNamed(ev, name)
+	if f == nil || strings.Contains(f.Type, "[") || isDataLoc(f) {
+		return false
 	}
-	return false
+	return f.Size == 8 || strings.Contains(f.Type, "*")
 }
 
 // parseConv reads the conversion at the start of s ("%08lx"); nil for
