@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // bitmask returns the __data_loc field name (a cpumask_t or unsigned
@@ -33,19 +35,22 @@ func (r *traceRecord) dynamic(name string) ([]byte, error) {
 	if r.ev == nil {
 		return nil, fmt.Errorf("field %s where a constant belongs", name)
 	}
-	for _, f := range r.ev.Fields {
-		if f.Name != name {
-			continue
-		}
-		if !isDataLoc(&f) || f.Size != 4 {
-			return nil, fmt.Errorf("field %s (%s) is no __data_loc: %w", name, f.Type, errTraceUnsupported)
-		}
-		if f.Offset < 0 || f.Offset+4 > len(r.raw) {
-			return nil, fmt.Errorf("field %s lies past the %d bytes of the record", name, len(r.raw))
-		}
-		return dataLocBytes(name, r.raw[f.Offset:f.Offset+4], r.raw)
+	if f := fieldNamed(r.ev, name); f != nil {
+		return r.dataLoc(f)
 	}
 	return nil, fmt.Errorf("no field %s in %s:%s", name, r.ev.System, r.ev.Name)
+}
+
+// dataLoc returns the bytes of the __data_loc field f, which a piece
+// resolved when the format was parsed.
+func (r *traceRecord) dataLoc(f *perfdata.TraceField) ([]byte, error) {
+	if !isDataLoc(f) || f.Size != 4 {
+		return nil, fmt.Errorf("field %s (%s) is no __data_loc: %w", f.Name, f.Type, errTraceUnsupported)
+	}
+	if f.Offset < 0 || f.Offset+4 > len(r.raw) {
+		return nil, fmt.Errorf("field %s lies past the %d bytes of the record", f.Name, len(r.raw))
+	}
+	return dataLocBytes(f.Name, r.raw[f.Offset:f.Offset+4], r.raw)
 }
 
 // dataLocBytes returns the bytes of the record raw that the __data_loc

@@ -100,7 +100,7 @@ func appendHexDump(b []byte, p *tracePiece, r *traceRecord) ([]byte, error) {
 		}
 		n = int(int32(v)) // print_event_cache's int len_arg
 	}
-	a, err := r.dynamic(p.field.Name)
+	a, err := r.dataLoc(p.field)
 	if err != nil {
 		return b, err
 	}
