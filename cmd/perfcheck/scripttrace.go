@@ -186,15 +186,11 @@ func (p *tracePiece) extField(ev *perfdata.TraceEvent) error {
 // long (64 bits, as on the machines perfcheck reads), or a pointer
 // ("const char * s").
 func pointerField(ev *perfdata.TraceEvent, name string) bool {
-	for _, f := range ev.Fields {
-		if f.Name == name {
-			if strings.Contains(f.Type, "[") || strings.HasPrefix(f.Type, "__data_loc") {
-				return false
-			}
-			return f.Size == 8 || strings.Contains(f.Type, "*")
-		}
+	f := fieldNamed(ev, name)
+	if f == nil || strings.Contains(f.Type, "[") || isDataLoc(f) {
+		return false
 	}
-	return false
+	return f.Size == 8 || strings.Contains(f.Type, "*")
 }
 
 // parseConv reads the conversion at the start of s ("%08lx"); nil for
@@ -550,16 +546,15 @@ func (r *traceRecord) element(name string, i int) (traceValue, error) {
 			if b, err = arrayElement(f, b, i); err != nil {
 				return traceValue{}, err
 			}
-		} else if strings.HasPrefix(f.Type, "__data_loc") {
+		} else if isDataLoc(&f) {
 			if len(b) != 4 {
 				return traceValue{}, fmt.Errorf("field %s: __data_loc of %d bytes", name, len(b))
 			}
-			loc := binary.LittleEndian.Uint32(b)
-			off, n := int(loc&0xffff), int(loc>>16)
-			if off+n > len(r.raw) {
-				return traceValue{}, fmt.Errorf("field %s: data past the record", name)
+			d, err := dataLocBytes(name, b, r.raw)
+			if err != nil {
+				return traceValue{}, err
 			}
-			return traceValue{isStr: true, s: cString(r.raw[off : off+n])}, nil
+			return traceValue{isStr: true, s: cString(d)}, nil
 		}
 		if i < 0 && (strings.HasPrefix(f.Type, "char[") || strings.HasPrefix(f.Type, "const char[")) {
 			return traceValue{isStr: true, s: cString(b)}, nil

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/perfcheck/perfcheck/perfdata"
 )
 
 // bitmask returns the __data_loc field name (a cpumask_t or unsigned
@@ -16,10 +18,9 @@ func (r *traceRecord) bitmask(name string) (traceValue, error) {
 	if err != nil {
 		return traceValue{}, err
 	}
-	const hex = "0123456789abcdef"
 	out := make([]byte, 0, len(b)*2+len(b)/4)
 	for i := len(b) - 1; i >= 0; i-- {
-		out = append(out, hex[b[i]>>4], hex[b[i]&0xf])
+		out = append(out, hexDigits[b[i]>>4], hexDigits[b[i]&0xf])
 		if i > 0 && i%4 == 0 {
 			out = append(out, ',')
 		}
@@ -34,22 +35,32 @@ func (r *traceRecord) dynamic(name string) ([]byte, error) {
 	if r.ev == nil {
 		return nil, fmt.Errorf("field %s where a constant belongs", name)
 	}
-	for _, f := range r.ev.Fields {
-		if f.Name != name {
-			continue
-		}
-		if !isDataLoc(&f) || f.Size != 4 {
-			return nil, fmt.Errorf("field %s (%s) is no __data_loc: %w", name, f.Type, errTraceUnsupported)
-		}
-		if f.Offset < 0 || f.Offset+4 > len(r.raw) {
-			return nil, fmt.Errorf("field %s lies past the %d bytes of the record", name, len(r.raw))
-		}
-		loc := binary.LittleEndian.Uint32(r.raw[f.Offset:])
-		off, n := int(loc&0xffff), int(loc>>16)
-		if off+n > len(r.raw) {
-			return nil, fmt.Errorf("field %s: data past the record", name)
-		}
-		return r.raw[off : off+n], nil
+	if f := fieldNamed(r.ev, name); f != nil {
+		return r.dataLoc(f)
 	}
 	return nil, fmt.Errorf("no field %s in %s:%s", name, r.ev.System, r.ev.Name)
+}
+
+// dataLoc returns the bytes of the __data_loc field f, which a piece
+// resolved when the format was parsed.
+func (r *traceRecord) dataLoc(f *perfdata.TraceField) ([]byte, error) {
+	if !isDataLoc(f) || f.Size != 4 {
+		return nil, fmt.Errorf("field %s (%s) is no __data_loc: %w", f.Name, f.Type, errTraceUnsupported)
+	}
+	if f.Offset < 0 || f.Offset+4 > len(r.raw) {
+		return nil, fmt.Errorf("field %s lies past the %d bytes of the record", f.Name, len(r.raw))
+	}
+	return dataLocBytes(f.Name, r.raw[f.Offset:f.Offset+4], r.raw)
+}
+
+// dataLocBytes returns the bytes of the record raw that the __data_loc
+// word of field name locates: its low 16 bits are their offset, its high
+// 16 bits their length.
+func dataLocBytes(name string, word, raw []byte) ([]byte, error) {
+	loc := binary.LittleEndian.Uint32(word)
+	off, n := int(loc&0xffff), int(loc>>16)
+	if off+n > len(raw) {
+		return nil, fmt.Errorf("field %s: data past the record", name)
+	}
+	return raw[off : off+n], nil
 }

@@ -569,12 +569,8 @@ func (p *traceParser) isDataLoc(name string) bool {
 	if p.ev == nil {
 		return false
 	}
-	for i := range p.ev.Fields {
-		if f := &p.ev.Fields[i]; f.Name == name {
-			return isDataLoc(f)
-		}
-	}
-	return false
+	f := fieldNamed(p.ev, name)
+	return f != nil && isDataLoc(f)
 }
 
 // isIdent reports whether w is a C identifier.

@@ -30,10 +30,8 @@ func namedField(ev *perfdata.TraceEvent, c *traceConv, arg traceExpr) (*perfdata
 	if !ok {
 		return nil, fmt.Errorf("print fmt: conversion %q of an expression: %w", "%p"+c.ptr, errTraceUnsupported)
 	}
-	for i := range ev.Fields {
-		if f := &ev.Fields[i]; f.Name == string(name) {
-			return f, nil
-		}
+	if f := fieldNamed(ev, string(name)); f != nil {
+		return f, nil
 	}
 	return nil, fmt.Errorf("print fmt: conversion %q of %s, no such field: %w", "%p"+c.ptr, name, errTraceUnsupported)
 }
@@ -102,7 +100,7 @@ func appendHexDump(b []byte, p *tracePiece, r *traceRecord) ([]byte, error) {
 		}
 		n = int(int32(v)) // print_event_cache's int len_arg
 	}
-	a, err := r.dynamic(p.field.Name)
+	a, err := r.dataLoc(p.field)
 	if err != nil {
 		return b, err
 	}
@@ -155,16 +153,24 @@ func barePointerArg(ev *perfdata.TraceEvent, arg traceExpr) traceExpr {
 	if !ok {
 		return arg
 	}
-	for _, f := range ev.Fields {
-		if f.Name == string(name) && (strings.Contains(f.Type, "[") || isDataLoc(&f)) {
-			switch f.Size {
-			case 1, 2, 4, 8:
-				return arg
-			}
-			return traceConst{}
+	if f := fieldNamed(ev, string(name)); f != nil && (strings.Contains(f.Type, "[") || isDataLoc(f)) {
+		switch f.Size {
+		case 1, 2, 4, 8:
+			return arg
 		}
+		return traceConst{}
 	}
 	return arg
+}
+
+// fieldNamed returns the field of ev called name, or nil.
+func fieldNamed(ev *perfdata.TraceEvent, name string) *perfdata.TraceField {
+	for i := range ev.Fields {
+		if f := &ev.Fields[i]; f.Name == name {
+			return f
+		}
+	}
+	return nil
 }
 
 // appendBarePointer prints v as libtraceevent's print_arg_pointer prints a
