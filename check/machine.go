@@ -75,7 +75,7 @@ func (s *session) judgeKernelWithoutBuildID(d *DSO) {
 		d.advice = "copy the recording machine's build-id cache (kallsyms) and pass it with --buildid-dir"
 		return
 	}
-	now := o.host.runningMachine()
+	now := s.thisHost().machine
 	differs, unknown := sameKernel(s.rec.machine, now)
 	switch {
 	case differs != "":
@@ -127,7 +127,7 @@ func (s *session) runningVDSO() (buildid.ID, string) {
 		// A stream read live says where it was recorded as it goes.
 		s.rec.machine.fromFeatures(s.live.rec.Features())
 	}
-	differs, unknown := sameKernel(s.rec.machine, o.host.runningMachine())
+	differs, unknown := sameKernel(s.rec.machine, s.thisHost().machine)
 	switch {
 	case differs != "":
 		return nil, "it was recorded on another kernel: " + differs

@@ -31,7 +31,6 @@ func tracepointRaw(a *perfdata.Attr) bool {
 // code of the process.
 func addrNamed(a *perfdata.Attr) bool {
 	const (
-		typeHardware, typeSoftware               = 0, 1
 		branchInstructions                       = 4
 		pageFaults, pageFaultsMin, pageFaultsMaj = 2, 5, 6
 	)
@@ -39,9 +38,9 @@ func addrNamed(a *perfdata.Attr) bool {
 		return false
 	}
 	switch a.Type {
-	case typeSoftware:
+	case perfdata.AttrTypeSoftware:
 		return a.Config == pageFaults || a.Config == pageFaultsMin || a.Config == pageFaultsMaj
-	case typeHardware:
+	case perfdata.AttrTypeHardware:
 		return a.Config == branchInstructions && a.SamplePeriod == 1
 	}
 	return false
