@@ -43,6 +43,7 @@ func TestScriptDataSrcMatchesPerf(t *testing.T) {
 	require.Greater(t, n, 1000, "samples rewritten")
 	for _, fields := range []string{"data_src", "tid,addr,data_src,ip", "+data_src"} {
 		perf := unnamedPLT.ReplaceAllString(w.run("perf", "script", "-F", fields, "-i", dst), " [unknown] (")
+		perf = loaderPLT.ReplaceAllString(perf, " [unknown] ($1)")
 		out, errs, code := ckRun(t, append(append([]string{"script", "-F", fields}, ckLikePerf(t)...), dst)...)
 		require.Equal(t, exitOK, code, errs)
 		require.Equal(t, perf, out, fields)
@@ -60,6 +61,12 @@ func TestScriptDataSrcMatchesPerf(t *testing.T) {
 // unnamedPLT is perf 6.1's name of a PLT slot whose relocation names no
 // symbol, with its offset and the space and parenthesis that open the DSO.
 var unnamedPLT = regexp.MustCompile(` @plt\+0x[0-9a-f]+ \(`)
+
+// loaderPLT is perf 6.1's name of a PLT slot of the dynamic loader
+// (_dl_catch_exception@plt), which perfcheck does not name: a page fault
+// taken there (rarely) prints [unknown]. Not this test's subject; the
+// difference is listed with the PLT names in docs/commands-check.md.
+var loaderPLT = regexp.MustCompile(` \S+@plt\+0x[0-9a-f]+ \((/\S*/ld-linux[^)]*)\)`)
 
 // dataSrcFields are the fields of perf_mem_data_src: shift and width.
 var dataSrcFields = []struct{ shift, width uint }{
